@@ -1,0 +1,36 @@
+# The two commands of the README's Quickstart: `make demo` and `make test`.
+# Everything a bare machine needs (Python 3.11 and make) is installed from requirements.lock.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test test-neo4j bench lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "graphlabel needs Python 3.11, found " + sys.version'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/graphlabel demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-neo4j: $(STAMP)
+	$(BIN)/python -m pytest -m neo4j
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+# Re-pin every dependency after editing pyproject.toml (needs network; uv comes from the venv).
+lock: $(STAMP)
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --no-header -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .graphlabel .pytest_cache

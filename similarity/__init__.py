@@ -1,0 +1,6 @@
+"""Similarity graphs built locally from feature vectors (the embedded store's edge builder,
+and the reference the Neo4j/GDS builder is checked against)."""
+
+from .knn import delta_graph, knn_graph, nearest_neighbors, symmetrise_graph
+
+__all__ = ["knn_graph", "delta_graph", "nearest_neighbors", "symmetrise_graph"]

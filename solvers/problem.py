@@ -1,0 +1,138 @@
+"""The solver contract: what every solver takes (`LabelProblem`) and returns (`Prediction`).
+
+Solvers import nothing from the rest of graphlabel; the flows translate store rows
+into a `LabelProblem` and a `Prediction` back into node properties.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+UNLABELED = -1
+
+
+@dataclass(frozen=True, eq=False)
+class LabelProblem:
+    """A graph, a few given labels, and optionally what is known about them.
+
+    Parameters
+    ----------
+    W : scipy.sparse matrix, shape (n, n)
+        Symmetric, non-negative edge weights; the diagonal is ignored (set to 0).
+    y : array of int, shape (n,)
+        Class index 0..C-1 of each given label, ``-1`` (``UNLABELED``) where none is given.
+    label_confidence : array of float in [0, 1], shape (n,), optional
+        Trust in each given label (ignored where ``y == -1``); ``None`` means 1 everywhere.
+    n_classes : int, optional
+        Number of classes C; defaults to ``y.max() + 1``. Pass it when a class has no
+        given label in this problem but must still get a score column.
+    X : array of float, shape (n, d), optional
+        Node features, for the solvers that also learn a model on them (``maxmargin``).
+
+    Raises
+    ------
+    ValueError
+        On a non-square, asymmetric or negative ``W``, a ``y`` of the wrong length or with
+        values outside -1..C-1, or confidences outside [0, 1].
+    """
+
+    W: sp.csr_matrix
+    y: np.ndarray
+    label_confidence: np.ndarray | None = None
+    n_classes: int | None = None
+    X: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        W = sp.csr_matrix(self.W, dtype=np.float64)
+        if W.ndim != 2 or W.shape[0] != W.shape[1]:
+            raise ValueError(f"W must be a square matrix, got shape {W.shape}")
+        n = W.shape[0]
+        W.setdiag(0)
+        W.eliminate_zeros()
+        if W.nnz and W.data.min() < 0:
+            raise ValueError("W must be non-negative")
+        if not np.all(np.isfinite(W.data)):
+            raise ValueError("W has non-finite weights")
+        asym = abs(W - W.T)
+        if asym.nnz and asym.max() > 1e-9 * max(1.0, W.max()):
+            raise ValueError("W must be symmetric (symmetrise it, e.g. W.maximum(W.T))")
+        y = np.asarray(self.y)
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape ({n},), got {y.shape}")
+        if not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"y must hold integers (class indices, -1 for unlabeled), got {y.dtype}")
+        y = y.astype(np.int64)
+        n_classes = int(self.n_classes) if self.n_classes is not None else int(y.max()) + 1
+        if y.min(initial=0) < UNLABELED or y.max(initial=-1) >= n_classes:
+            raise ValueError(f"y values must lie in -1..{n_classes - 1}")
+        conf = self.label_confidence
+        if conf is not None:
+            conf = np.asarray(conf, dtype=np.float64)
+            if conf.shape != (n,):
+                raise ValueError(f"label_confidence must have shape ({n},), got {conf.shape}")
+            if np.any((conf[y >= 0] < 0) | (conf[y >= 0] > 1)) or np.any(np.isnan(conf[y >= 0])):
+                raise ValueError("label_confidence must lie in [0, 1] for every given label")
+        X = self.X
+        if X is not None:
+            X = np.asarray(X, dtype=np.float64)
+            if X.ndim != 2 or X.shape[0] != n:
+                raise ValueError(f"X must have shape ({n}, d), got {X.shape}")
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "label_confidence", conf)
+        object.__setattr__(self, "n_classes", n_classes)
+        object.__setattr__(self, "X", X)
+
+    @property
+    def n_nodes(self) -> int:
+        return self.W.shape[0]
+
+    @property
+    def labeled(self) -> np.ndarray:
+        """Boolean mask of the nodes with a given label."""
+        return self.y >= 0
+
+    def with_labels(self, y: np.ndarray, label_confidence: np.ndarray | None = None) -> "LabelProblem":
+        """The same graph with other given labels (for cross-validation and leave-one-out)."""
+        return LabelProblem(self.W, y, label_confidence, self.n_classes, self.X)
+
+
+@dataclass(frozen=True, eq=False)
+class Prediction:
+    """What a solver returns.
+
+    Attributes
+    ----------
+    labels : array of int, shape (n,)
+        Predicted class index; ``-1`` where no labeled node can reach the node (its
+        confidence is then 0: no silent guess).
+    confidence : array of float in [0, 1], shape (n,)
+    noisy : array of bool, shape (n,)
+        True only for given labels the solver judges wrong.
+    scores : array of float, shape (n, C)
+        The solver's per-class scores (their meaning is the solver's; see its docstring).
+    method : str
+    params : dict
+        The parameters the solver ran with, after defaults and tuning.
+    info : dict
+        Solver metadata (iterations, chosen hyperparameters, timings of its own steps...).
+    """
+
+    labels: np.ndarray
+    confidence: np.ndarray
+    noisy: np.ndarray
+    scores: np.ndarray
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.labels)
+        if self.confidence.shape != (n,) or self.noisy.shape != (n,) or self.scores.shape[0] != n:
+            raise ValueError("labels, confidence, noisy and scores must have one row per node")
+        if n and (self.confidence.min() < 0 or self.confidence.max() > 1):
+            raise ValueError("confidence must lie in [0, 1]")

@@ -1,0 +1,49 @@
+"""`solve(problem, method, **params)`: the one entry point the flows call.
+
+Each method lives in its own module and is imported on first use, so a solver's
+compiled dependency is loaded only by the runs that ask for it.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .problem import LabelProblem, Prediction
+
+METHODS: dict[str, str] = {
+    "harmonic": "solvers.harmonic:harmonic",
+    "mincut": "solvers.mincut:mincut",
+    "lcsnc": "solvers.lcsnc:lcsnc",
+    "spectral": "solvers.spectral:spectral",
+    "maxmargin": "solvers.maxmargin:maxmargin",
+    "nmf": "solvers.nmf:nmf",
+}
+
+
+def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Prediction:
+    """Label every node of ``problem`` with the solver named ``method``.
+
+    Parameters
+    ----------
+    problem : LabelProblem
+    method : str
+        One of ``METHODS``.
+    **params
+        The solver's own parameters (see its docstring).
+
+    Returns
+    -------
+    Prediction
+    """
+    if not isinstance(problem, LabelProblem):
+        raise TypeError(f"problem must be a LabelProblem, got {type(problem).__name__}")
+    if method not in METHODS:
+        raise ValueError(f"unknown solver {method!r}; choose one of {sorted(METHODS)}")
+    labeled_classes = set(problem.y[problem.labeled].tolist())
+    if len(labeled_classes) < 2:
+        raise ValueError(
+            f"need given labels of at least two classes, got {len(labeled_classes)}"
+            " (a solver cannot tell classes apart from one)"
+        )
+    module, func = METHODS[method].split(":")
+    return getattr(import_module(module), func)(problem, **params)
