@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (all, quick settings) or `python -m bench NAME [--full]`."""

@@ -1,0 +1,3 @@
+MATCH (e:Entity)
+WHERE e.dataset = $dataset
+RETURN count(e) AS nodes

@@ -1,0 +1,3 @@
+MATCH (:Entity)-[r:SIMILAR]->(:Entity)
+WHERE r.dataset = $dataset
+DELETE r

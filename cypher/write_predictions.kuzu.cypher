@@ -1,0 +1,9 @@
+// One statement over the Arrow table $rows (LOAD FROM); Neo4j uses UNWIND batches.
+LOAD FROM $rows
+MATCH (e:Entity {uid: uid})
+SET e.predicted_label = predicted_label,
+    e.label_confidence = label_confidence,
+    e.label_noise = label_noise,
+    e.label_run_id = label_run_id,
+    e.label_solver = label_solver,
+    e.labelled_at = labelled_at

@@ -1,0 +1,127 @@
+"""The pipeline's stages as Prefect tasks, each doing one thing.
+
+Store I/O tasks declare retries (a database can hiccup); the pure, expensive graph
+computation declares a cache on its inputs, so re-running a flow on unchanged features
+does not search neighbours again.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import scipy.sparse as sp
+from prefect import task
+from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+import similarity
+import solvers
+from graphlabel.problems import ExportedProblem, label_problem, prediction_rows
+from graphlabel.records import ParsedRecords
+from graphstore import GraphStore, LabelRunRecord
+
+STORE_RETRIES = dict(retries=2, retry_delay_seconds=2)
+GRAPH_KINDS = ("knn", "delta")
+
+
+@task(name="ingest", **STORE_RETRIES)
+def ingest_records(store: GraphStore, dataset: str, records: ParsedRecords) -> int:
+    """Write the valid records as nodes (upsert by key)."""
+    return store.write_nodes(dataset, records.nodes)
+
+
+@task(name="read-features", **STORE_RETRIES)
+def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarray]:
+    """Node keys and feature matrix of a dataset."""
+    graph = store.read_subgraph(dataset, with_features=True)
+    if graph.n_nodes == 0:
+        raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
+    if graph.features is None:
+        raise ValueError(f"dataset {dataset!r} has nodes with features of different lengths")
+    return graph.keys, graph.features
+
+
+@task(
+    name="similarity-graph",
+    cache_policy=INPUTS + TASK_SOURCE,
+    cache_expiration=timedelta(days=7),
+    persist_result=True,
+)
+def similarity_graph(features: np.ndarray, spec: dict[str, Any]) -> sp.csr_matrix:
+    """Symmetric weighted graph from the features: kNN or δ (see `similarity`)."""
+    spec = dict(spec)
+    kind = spec.pop("graph", "knn")
+    if kind == "knn":
+        return similarity.knn_graph(features, **spec)
+    if kind == "delta":
+        return similarity.delta_graph(features, **spec)
+    raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {kind!r}")
+
+
+def edge_table(keys: np.ndarray, W: sp.spmatrix) -> pa.Table:
+    """One row per undirected pair (the upper triangle of W)."""
+    upper = sp.triu(W, k=1).tocoo()
+    return pa.table(
+        {
+            "source": pa.array(keys[upper.row].tolist(), pa.string()),
+            "target": pa.array(keys[upper.col].tolist(), pa.string()),
+            "weight": pa.array(upper.data.astype(np.float64)),
+        }
+    )
+
+
+@task(name="write-edges", **STORE_RETRIES)
+def write_edges(store: GraphStore, dataset: str, keys: np.ndarray, W: sp.spmatrix) -> int:
+    """Replace the dataset's similarity relationships with the graph's edges."""
+    return store.replace_edges(dataset, edge_table(keys, W))
+
+
+@task(name="native-knn", **STORE_RETRIES)
+def native_knn_edges(store: GraphStore, dataset: str, spec: dict[str, Any]) -> int:
+    """Let the database build the kNN relationships itself where it can (Neo4j GDS)."""
+    return store.build_knn_edges(dataset, **spec)
+
+
+@task(name="export", **STORE_RETRIES)
+def export_problem(store: GraphStore, dataset: str) -> ExportedProblem:
+    """Read the dataset's subgraph into a LabelProblem; stops on missing or one-class labels."""
+    return label_problem(store.read_subgraph(dataset, with_features=True), dataset)
+
+
+@task(name="solve")
+def solve_problem(exported: ExportedProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
+    return solvers.solve(exported.problem, method=solver, **params)
+
+
+@task(name="write-predictions", **STORE_RETRIES)
+def write_predictions(
+    store: GraphStore, dataset: str, exported: ExportedProblem, prediction: solvers.Prediction,
+    run_id: str, labelled_at: pd.Timestamp,
+) -> int:
+    """Set predicted_label, label_confidence, label_noise, label_run_id, label_solver and
+    labelled_at on every node of the dataset."""
+    return store.write_predictions(dataset, prediction_rows(exported, prediction, run_id, labelled_at))
+
+
+@task(name="record-run", **STORE_RETRIES)
+def record_run(store: GraphStore, run: LabelRunRecord) -> None:
+    """Write the run's LabelRun node (idempotent: keyed by run id)."""
+    store.write_run(run)
+
+
+class StageClock:
+    """Wall time of each stage, in the order the flow ran them."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, stage: str, fn, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 4)

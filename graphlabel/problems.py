@@ -1,0 +1,74 @@
+"""Between the store and the solvers: a `SubGraph` becomes a `LabelProblem`, and a
+`Prediction` becomes the prediction rows the store writes back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import scipy.sparse as sp
+
+from graphstore.base import PREDICTION_SCHEMA, SubGraph
+from solvers import LabelProblem, Prediction
+
+
+class NotEnoughLabels(ValueError):
+    """The dataset cannot be labelled: no given label, or labels of one class only."""
+
+
+@dataclass(frozen=True, eq=False)
+class ExportedProblem:
+    """A LabelProblem with the node keys and class names it was built from."""
+
+    problem: LabelProblem
+    keys: np.ndarray
+    classes: np.ndarray
+
+
+def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
+    """Build the solver's problem: W from the relationships, y from the given labels
+    (classes in sorted order).
+
+    W_ij = max(w(i→j), w(j→i)): the local builder stores one relationship per pair, GDS kNN
+    writes one per direction found, and the maximum reads both the same way."""
+    n = graph.n_nodes
+    if n == 0:
+        raise NotEnoughLabels(f"dataset {dataset!r} has no nodes: ingest records first")
+    given = pd.Series(graph.labels, dtype=object)
+    has_label = given.notna().to_numpy()
+    classes = np.array(sorted(given[has_label].unique()), dtype=object)
+    if len(classes) == 0:
+        raise NotEnoughLabels(f"dataset {dataset!r} has no given label: nothing to learn from")
+    if len(classes) == 1:
+        raise NotEnoughLabels(
+            f"dataset {dataset!r} has given labels of one class only ({classes[0]!r}): a solver"
+            " needs at least two classes"
+        )
+    y = np.full(n, -1, dtype=np.int64)
+    y[has_label] = np.searchsorted(classes, given[has_label].to_numpy())
+    A = sp.csr_matrix((graph.weight, (graph.source, graph.target)), shape=(n, n))
+    W = A.maximum(A.T)
+    return ExportedProblem(LabelProblem(W, y, n_classes=len(classes), X=graph.features), graph.keys, classes)
+
+
+def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: str,
+                    labelled_at: pd.Timestamp) -> pa.Table:
+    """The rows `GraphStore.write_predictions` takes; no prediction (label -1) is written as null.
+    ``label_noise`` is null for nodes without a given label (it speaks of given labels only)."""
+    labels = prediction.labels
+    names = np.where(labels >= 0, exported.classes[np.clip(labels, 0, None)], None)
+    given = exported.problem.labeled
+    n = len(labels)
+    return pa.table(
+        {
+            "key": pa.array(exported.keys.tolist(), pa.string()),
+            "predicted_label": pa.array(names.tolist(), pa.string()),
+            "label_confidence": pa.array(prediction.confidence.astype(np.float64)),
+            "label_noise": pa.array(np.where(given, prediction.noisy, None).tolist(), pa.bool_()),
+            "label_run_id": pa.array([run_id] * n, pa.string()),
+            "label_solver": pa.array([prediction.method] * n, pa.string()),
+            "labelled_at": pa.array([labelled_at.to_pydatetime().replace(tzinfo=None)] * n, pa.timestamp("us")),
+        }
+    ).cast(PREDICTION_SCHEMA)

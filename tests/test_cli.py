@@ -1,0 +1,58 @@
+"""The command line, run in-process with typer's runner against a real store and Prefect."""
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from graphlabel.cli import app
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+runner = CliRunner()
+
+
+def write_csv(path, rows):
+    pd.DataFrame(rows, columns=["id", "a", "b", "label"]).to_csv(path, index=False)
+    return str(path)
+
+
+def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
+    rows = [[f"n{i}", i * 0.1, (i % 5) * 0.2, "p" if i < 3 else ("q" if i < 6 else "")] for i in range(40)]
+    rows += [["", 1.0, 1.0, "p"], ["bad", "oops", 1.0, ""]]
+    csv = write_csv(tmp_path / "in.csv", rows)
+    rejects = tmp_path / "rejects.csv"
+    result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
+                                 "--label", "label", "--rejects", str(rejects), "--store", store_path])
+    assert result.exit_code == 0, result.output
+    assert "stored 40 nodes" in result.output
+    reasons = pd.read_csv(rejects)["reason"].tolist()
+    assert reasons == ["missing key", "non-numeric feature a='oops'"]
+
+    result = runner.invoke(app, ["build-graph", "--dataset", "toy", "--k", "5", "--store", store_path])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["label", "--dataset", "toy", "--params", '{"gamma_g": 0.01}',
+                                 "--store", store_path])
+    assert result.exit_code == 0, result.output
+    assert "labelled 40 nodes" in result.output
+    result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.predicted_label IS NOT NULL RETURN count(e)",
+                                 "--store", store_path])
+    assert result.exit_code == 0 and "40" in result.output
+
+
+def test_ingest_with_nothing_valid_exits_non_zero_and_writes_rejects(tmp_path, store_path):
+    csv = write_csv(tmp_path / "in.csv", [["", 1, 1, "p"], ["x", "no", 1, "q"]])
+    rejects = tmp_path / "rejects.csv"
+    result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
+                                 "--rejects", str(rejects), "--store", store_path])
+    assert result.exit_code == 1
+    assert "none of the 2 records is valid" in result.output
+    assert len(pd.read_csv(rejects)) == 2
+
+
+def test_label_without_labels_and_bad_json_fail_clearly(tmp_path, store_path):
+    csv = write_csv(tmp_path / "in.csv", [[f"n{i}", i, i, ""] for i in range(10)])
+    runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b", "--label",
+                        "label", "--store", store_path])
+    result = runner.invoke(app, ["label", "--dataset", "toy", "--rebuild-graph", "--k", "3", "--store", store_path])
+    assert result.exit_code == 1 and "no given label" in result.output
+    result = runner.invoke(app, ["label", "--dataset", "toy", "--params", "{oops", "--store", store_path])
+    assert result.exit_code == 1 and "not valid JSON" in result.output

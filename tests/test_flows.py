@@ -1,0 +1,91 @@
+"""The whole pipeline as Prefect flows on a real Kùzu store, scored from what the store holds."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flows.demo import demo_flow
+from flows.labelling import build_graph_flow, ingest_flow, labelling_flow
+from graphlabel.problems import NotEnoughLabels
+from graphstore import open_store
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def test_demo_flow_labels_digits_end_to_end(store_path):
+    result = demo_flow(store_uri=store_path, per_class=10, flip_fraction=0.1, seed=1)
+    assert result["n_nodes"] == 1797 and result["n_given"] == 100 and result["n_flipped"] == 10
+    assert result["accuracy_hidden"] > 0.9
+    assert result["noise"]["caught"] >= 4 and result["noise"]["precision"] >= 0.6
+    assert set(result["timings"]) >= {"ingest", "build_edges", "export", "solve", "write_back"}
+    with open_store(store_path) as store:
+        written = store.query(
+            "MATCH (e:Entity) WHERE e.dataset = 'digits' RETURN count(e.predicted_label) AS p,"
+            " count(e.label_noise) AS n, count(DISTINCT e.label_run_id) AS runs,"
+            " min(e.label_confidence) AS lo, max(e.label_confidence) AS hi")
+        assert written.to_dict("records") == [
+            {"p": 1797, "n": 100, "runs": 1, "lo": written["lo"][0], "hi": written["hi"][0]}]
+        assert 0 <= written["lo"][0] <= written["hi"][0] <= 1
+        run = store.query("MATCH (r:LabelRun) RETURN r.run_id AS id, r.metrics AS m, r.solver AS s")
+    assert run["id"].tolist() == [result["run_id"]] and run["s"][0] == "harmonic"
+    assert json.loads(run["m"][0])["accuracy_hidden"] == pytest.approx(result["accuracy_hidden"])
+
+
+def test_rerun_rewrites_the_same_nodes(store_path):
+    first = demo_flow(store_uri=store_path, seed=2)
+    second = demo_flow(store_uri=store_path, seed=2)
+    assert first["accuracy_hidden"] == second["accuracy_hidden"]
+    with open_store(store_path) as store:
+        counts = store.query("MATCH (e:Entity) RETURN count(e) AS n, count(DISTINCT e.label_run_id) AS runs")
+        assert counts.to_dict("records") == [{"n": 1797, "runs": 1}]
+        assert len(store.query("MATCH (r:LabelRun) RETURN r.run_id")) == 2
+        assert len(store.query("MATCH ()-[r:SIMILAR]->() RETURN r.weight")) == first["metrics"]["n_edges"]
+
+
+def moons_csv(tmp_path, labels):
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(300, noise=0.08, random_state=0)
+    frame = pd.DataFrame({"id": [f"m{i}" for i in range(300)], "x": X[:, 0], "y": X[:, 1]})
+    frame["label"] = labels(y)
+    path = tmp_path / "moons.csv"
+    frame.to_csv(path, index=False)
+    return path, y
+
+
+def test_ingest_build_label_as_separate_flows(tmp_path, store_path):
+    def few_labels(y):
+        out = np.full(len(y), "", dtype=object)
+        out[:10] = np.where(y[:10] == 0, "upper", "lower")
+        return out
+
+    path, y = moons_csv(tmp_path, few_labels)
+    ingested = ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
+    assert ingested == {"dataset": "moons", "stored": 300, "rejected": 0, "rejects_file": None}
+    built = build_graph_flow("moons", store_uri=store_path, k=8)
+    assert built["edges"] > 300 * 8 / 2
+    summary = labelling_flow("moons", store_uri=store_path, build_graph=False)
+    assert summary["n_labeled"] == 10
+    with open_store(store_path) as store:
+        frame = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p")
+    predicted = frame.set_index("key").loc[[f"m{i}" for i in range(300)], "p"].to_numpy()
+    assert np.mean(predicted == np.where(y == 0, "upper", "lower")) > 0.95
+
+
+def test_one_class_stops_before_any_write(tmp_path, store_path):
+    path, _ = moons_csv(tmp_path, lambda y: np.where(np.arange(len(y)) < 5, "only", ""))
+    ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
+    with pytest.raises(NotEnoughLabels, match="one class only"):
+        labelling_flow("moons", store_uri=store_path)
+    with open_store(store_path) as store:
+        assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
+        assert len(store.query("MATCH (r:LabelRun) RETURN r.run_id")) == 0
+
+
+def test_no_labels_stops_with_a_clear_message(tmp_path, store_path):
+    path, _ = moons_csv(tmp_path, lambda y: np.full(len(y), "", dtype=object))
+    ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
+    with pytest.raises(NotEnoughLabels, match="no given label"):
+        labelling_flow("moons", store_uri=store_path)

@@ -1,0 +1,104 @@
+"""The harmonic solver against exact dense solves, and its noise flags and calibration on digits."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from graphlabel.evaluation import expected_calibration_error, noise_scores
+from graphlabel.sampling import flip_labels, keep_per_class
+from similarity import knn_graph
+from solvers import LabelProblem, solve
+from solvers.harmonic import harmonic_scores
+
+
+def random_graph(n, density, rng):
+    A = sp.random(n, n, density=density, random_state=np.random.RandomState(rng.integers(1 << 31)))
+    W = A.maximum(A.T).tocsr()
+    W.setdiag(0)
+    W.eliminate_zeros()
+    # a spanning path keeps it connected
+    path = sp.diags([np.full(n - 1, 0.5)], [1], shape=(n, n))
+    return (W + path + path.T).tocsr()
+
+
+def dense_harmonic(W, Y, labeled, gamma_g):
+    W = W.toarray()
+    L = np.diag(W.sum(1)) - W
+    u, l = np.flatnonzero(~labeled), np.flatnonzero(labeled)
+    F = Y.copy()
+    F[u] = np.linalg.solve(L[np.ix_(u, u)] + gamma_g * np.eye(len(u)), W[np.ix_(u, l)] @ Y[l])
+    return F
+
+
+@pytest.mark.parametrize("gamma_g", [0.0, 0.3])
+@pytest.mark.parametrize("solver", ["direct", "amg"])
+def test_scores_match_the_dense_solution(rng, gamma_g, solver):
+    n, C = 60, 3
+    W = random_graph(n, 0.08, rng)
+    y = np.full(n, -1)
+    y[rng.choice(n, 9, replace=False)] = np.arange(9) % C
+    Y = np.eye(C)[np.clip(y, 0, None)] * (y >= 0)[:, None]
+    F, _, _ = harmonic_scores(W, Y, y >= 0, gamma_g=gamma_g, solver=solver, rtol=1e-12)
+    np.testing.assert_allclose(F, dense_harmonic(W, Y, y >= 0, gamma_g), atol=1e-7)
+
+
+def test_leave_one_out_equals_solving_without_the_label(rng):
+    n, C = 50, 3
+    W = random_graph(n, 0.1, rng)
+    y = np.full(n, -1)
+    labeled_nodes = rng.choice(n, 12, replace=False)
+    y[labeled_nodes] = np.arange(12) % C
+    prediction = solve(LabelProblem(W, y), "harmonic", gamma_g=0.1, calibrate=False, drop_noisy=False)
+    loo = prediction.info["loo_scores"]
+    for row, i in enumerate(np.flatnonzero(y >= 0)):
+        y_without = y.copy()
+        y_without[i] = -1
+        Y = np.eye(C)[np.clip(y_without, 0, None)] * (y_without >= 0)[:, None]
+        F = dense_harmonic(W, Y, y_without >= 0, 0.1)[i]
+        np.testing.assert_allclose(loo[row], F / F.sum(), atol=1e-8)
+
+
+def test_component_without_labels_gets_no_label_and_zero_confidence():
+    block = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
+    W = sp.block_diag([block, block, block]).tocsr()
+    y = np.array([0, -1, -1, -1, -1, 1, -1, -1, -1])
+    prediction = solve(LabelProblem(W, y), "harmonic")
+    assert prediction.labels[:6].tolist() == [0, 0, 0, 1, 1, 1]
+    assert prediction.labels[6:].tolist() == [-1, -1, -1]
+    assert prediction.confidence[6:].tolist() == [0.0, 0.0, 0.0]
+    assert (prediction.confidence[:6] > 0).all()
+
+
+def test_digits_accuracy_noise_flags_and_calibration(digits):
+    X, y = digits
+    W = knn_graph(X, 10)
+    accuracies, recalls, precisions, eces = [], [], [], []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        kept = keep_per_class(y, 10, rng)
+        noisy, flipped = flip_labels(y, kept, 0.1, 10, rng)
+        prediction = solve(LabelProblem(W, np.where(kept, noisy, -1)), "harmonic")
+        hidden = ~kept
+        correct = prediction.labels[hidden] == y[hidden]
+        accuracies.append(correct.mean())
+        scores = noise_scores(prediction.noisy[kept], flipped[kept])
+        recalls.append(scores["recall"])
+        precisions.append(scores["precision"])
+        eces.append(expected_calibration_error(prediction.confidence[hidden], correct))
+        assert not prediction.noisy[~kept].any()  # flags speak of given labels only
+    assert np.mean(accuracies) > 0.9
+    assert np.mean(recalls) > 0.5 and np.mean(precisions) > 0.7
+    assert np.mean(eces) < 0.08
+
+
+def test_noise_flags_improve_accuracy_when_dropped(digits):
+    X, y = digits
+    W = knn_graph(X, 10)
+    rng = np.random.default_rng(7)
+    kept = keep_per_class(y, 10, rng)
+    noisy, _ = flip_labels(y, kept, 0.2, 10, rng)
+    problem = LabelProblem(W, np.where(kept, noisy, -1))
+    kept_all = solve(problem, "harmonic", detect_noise=False)
+    cleaned = solve(problem, "harmonic")
+    hidden = ~kept
+    assert (cleaned.labels[hidden] == y[hidden]).mean() > (kept_all.labels[hidden] == y[hidden]).mean()

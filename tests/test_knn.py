@@ -1,0 +1,70 @@
+"""Similarity graphs against brute-force neighbours."""
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.datasets import make_moons
+
+from similarity import delta_graph, knn_graph, nearest_neighbors
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_knn_neighbours_match_brute_force(metric, rng):
+    X = rng.normal(size=(120, 5))
+    idx, dist = nearest_neighbors(X, 6, metric, backend="exact")
+    D = cdist(X, X, "euclidean" if metric == "euclidean" else "cosine")
+    np.fill_diagonal(D, np.inf)
+    np.testing.assert_allclose(np.sort(dist, axis=1), np.sort(D, axis=1)[:, :6], atol=1e-9)
+    assert not (idx == np.arange(120)[:, None]).any()
+
+
+def test_knn_graph_is_symmetric_with_the_requested_weights(rng):
+    X = rng.normal(size=(80, 3))
+    W = knn_graph(X, 5, weights="gaussian", sigma=1.0)
+    assert (abs(W - W.T)).max() < 1e-12
+    assert W.diagonal().sum() == 0
+    rows, cols = W.nonzero()
+    d = np.linalg.norm(X[rows] - X[cols], axis=1)
+    np.testing.assert_allclose(W[rows, cols].A1, np.exp(-(d**2) / 2.0))
+    # every node keeps at least its k neighbours after the union
+    assert (np.diff(W.indptr) >= 5).all()
+
+
+def test_mutual_knn_is_a_subgraph_of_union(rng):
+    X = rng.normal(size=(60, 4))
+    union = knn_graph(X, 4, weights="binary")
+    mutual = knn_graph(X, 4, weights="binary", symmetrise="mutual")
+    assert mutual.nnz < union.nnz
+    assert (union.multiply(mutual) != mutual).nnz == 0
+
+
+def test_hnsw_agrees_with_exact_search(rng):
+    X = rng.normal(size=(2000, 8))
+    exact, _ = nearest_neighbors(X, 10, backend="exact")
+    approx, _ = nearest_neighbors(X, 10, backend="hnsw")
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(exact, approx)])
+    assert recall > 0.95
+
+
+def test_delta_graph_holds_exactly_the_pairs_within_delta():
+    X, _ = make_moons(200, noise=0.05, random_state=0)
+    W = delta_graph(X, 0.15)
+    D = cdist(X, X)
+    expected = (D < 0.15) & ~np.eye(200, dtype=bool)
+    np.testing.assert_array_equal(W.toarray() > 0, expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"k": 0}, "k must"), ({"metric": "manhattan"}, "metric"), ({"weights": "x"}, "weights")],
+)
+def test_bad_parameters_are_refused(kwargs, message, rng):
+    with pytest.raises(ValueError, match=message):
+        knn_graph(rng.normal(size=(10, 2)), **{"k": 3, **kwargs})
+
+
+def test_nan_features_are_refused():
+    X = np.ones((5, 2))
+    X[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        knn_graph(X, 2)
