@@ -90,7 +90,8 @@ def ingest(
     from graphlabel.records import NoValidRecords
 
     try:
-        summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects)
+        with console.status(f"ingesting {file} into {dataset!r}..."):
+            summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects)
     except NoValidRecords as error:
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
@@ -116,8 +117,9 @@ def build_graph(
     from flows.labelling import build_graph_flow
 
     try:
-        summary = build_graph_flow(dataset, store_uri=store, graph=graph, k=k, metric=metric,
-                                   weights=weights, delta=delta)
+        with console.status(f"building the {graph} graph of {dataset!r}..."):
+            summary = build_graph_flow(dataset, store_uri=store, graph=graph, k=k, metric=metric,
+                                       weights=weights, delta=delta)
     except _user_errors() as error:
         _fail(str(error))
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
@@ -138,8 +140,9 @@ def label(
 
     try:
         solver_params = json.loads(params)
-        summary = labelling_flow(dataset, store_uri=store, solver=solver, solver_params=solver_params,
-                                 build_graph=rebuild_graph, k=k)
+        with console.status(f"labelling {dataset!r} with {solver}..."):
+            summary = labelling_flow(dataset, store_uri=store, solver=solver, solver_params=solver_params,
+                                     build_graph=rebuild_graph, k=k)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:
