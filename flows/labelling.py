@@ -19,6 +19,7 @@ from graphlabel.records import ParsedRecords, parse_records
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
 
 from .tasks import (
+    GRAPH_KINDS,
     StageClock,
     export_problem,
     ingest_records,
@@ -42,7 +43,9 @@ def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weigh
             raise ValueError("a δ-graph needs --delta")
         return {"graph": "delta", "delta": delta, "metric": metric,
                 "weights": "binary" if weights == "gaussian" and sigma is None else weights, "sigma": sigma}
-    raise ValueError(f"graph must be 'knn' or 'delta', got {graph!r}")
+    if graph in ("mincut3", "delta0", "delta_half"):
+        return {"graph": graph, "metric": metric}
+    raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {graph!r}")
 
 
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
@@ -78,8 +81,8 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
     if native and store.native_knn and spec["graph"] == "knn":
         return clock("build_edges", native_knn_edges, store, dataset,
                      {k: v for k, v in spec.items() if k != "graph"})
-    keys, features = clock("read_features", read_features, store, dataset)
-    W = clock("build_edges", similarity_graph, features, spec)
+    keys, features, labels = clock("read_features", read_features, store, dataset)
+    W = clock("build_edges", similarity_graph, features, labels, spec)
     return clock("write_edges", write_edges, store, dataset, keys, W)
 
 

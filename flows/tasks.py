@@ -25,7 +25,7 @@ from graphlabel.records import ParsedRecords
 from graphstore import GraphStore, LabelRunRecord
 
 STORE_RETRIES = dict(retries=2, retry_delay_seconds=2)
-GRAPH_KINDS = ("knn", "delta")
+GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
 
 
 @task(name="ingest", **STORE_RETRIES)
@@ -35,14 +35,14 @@ def ingest_records(store: GraphStore, dataset: str, records: ParsedRecords) -> i
 
 
 @task(name="read-features", **STORE_RETRIES)
-def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarray]:
-    """Node keys and feature matrix of a dataset."""
+def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Node keys, feature matrix and given labels (None where absent) of a dataset."""
     graph = store.read_subgraph(dataset, with_features=True)
     if graph.n_nodes == 0:
         raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
     if graph.features is None:
         raise ValueError(f"dataset {dataset!r} has nodes with features of different lengths")
-    return graph.keys, graph.features
+    return graph.keys, graph.features, graph.labels
 
 
 @task(
@@ -51,14 +51,23 @@ def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarr
     cache_expiration=timedelta(days=7),
     persist_result=True,
 )
-def similarity_graph(features: np.ndarray, spec: dict[str, Any]) -> sp.csr_matrix:
-    """Symmetric weighted graph from the features: kNN or δ (see `similarity`)."""
+def similarity_graph(features: np.ndarray, labels: np.ndarray, spec: dict[str, Any]) -> sp.csr_matrix:
+    """Symmetric weighted graph from the features: kNN, δ, or one of Blum & Chawla's graphs
+    that also read the given labels (Mincut-3, δ₀, δ½; see `similarity`)."""
     spec = dict(spec)
     kind = spec.pop("graph", "knn")
+    given = pd.Series(labels, dtype=object)
+    codes = np.full(len(given), -1)
+    codes[given.notna().to_numpy()] = pd.factorize(given.dropna())[0]
     if kind == "knn":
         return similarity.knn_graph(features, **spec)
     if kind == "delta":
         return similarity.delta_graph(features, **spec)
+    if kind == "mincut3":
+        return similarity.mincut3_graph(features, codes >= 0, metric=spec.get("metric", "euclidean"))
+    if kind in ("delta0", "delta_half"):
+        rule = "zero" if kind == "delta0" else "half"
+        return similarity.delta_rule_graph(features, rule, codes, metric=spec.get("metric", "euclidean"))
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {kind!r}")
 
 

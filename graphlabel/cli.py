@@ -106,7 +106,7 @@ def ingest(
 @app.command("build-graph")
 def build_graph(
     dataset: str = typer.Option(..., help="Dataset name."),
-    graph: str = typer.Option("knn", help="knn or delta."),
+    graph: str = typer.Option("knn", help="knn, delta, or Blum & Chawla's mincut3, delta0, delta_half."),
     k: int = typer.Option(10, help="Neighbours per node (knn)."),
     metric: str = typer.Option("euclidean", help="euclidean or cosine."),
     weights: str = typer.Option("gaussian", help="gaussian, cosine or binary."),

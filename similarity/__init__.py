@@ -1,6 +1,16 @@
 """Similarity graphs built locally from feature vectors (the embedded store's edge builder,
 and the reference the Neo4j/GDS builder is checked against)."""
 
+from .cut_graphs import DELTA_RULES, delta_rule, delta_rule_graph, mincut3_graph
 from .knn import delta_graph, knn_graph, nearest_neighbors, symmetrise_graph
 
-__all__ = ["knn_graph", "delta_graph", "nearest_neighbors", "symmetrise_graph"]
+__all__ = [
+    "knn_graph",
+    "delta_graph",
+    "nearest_neighbors",
+    "symmetrise_graph",
+    "mincut3_graph",
+    "delta_rule",
+    "delta_rule_graph",
+    "DELTA_RULES",
+]

@@ -89,3 +89,22 @@ def test_no_labels_stops_with_a_clear_message(tmp_path, store_path):
     ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
     with pytest.raises(NotEnoughLabels, match="no given label"):
         labelling_flow("moons", store_uri=store_path)
+
+
+@pytest.mark.parametrize("graph, solver", [("mincut3", "mincut"), ("delta_half", "mincut")])
+def test_paper_graphs_and_cut_solver_through_the_flow(tmp_path, store_path, graph, solver):
+    def few_labels(y):
+        out = np.full(len(y), "", dtype=object)
+        out[:10] = np.where(y[:10] == 0, "upper", "lower")
+        return out
+
+    path, y = moons_csv(tmp_path, few_labels)
+    ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
+    summary = labelling_flow("moons", store_uri=store_path, graph=graph, solver=solver)
+    assert summary["solver"] == solver and summary["n_edges"] > 0
+    with open_store(store_path) as store:
+        frame = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p")
+    predicted = frame.set_index("key").loc[[f"m{i}" for i in range(300)], "p"].to_numpy()
+    truth = np.where(y == 0, "upper", "lower")
+    labelled = pd.notna(predicted)
+    assert labelled.mean() > 0.8 and np.mean(predicted[labelled] == truth[labelled]) > 0.85

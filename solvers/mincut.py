@@ -1,0 +1,419 @@
+"""Graph mincut labeling (Blum & Chawla, ICML 2001), one-vs-rest for several classes.
+
+Each binary problem is the paper's §2 construction: a source ``v+`` tied to the
+positive given labels and a sink ``v-`` tied to the negative ones by arcs no cut can
+afford, the example-example edges as undirected capacities, and an exact s-t minimum
+cut computed by Boykov-Kolmogorov max-flow (PyMaxflow, compiled C++). Among several
+minimum cuts the paper's §2 step 4 takes the one with the smallest ``V+``: the nodes
+reachable from ``v+`` in the residual graph.
+
+Open decisions (from ``notes/mincut-notes.md`` §7 and met while implementing) and the
+choice made here:
+
+1. Infinite seed arcs: a finite capacity ``1 + 2·Σ w`` (larger than any cut that
+   avoids seed arcs), as the notes suggest; doubles, so cut values are exact up to
+   floating-point rounding (ties between cuts whose values differ only by rounding are
+   not detected).
+2. Smallest-``V+`` tie rule: BK's search trees at termination are exactly the nodes
+   reachable from the source / reaching the sink in the residual graph, and PyMaxflow
+   reports a free node (in neither tree) as on the source side. So the cut is solved
+   with the roles swapped (library source = ``v-``, library sink = ``v+``): ``V+`` is
+   then the library's sink tree, which is the residual reach of ``v+``. Checked against
+   brute-force enumeration in ``tests/test_mincut.py``. networkx is not used (its
+   ``minimum_cut`` returns the largest source side).
+3. α (§2, §5.1 / Fig 1): scales edges whose two ends are both unlabeled; default 1
+   (plain mincut). Labeled-labeled and labeled-unlabeled edges keep their weight.
+4. Multi-class (not in the paper, §1.7 of the notes): one-vs-rest cuts, class ``c``
+   against all other given labels. These are the *isolating cuts* of multiway cut
+   (Dahlhaus et al., 1994). With the smallest-source-side rule on an undirected graph
+   the source sides of different classes are disjoint (posimodularity of the cut
+   function), so no node is claimed by two classes in exact arithmetic; should
+   rounding make it happen, the claiming class with the cheapest cut wins. A node
+   claimed by no class goes to the class whose isolating cut is the most expensive
+   (ties: lowest class index) — the isolation heuristic, whose labeling is a
+   (2 - 2/C)-approximate minimum multiway cut. For two classes this is exactly the
+   paper's binary algorithm with class 1 as ``+`` (``V+`` = smallest source side,
+   everything else ``-``). The isolation rule dumps every unclaimed node into one
+   class, which can be far from them; so by default (``multiclass="expansion"``) the
+   isolation labeling is then improved by α-expansion moves (Boykov, Veksler & Zabih,
+   2001) on the same Potts / multiway-cut energy (the multi-class objective of
+   Kleinberg & Tardos that the paper names in §1), given labels fixed, one exact cut
+   per move, a move kept only if it lowers the cost strictly, until a sweep over the
+   classes changes nothing (or ``max_sweeps``). The result is never costlier than the
+   isolation labeling and, once converged, within a factor 2 of the optimum (BVZ
+   Thm 6.1 for the Potts model); with two classes the
+   isolation labeling is already optimal, so the paper's binary answer is unchanged.
+   ``multiclass="isolation"`` stops after the isolating cuts.
+5. Components with no given label: the contract wins over the paper's tie rule
+   ("negative"): label -1, confidence 0.
+6. ``label_confidence`` is ignored: the paper's seed arcs are infinite for every given
+   label (a finite, confidence-scaled seed arc would be a different energy).
+7. Confidence (not in the paper): randomized min cuts after Blum, Lafferty,
+   Rwebangira & Reddy (ICML 2004). ``n_cuts`` times, every edge weight is multiplied
+   by an independent log-normal factor ``exp(perturbation · z)``, ``z ~ N(0, 1)`` (the
+   2004 paper adds random noise to the weights; its exact noise law is not in the
+   seeds, this one is an implementer choice that keeps weights positive and
+   symmetric), and the whole multi-class procedure (isolating cuts, then expansion) is
+   rerun. ``scores[:, c]`` is the
+   fraction of perturbed runs labeling the node ``c``; ``confidence`` is that fraction
+   for the returned label. The returned labels are the unperturbed exact cut's (the
+   2001 algorithm), not the majority vote of 2004. The 2004 paper's discarding of
+   unbalanced cuts is not done. With ``n_cuts=0`` the scores are one-hot and the
+   confidence is 1 (uninformative). Calibration is measured in ``bench/mincut.py``.
+8. Noise flags (not in the paper: infinite seed arcs never let a given label lose):
+   leave-one-out. Given label ``i`` of class ``c`` is flagged when, in the
+   ``c``-vs-rest cut recomputed with ``i``'s label removed (``i`` unlabeled, every
+   other label kept), *no* minimum cut puts ``i`` on ``c``'s side (``i`` is outside the
+   largest source side, so a tie keeps the label: the benefit of the doubt, where
+   Lemma 3.4's rule for unlabeled nodes would send a tie to ``-``). Never flagged: a
+   label whose connected component holds no other given label (no evidence against
+   it) and the only given label of its class (left out, no cut can give its class
+   back to it). Only the label's own class cut is recomputed, not the whole
+   multi-class labeling. Cost: one binary cut per given label (``noise="loo"``, a
+   loop over leave-one-out folds); ``noise="none"`` skips it.
+9. Graph construction (Mincut-3, δ-graphs, weighted kNN) is the caller's: the solver
+   takes ``W`` as given (see ``similarity/cut_graphs.py``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import maxflow
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ._graph import finish_labels, one_hot, unreachable
+from .problem import LabelProblem, Prediction
+
+NOISE_RULES = ("loo", "none")
+MULTICLASS_RULES = ("expansion", "isolation")
+
+
+def _upper_edges(W: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each undirected edge once (i < j) with its weight."""
+    U = sp.triu(W, k=1).tocoo()
+    keep = U.data > 0
+    return U.row[keep].astype(np.int64), U.col[keep].astype(np.int64), U.data[keep].astype(np.float64)
+
+
+def binary_min_cut(
+    W: sp.spmatrix, positive: np.ndarray, negative: np.ndarray, *, smallest: bool = True
+) -> tuple[np.ndarray, float]:
+    """Exact minimum (v+, v-) cut of Blum & Chawla (2001) §2, steps 1-4.
+
+    Parameters
+    ----------
+    W : scipy.sparse matrix, shape (n, n)
+        Symmetric non-negative edge weights (only the upper triangle is read).
+    positive, negative : array of bool, shape (n,)
+        Nodes tied to ``v+`` (resp. ``v-``) by an arc no cut can afford; disjoint.
+    smallest : bool, default True
+        Return the smallest source side ``V+`` (the paper's rule: nodes reachable from
+        ``v+`` in the residual graph). ``False`` returns the largest one (every node
+        that cannot reach ``v-`` in the residual graph).
+
+    Returns
+    -------
+    source_side : array of bool, shape (n,)
+        ``V+`` minus ``v+``.
+    value : float
+        The cut value (the maximum flow).
+
+    References
+    ----------
+    Blum & Chawla (2001), §2; Boykov & Kolmogorov (2004), "An experimental comparison of
+    min-cut/max-flow algorithms for energy minimization in vision", IEEE TPAMI.
+    """
+    positive = np.asarray(positive, dtype=bool)
+    negative = np.asarray(negative, dtype=bool)
+    if np.any(positive & negative):
+        raise ValueError("a node cannot be tied to both v+ and v-")
+    n = W.shape[0]
+    rows, cols, w = _upper_edges(W)
+    infinite = 1.0 + 2.0 * float(w.sum())
+    g = maxflow.Graph[float](n, len(w))
+    nodes = g.add_nodes(n)
+    if len(w):
+        g.add_edges(rows, cols, w, w)
+    pos, neg = np.flatnonzero(positive), np.flatnonzero(negative)
+    # Library source = v- when the smallest V+ is wanted: PyMaxflow puts free nodes on
+    # the library-source side, so V+ is then exactly the library sink tree (see 2. above).
+    lib_source, lib_sink = (neg, pos) if smallest else (pos, neg)
+    if len(lib_source):
+        g.add_grid_tedges(nodes[lib_source], infinite, 0.0)
+    if len(lib_sink):
+        g.add_grid_tedges(nodes[lib_sink], 0.0, infinite)
+    value = float(g.maxflow())
+    in_lib_sink = np.asarray(g.get_grid_segments(nodes), dtype=bool)
+    source_side = in_lib_sink if smallest else ~in_lib_sink
+    return source_side, value
+
+
+def scale_unlabeled_edges(W: sp.spmatrix, labeled: np.ndarray, alpha: float) -> sp.csr_matrix:
+    """Multiply the weight of every edge between two unlabeled nodes by ``alpha`` (§5.1, Fig 1)."""
+    W = sp.csr_matrix(W)
+    if alpha == 1.0:
+        return W
+    C = W.tocoo()
+    both_unlabeled = ~labeled[C.row] & ~labeled[C.col]
+    data = np.where(both_unlabeled, alpha * C.data, C.data)
+    out = sp.csr_matrix((data, (C.row, C.col)), shape=W.shape)
+    out.eliminate_zeros()
+    return out
+
+
+def _perturb(W: sp.spmatrix, perturbation: float, rng: np.random.Generator) -> sp.csr_matrix:
+    """Symmetric log-normal multiplicative noise on every edge (one draw per undirected edge)."""
+    rows, cols, w = _upper_edges(W)
+    w = w * np.exp(perturbation * rng.standard_normal(len(w)))
+    U = sp.csr_matrix((w, (rows, cols)), shape=W.shape)
+    return (U + U.T).tocsr()
+
+
+def _one_vs_rest(W: sp.spmatrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Labels from one isolating cut per class and the isolation rule (decision 4)."""
+    n = W.shape[0]
+    claims = np.zeros((n, n_classes), dtype=bool)
+    values = np.full(n_classes, -np.inf)
+    labeled = y >= 0
+    # Two classes: the paper's single cut with class 1 as v+ gives the same labels (class 0's
+    # isolating cut has the same value and its claims lose nothing to the tie rule below).
+    binary = n_classes == 2 and np.any(y == 0)
+    for c in range(1 if binary else 0, n_classes):  # one cut per class
+        mine = y == c
+        if not mine.any():
+            continue  # no given label of c: c claims nothing, and its cut never wins
+        claims[:, c], values[c] = binary_min_cut(W, mine, labeled & ~mine)
+    if binary:
+        values[0] = values[1]  # "unclaimed" then counts every node outside V+
+    n_claims = claims.sum(axis=1)
+    # Unclaimed nodes: the class with the most expensive isolating cut (argmax: lowest on ties).
+    labels = np.full(n, int(np.argmax(values)), dtype=np.int64)
+    single = n_claims == 1
+    labels[single] = np.argmax(claims[single], axis=1)
+    multi = n_claims > 1
+    if multi.any():
+        cost = np.where(claims[multi], values[None, :], np.inf)
+        labels[multi] = np.argmin(cost, axis=1)
+    info = {"cut_values": values, "unclaimed": int(np.sum(n_claims == 0)), "multiply_claimed": int(multi.sum())}
+    return labels, claims, info
+
+
+def potts_cost(W: sp.spmatrix, labels: np.ndarray) -> float:
+    """Multiway-cut (Potts) cost: total weight of the edges whose ends get different labels."""
+    rows, cols, w = _upper_edges(W)
+    return float(w[labels[rows] != labels[cols]].sum())
+
+
+def _expansion_move(rows, cols, w, labels, fixed, a, infinite) -> np.ndarray:
+    """Best α-expansion move towards class ``a`` (Boykov, Veksler & Zabih 2001, §3 / Fig 5).
+
+    Each node either keeps its label (source side) or switches to ``a`` (sink side);
+    given labels never move. The Potts energy of the move, written as unary terms plus
+    one arc per edge, is minimised exactly by one s-t cut.
+    """
+    # Hand-built move graph: PyMaxflow's own α-expansion (maxflow.fastmin) works on grids
+    # only, and no library in the lock takes a sparse graph with fixed labels.
+    n = len(labels)
+    la, lb = labels[rows] == a, labels[cols] == a
+    diff = labels[rows] != labels[cols]
+    keep_cost = np.zeros(n)  # cost of x = 0 (keep): paid through the sink arc
+    # An edge to a node already labeled a costs w unless the other end joins a.
+    keep_cost += np.bincount(cols[la & ~lb], w[la & ~lb], n) + np.bincount(rows[lb & ~la], w[lb & ~la], n)
+    same = ~la & ~lb & ~diff
+    mixed = ~la & ~lb & diff
+    # w·(1 - x_p·x_q) = w·(1 - x_p) + w·x_p·(1 - x_q) + const: a unary on p and an arc q -> p.
+    keep_cost += np.bincount(rows[mixed], w[mixed], n)
+    g = maxflow.Graph[float](n, int(same.sum() + mixed.sum()))
+    nodes = g.add_nodes(n)
+    if same.any():
+        g.add_edges(rows[same], cols[same], w[same], w[same])
+    if mixed.any():
+        g.add_edges(cols[mixed], rows[mixed], w[mixed], np.zeros(int(mixed.sum())))
+    switch_cost = np.where(fixed & (labels != a), infinite, 0.0)
+    g.add_grid_tedges(nodes, switch_cost, keep_cost)
+    g.maxflow()
+    switch = np.asarray(g.get_grid_segments(nodes), dtype=bool) & (labels != a)
+    return np.where(switch, a, labels)
+
+
+def _expand(W: sp.spmatrix, y: np.ndarray, labels: np.ndarray, n_classes: int, max_sweeps: int):
+    """α-expansion sweeps from ``labels`` until no move lowers the Potts cost (decision 4)."""
+    rows, cols, w = _upper_edges(W)
+    infinite = 1.0 + 2.0 * float(w.sum())
+    fixed = y >= 0
+    cost = float(w[labels[rows] != labels[cols]].sum())
+    tol = 1e-12 * max(1.0, float(w.sum()))
+    sweeps = 0
+    for sweeps in range(1, max_sweeps + 1):  # sweeps over classes, each move one cut
+        improved = False
+        for a in range(n_classes):
+            if not np.any(y == a):
+                continue
+            moved = _expansion_move(rows, cols, w, labels, fixed, a, infinite)
+            moved_cost = float(w[moved[rows] != moved[cols]].sum())
+            if moved_cost < cost - tol:  # strict: ties keep the current (paper-rule) labels
+                labels, cost, improved = moved, moved_cost, True
+        if not improved:
+            break
+    return labels, sweeps
+
+
+def _multiclass(W, y, n_classes, rule, max_sweeps):
+    labels, claims, info = _one_vs_rest(W, y, n_classes)
+    info["sweeps"] = 0
+    if rule == "expansion" and n_classes > 2:
+        info["isolation_cost"] = potts_cost(W, labels)
+        labels, info["sweeps"] = _expand(W, y, labels, n_classes, max_sweeps)
+    return labels, info
+
+
+def _loo_flags(W: sp.spmatrix, y: np.ndarray, alpha: float, W_raw: sp.spmatrix) -> np.ndarray:
+    """Decision 8: a given label is flagged when no min cut without it keeps it with its class."""
+    n = len(y)
+    labeled = y >= 0
+    _, comp = connected_components(W_raw, directed=False)
+    labels_in_comp = np.bincount(comp[labeled], minlength=comp.max() + 1)
+    has_other_label = labels_in_comp[comp] >= 2
+    # A class's only given label has no leave-one-out evidence for its class: never flagged.
+    class_size = np.bincount(y[labeled], minlength=y.max() + 1)
+    not_alone = np.zeros(n, dtype=bool)
+    not_alone[labeled] = class_size[y[labeled]] >= 2
+    flags = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero(has_other_label & not_alone):  # one leave-one-out fold per given label
+        y_loo = y.copy()
+        y_loo[i] = -1
+        W_loo = W if alpha == 1.0 else scale_unlabeled_edges(W_raw, y_loo >= 0, alpha)
+        mine = y_loo == y[i]
+        kept, _ = binary_min_cut(W_loo, mine, (y_loo >= 0) & ~mine, smallest=False)
+        flags[i] = not kept[i]
+    return flags
+
+
+def mincut(
+    problem: LabelProblem,
+    *,
+    alpha: float = 1.0,
+    multiclass: str = "expansion",
+    max_sweeps: int = 10,
+    n_cuts: int = 20,
+    perturbation: float = 0.5,
+    noise: str = "loo",
+    random_state: int | None = 0,
+) -> Prediction:
+    """Graph mincut labeling of Blum & Chawla (2001), one-vs-rest for more than two classes.
+
+    Parameters
+    ----------
+    problem : LabelProblem
+        ``W`` is used as the edge-weighting function ``w`` (§2 step 3); build it with
+        ``similarity.cut_graphs`` (Mincut-3, δ₀, δ½) or ``similarity.knn_graph``.
+    alpha : float >= 0, default 1.0
+        Scale of the edges between two unlabeled nodes (§5.1, Fig 1); 1 is plain mincut.
+    multiclass : {"expansion", "isolation"}, default "expansion"
+        With more than two classes: the one-vs-rest isolating cuts with unclaimed nodes
+        sent to the most expensive cut's class (``"isolation"``), then improved by
+        α-expansion moves on the multiway-cut energy (``"expansion"``); see the module
+        docstring, decision 4. Two classes: the paper's binary cut either way.
+    max_sweeps : int >= 1, default 10
+        Maximum α-expansion sweeps (one cut per class each).
+    n_cuts : int >= 0, default 20
+        Number of randomized (perturbed-weight) runs for ``scores`` and ``confidence``
+        (Blum et al., 2004); 0 skips them (confidence 1 for every reachable node).
+    perturbation : float > 0, default 0.5
+        Standard deviation of the log-normal multiplicative noise on each edge weight.
+    noise : {"loo", "none"}, default "loo"
+        How ``noisy`` is computed: leave-one-out cuts (one per given label, see the
+        module docstring, decision 8) or not at all (all False).
+    random_state : int or None, default 0
+        Seed of the perturbations.
+
+    Returns
+    -------
+    Prediction
+        ``labels``: the exact min-cut labels (smallest-``V+`` rule; for more than two
+        classes the multiway labeling of ``multiclass``; -1 where no given label is
+        reachable).
+        ``scores[:, c]``: fraction of perturbed runs labeling the node ``c``.
+        ``confidence``: that fraction for the returned label. ``noisy``: leave-one-out
+        flags. ``info``: cut values per class, claim counts, timings.
+
+    References
+    ----------
+    Blum, A. & Chawla, S. (2001). Learning from labeled and unlabeled data using graph
+    mincuts. ICML. §2 (algorithm, tie rule), §3 Lemma 3.4, §5.1 (α).
+    Blum, A., Lafferty, J., Rwebangira, M. R. & Reddy, R. (2004). Semi-supervised
+    learning using randomized mincuts. ICML (randomized cuts as confidence).
+    Dahlhaus, E. et al. (1994). The complexity of multiterminal cuts. SIAM J. Comput.
+    (isolating cuts, used for the multi-class rule).
+    Boykov, Y., Veksler, O. & Zabih, R. (2001). Fast approximate energy minimization via
+    graph cuts. IEEE TPAMI 23(11) (α-expansion).
+    """
+    if not isinstance(problem, LabelProblem):
+        raise TypeError(f"problem must be a LabelProblem, got {type(problem).__name__}")
+    if not (np.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha}")
+    if isinstance(n_cuts, bool) or not isinstance(n_cuts, (int, np.integer)) or n_cuts < 0:
+        raise ValueError(f"n_cuts must be an integer >= 0, got {n_cuts!r}")
+    if not (np.isfinite(perturbation) and perturbation > 0):
+        raise ValueError(f"perturbation must be a finite number > 0, got {perturbation}")
+    if multiclass not in MULTICLASS_RULES:
+        raise ValueError(f"multiclass must be one of {MULTICLASS_RULES}, got {multiclass!r}")
+    if isinstance(max_sweeps, bool) or not isinstance(max_sweeps, (int, np.integer)) or max_sweeps < 1:
+        raise ValueError(f"max_sweeps must be an integer >= 1, got {max_sweeps!r}")
+    if noise not in NOISE_RULES:
+        raise ValueError(f"noise must be one of {NOISE_RULES}, got {noise!r}")
+    y, C = problem.y, problem.n_classes
+    labeled = problem.labeled
+    if not labeled.any():
+        raise ValueError("mincut needs at least one given label")
+
+    timings = {}
+    t0 = time.perf_counter()
+    W = scale_unlabeled_edges(problem.W, labeled, alpha)
+    labels, cut_info = _multiclass(W, y, C, multiclass, max_sweeps)
+    timings["cuts"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    if n_cuts:
+        rng = np.random.default_rng(random_state)
+        votes = np.zeros((problem.n_nodes, C))
+        rows = np.arange(problem.n_nodes)
+        for _ in range(n_cuts):  # one perturbed run per randomized cut
+            run_labels, _ = _multiclass(_perturb(W, perturbation, rng), y, C, multiclass, max_sweeps)
+            votes[rows, run_labels] += 1.0
+        scores = votes / n_cuts
+    else:
+        scores = one_hot(labels, C)
+    confidence = scores[np.arange(problem.n_nodes), labels]
+    timings["randomized_cuts"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    noisy = _loo_flags(W, y, alpha, problem.W) if noise == "loo" else np.zeros(problem.n_nodes, dtype=bool)
+    timings["noise"] = time.perf_counter() - t0
+
+    labels_exact = labels
+    no_label = unreachable(problem.W, labeled)
+    labels, confidence = finish_labels(one_hot(labels, C), confidence, no_label)
+    scores[no_label] = 0.0
+    params = {
+        "alpha": alpha,
+        "multiclass": multiclass,
+        "max_sweeps": int(max_sweeps),
+        "n_cuts": int(n_cuts),
+        "perturbation": perturbation,
+        "noise": noise,
+        "random_state": random_state,
+    }
+    info = {
+        "cut_values": cut_info["cut_values"].tolist(),
+        "unclaimed": cut_info["unclaimed"],
+        "multiply_claimed": cut_info["multiply_claimed"],
+        "expansion_sweeps": cut_info["sweeps"],
+        "isolation_cost": cut_info.get("isolation_cost"),
+        "cost": potts_cost(W, labels_exact),
+        "timings": timings,
+    }
+    return Prediction(labels, confidence, noisy, scores, "mincut", params, info)
