@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/graphlabel demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not neo4j"
 
 test-neo4j: $(STAMP)
 	$(BIN)/python -m pytest -m neo4j

@@ -87,6 +87,14 @@ class LabelRunRecord:
     n_flagged: int
 
 
+def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """The table's columns of ``schema``, in its order and types; names what is missing."""
+    missing = [name for name in schema.names if name not in table.column_names]
+    if missing:
+        raise ValueError(f"{what} table lacks columns {missing}")
+    return table.select(schema.names).cast(schema)
+
+
 def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
     """Assemble a SubGraph from a node table (key, label, features) and an edge table
     (source, target, weight) given by key; edges to nodes outside the table are dropped."""

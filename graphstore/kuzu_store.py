@@ -23,6 +23,7 @@ from .base import (
     LabelRunRecord,
     SubGraph,
     check_dataset_name,
+    conform_table,
     subgraph_from_tables,
 )
 from .queries import load_query, split_statements
@@ -33,12 +34,6 @@ DATABASE_FILE = "graph.kuzu"
 def _uids(dataset: str, keys: pa.Array) -> pa.Array:
     return pa.compute.binary_join_element_wise(dataset, keys, ":")
 
-
-def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
-    missing = [name for name in schema.names if name not in table.column_names]
-    if missing:
-        raise ValueError(f"{what} table lacks columns {missing}")
-    return table.select(schema.names).cast(schema)
 
 
 class KuzuStore(GraphStore):
@@ -68,7 +63,7 @@ class KuzuStore(GraphStore):
 
     def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
         check_dataset_name(dataset)
-        nodes = _conform(nodes, NODE_SCHEMA, "node")
+        nodes = conform_table(nodes, NODE_SCHEMA, "node")
         rows = nodes.append_column("uid", _uids(dataset, nodes.column("key"))).append_column(
             "dataset", pa.array([dataset] * nodes.num_rows, pa.string())
         )
@@ -78,7 +73,7 @@ class KuzuStore(GraphStore):
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
-        edges = _conform(edges, EDGE_SCHEMA, "edge")
+        edges = conform_table(edges, EDGE_SCHEMA, "edge")
         self._run("delete_edges", {"dataset": dataset})
         rows = pa.table(
             {
@@ -106,7 +101,7 @@ class KuzuStore(GraphStore):
 
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         check_dataset_name(dataset)
-        predictions = _conform(predictions, PREDICTION_SCHEMA, "prediction")
+        predictions = conform_table(predictions, PREDICTION_SCHEMA, "prediction")
         rows = predictions.append_column("uid", _uids(dataset, predictions.column("key")))
         if rows.num_rows:
             self._run("write_predictions", {"rows": rows})

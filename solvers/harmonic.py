@@ -142,12 +142,14 @@ def _leave_one_out(W, Y, labeled, F, solve_uu, u, gamma_g, chunk: int = 256) -> 
 
 
 def _normalise(F: np.ndarray) -> np.ndarray:
+    F = np.clip(F, 0.0, None)
     total = F.sum(axis=1, keepdims=True)
     return np.divide(F, total, out=np.zeros_like(F), where=total > 0)
 
 
 def _sharpen(P: np.ndarray, temperature: float) -> np.ndarray:
-    return _normalise(np.power(P, 1.0 / temperature))
+    # CG may leave -1e-17 where the exact value is 0; a fractional power of it is NaN.
+    return _normalise(np.power(np.clip(P, 0.0, None), 1.0 / temperature))
 
 
 def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:

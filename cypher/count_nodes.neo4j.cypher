@@ -1,0 +1,3 @@
+MATCH (e:${node_label})
+WHERE ${e_in_dataset}
+RETURN count(e) AS nodes

@@ -1,0 +1,611 @@
+"""The production store: Neo4j 5 with the Graph Data Science (GDS) plugin.
+
+Talks to the server only through the official ``neo4j`` driver (``Driver.execute_query``,
+a managed transaction the driver retries on transient errors) and, for the kNN graph,
+the ``graphdatascience`` client. All Cypher is in ``cypher/*.neo4j.cypher``; labels,
+relationship types and property names come from ``Neo4jGraphConfig``, are validated and
+backtick-quoted by ``graphstore.identifiers`` and written into the templates' ``${...}``
+places; every value travels as a ``$parameter``.
+
+Open decisions and the choices made here
+----------------------------------------
+- Nodes of a dataset: those with the configured node label whose ``dataset`` property
+  equals the dataset name. ``Neo4jGraphConfig(dataset=None)`` means "every node with the
+  label" (a user's own graph without a dataset property); the key is then unique per
+  label and the dataset name only tags runs.
+- Key constraint: a property uniqueness constraint on (dataset, key), or on key when there
+  is no dataset property, created ``IF NOT EXISTS`` (Community Edition has these; node
+  key constraints would need Enterprise). ``LabelRun.run_id`` gets one too. Keys must be
+  strings (they are matched by equality on write-back); other key types are refused when
+  read.
+- Writes: UNWIND batches of ``batch_size`` rows (default 10,000), one managed transaction
+  each (so each batch is retried whole on transient errors). MERGE for nodes and
+  relationships and SET for predictions make every batch idempotent: a run that dies half
+  way and is re-run ends in the state of one clean run. Deleting a dataset's edges loops
+  ``LIMIT batch_size`` deletes (``CALL {} IN TRANSACTIONS`` would need an auto-commit
+  transaction, which the driver does not retry).
+- Export: Cypher returning parallel columns (one record holding a list per column:
+  ``collect(...)``), turned into Arrow/numpy arrays whole; no Record object per node or
+  edge. GDS ``relationshipProperty.stream`` was not used because it needs a projection
+  and returns GDS internal node ids that still need mapping to keys, and because it does
+  not see relationships written outside GDS. A relationship without a weight reads as 1.0.
+  The server builds each column list in memory: fine for millions of edges with a
+  default heap; beyond that, paging by key range would be the next step (not done).
+- Directions: the relationships are directed in Neo4j. ``gds.knn.write`` writes a pair
+  once per direction in which it was found; reading keeps one row per unordered pair with
+  the larger weight (the local builder's ``symmetrise="max"``). ``replace_edges`` writes
+  one relationship per row, as given.
+- Edge builder, chosen explicitly with ``Neo4jGraphConfig.edge_builder``: ``"gds"``
+  (default, ``native_knn`` True) makes the flow call ``build_knn_edges``, GDS kNN in the
+  database; ``"local"`` (``native_knn`` False) makes the flow build the graph with
+  ``similarity.knn`` and call ``replace_edges``. The flow builds δ-graphs locally.
+- GDS kNN weights: ``weights="similarity"`` keeps the score gds.knn.write wrote.
+  ``"gaussian"``, ``"cosine"`` and ``"binary"`` recompute the weights of the local builder
+  from the features with the GDS similarity functions (exact, not inverted from kNN's
+  score), the Gaussian σ defaulting, as locally, to the mean distance to the farthest kept
+  neighbour. This update is one transaction per dataset (a re-run redoes it whole).
+- δ-graph on GDS: ``delta=`` runs kNN (``topK=k`` is the cap on neighbours per node) and
+  then deletes the relationships longer than δ, measured exactly with the GDS distance
+  functions. It is therefore the δ-graph truncated to each node's k nearest; the exact
+  δ-graph is ``edge_builder="local"`` (``similarity.knn.delta_graph``).
+- Determinism: GDS accepts ``randomSeed`` only with ``concurrency=1``; a seed, or
+  ``deterministic=True`` (seed 0 unless given), sets both.
+- GDS presence and version are checked when the GDS client is first needed (the start of
+  ``build_knn_edges``), before anything is deleted: a missing plugin or a GDS older than
+  ``MIN_GDS_VERSION`` is a RuntimeError saying so. The projection is dropped in a
+  ``finally`` (also when kNN fails).
+- History: the port writes only the latest prediction. To answer "what changed between
+  two runs", the Neo4j write-back first moves the node's prediction and run id to
+  ``previous_predicted_label`` / ``previous_label_run_id`` when the node was labelled by
+  another run (not when the same run id is written again, so a crashed run re-run under
+  its id shifts once). A re-run under a new run id after a crash records the crashed run
+  as the previous one for the nodes it had reached.
+- Timestamps: ``labelled_at``, ``started_at`` and ``finished_at`` are written as Neo4j
+  LocalDateTime (UTC, no zone), as in the Kùzu store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .base import (
+    EDGE_SCHEMA,
+    NODE_SCHEMA,
+    PREDICTION_SCHEMA,
+    GraphStore,
+    LabelRunRecord,
+    SubGraph,
+    check_dataset_name,
+    conform_table,
+    subgraph_from_tables,
+)
+from .identifiers import Fragment, check_identifier, compose, join, literal, prop, quote, render
+from .queries import load_query, split_statements
+
+MIN_GDS_VERSION = (2, 4, 0)  # the gds.graph.project Cypher aggregation used for projecting
+EDGE_BUILDERS = ("gds", "local")
+KNN_METRICS = {"euclidean": "EUCLIDEAN", "cosine": "COSINE"}
+KNN_WEIGHTS = ("similarity", "gaussian", "cosine", "binary")
+READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
+ENV_PREFIX = "GRAPHLABEL_NEO4J_"
+
+
+@dataclass(frozen=True)
+class Neo4jGraphConfig:
+    """Where graphlabel's data lives in a Neo4j graph; today's names are the defaults.
+
+    Parameters
+    ----------
+    node_label : str
+        Label of the nodes to label.
+    key : str
+        Property holding each node's key (a string, unique per dataset).
+    dataset : str or None
+        Property naming the dataset a node belongs to; None for "all nodes with the label".
+    features : str or sequence of str
+        One property holding a list of floats, or several numeric properties (in order).
+    given_label : str
+        Property holding the given (possibly wrong) label; missing means unlabeled.
+    relationship, weight : str
+        Type and weight property of the similarity relationships.
+    run_label : str
+        Label of the ``LabelRun`` nodes.
+    predicted_label, label_confidence, label_noise, label_run_id, label_solver, labelled_at : str
+        Names of the properties a run writes on each node.
+    previous_predicted_label, previous_label_run_id : str
+        Where a write-back keeps the prediction and run id it replaces (Neo4j only).
+    batch_size : int
+        Rows per UNWIND batch (one transaction each).
+    edge_builder : {"gds", "local"}
+        Who builds kNN relationships: GDS in the database, or the local builder.
+    """
+
+    node_label: str = "Entity"
+    key: str = "key"
+    dataset: str | None = "dataset"
+    features: str | tuple[str, ...] = "features"
+    given_label: str = "given_label"
+    relationship: str = "SIMILAR"
+    weight: str = "weight"
+    run_label: str = "LabelRun"
+    predicted_label: str = "predicted_label"
+    label_confidence: str = "label_confidence"
+    label_noise: str = "label_noise"
+    label_run_id: str = "label_run_id"
+    label_solver: str = "label_solver"
+    labelled_at: str = "labelled_at"
+    previous_predicted_label: str = "previous_predicted_label"
+    previous_label_run_id: str = "previous_label_run_id"
+    batch_size: int = 10_000
+    edge_builder: str = "gds"
+    _fragments: dict = field(default=None, init=False, repr=False, compare=False)
+
+    WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_run_id", "label_solver",
+               "labelled_at", "previous_predicted_label", "previous_label_run_id")
+
+    def __post_init__(self) -> None:
+        for name in ("node_label", "key", "given_label", "relationship", "weight", "run_label",
+                     *self.WRITTEN):
+            check_identifier(getattr(self, name), f"{name} setting")
+        if self.dataset is not None:
+            check_identifier(self.dataset, "dataset setting")
+        features = (self.features,) if isinstance(self.features, str) else tuple(self.features)
+        if not features:
+            raise ValueError("features setting must name at least one property")
+        for name in features:
+            check_identifier(name, "features setting")
+        object.__setattr__(self, "features", features[0] if len(features) == 1 else features)
+        read = [self.key, self.given_label, *features] + ([self.dataset] if self.dataset else [])
+        written = [getattr(self, name) for name in self.WRITTEN]
+        if len(set(read + written)) != len(read) + len(written):
+            raise ValueError(f"node property settings must be distinct, got {read + written}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, (int, np.integer)) \
+                or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.edge_builder not in EDGE_BUILDERS:
+            raise ValueError(f"edge_builder must be one of {EDGE_BUILDERS}, got {self.edge_builder!r}")
+        object.__setattr__(self, "_fragments", self._build_fragments())
+
+    @property
+    def feature_properties(self) -> tuple[str, ...]:
+        return (self.features,) if isinstance(self.features, str) else self.features
+
+    def _features_of(self, variable: str) -> Fragment:
+        props = [prop(variable, name) for name in self.feature_properties]
+        if len(props) == 1:
+            return props[0]
+        return compose("[{}]", join(compose("toFloat({})", p) for p in props))
+
+    def _in_dataset(self, variable: str) -> Fragment:
+        if self.dataset is None:
+            return literal("true")
+        return compose("{} = $dataset", prop(variable, self.dataset))
+
+    def _build_fragments(self) -> dict[str, Fragment]:
+        key = quote(self.key)
+        if len(self.feature_properties) == 1:
+            set_features = compose("{} = row.features", prop("e", self.feature_properties[0]))
+        else:
+            set_features = join(
+                compose(f"{{}} = row.features[{i}]", prop("e", name))
+                for i, name in enumerate(self.feature_properties)
+            )
+        if self.dataset is None:
+            merge_identity = compose("{}: row.key", key)
+            key_properties = prop("e", self.key)
+        else:
+            merge_identity = compose("{}: $dataset, {}: row.key", quote(self.dataset), key)
+            key_properties = compose("({}, {})", prop("e", self.dataset), prop("e", self.key))
+        fragments = {
+            "node_label": quote(self.node_label),
+            "run_label": quote(self.run_label),
+            "rel_type": quote(self.relationship),
+            "key": key,
+            "given_label": quote(self.given_label),
+            "weight": quote(self.weight),
+            "merge_identity": merge_identity,
+            "set_features": set_features,
+            "key_properties": key_properties,
+            # The name spells the constrained properties, so changing the dataset or key
+            # setting creates a new constraint instead of meeting the old one's name.
+            "key_constraint": quote("_".join(["graphlabel", self.node_label,
+                                              *([self.dataset] if self.dataset else []), self.key]),
+                                    "constraint name"),
+            "run_constraint": quote(f"graphlabel_{self.run_label}_run_id"),
+        }
+        for variable in ("e", "a", "b"):
+            fragments[f"{variable}_in_dataset"] = self._in_dataset(variable)
+            fragments[f"{variable}_features"] = self._features_of(variable)
+        for name in self.WRITTEN:
+            fragments[name] = quote(getattr(self, name))
+        return fragments
+
+    def fragments(self) -> dict[str, Fragment]:
+        """The quoted identifiers and expressions the ``${...}`` places of the templates take."""
+        return dict(self._fragments)
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls) if f.init)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> "Neo4jGraphConfig":
+        """Settings from ``GRAPHLABEL_NEO4J_<FIELD>`` variables (e.g. ``GRAPHLABEL_NEO4J_NODE_LABEL``),
+        overridden by ``options``. ``FEATURES`` takes a comma-separated list; an empty
+        ``DATASET`` means no dataset property; ``BATCH_SIZE`` is an integer."""
+        environ = os.environ if environ is None else environ
+        unknown = set(options) - set(cls.option_names())
+        if unknown:
+            raise ValueError(f"unknown Neo4j store options {sorted(unknown)}; valid: {sorted(cls.option_names())}")
+        settings: dict[str, Any] = {}
+        for name in cls.option_names():
+            value = environ.get(ENV_PREFIX + name.upper())
+            if value is None:
+                continue
+            if name == "dataset":
+                settings[name] = value.strip() or None
+            elif name == "features":
+                settings[name] = tuple(part.strip() for part in value.split(",") if part.strip())
+            elif name == "batch_size":
+                try:
+                    settings[name] = int(value)
+                except ValueError:
+                    raise ValueError(f"{ENV_PREFIX}BATCH_SIZE must be an integer, got {value!r}") from None
+            else:
+                settings[name] = value.strip()
+        settings.update(options)
+        return cls(**settings)
+
+
+
+def _batches(table: pa.Table, size: int):
+    for start in range(0, table.num_rows, size):
+        yield table.slice(start, size).to_pylist()
+
+
+def _version_tuple(version: object) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", str(version))[:3])
+
+
+def one_row_per_pair(graph: SubGraph) -> SubGraph:
+    """Keep one edge per unordered pair (the larger weight) and drop self loops."""
+    lo = np.minimum(graph.source, graph.target)
+    hi = np.maximum(graph.source, graph.target)
+    order = np.lexsort((-graph.weight, hi, lo))
+    lo, hi, weight = lo[order], hi[order], graph.weight[order]
+    first = np.ones(len(lo), dtype=bool)
+    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+    keep = first & (lo != hi)
+    return SubGraph(graph.keys, graph.labels, graph.features, lo[keep], hi[keep], weight[keep])
+
+
+class Neo4jStore(GraphStore):
+    """A Neo4j database (5.x, GDS plugin for ``build_knn_edges``) behind the store port.
+
+    Parameters
+    ----------
+    driver : neo4j.Driver
+        An open driver (tests pass a recording fake with the same ``execute_query``).
+    config : Neo4jGraphConfig, optional
+        Labels, property names, batch size and edge builder; today's names by default.
+    database : str, optional
+        Database name; None for the server's default database.
+    gds : graphdatascience.GraphDataScience, optional
+        A GDS client; by default one is made on ``driver`` when first needed.
+    ensure_schema : bool
+        Create the key constraints (``IF NOT EXISTS``) on opening.
+    """
+
+    dialect = "neo4j"
+
+    def __init__(self, driver, config: Neo4jGraphConfig | None = None, *, database: str | None = None,
+                 gds=None, ensure_schema: bool = True) -> None:
+        self.config = config if config is not None else Neo4jGraphConfig()
+        if not isinstance(self.config, Neo4jGraphConfig):
+            raise TypeError(f"config must be a Neo4jGraphConfig, got {type(self.config).__name__}")
+        self.database = database or None
+        self.native_knn = self.config.edge_builder == "gds"
+        self._driver = driver
+        self._gds = gds
+        self._gds_checked = False
+        self._queries: dict[str, str] = {}
+        if ensure_schema:
+            self.ensure_schema()
+
+    @classmethod
+    def from_uri(cls, uri: str, *, user: str | None = None, password: str | None = None,
+                 database: str | None = None, ensure_schema: bool = True,
+                 driver_options: dict[str, Any] | None = None, config: Neo4jGraphConfig | None = None,
+                 **config_options: Any) -> "Neo4jStore":
+        """Connect to ``uri`` (neo4j://, bolt://, ...).
+
+        The user, password and database default to ``$NEO4J_USER`` (else ``neo4j``),
+        ``$NEO4J_PASSWORD`` (no authentication when unset) and ``$NEO4J_DATABASE`` (else
+        the server's default). Other keyword options are ``Neo4jGraphConfig`` fields; fields
+        not given come from ``GRAPHLABEL_NEO4J_<FIELD>`` variables, then the defaults (so the
+        CLI, which passes only the URI, is configured through the environment).
+        """
+        import neo4j  # loaded only for Neo4j runs
+
+        if config is not None and config_options:
+            raise ValueError("pass either config= or individual configuration options, not both")
+        config = config if config is not None else Neo4jGraphConfig.from_env(**config_options)
+        user = user or os.environ.get("NEO4J_USER") or "neo4j"
+        password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
+        database = database or os.environ.get("NEO4J_DATABASE") or None
+        auth = (user, password) if password is not None else None
+        driver = neo4j.GraphDatabase.driver(uri, auth=auth, **(driver_options or {}))
+        try:
+            driver.verify_connectivity()
+            return cls(driver, config, database=database, ensure_schema=ensure_schema)
+        except Exception:
+            driver.close()
+            raise
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def cypher(self, name: str) -> str:
+        """Query ``name`` of ``cypher/`` with this configuration's identifiers filled in."""
+        if name not in self._queries:
+            self._queries[name] = render(load_query(name, self.dialect), self.config.fragments())
+        return self._queries[name]
+
+    def _execute(self, query: str, parameters: dict[str, Any], routing: str = WRITE):
+        # execute_query runs the query as a transaction function, which the driver retries
+        # on transient errors (Driver.execute_query docstring in neo4j/_sync/driver.py;
+        # https://neo4j.com/docs/python-manual/current/transactions/).
+        return self._driver.execute_query(query, parameters_=parameters, routing_=routing,
+                                          database_=self.database)
+
+    def _single(self, name: str, parameters: dict[str, Any], routing: str = WRITE):
+        records = self._execute(self.cypher(name), parameters, routing).records
+        return records[0] if records else None
+
+    def _write_batches(self, name: str, table: pa.Table, parameters: dict[str, Any]) -> int:
+        written = 0
+        for rows in _batches(table, self.config.batch_size):
+            record = self._single(name, {**parameters, "rows": rows})
+            written += int(record["written"]) if record is not None else 0
+        return written
+
+    # -- the port -------------------------------------------------------------------------
+
+    def ensure_schema(self) -> None:
+        for statement in split_statements(self.cypher("schema")):
+            self._execute(statement, {})
+
+    def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
+        check_dataset_name(dataset)
+        nodes = conform_table(nodes, NODE_SCHEMA, "node")
+        n_props = len(self.config.feature_properties)
+        if n_props > 1 and nodes.num_rows:
+            lengths = pa.compute.list_value_length(nodes.column("features")).to_numpy(zero_copy_only=False)
+            if not np.all(lengths == n_props):
+                raise ValueError(f"features must have {n_props} values, one per configured feature"
+                                 f" property {self.config.feature_properties}")
+        self._write_batches("upsert_nodes", nodes, {"dataset": dataset})
+        return nodes.num_rows
+
+    def _delete_edges(self, dataset: str) -> int:
+        deleted, size = 0, self.config.batch_size
+        while True:
+            record = self._single("delete_edges", {"dataset": dataset, "batch_size": size})
+            count = int(record["deleted"]) if record is not None else 0
+            deleted += count
+            if count < size:
+                return deleted
+
+    def replace_edges(self, dataset: str, edges: pa.Table) -> int:
+        check_dataset_name(dataset)
+        edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        self._delete_edges(dataset)
+        self._write_batches("insert_edges", edges, {"dataset": dataset})
+        return edges.num_rows
+
+    def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
+        check_dataset_name(dataset)
+        name = "read_nodes" if with_features else "read_nodes_without_features"
+        node_columns = self._single(name, {"dataset": dataset}, READ)
+        edge_columns = self._single("read_edges", {"dataset": dataset}, READ)
+        if node_columns["keyless"]:
+            raise ValueError(f"{node_columns['keyless']} nodes of dataset {dataset!r} have no key"
+                             f" property {self.config.key!r}")
+        try:
+            keys = pa.array(node_columns["keys"], pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise ValueError(f"key property {self.config.key!r} must hold strings on every node") from exc
+        labels = pa.array(node_columns["labels"], pa.string())
+        has_label = pa.array(node_columns["has_label"], pa.bool_())
+        columns = {"key": keys, "label": pa.compute.if_else(has_label, labels, pa.scalar(None, pa.string()))}
+        if with_features:
+            features = pa.array(node_columns["features"], pa.list_(pa.float64()))
+            has_features = pa.array(node_columns["has_features"], pa.bool_())
+            columns["features"] = pa.compute.if_else(has_features, features,
+                                                     pa.scalar(None, pa.list_(pa.float64())))
+        edges = pa.table({
+            "source": pa.array(edge_columns["source"], pa.string()),
+            "target": pa.array(edge_columns["target"], pa.string()),
+            "weight": pa.array(edge_columns["weight"], pa.float64()),
+        })
+        return one_row_per_pair(subgraph_from_tables(pa.table(columns), edges))
+
+    def count_nodes(self, dataset: str) -> int:
+        check_dataset_name(dataset)
+        return int(self._single("count_nodes", {"dataset": dataset}, READ)["nodes"])
+
+    def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
+        """Set the prediction properties; returns how many nodes were matched by key."""
+        check_dataset_name(dataset)
+        predictions = conform_table(predictions, PREDICTION_SCHEMA, "prediction")
+        return self._write_batches("write_predictions", predictions, {"dataset": dataset})
+
+    def write_run(self, run: LabelRunRecord) -> None:
+        self._single("write_run", {
+            "run_id": run.run_id,
+            "dataset": run.dataset,
+            "solver": run.solver,
+            # Neo4j properties cannot hold maps: the dictionaries are stored as JSON text.
+            "parameters": json.dumps(run.parameters, sort_keys=True, default=str),
+            "metrics": json.dumps(run.metrics, sort_keys=True, default=str),
+            "timings": json.dumps(run.timings, sort_keys=True),
+            "started_at": run.started_at.to_pydatetime().replace(tzinfo=None),
+            "finished_at": run.finished_at.to_pydatetime().replace(tzinfo=None),
+            "n_nodes": int(run.n_nodes),
+            "n_labeled": int(run.n_labeled),
+            "n_flagged": int(run.n_flagged),
+        })
+
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
+        result = self._execute(cypher, parameters or {}, READ)
+        return pd.DataFrame([record.data() for record in result.records], columns=list(result.keys))
+
+    # -- GDS ------------------------------------------------------------------------------
+
+    def gds(self):
+        """The GDS client, checked once for the plugin and its version."""
+        if self._gds is None:
+            from graphdatascience import GraphDataScience
+            from graphdatascience.error.gds_not_installed import GdsNotFound
+
+            try:
+                self._gds = GraphDataScience(self._driver, database=self.database, arrow=False,
+                                             show_progress=False)
+            except GdsNotFound as exc:
+                raise RuntimeError(
+                    "the Graph Data Science plugin is not installed on this Neo4j server; install it"
+                    " (docker compose sets NEO4J_PLUGINS='[\"graph-data-science\"]') or open the store"
+                    " with edge_builder='local'"
+                ) from exc
+        if not self._gds_checked:
+            version = _version_tuple(self._gds.server_version())
+            if version < MIN_GDS_VERSION:
+                raise RuntimeError(f"GDS {'.'.join(map(str, version))} is too old: graphlabel needs GDS"
+                                   f" >= {'.'.join(map(str, MIN_GDS_VERSION))}")
+            self._gds_checked = True
+        return self._gds
+
+    def build_knn_edges(self, dataset: str, *, k: int = 10, metric: str = "euclidean",
+                        weights: str = "similarity", sigma: float | None = None,
+                        similarity_cutoff: float | None = None, delta: float | None = None,
+                        seed: int | None = None, deterministic: bool = False,
+                        concurrency: int | None = None, sample_rate: float | None = None,
+                        delta_threshold: float | None = None, max_iterations: int | None = None,
+                        symmetrise: str = "max") -> int:
+        """Replace the dataset's similarity relationships with GDS kNN ones.
+
+        Parameters
+        ----------
+        dataset : str
+        k : int
+            ``topK``: neighbours per node (the cap on them with ``delta``).
+        metric : {"euclidean", "cosine"}
+            kNN similarity on the feature vector (GDS ``EUCLIDEAN`` / ``COSINE``).
+        weights : {"similarity", "gaussian", "cosine", "binary"}
+            ``similarity`` keeps GDS's score; the others are the local builder's weights.
+        sigma : float, optional
+            Gaussian bandwidth; default the mean distance to the farthest kept neighbour.
+        similarity_cutoff : float, optional
+            ``similarityCutoff``: pairs scoring lower are not written.
+        delta : float, optional
+            Also delete relationships longer than ``delta`` (δ-graph capped at k).
+        seed : int, optional
+            ``randomSeed`` (forces ``concurrency=1``, as GDS requires).
+        deterministic : bool
+            Reproducible run: ``randomSeed`` (``seed`` or 0) with ``concurrency=1``.
+        concurrency, sample_rate, delta_threshold, max_iterations : optional
+            Passed to GDS kNN when given (GDS defaults otherwise).
+        symmetrise : {"max"}
+            How the directed kNN lists become undirected on reading (only "max").
+
+        Returns
+        -------
+        int
+            Similarity relationships the dataset has afterwards (directed, as written).
+        """
+        if not self.native_knn:
+            raise NotImplementedError("this store is configured with edge_builder='local': the flow"
+                                      " builds the graph locally and calls replace_edges")
+        check_dataset_name(dataset)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        if metric not in KNN_METRICS:
+            raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
+        if weights not in KNN_WEIGHTS:
+            raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
+        if weights == "cosine" and metric != "cosine":
+            raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
+        if sigma is not None and not sigma > 0:
+            raise ValueError(f"sigma must be positive, got {sigma}")
+        if delta is not None and not delta > 0:
+            raise ValueError(f"delta must be positive, got {delta}")
+        if similarity_cutoff is not None and not 0.0 <= similarity_cutoff <= 1.0:
+            raise ValueError(f"similarity_cutoff must lie in [0, 1], got {similarity_cutoff}")
+        if symmetrise != "max":
+            raise ValueError(f"the GDS builder symmetrises with 'max' only, got {symmetrise!r};"
+                             " use edge_builder='local' for other rules")
+        if concurrency is not None and concurrency < 1:
+            raise ValueError(f"concurrency must be positive, got {concurrency}")
+
+        gds = self.gds()  # fails before anything is deleted when GDS is missing
+        if deterministic and seed is None:
+            seed = 0
+        if seed is not None:
+            if concurrency not in (None, 1):
+                raise ValueError("GDS accepts randomSeed only with concurrency=1")
+            concurrency = 1
+        # gds.knn.write configuration keys (topK, similarityCutoff, randomSeed, concurrency,
+        # sampleRate, deltaThreshold, maxIterations, writeRelationshipType, writeProperty;
+        # nodeProperties as {property: metric}):
+        # https://neo4j.com/docs/graph-data-science/current/algorithms/knn/
+        # The projected property is always called "features" (gds_project.neo4j.cypher),
+        # whatever the stored names: the client camelCases nested config keys.
+        knn_options = {"top_k": int(k), "random_seed": seed, "concurrency": concurrency}
+        for name, value in (("similarity_cutoff", similarity_cutoff), ("sample_rate", sample_rate),
+                            ("delta_threshold", delta_threshold), ("max_iterations", max_iterations)):
+            if value is not None:
+                knn_options[name] = value
+
+        self._delete_edges(dataset)
+        graph_name = f"graphlabel_{dataset}_{uuid.uuid4().hex[:12]}"
+        try:
+            graph, _ = gds.graph.project.cypher(self.cypher("gds_project"), graph_name=graph_name,
+                                                dataset=dataset)
+            result = gds.knn.write(
+                graph,
+                write_relationship_type=self.config.relationship,
+                write_property=self.config.weight,
+                node_properties={"features": KNN_METRICS[metric]},
+                **knn_options,
+            )
+        finally:
+            gds.graph.drop(graph_name, fail_if_missing=False)
+        written = int(result.relationships_written)
+        if delta is not None:
+            record = self._single("gds_prune_edges", {"dataset": dataset, "metric": metric,
+                                                      "max_distance": float(delta)})
+            written -= int(record["deleted"]) if record is not None else 0
+        if weights == "similarity":
+            return written
+        if weights == "gaussian" and sigma is None:
+            record = self._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
+            sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
+        record = self._single("gds_reweight_edges", {
+            "dataset": dataset, "metric": metric, "weights": weights,
+            "sigma": float(sigma) if sigma is not None and sigma > 0 else 1.0,
+        })
+        return int(record["kept"]) if record is not None else written
+
+    def close(self) -> None:
+        if self._gds is not None:
+            self._gds.close()  # a client made on our driver leaves the driver open
+        self._driver.close()

@@ -1,0 +1,201 @@
+"""The Neo4j store and the labelling flow against a live Neo4j 5 server with GDS.
+
+Runs only when ``NEO4J_URI`` is set (credentials from ``NEO4J_USER`` / ``NEO4J_PASSWORD``,
+database from ``NEO4J_DATABASE``):
+
+    docker compose up -d neo4j
+    NEO4J_URI=bolt://localhost:7687 NEO4J_PASSWORD=graphlabel-dev make test-neo4j
+
+Each test works in datasets of its own (random names) and deletes their nodes after.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+NEO4J_URI = os.environ.get("NEO4J_URI")
+HOW_TO_RUN = ("needs a live Neo4j with GDS: `docker compose up -d neo4j` then "
+              "`NEO4J_URI=bolt://localhost:7687 make test-neo4j`")
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.skipif(not NEO4J_URI, reason=HOW_TO_RUN)]
+
+
+def _delete_dataset(store, dataset: str) -> None:
+    # Test clean-up only (the package's Cypher lives in cypher/): the dataset's nodes,
+    # their relationships and its runs.
+    store._driver.execute_query("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",
+                                parameters_={"dataset": dataset}, database_=store.database)
+    store._driver.execute_query("MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
+                                parameters_={"dataset": dataset}, database_=store.database)
+
+
+@pytest.fixture
+def neo4j_store():
+    from graphstore import open_store
+
+    with open_store(NEO4J_URI, batch_size=64) as store:  # small batches: several per write
+        yield store
+
+
+@pytest.fixture
+def dataset(neo4j_store):
+    name = f"it-{uuid.uuid4().hex[:10]}"
+    yield name
+    _delete_dataset(neo4j_store, name)
+
+
+def digits_nodes(n=240, every=6, wrong=(0,)):
+    from sklearn.datasets import load_digits
+
+    from graphstore.base import NODE_SCHEMA
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:n], y[:n]
+    given = [str(v) if i % every == 0 else None for i, v in enumerate(y)]
+    for i in wrong:
+        given[i] = str((y[i] + 1) % 10)
+    keys = [f"d{i}" for i in range(n)]
+    return pa.table({"key": keys, "features": X.tolist(), "label": given}).cast(NODE_SCHEMA), X, y
+
+
+def dense(graph) -> np.ndarray:
+    W = np.zeros((graph.n_nodes, graph.n_nodes))
+    W[graph.source, graph.target] = graph.weight
+    return np.maximum(W, W.T)
+
+
+def test_store_round_trip_with_local_edges(neo4j_store, dataset):
+    import similarity
+    from flows.tasks import edge_table
+
+    nodes, X, _ = digits_nodes(150)
+    assert neo4j_store.write_nodes(dataset, nodes) == 150
+    assert neo4j_store.write_nodes(dataset, nodes) == 150  # upsert, not duplicate
+    assert neo4j_store.count_nodes(dataset) == 150
+    W = similarity.knn_graph(X, 6)
+    keys = np.array(nodes.column("key").to_pylist(), dtype=object)
+    neo4j_store.replace_edges(dataset, edge_table(keys, W))
+    neo4j_store.replace_edges(dataset, edge_table(keys, W))  # replaces, does not add
+    graph = neo4j_store.read_subgraph(dataset)
+    order = np.argsort([int(k[1:]) for k in graph.keys])
+    np.testing.assert_array_equal(graph.features[order], X)
+    assert graph.labels[order].tolist() == nodes.column("label").to_pylist()
+    np.testing.assert_allclose(dense(graph)[np.ix_(order, order)], W.toarray())
+
+
+def test_gds_knn_matches_exact_neighbours_and_gaussian_weights(neo4j_store, dataset):
+    from sklearn.neighbors import NearestNeighbors
+
+    nodes, X, _ = digits_nodes(200)
+    neo4j_store.write_nodes(dataset, nodes)
+    k = 6
+    # sampleRate 1 and deltaThreshold 0 make GDS kNN (NN-descent) as exhaustive as it gets
+    written = neo4j_store.build_knn_edges(dataset, k=k, metric="euclidean", weights="gaussian",
+                                          deterministic=True, sample_rate=1.0, delta_threshold=0.0)
+    assert written == 200 * k
+    graph = neo4j_store.read_subgraph(dataset)
+    order = np.argsort([int(key[1:]) for key in graph.keys])
+    W = dense(graph)[np.ix_(order, order)]
+    dist, idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    exact = np.zeros_like(W, dtype=bool)
+    exact[np.repeat(np.arange(200), k), idx[:, 1:].ravel()] = True
+    exact |= exact.T
+    found = W > 0
+    assert (found & exact).sum() / exact.sum() >= 0.97
+    sigma = dist[:, -1].mean()
+    rows, cols = np.nonzero(found)
+    distances = np.linalg.norm(X[rows] - X[cols], axis=1)
+    np.testing.assert_allclose(W[rows, cols], np.exp(-distances**2 / (2 * sigma**2)), rtol=0.02)
+    # the same seed gives the same graph
+    neo4j_store.build_knn_edges(dataset, k=k, weights="gaussian", deterministic=True, sample_rate=1.0,
+                                delta_threshold=0.0)
+    again = neo4j_store.read_subgraph(dataset)
+    np.testing.assert_allclose(dense(again)[np.ix_(order, order)], W)
+
+
+def test_gds_delta_graph_drops_long_relationships(neo4j_store, dataset):
+    nodes, X, _ = digits_nodes(120)
+    neo4j_store.write_nodes(dataset, nodes)
+    delta = 25.0
+    neo4j_store.build_knn_edges(dataset, k=10, delta=delta, weights="binary", deterministic=True)
+    graph = neo4j_store.read_subgraph(dataset)
+    lengths = np.linalg.norm(graph.features[graph.source] - graph.features[graph.target], axis=1)
+    assert len(lengths) > 0 and lengths.max() <= delta + 1e-9
+    assert np.all(graph.weight == 1.0)
+
+
+def _label(store, dataset, run_id, solver="harmonic", **params):
+    from graphlabel.problems import label_problem, prediction_rows
+    from graphstore import LabelRunRecord
+    import solvers
+
+    exported = label_problem(store.read_subgraph(dataset), dataset)
+    prediction = solvers.solve(exported.problem, solver, **params)
+    now = pd.Timestamp.now(tz="UTC")
+    assert store.write_predictions(dataset, prediction_rows(exported, prediction, run_id, now)) == len(exported.keys)
+    store.write_run(LabelRunRecord(run_id, dataset, solver, params, {}, {}, now, now, len(exported.keys),
+                                   int(exported.problem.labeled.sum()), int(prediction.noisy.sum())))
+    return exported, prediction
+
+
+def test_write_back_and_the_readme_queries(neo4j_store, dataset):
+    from graphstore.queries import load_query
+
+    nodes, X, y = digits_nodes(240)
+    neo4j_store.write_nodes(dataset, nodes)
+    neo4j_store.build_knn_edges(dataset, k=8, weights="gaussian", deterministic=True)
+    exported, first = _label(neo4j_store, dataset, "run-a")
+    _label(neo4j_store, dataset, "run-a")  # the same run written again changes nothing
+    keys = exported.keys
+    predicted = exported.classes[first.labels]
+    low = neo4j_store.query(load_query("examples/low_confidence", "neo4j"),
+                            {"dataset": dataset, "max_confidence": 1.01, "max_rows": 5})
+    order = np.lexsort((keys.astype(str), first.confidence))
+    assert low["key"].tolist() == keys[order[:5]].tolist()
+    flagged = neo4j_store.query(load_query("examples/flagged_with_neighbours", "neo4j"), {"dataset": dataset})
+    assert set(flagged["key"]) == set(keys[first.noisy])
+    counts = neo4j_store.query(load_query("examples/class_counts_per_run", "neo4j"), {"dataset": dataset})
+    assert dict(zip(counts["predicted_label"], counts["nodes_now"])) == dict(zip(*np.unique(predicted, return_counts=True)))
+    drivers = neo4j_store.query(load_query("examples/prediction_drivers", "neo4j"),
+                                {"dataset": dataset, "key": keys[1], "max_rows": 4})
+    row = exported.problem.W.tocsr()[1]
+    assert drivers["weight"].to_numpy() == pytest.approx(np.sort(row.data)[::-1][:4])
+    # a second run on a sparser graph: what changed is what the two runs' arrays say
+    neo4j_store.build_knn_edges(dataset, k=3, weights="binary", deterministic=True)
+    exported_b, second = _label(neo4j_store, dataset, "run-b")
+    before = dict(zip(keys, predicted))
+    after = dict(zip(exported_b.keys, exported_b.classes[second.labels]))
+    expected = sorted(k for k in before if before[k] != after[k])
+    changed = neo4j_store.query(load_query("examples/changed_between_runs", "neo4j"),
+                                {"dataset": dataset, "earlier_run": "run-a", "later_run": "run-b"})
+    assert sorted(changed["key"]) == expected
+    shifted = neo4j_store.query(
+        "MATCH (e:Entity {dataset: $dataset}) RETURN count(e.previous_label_run_id) AS shifted,"
+        " count(DISTINCT e.label_run_id) AS runs", {"dataset": dataset})
+    assert shifted.to_dict("records") == [{"shifted": len(keys), "runs": 1}]
+
+
+def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_store, dataset):
+    from flows.labelling import labelling_flow
+
+    nodes, _, y = digits_nodes(300, every=5, wrong=())
+    neo4j_store.write_nodes(dataset, nodes)
+    summary = labelling_flow(dataset=dataset, store_uri=NEO4J_URI, k=8, solver="harmonic")
+    assert summary["n_nodes"] == 300 and summary["n_labeled"] == 60
+    assert summary["n_edges"] > 0
+    frame = neo4j_store.query(
+        "MATCH (e:Entity {dataset: $dataset}) RETURN e.key AS key, e.predicted_label AS p,"
+        " e.label_run_id AS run", {"dataset": dataset})
+    assert set(frame["run"]) == {summary["run_id"]}
+    truth = dict(zip([f"d{i}" for i in range(300)], map(str, y)))
+    accuracy = np.mean([truth[k] == p for k, p in zip(frame["key"], frame["p"])])
+    assert accuracy > 0.85
+    runs = neo4j_store.query("MATCH (r:LabelRun {run_id: $id}) RETURN r.solver AS solver",
+                             {"id": summary["run_id"]})
+    assert runs["solver"].tolist() == ["harmonic"]
