@@ -156,14 +156,25 @@ def label(
 @app.command()
 def query(
     cypher: str = typer.Argument(..., help="A Cypher query."),
+    param: list[str] = typer.Option([], "--param", "-p", help="A query parameter NAME=VALUE (JSON values"
+                                    " are parsed, anything else is a string); repeat for several."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Run a Cypher query against the store and print its rows."""
     from graphstore import open_store
 
+    parameters = {}
+    for item in param:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            _fail(f"--param takes NAME=VALUE, got {item!r}")
+        try:
+            parameters[name] = json.loads(value)
+        except json.JSONDecodeError:
+            parameters[name] = value
     with open_store(store) as graph_store:
         try:
-            frame = graph_store.query(cypher)
+            frame = graph_store.query(cypher, parameters)
         except RuntimeError as error:
             _fail(f"query failed: {error}")
     table = Table(*[str(c) for c in frame.columns])
