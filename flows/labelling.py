@@ -129,6 +129,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         metrics = {
             "n_edges": int(problem.W.nnz // 2),
             "n_unreachable": int(np.sum(prediction.labels < 0)),
+            # entities ingested after the last graph build; only an inductive solver
+            # (maxmargin) labels them, from their features
+            "n_without_edges": int(np.sum(np.diff(problem.W.indptr) == 0)),
             "mean_confidence": float(prediction.confidence.mean()),
             "class_counts": {str(exported.classes[c]): int(n) for c, n in
                              zip(*np.unique(prediction.labels[prediction.labels >= 0], return_counts=True))},

@@ -108,3 +108,26 @@ def test_paper_graphs_and_cut_solver_through_the_flow(tmp_path, store_path, grap
     truth = np.where(y == 0, "upper", "lower")
     labelled = pd.notna(predicted)
     assert labelled.mean() > 0.8 and np.mean(predicted[labelled] == truth[labelled]) > 0.85
+
+
+def test_maxmargin_labels_entities_ingested_after_the_graph_build(store_path):
+    """Entities added after the last graph build have no edges; the max-margin model labels
+    them from their features without a rebuild."""
+    from flows.demo import digits_records
+    from graphlabel.records import parse_records
+
+    frame, truth, kept, _ = digits_records(per_class=15, flip_fraction=0.0, seed=3)
+    old, new = frame.iloc[:1500], frame.iloc[1500:].assign(label=None)
+    for part, build in ((old, True), (new, False)):
+        with open_store(store_path) as store:
+            store.write_nodes("digits", parse_records(part, key="key", features="pixel_*", label="label").nodes)
+        if build:
+            build_graph_flow("digits", store_uri=store_path, k=10)
+    summary = labelling_flow("digits", store_uri=store_path, solver="maxmargin", build_graph=False)
+    assert summary["metrics"]["n_without_edges"] == len(new)
+    with open_store(store_path) as store:
+        written = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p,"
+                              " e.label_confidence AS c").set_index("key")
+    new_rows = written.loc[new["key"]]
+    assert new_rows["p"].notna().all() and (new_rows["c"] > 0).all()
+    assert (new_rows["p"].to_numpy() == truth[1500:]).mean() > 0.85

@@ -1,0 +1,234 @@
+"""Max-margin graph cuts (Kveton et al. 2010) against dense references and the paper's limits."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.datasets import load_digits, make_moons
+from sklearn.svm import SVC
+
+from graphlabel.evaluation import expected_calibration_error, noise_scores
+from graphlabel.sampling import flip_labels, keep_per_class
+from similarity.knn import knn_graph
+from solvers.maxmargin import MaxMarginGraphCut, induce_labels, maxmargin, paper_bandwidth
+from solvers.problem import LabelProblem
+from solvers.registry import solve
+
+
+def _paper_graph(X):
+    return knn_graph(X, 5, weights="gaussian", sigma=paper_bandwidth(X))
+
+
+@pytest.fixture(scope="module")
+def moons():
+    """Two moons plus a far blob that no label reaches (its ℓ is 0, so it must be dropped)."""
+    rng = np.random.default_rng(3)
+    X, y = make_moons(240, noise=0.08, random_state=3)
+    blob = rng.normal([6.0, 6.0], 0.1, size=(12, 2))
+    X = np.vstack([X, blob])
+    y = np.concatenate([y, np.zeros(12, dtype=int)])
+    given = np.zeros(len(y), dtype=bool)
+    given[keep_per_class(y[:240], 3, rng).nonzero()[0]] = True
+    return X, y, np.where(given, y, -1)
+
+
+@pytest.fixture(scope="module")
+def digits_split():
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(len(y))
+    train, test = perm[:1200], perm[1200:]
+    return X[train], y[train], X[test], y[test], _paper_graph(X[train]), rng
+
+
+def _dense_ell(W, y_pm, labeled, gamma_g):
+    """(L_uu + γ_g I) ℓ_u = W_ul y_l solved densely, ℓ_l = y_l (eq. 6)."""
+    A = W.toarray()
+    L = np.diag(A.sum(axis=1)) - A
+    u, l = np.flatnonzero(~labeled), np.flatnonzero(labeled)
+    ell = np.zeros(len(y_pm))
+    ell[l] = y_pm[l]
+    M = L[np.ix_(u, u)] + gamma_g * np.eye(len(u))
+    # lstsq: the unlabeled-only component makes L_uu singular when γ_g = 0 (ℓ is 0 there)
+    ell[u] = np.linalg.lstsq(M, A[np.ix_(u, l)] @ y_pm[l], rcond=None)[0]
+    return ell
+
+
+@pytest.mark.parametrize("gamma_g", [0.0, 0.3, 5.0])
+def test_binary_induced_labels_match_dense_solve(moons, gamma_g):
+    X, _, yg = moons
+    W = _paper_graph(X)
+    labeled = yg >= 0
+    ell = _dense_ell(W, np.where(yg == 1, 1.0, -1.0), labeled, gamma_g)
+    eps = 1e-3
+    model = MaxMarginGraphCut(gamma_g=gamma_g, epsilon=eps, cv=0).fit(LabelProblem(W, yg, X=X))
+    np.testing.assert_allclose(model.margin_, np.abs(ell), atol=1e-9)
+    expected = np.where(np.abs(ell) >= eps, (ell > 0).astype(int), -1)
+    np.testing.assert_array_equal(model.induced_labels_, expected)
+    assert np.all(model.induced_labels_[-12:] == -1)  # the unreachable blob: ℓ = 0
+    assert np.all(model.induced_labels_[labeled] == yg[labeled])
+
+
+@pytest.mark.parametrize("kernel", ["linear", "cubic", "rbf"])
+def test_binary_model_is_the_papers_svm_on_the_kept_points(moons, kernel):
+    """Eq. (7): the fitted SVM equals libsvm on {i: |ℓ_i| ≥ ε} with labels sgn ℓ_i."""
+    X, _, yg = moons
+    W = _paper_graph(X)
+    gamma_g, eps, C = 0.5, 1e-2, 3.0
+    ell = _dense_ell(W, np.where(yg == 1, 1.0, -1.0), yg >= 0, gamma_g)
+    kept = np.abs(ell) >= eps
+    s = paper_bandwidth(X)
+    params = {"linear": dict(kernel="linear"),
+              "cubic": dict(kernel="poly", degree=3, gamma=1 / s**2, coef0=1.0),
+              "rbf": dict(kernel="rbf", gamma=1 / (2 * s**2))}[kernel]
+    reference = SVC(C=C, **params).fit(X[kept], np.sign(ell[kept]))
+    model = MaxMarginGraphCut(gamma_g=gamma_g, epsilon=eps, kernel=kernel, C=C, cv=0)
+    model.fit(LabelProblem(W, yg, X=X))
+    grid = np.random.default_rng(0).uniform([-1.5, -1.0], [2.5, 1.5], size=(300, 2))
+    np.testing.assert_allclose(model.decision_function(grid), reference.decision_function(grid),
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_multiclass_induced_labels_are_argmax_and_top_two_gap(digits_split):
+    X, y, _, _, W, rng = digits_split
+    given = keep_per_class(y, 4, rng)
+    yg = np.where(given, y, -1)
+    gamma_g = 0.2
+    induced, margin = induce_labels(W, yg, 10, gamma_g=gamma_g, epsilon=1e-6)
+    A = W.toarray()
+    L = np.diag(A.sum(axis=1)) - A
+    u, l = np.flatnonzero(~given), np.flatnonzero(given)
+    Y = np.eye(10)[y[l]]
+    F = np.zeros((len(y), 10))
+    F[l] = Y
+    F[u] = np.linalg.solve(L[np.ix_(u, u)] + gamma_g * np.eye(len(u)), A[np.ix_(u, l)] @ Y)
+    top = np.sort(F, axis=1)
+    np.testing.assert_allclose(margin, top[:, -1] - top[:, -2], atol=1e-9)
+    kept = induced >= 0
+    np.testing.assert_array_equal(induced[kept], F[kept].argmax(axis=1))
+    np.testing.assert_array_equal(kept, margin >= 1e-6)
+
+
+def test_two_class_gap_rule_equals_the_papers_abs_ell(moons):
+    """The multi-class rule (top-two gap of one-hot absorption scores) is |ℓ| when C = 2."""
+    X, _, yg = moons
+    W = _paper_graph(X)
+    labeled = yg >= 0
+    ell = _dense_ell(W, np.where(yg == 1, 1.0, -1.0), labeled, 0.7)
+    F = np.column_stack([_dense_ell(W, (yg == c).astype(float), labeled, 0.7) for c in (0, 1)])
+    np.testing.assert_allclose(F[:, 1] - F[:, 0], ell, atol=1e-9)
+    _, margin = induce_labels(W, yg, 2, gamma_g=0.7)
+    np.testing.assert_allclose(margin, np.abs(F[:, 1] - F[:, 0]), atol=1e-9)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_large_gamma_g_is_the_supervised_svm(digits_split, kernel):
+    """γ_g → ∞: every unlabeled |ℓ| falls below ε, leaving the SVM on the labeled points."""
+    X, y, X_test, _, W, rng = digits_split
+    given = keep_per_class(y, 5, rng)
+    yg = np.where(given, y, -1)
+    model = MaxMarginGraphCut(gamma_g=1e10, kernel=kernel, C=2.0, cv=0).fit(LabelProblem(W, yg, X=X))
+    assert np.array_equal(model.induced_labels_ >= 0, given)
+    s = paper_bandwidth(X)
+    params = dict(kernel="linear") if kernel == "linear" else dict(kernel="rbf", gamma=1 / (2 * s**2))
+    supervised = SVC(C=2.0, decision_function_shape="ovo", **params).fit(X[given], y[given])
+    np.testing.assert_array_equal(model.predict(X_test), supervised.predict(X_test))
+    np.testing.assert_allclose(model.svm_.decision_function(X_test),
+                               supervised.decision_function(X_test), rtol=1e-6, atol=1e-6)
+
+
+def test_predicts_new_digits_well_above_chance_and_beats_supervised(digits_split):
+    X, y, X_test, y_test, W, rng = digits_split
+    given = keep_per_class(y, 3, rng)
+    yg = np.where(given, y, -1)
+    model = MaxMarginGraphCut(gamma_g=0.1, C=10.0, cv=0).fit(LabelProblem(W, yg, X=X))
+    accuracy = np.mean(model.predict(X_test) == y_test)
+    s = paper_bandwidth(X)
+    supervised = SVC(C=10.0, gamma=1 / (2 * s**2)).fit(X[given], y[given])
+    assert accuracy > 0.1 + 0.6  # chance is 0.1 on ten balanced classes
+    assert accuracy > np.mean(supervised.predict(X_test) == y_test)  # the paper's GC-vs-SVM claim
+
+
+def test_maxmargin_prediction_covers_nodes_without_edges(digits_split):
+    X, y, X_test, y_test, W, rng = digits_split
+    # append held-out digits as nodes with no edges: entities ingested after the graph build
+    m = 50
+    W_big = sp.block_diag([W, sp.csr_matrix((m, m))], format="csr")
+    X_big = np.vstack([X, X_test[:m]])
+    given = np.concatenate([keep_per_class(y, 10, rng), np.zeros(m, dtype=bool)])
+    yg = np.where(given, np.concatenate([y, y_test[:m]]), -1)
+    problem = LabelProblem(W_big, yg, n_classes=10, X=X_big)
+    pred = solve(problem, "maxmargin", gamma_g=0.1, C=10.0)
+    new = np.arange(len(y), len(y) + m)
+    assert pred.method == "maxmargin"
+    assert pred.info["graph_unreachable"][new].all()
+    _, comp = connected_components(W_big, directed=False)
+    reached = np.isin(comp, comp[given & ~pred.noisy])
+    np.testing.assert_array_equal(pred.info["graph_unreachable"], ~reached)
+    model = pred.info["model"]
+    np.testing.assert_array_equal(pred.labels[new], model.predict(X_test[:m]))
+    assert np.mean(pred.labels[new] == y_test[:m]) > 0.7
+    assert np.all(pred.confidence[new] > 0)
+    np.testing.assert_allclose(pred.scores.sum(axis=1), 1.0)
+    assert np.all((pred.confidence >= 0) & (pred.confidence <= 1))
+    strict = maxmargin(problem, gamma_g=0.1, C=10.0, predict_unreachable=False)
+    assert np.all(strict.labels[~reached] == -1) and np.all(strict.confidence[~reached] == 0)
+    np.testing.assert_array_equal(strict.labels[reached], pred.labels[reached])
+
+
+def test_pickle_round_trip(digits_split):
+    X, y, X_test, _, W, rng = digits_split
+    yg = np.where(keep_per_class(y, 6, rng), y, -1)
+    model = MaxMarginGraphCut(gamma_g=0.1, kernel="cubic").fit(LabelProblem(W, yg, X=X))
+    assert model.calibrator_ is not None
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(X_test), model.predict(X_test))
+    np.testing.assert_allclose(clone.predict_proba(X_test), model.predict_proba(X_test))
+    np.testing.assert_allclose(clone.decision_function(X_test), model.decision_function(X_test))
+    assert clone.get_params() == model.get_params()
+
+
+def test_noise_flags_and_calibration_on_flipped_digits(digits_split):
+    X, y, X_test, y_test, W, rng = digits_split
+    given = keep_per_class(y, 15, rng)
+    noisy_y, flipped = flip_labels(y, given, 0.1, 10, rng)
+    problem = LabelProblem(W, np.where(given, noisy_y, -1), X=X)
+    model = MaxMarginGraphCut(gamma_g=0.1, C=10.0, drop_noisy=True).fit(problem)
+    scores = noise_scores(model.noisy_[given], flipped[given])
+    assert scores["precision"] > 0.4 and scores["recall"] > 0.6  # base rate of a flip is 0.1
+    assert not model.noisy_[~given].any()
+    # drop_noisy: the final fit no longer clamps the flagged labels (|ℓ| = 1 only when clamped)
+    assert np.all(model.margin_[model.noisy_] < 1.0 - 1e-9)
+    kept = MaxMarginGraphCut(gamma_g=0.1, C=10.0).fit(problem)  # default: flag, keep
+    np.testing.assert_array_equal(kept.noisy_, model.noisy_)
+    np.testing.assert_allclose(kept.margin_[given], 1.0)
+    P = model.predict_proba(X_test)
+    labels = model.predict(X_test)
+    conf = P[np.arange(len(labels)), labels]
+    raw = MaxMarginGraphCut(gamma_g=0.1, C=10.0, cv=0).fit(problem.with_labels(
+        np.where(given & ~model.noisy_, noisy_y, -1)))
+    raw_conf = raw.predict_proba(X_test)[np.arange(len(labels)), raw.predict(X_test)]
+    ece = expected_calibration_error(conf, labels == y_test)
+    assert ece < expected_calibration_error(raw_conf, raw.predict(X_test) == y_test)
+    assert ece < 0.1
+
+
+def test_validation_errors(moons):
+    X, _, yg = moons
+    W = _paper_graph(X)
+    with pytest.raises(ValueError, match="node features"):
+        MaxMarginGraphCut().fit(LabelProblem(W, yg))
+    problem = LabelProblem(W, yg, X=X)
+    for bad in [dict(gamma_g=-1), dict(epsilon=-0.1), dict(kernel="sigmoid"), dict(C=0),
+                dict(cv=1), dict(noise_threshold=0), dict(bandwidth=0.0), dict(solver="cholmod")]:
+        with pytest.raises(ValueError):
+            MaxMarginGraphCut(**bad).fit(problem)
+    with pytest.raises(ValueError, match="not fitted"):
+        MaxMarginGraphCut().predict(X)
+    model = MaxMarginGraphCut(cv=0).fit(problem)
+    with pytest.raises(ValueError, match="shape"):
+        model.predict(X[:, :1])
