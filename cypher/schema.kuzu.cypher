@@ -1,11 +1,12 @@
 // Kùzu needs typed tables declared up front (Neo4j is schema-free and gets a key
 // constraint instead, in schema.neo4j.cypher). A node's primary key is `uid`, the
 // dataset name and the user's key joined by ':' (dataset names cannot hold ':').
+// `features` is a BLOB of little-endian float64 (see graphstore/kuzu_store.py for why).
 CREATE NODE TABLE IF NOT EXISTS Entity(
     uid STRING,
     dataset STRING,
     key STRING,
-    features DOUBLE[],
+    features BLOB,
     given_label STRING,
     predicted_label STRING,
     label_confidence DOUBLE,

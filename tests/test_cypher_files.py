@@ -72,9 +72,13 @@ def test_the_parser_rejects_broken_cypher():
             parse_opencypher(broken)
 
 
+# Statements with no Neo4j meaning: Kùzu's CHECKPOINT (the server manages its own).
+KUZU_ONLY = {"checkpoint"}
+
+
 def test_every_kuzu_query_has_a_neo4j_counterpart():
     neo4j_names = {query_name(p) for p in NEO4J_FILES}
-    assert KUZU_FILES and {query_name(p) for p in KUZU_FILES} <= neo4j_names
+    assert KUZU_FILES and {query_name(p) for p in KUZU_FILES} - KUZU_ONLY <= neo4j_names
 
 
 @pytest.mark.parametrize("config_name", sorted(CONFIGS))
@@ -116,7 +120,7 @@ def test_shared_files_parse_as_opencypher(path):
 def _kuzu_parameters(name: str) -> dict:
     """Values of the right types for the parameters of the Kùzu files (EXPLAIN binds them)."""
     now = pd.Timestamp("2026-01-01").to_pydatetime()
-    nodes = pa.table({"key": ["a"], "features": [[1.0]], "label": ["x"]}).cast(NODE_SCHEMA)
+    nodes = pa.table({"key": ["a"], "features": [b"\x00" * 8], "label": ["x"]})  # Kùzu keeps a BLOB
     predictions = pa.table({
         "key": ["a"], "predicted_label": ["x"], "label_confidence": [0.5], "label_noise": [False],
         "label_run_id": ["r"], "label_solver": ["s"], "labelled_at": [now]}).cast(PREDICTION_SCHEMA)
