@@ -21,9 +21,13 @@ Decisions the papers leave open, and what this module does
   under their leave-one-out distributions (labels only, no hidden data; flagged labels
   left out). The sink (γ_g > 0) shrinks all columns alike and does not change p; a
   node no label can reach has F_i = 0 and gets label -1, confidence 0.
-- Linear solver: SuperLU (``splu``) up to ``direct_max_nodes`` unknowns; above,
+- Linear solver: SuperLU (``splu``) up to ``direct_max_nodes`` unknowns (20,000); above,
   conjugate gradients preconditioned by pyamg's smoothed-aggregation AMG, whose cost
-  grows about linearly with the edges (a sparse LU's fill-in does not).
+  grows about linearly with the edges (a sparse LU's fill-in does not: on a 10-NN graph
+  of 16-d blobs, SuperLU beat AMG-CG at 10k nodes and lost by 2x at 30k, bench/harmonic.py).
+- Cost of the noise flags: one extra solve per given label (``_leave_one_out``), in
+  chunks; cheap with a factorisation, one CG per label with AMG. Many labels on a large
+  graph make it the dominant cost: pass ``detect_noise=False`` there.
 - Noise flags (the rule): for each given label i, the solution at i is recomputed
   *as if i were unlabeled* (exact leave-one-out, see ``_leave_one_out``). The label is
   flagged noisy when that leave-one-out distribution puts at least ``noise_threshold``
@@ -82,7 +86,7 @@ def harmonic_scores(
     *,
     gamma_g: float = 0.0,
     solver: str = "auto",
-    direct_max_nodes: int = 50_000,
+    direct_max_nodes: int = 20_000,
     rtol: float = 1e-8,
 ):
     """Regularised harmonic solution F (n × C) with F_l = Y_l, F_u = (L_uu + γ_g I)⁻¹ W_ul Y_l.
@@ -175,7 +179,7 @@ def harmonic(
     detect_noise: bool = True,
     calibrate: bool = True,
     solver: str = "auto",
-    direct_max_nodes: int = 50_000,
+    direct_max_nodes: int = 20_000,
     rtol: float = 1e-8,
 ) -> Prediction:
     """Label nodes with the (regularised) harmonic function and flag doubtful given labels.
