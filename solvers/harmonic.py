@@ -21,10 +21,12 @@ Decisions the papers leave open, and what this module does
   under their leave-one-out distributions (labels only, no hidden data; flagged labels
   left out). The sink (γ_g > 0) shrinks all columns alike and does not change p; a
   node no label can reach has F_i = 0 and gets label -1, confidence 0.
-- Linear solver: SuperLU (``splu``) up to ``direct_max_nodes`` unknowns (20,000); above,
+- Linear solver: SuperLU (``splu``) up to ``direct_max_nodes`` unknowns (10,000); above,
   conjugate gradients preconditioned by pyamg's smoothed-aggregation AMG, whose cost
-  grows about linearly with the edges (a sparse LU's fill-in does not: on a 10-NN graph
-  of 16-d blobs, SuperLU beat AMG-CG at 10k nodes and lost by 2x at 30k, bench/harmonic.py).
+  grows about linearly with the edges (a sparse LU's fill-in does not). On 10-NN graphs
+  of 16-d blobs (bench/harmonic.py, same run) AMG-CG took 0.49 s against SuperLU's 1.77 s
+  at 10k nodes and 15.9 s against 39.3 s at 30k; SuperLU stays the default below 10k,
+  where its one factorisation also serves the leave-one-out solves of the noise flags.
 - Cost of the noise flags: one extra solve per given label (``_leave_one_out``), in
   chunks; cheap with a factorisation, one CG per label with AMG. Many labels on a large
   graph make it the dominant cost: pass ``detect_noise=False`` there.
@@ -86,7 +88,7 @@ def harmonic_scores(
     *,
     gamma_g: float = 0.0,
     solver: str = "auto",
-    direct_max_nodes: int = 20_000,
+    direct_max_nodes: int = 10_000,
     rtol: float = 1e-8,
 ):
     """Regularised harmonic solution F (n × C) with F_l = Y_l, F_u = (L_uu + γ_g I)⁻¹ W_ul Y_l.
@@ -179,7 +181,7 @@ def harmonic(
     detect_noise: bool = True,
     calibrate: bool = True,
     solver: str = "auto",
-    direct_max_nodes: int = 20_000,
+    direct_max_nodes: int = 10_000,
     rtol: float = 1e-8,
 ) -> Prediction:
     """Label nodes with the (regularised) harmonic function and flag doubtful given labels.
