@@ -126,7 +126,7 @@ def induce_labels(
     epsilon: float = 1e-6,
     label_confidence: np.ndarray | None = None,
     solver: str = "auto",
-    direct_max_nodes: int = 50_000,
+    direct_max_nodes: int = 10_000,
 ):
     """Labels induced by the regularised harmonic solution, eq. (6), thresholded at ε, eq. (7).
 
@@ -257,7 +257,7 @@ class MaxMarginGraphCut(BaseEstimator):
         wrongly flagged labels are the only ones covering unusual handwriting, and hiding
         them cost more test error than the flipped labels did (see the module docstring).
     solver : {"auto", "direct", "amg"}, default "auto"
-    direct_max_nodes : int, default 50_000
+    direct_max_nodes : int, default 10_000
     cache_size : float, default 500
         libsvm kernel cache in MB.
     random_state : int, default 0
@@ -293,7 +293,7 @@ class MaxMarginGraphCut(BaseEstimator):
         noise_threshold: float = 0.5,
         drop_noisy: bool = False,
         solver: str = "auto",
-        direct_max_nodes: int = 50_000,
+        direct_max_nodes: int = 10_000,
         cache_size: float = 500.0,
         random_state: int = 0,
     ):
@@ -487,7 +487,7 @@ def maxmargin(
     drop_noisy: bool = False,
     predict_unreachable: bool = True,
     solver: str = "auto",
-    direct_max_nodes: int = 50_000,
+    direct_max_nodes: int = 10_000,
     random_state: int = 0,
 ) -> Prediction:
     """Label every node with a max-margin graph cut fitted on the problem (Kveton et al. 2010).
