@@ -1,0 +1,743 @@
+"""Spectral graph transducer (SGT): constrained ratio cuts on a fixed spectrum.
+
+Joachims, T. (2003). Transductive learning via spectral graph partitioning. ICML.
+
+The graph's spectrum is computed once (`graph_spectrum`, Sec. 5 "preprocessing") and
+kept in an explicit, frozen `GraphSpectrum`; every new set of labels then costs
+O(l·d² + d³ + n·d) per class (`spectral`, Sec. 4 eqs. 17-21 and the per-training-set
+steps of Sec. 5). Several classes are handled one-vs-rest on the shared spectrum.
+
+Open decisions (paper silent or ambiguous) and what this module chooses
+-------------------------------------------------------------------------
+1. Normalised Laplacian B⁻¹(B−A) is not symmetric (notes §8.1). ``laplacian="rw"``
+   (default) solves the generalised problem (B−A)v = λBv and uses its B-orthonormal
+   eigenvectors as they are (option (a) of the notes, closest to the paper's wording).
+   ``"rw_unit"`` rescales those columns to unit length, ``"sym"`` uses the eigenvectors
+   of I − B^-1/2 A B^-1/2, ``"unnormalized"`` the eigenvectors of B − A (Sec. 4's
+   derivation). The bench reports all four on digits.
+2. Dropping the trivial eigenvector (Sec. 4, "w₁ = 0"): instead of dropping the first
+   computed vector, the d+1 smallest eigenvectors are projected off the trivial vector
+   (1 for rw/unnormalized, B^1/2·1 for sym, in the problem's own inner product) and a
+   Rayleigh-Ritz step on that d-dimensional space gives V. On a connected graph this is
+   exactly "drop the smallest"; on a disconnected graph (several null vectors, the
+   constant vector not singled out) it still removes only the constant direction.
+   Nodes of components without any given label get label -1 / confidence 0.
+3. Spectrum normalisation: D_ii = i², i = 1..d (Sec. 5), the first non-trivial vector
+   getting 1.
+4. Graph: `sgt_graph` builds eq. 22 from a directed kNN similarity matrix (rows scaled
+   to sum 1 *before* symmetrising by A = A' + A'ᵀ, which `similarity.knn_graph`'s
+   max/mean/mutual rules cannot express). Negative cosines are clipped to 0 (the paper
+   is silent; negative weights would make L indefinite). A row with no positive
+   similarity is linked to k random other nodes with weight 1/k (Sec. 6), the draws
+   come from ``random_state``; a repeated draw is merged into one edge.
+5. γ̂ and C need at least one given label on each side of every one-vs-rest task
+   (notes §8.5). A class with no given label gets the score column −inf (never
+   predicted); a class whose every labelled node is positive for it cannot happen
+   because `solve` requires two labelled classes.
+6. ``label_confidence`` scales the cost C_ii (the paper: "C is a diagonal cost matrix
+   that allows different misclassification costs for each example"); γ̂₊, γ̂₋ and the
+   l/(2l±) factors still count labels, not confidences.
+7. Closed form on the sphere (eq. 21, Gander et al. 1989). ``root="secular"``
+   (default) solves Σ_j β_j²/(Γ_j − λ)² = n for λ < Γ₁ on the eigen-decomposition of G
+   (the notes found it equal to the eigenvalue route; the tests check it);
+   ``root="block"`` takes the smallest real eigenvalue of the 2d×2d matrix of eq. 21.
+   The "hard case" (β₁ = 0, no root below Γ₁) is handled by λ = Γ₁ and a component along
+   the first eigenvector of G that makes ‖w‖² = n.
+8. Hard labels: the paper thresholds z at Θ = (γ̂₊ + γ̂₋)/2 (Sec. 5). For several
+   classes each class's score is its normalised margin (z − Θ)/(γ̂₊ − γ̂₋) (0.5 at the
+   positive target, −0.5 at the negative one, so classes are comparable), and the label
+   is the arg-max; with two classes this is exactly the paper's sign(z − Θ).
+9. Confidence (not in the paper): the gap between the best and the second-best
+   normalised margin, mapped to [0, 1] by Platt's sigmoid fitted on leave-one-out
+   predictions of the given labels (``calibration="loo"``, the default; each held-out
+   label costs one more O(l·d² + d³) solve, no O(n) work). Labels whose class has no
+   other given label cannot be predicted when held out and are left out of the fit.
+   The fit is against the *given* labels, so label noise makes it conservative.
+   Cost: l extra solves of O(l·d² + C·d³) each (l = number of given labels).
+   With fewer than ``min_calibration`` usable held-out labels (or ``calibration=
+   "none"``) the confidence is min(gap, 1) (gap 1 = both targets hit exactly).
+10. Noise flags: ``noise="fit"`` (default) flags a given label when the fitted labelling
+    disagrees with it. c does not pin labels absolutely (the sphere ‖z‖² = n bounds z),
+    and on digits with 10% flipped labels this catches nearly all flips at high
+    precision; ``noise="loo"`` flags a label when its leave-one-out prediction disagrees
+    (higher recall, lower precision in the same test).
+11. The objective reported per class (for the k criterion of Sec. 6/Fig. 5) is the
+    value of eq. 19 at the solution, constant term cγᵀCγ included. The notes could not
+    make it pick k = 10 on digits; `select_k` implements the normalisation
+    o_ik / min_k o_ik and the average the paper describes.
+12. Eigensolver: ``eigen_method`` "arpack" (eigsh shift-invert: SuperLU of K − σM,
+    σ slightly below 0), "lanczos" (eigsh on the normalised adjacency B^-1/2 A B^-1/2,
+    largest algebraic, no factorisation, predictable memory) or "lobpcg" (scipy LOBPCG
+    in the complement of the trivial vector, pyamg smoothed-aggregation preconditioner).
+    Measured on digits-like cosine 10-NN graphs on 2 shared cores (bench/spectral.py
+    and its graphs): d = 80 at 10k nodes lanczos 1.9 s, arpack 3.2 s, lobpcg 4.5 s; at
+    100k arpack 96 s, lanczos 156 s (an earlier, busier run: 358 / 465 s, lobpcg 666 s
+    and short of its tolerance); d = 10 at 1M lanczos 210 s (1.5 GB) while arpack had
+    not finished its LU after 20 min (4 GB). Hence "auto" = dense LAPACK up to 3000
+    nodes, "lanczos" above: at most ~1.6x the best measured, and no fill-in risk.
+13. d is capped at n − 2 (notes §8.15) with a ValueError rather than a silent cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import scipy.linalg as la
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ._graph import finish_labels, unreachable
+from .problem import LabelProblem, Prediction
+
+LAPLACIANS = ("rw", "rw_unit", "sym", "unnormalized")
+EIGEN_METHODS = ("auto", "lobpcg", "arpack", "lanczos")
+ROOTS = ("secular", "block")
+CALIBRATIONS = ("loo", "none")
+NOISE_RULES = ("fit", "loo")
+# "auto": dense LAPACK up to _AUTO_EXACT nodes, plain Lanczos above (decision 12).
+_AUTO_EXACT = 3000
+
+
+# --------------------------------------------------------------------------- graph
+
+
+def sgt_graph(similarities, k: int | None = None, random_state: int = 0) -> sp.csr_matrix:
+    """The SGT's graph A = A' + A'ᵀ from a directed kNN similarity matrix (eq. 22).
+
+    Parameters
+    ----------
+    similarities : sparse matrix, shape (n, n)
+        Row i holds sim(x_i, x_j) for the k nearest neighbours j of i (e.g. cosines);
+        not symmetric. The diagonal is ignored; negative values are clipped to 0.
+    k : int, optional
+        Neighbours per row for rows with no positive similarity (linked to k random
+        nodes with uniform weight, Sec. 6); default the largest row count of
+        ``similarities``.
+    random_state : int
+        Seed of those random links.
+
+    Returns
+    -------
+    A : scipy.sparse.csr_matrix, shape (n, n)
+        Symmetric, non-negative, zero diagonal; A'_ij = sim_ij / Σ_m sim_im.
+
+    References
+    ----------
+    Joachims (2003), Sec. 5, eq. 22 and the symmetrisation A = A' + A'ᵀ.
+    """
+    S = sp.csr_matrix(similarities, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"similarities must be square, got shape {S.shape}")
+    n = S.shape[0]
+    if n < 2:
+        raise ValueError("need at least two nodes")
+    if not np.all(np.isfinite(S.data)):
+        raise ValueError("similarities has non-finite entries")
+    S = S.copy()
+    S.setdiag(0)
+    S.data = np.clip(S.data, 0.0, None)
+    S.eliminate_zeros()
+    counts = np.diff(S.indptr)
+    if k is None:
+        k = max(int(counts.max(initial=0)), 1)
+    if not 1 <= k < n:
+        raise ValueError(f"k must lie in 1..{n - 1}, got {k}")
+    empty = np.flatnonzero(counts == 0)
+    if empty.size:
+        rng = np.random.default_rng(random_state)
+        # Uniform over the other n-1 nodes: draw in 0..n-2 and step over the row itself.
+        cols = rng.integers(0, n - 1, size=(empty.size, k))
+        cols += cols >= empty[:, None]
+        rows = np.repeat(empty, k)
+        S = S + sp.csr_matrix((np.full(rows.size, 1.0 / k), (rows, cols.ravel())), shape=(n, n))
+    row_sum = np.asarray(S.sum(axis=1)).ravel()
+    A_dir = sp.diags(1.0 / row_sum) @ S
+    A = sp.csr_matrix(A_dir + A_dir.T)
+    A.sum_duplicates()
+    A.sort_indices()
+    return A
+
+
+# ------------------------------------------------------------------------ spectrum
+
+
+def graph_fingerprint(W: sp.spmatrix) -> str:
+    """Hash of a sparse matrix's structure and weights (canonical CSR form)."""
+    W = sp.csr_matrix(W, dtype=np.float64, copy=True)
+    W.setdiag(0)
+    W.eliminate_zeros()
+    W.sum_duplicates()
+    W.sort_indices()
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.asarray(W.shape, dtype=np.int64).tobytes())
+    h.update(W.indptr.astype(np.int64).tobytes())
+    h.update(W.indices.astype(np.int64).tobytes())
+    h.update(W.data.tobytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, eq=False)
+class GraphSpectrum:
+    """The d smallest non-trivial eigenpairs of a graph's Laplacian (Sec. 5, preprocessing).
+
+    Attributes
+    ----------
+    vectors : array, shape (n, d)
+        V: eigenvectors 2..d+1 (normalised as ``laplacian`` says).
+    eigenvalues : array, shape (d,)
+        Their true eigenvalues (the SGT replaces them by i²; kept for inspection).
+    laplacian : str
+    fingerprint : str
+        `graph_fingerprint` of the graph they belong to.
+    method : str
+        The eigensolver that produced them.
+    info : dict
+        Timings and solver diagnostics.
+    """
+
+    vectors: np.ndarray
+    eigenvalues: np.ndarray
+    laplacian: str
+    fingerprint: str
+    method: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_nodes(self) -> int:
+        return self.vectors.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.vectors.shape[1]
+
+
+def _pencil(W: sp.csr_matrix, laplacian: str):
+    """(K, mass, trivial): the problem K v = λ·diag(mass) v and its trivial eigenvector."""
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    if np.any(deg <= 0):
+        raise ValueError(
+            "every node needs an edge for the normalised Laplacian (isolated node found); "
+            "build the graph with sgt_graph, which links them"
+        )
+    if laplacian == "unnormalized":
+        return (sp.diags(deg) - W).tocsr(), np.ones_like(deg), np.ones_like(deg)
+    if laplacian == "sym":
+        s = 1.0 / np.sqrt(deg)
+        K = (sp.eye(W.shape[0]) - sp.diags(s) @ W @ sp.diags(s)).tocsr()
+        return K, np.ones_like(deg), np.sqrt(deg)
+    return (sp.diags(deg) - W).tocsr(), deg, np.ones_like(deg)  # rw / rw_unit
+
+
+def _eig_dense(K, mass, m):
+    vals, vecs = la.eigh(K.toarray(), np.diag(mass), subset_by_index=[0, m - 1])
+    return vals, vecs, {}
+
+
+def _eig_lanczos(W, K, mass, laplacian, m, tol, seed):
+    """Largest eigenpairs of the normalised adjacency B^-1/2 A B^-1/2 (= smallest of K)."""
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    v0 = np.random.default_rng(seed).standard_normal(W.shape[0])
+    if laplacian == "unnormalized":
+        shift = 2.0 * deg.max()  # Gershgorin bound on the spectrum of B − A
+        op = (shift * sp.eye(W.shape[0]) - K).tocsr()
+        mu, U = spla.eigsh(op, k=m, which="LA", tol=tol, v0=v0)
+        vals, vecs = shift - mu, U
+    else:
+        s = 1.0 / np.sqrt(deg)
+        S = (sp.diags(s) @ W @ sp.diags(s)).tocsr()
+        mu, U = spla.eigsh(S, k=m, which="LA", tol=tol, v0=v0)
+        vals = 1.0 - mu
+        vecs = U if laplacian == "sym" else U * s[:, None]  # B-orthonormal for rw
+    order = np.argsort(vals)
+    return vals[order], vecs[:, order], {}
+
+
+def _eig_arpack(K, mass, m, tol, seed):
+    """Shift-invert Lanczos: sparse LU of K − σM, then the eigenvalues nearest σ."""
+    v0 = np.random.default_rng(seed).standard_normal(K.shape[0])
+    M = sp.diags(mass).tocsc() if not np.all(mass == 1.0) else None
+    sigma = -1e-3 * float(np.max(np.abs(K.diagonal())) / np.max(mass))
+    vals, vecs = spla.eigsh(K.tocsc(), k=m, M=M, sigma=sigma, which="LM", tol=tol, v0=v0)
+    order = np.argsort(vals)
+    return vals[order], vecs[:, order], {}
+
+
+def _eig_lobpcg(K, mass, trivial, m, tol, maxiter, seed):
+    """LOBPCG in the M-orthogonal complement of the trivial vector, pyamg-preconditioned."""
+    import pyamg  # only this path needs it
+
+    n = K.shape[0]
+    M = sp.diags(mass).tocsr()
+    # K is singular (constant null vector); a small shift keeps the AMG hierarchy SPD.
+    shift = 1e-6 * float(np.mean(K.diagonal()))
+    ml = pyamg.smoothed_aggregation_solver((K + shift * M).tocsr(), symmetry="hermitian")
+    precond = ml.aspreconditioner(cycle="V")
+    X0 = np.random.default_rng(seed).standard_normal((n, m))
+    Y = trivial[:, None]
+    vals, vecs, residual_history = spla.lobpcg(
+        K, X0, B=M, M=precond, Y=Y, tol=tol, maxiter=maxiter, largest=False, retResidualNormsHistory=True
+    )
+    order = np.argsort(vals)
+    return vals[order], vecs[:, order], {"iterations": len(residual_history)}
+
+
+def _drop_trivial(K, mass, trivial, vals, vecs, d):
+    """Rayleigh-Ritz on span(vecs) projected M-orthogonally off the trivial vector."""
+    Mt = mass * trivial
+    P = vecs - np.outer(trivial, (Mt @ vecs) / (Mt @ trivial))
+    # M-orthonormal basis of span(P) (rank d when the trivial vector lies in span(vecs)).
+    Ms = np.sqrt(mass)[:, None]
+    _, sv, Vt = np.linalg.svd(Ms * P, full_matrices=False)
+    Q = P @ (Vt[:d].T / sv[:d])
+    H = Q.T @ (K @ Q)
+    theta, Z = np.linalg.eigh((H + H.T) / 2.0)
+    return theta, Q @ Z
+
+
+def graph_spectrum(
+    W,
+    d: int = 80,
+    *,
+    laplacian: str = "rw",
+    eigen_method: str = "auto",
+    tol: float | None = None,
+    maxiter: int = 500,
+    random_state: int = 0,
+) -> GraphSpectrum:
+    """Compute the SGT's spectrum of a graph once, for any number of label sets.
+
+    Parameters
+    ----------
+    W : sparse matrix, shape (n, n)
+        Symmetric non-negative adjacency (e.g. from `sgt_graph`); every node needs an edge.
+    d : int
+        Number of non-trivial eigenvectors (the paper uses 80; d ≥ 40 suffices, Fig. 3).
+    laplacian : {"rw", "rw_unit", "sym", "unnormalized"}
+        See decision 1 of the module docstring. "rw" is the paper's B⁻¹(B−A).
+    eigen_method : {"auto", "lobpcg", "arpack", "lanczos"}
+        See decision 12. "auto": dense LAPACK up to 3000 nodes, "lanczos" above (the
+        fastest or near-fastest at 10k, 100k and 1M nodes in bench/spectral.py).
+    tol : float, optional
+        Eigensolver tolerance (solver default when None).
+    maxiter : int
+        LOBPCG iteration cap.
+    random_state : int
+        Seed of the eigensolvers' start vectors.
+
+    Returns
+    -------
+    GraphSpectrum
+
+    References
+    ----------
+    Joachims (2003), Sec. 4 (z = Uw, w₁ = 0) and Sec. 5 (eigenvalues 2..d+1 of L).
+    """
+    W = sp.csr_matrix(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        raise ValueError(f"W must be square, got shape {W.shape}")
+    n = W.shape[0]
+    W = W.copy()
+    W.setdiag(0)
+    W.eliminate_zeros()
+    if W.nnz and W.data.min() < 0:
+        raise ValueError("W must be non-negative")
+    if abs(W - W.T).max() > 1e-9 * max(1.0, W.max()):
+        raise ValueError("W must be symmetric")
+    if not isinstance(d, (int, np.integer)) or not 1 <= d <= n - 2:
+        raise ValueError(f"d must be an integer in 1..{n - 2} (n - 2), got {d!r}")
+    if laplacian not in LAPLACIANS:
+        raise ValueError(f"laplacian must be one of {LAPLACIANS}, got {laplacian!r}")
+    if eigen_method not in EIGEN_METHODS:
+        raise ValueError(f"eigen_method must be one of {EIGEN_METHODS}, got {eigen_method!r}")
+    method = eigen_method
+    if method == "auto":
+        method = "dense" if n <= _AUTO_EXACT else "lanczos"
+    K, mass, trivial = _pencil(W, laplacian)
+    m = d + 1
+    t0 = time.perf_counter()
+    if method == "dense":
+        vals, vecs, extra = _eig_dense(K, mass, m)
+    elif method == "lanczos":
+        vals, vecs, extra = _eig_lanczos(W, K, mass, laplacian, m, tol or 0.0, random_state)
+    elif method == "arpack":
+        vals, vecs, extra = _eig_arpack(K, mass, m, tol or 0.0, random_state)
+    else:
+        vals, vecs, extra = _eig_lobpcg(K, mass, trivial, d, tol, maxiter, random_state)
+    eig_seconds = time.perf_counter() - t0
+    if method == "lobpcg":  # already M-orthogonal to the trivial vector (constraint Y)
+        theta, V = vals, vecs
+    else:
+        theta, V = _drop_trivial(K, mass, trivial, vals, vecs, d)
+    if laplacian == "rw_unit":
+        V = V / np.linalg.norm(V, axis=0)
+    V = V * np.where(V[np.argmax(np.abs(V), axis=0), np.arange(d)] < 0, -1.0, 1.0)  # sign convention
+    info = {"eigen_seconds": eig_seconds, "n": n, "nnz": W.nnz, **extra}
+    return GraphSpectrum(np.ascontiguousarray(V), theta, laplacian, graph_fingerprint(W), method, info)
+
+
+# ------------------------------------------------------------ quadratic on a sphere
+
+
+def sphere_minimizer(G, b, n: float, root: str = "secular"):
+    """argmin wᵀGw − 2bᵀw subject to wᵀw = n, for one or a stack of problems (eq. 19-21).
+
+    Parameters
+    ----------
+    G : array, shape (d, d) or (m, d, d)
+        Symmetric matrices.
+    b : array, shape (d,) or (m, d)
+    n : float
+        Squared radius of the sphere.
+    root : {"secular", "block"}
+        "secular": root of Σ_j β_j²/(Γ_j − λ)² = n below the smallest eigenvalue Γ₁ of G;
+        "block": smallest real eigenvalue of [[G, −I], [−bbᵀ/n, G]] (eq. 21).
+
+    Returns
+    -------
+    w : array, shape (d,) or (m, d)
+    lam : float or array, shape (m,)
+        The Lagrange multiplier λ* with (G − λ*I)w = b.
+
+    References
+    ----------
+    Joachims (2003), eq. 21; Gander, Golub & von Matt (1989).
+    """
+    if root not in ROOTS:
+        raise ValueError(f"root must be one of {ROOTS}, got {root!r}")
+    G = np.asarray(G, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    single = G.ndim == 2
+    G, b = G.reshape((-1,) + G.shape[-2:]), b.reshape(-1, b.shape[-1])
+    if root == "block":
+        w, lam = _block_root(G, b, n)
+    else:
+        w, lam = _secular_root(G, b, n)
+    return (w[0], float(lam[0])) if single else (w, lam)
+
+
+def _block_root(G, b, n):
+    m, d, _ = G.shape
+    w = np.empty((m, d))
+    lam = np.empty(m)
+    eye = np.eye(d)
+    for i in range(m):  # a loop over one-vs-rest tasks, not nodes
+        M = np.block([[G[i], -eye], [-np.outer(b[i], b[i]) / n, G[i]]])
+        ev = la.eigvals(M)
+        real = ev[np.abs(ev.imag) <= 1e-8 * max(1.0, np.abs(ev).max())].real
+        lam[i] = real.min()
+        w[i] = la.solve(G[i] - lam[i] * eye, b[i], assume_a="sym")
+    return w, lam
+
+
+def _secular_root(G, b, n, iterations: int = 60):
+    Gam, Q = np.linalg.eigh(G)  # batched LAPACK
+    beta = np.einsum("mji,mj->mi", Q, b)
+    r = np.sqrt(n)
+    rest = Gam - Gam[:, :1]  # Γ_j − Γ₁ ≥ 0, exact zero for j = 1
+    bnorm = np.linalg.norm(beta, axis=1)
+    # Parametrise by δ = Γ₁ − λ > 0 so that the small gaps near the pole keep their
+    # relative precision. ‖w‖ ≥ r at δ = |β₁|/r and ≤ r at δ = ‖b‖/r (notes §1.7).
+    delta_lo = np.abs(beta[:, 0]) / r
+    delta_hi = bnorm / r
+    rest_norm2 = np.sum(np.divide(beta[:, 1:] ** 2, rest[:, 1:] ** 2, out=np.zeros_like(rest[:, 1:]), where=rest[:, 1:] > 0), axis=1)
+    hard = (np.abs(beta[:, 0]) <= 1e-12 * np.maximum(bnorm, 1e-300)) & (rest_norm2 <= n)
+    # Newton on h(δ) = 1/‖w(δ)‖ − 1/r (Reinsch; Moré & Sorensen 1983): h is concave and
+    # increasing, so Newton from δ_lo (where h ≤ 0) rises monotonically to the root with
+    # no bracketing. Hand-written and vectorised over the one-vs-rest tasks because
+    # scipy's root finders take one scalar problem per Python call.
+    delta = np.where(hard, 0.0, delta_lo)
+    active = ~hard
+    for _ in range(iterations):
+        if not active.any():
+            break
+        gap = rest[active] + delta[active, None]
+        b2 = beta[active] ** 2
+        pos = gap > 0  # δ = 0 only when β₁ = 0, whose term then vanishes
+        wn = np.sqrt(np.sum(np.divide(b2, gap**2, out=np.zeros_like(gap), where=pos), axis=1))
+        h = 1.0 / wn - 1.0 / r
+        dh = np.sum(np.divide(b2, gap**3, out=np.zeros_like(gap), where=pos), axis=1) / wn**3
+        old = delta[active]
+        new = np.minimum(old - h / dh, delta_hi[active])
+        delta[active] = new
+        idx = np.flatnonzero(active)
+        active[idx[np.abs(new - old) <= 4e-16 * new]] = False
+    lam = Gam[:, 0] - delta
+    gap = rest + delta[:, None]
+    coef = np.divide(beta, gap, out=np.zeros_like(beta), where=gap > 0)
+    if hard.any():
+        coef[hard, 0] = np.sqrt(np.maximum(n - rest_norm2[hard], 0.0))
+    w = np.einsum("mij,mj->mi", Q, coef)
+    return w, lam
+
+
+# ----------------------------------------------------------------------- the solver
+
+
+def _tasks(V_l, y_l, conf_l, classes, c, D):
+    """G, b, γ̂± of every one-vs-rest task with at least one label on each side (Sec. 5)."""
+    pos = y_l[None, :] == classes[:, None]  # (C', l)
+    l_pos = pos.sum(axis=1).astype(float)
+    l_neg = len(y_l) - l_pos
+    g_pos = np.sqrt(l_neg / l_pos)
+    g_neg = -np.sqrt(l_pos / l_neg)
+    gamma = np.where(pos, g_pos[:, None], g_neg[:, None])
+    cost = np.where(pos, len(y_l) / (2 * l_pos[:, None]), len(y_l) / (2 * l_neg[:, None])) * conf_l[None, :]
+    G = np.diag(D)[None] + c * np.einsum("li,cl,lj->cij", V_l, cost, V_l)
+    b = c * np.einsum("li,cl->ci", V_l, cost * gamma)
+    return G, b, g_pos, g_neg, gamma, cost
+
+
+def _solve_labels(V_l, y_l, conf_l, n_classes, c, D, n, root):
+    """Weights w (C×d), thresholds and objectives of every class from one label set."""
+    d = V_l.shape[1]
+    present = np.unique(y_l)
+    classes = present if len(present) >= 2 else np.array([], dtype=int)
+    Wt = np.zeros((n_classes, d))
+    theta = np.zeros(n_classes)
+    span = np.ones(n_classes)
+    objective = np.full(n_classes, np.nan)
+    valid = np.zeros(n_classes, dtype=bool)
+    if classes.size == 0:
+        return Wt, theta, span, objective, valid
+    G, b, g_pos, g_neg, gamma, cost = _tasks(V_l, y_l, conf_l, classes, c, D)
+    w, _ = sphere_minimizer(G, b, n, root=root) if G.shape[0] else (np.zeros((0, d)), None)
+    w = np.atleast_2d(w)
+    resid = w @ V_l.T - gamma
+    obj = np.einsum("ci,i,ci->c", w, D, w) + c * np.sum(cost * resid**2, axis=1)
+    Wt[classes], theta[classes], span[classes] = w, (g_pos + g_neg) / 2, g_pos - g_neg
+    objective[classes], valid[classes] = obj, True
+    return Wt, theta, span, objective, valid
+
+
+def _margins(Vrows, Wt, theta, span, valid):
+    s = (Vrows @ Wt.T - theta) / span
+    s[:, ~valid] = -np.inf
+    return s
+
+
+def _top_gap(s):
+    part = -np.sort(-s, axis=1)[:, :2]
+    gap = part[:, 0] - part[:, 1]
+    return np.where(np.isfinite(gap), gap, 1.0)
+
+
+def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root):
+    """Margins of each given label's node when its own label is held out."""
+    l = len(y_l)
+    keep = ~np.eye(l, dtype=bool)
+    out = np.full((l, n_classes), -np.inf)
+    for i in range(l):  # one small O(l·d² + d³) solve per held-out label
+        Wt, theta, span, _, valid = _solve_labels(V_l[keep[i]], y_l[keep[i]], conf_l[keep[i]], n_classes, c, D, n, root)
+        out[i] = _margins(V_l[i : i + 1], Wt, theta, span, valid)[0]
+    return out
+
+
+def _platt(gap, correct):
+    """Platt (1999) sigmoid P(correct | gap) with the regularised targets of Lin et al. (2007)."""
+    from scipy.optimize import minimize
+
+    n_pos, n_neg = correct.sum(), (~correct).sum()
+    t = np.where(correct, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+
+    def loss(p):
+        z = p[0] * gap + p[1]
+        return np.sum(np.logaddexp(0.0, z) - t * z)
+
+    def grad(p):
+        q = 1.0 / (1.0 + np.exp(-(p[0] * gap + p[1])))
+        return np.array([np.sum((q - t) * gap), np.sum(q - t)])
+
+    res = minimize(loss, np.array([1.0, 0.0]), jac=grad, method="L-BFGS-B", bounds=[(0.0, None), (None, None)])
+    return float(res.x[0]), float(res.x[1])
+
+
+def spectral(
+    problem: LabelProblem,
+    *,
+    spectrum: GraphSpectrum | None = None,
+    d: int = 80,
+    c: float = 3200.0,
+    laplacian: str = "rw",
+    eigen_method: str = "auto",
+    root: str = "secular",
+    calibration: str = "loo",
+    min_calibration: int = 10,
+    noise: str = "fit",
+    check_spectrum: bool = True,
+    random_state: int = 0,
+) -> Prediction:
+    """Spectral graph transducer, one-vs-rest over classes on one shared spectrum.
+
+    Parameters
+    ----------
+    problem : LabelProblem
+        ``W`` should be the SGT's graph (`sgt_graph` of a cosine kNN graph, eq. 22).
+    spectrum : GraphSpectrum, optional
+        `graph_spectrum(problem.W, d, ...)` computed earlier; computed here when None.
+        Its ``d`` and ``laplacian`` then override the arguments.
+    d : int
+        Non-trivial eigenvectors (paper: 80).
+    c : float
+        Weight of the training-error penalty (paper: 3200).
+    laplacian, eigen_method : str
+        Passed to `graph_spectrum` when ``spectrum`` is None.
+    root : {"secular", "block"}
+        How the problem on the sphere is solved (see `sphere_minimizer`).
+    calibration : {"loo", "none"}
+        Confidence mapping (module docstring, decision 9).
+    min_calibration : int
+        Fewest usable held-out labels for the Platt fit.
+    noise : {"fit", "loo"}
+        Which prediction of a given label's node decides its noise flag (decision 10).
+    check_spectrum : bool
+        Verify that ``spectrum`` was computed from ``problem.W`` (an O(nnz) hash).
+    random_state : int
+        Seed of the eigensolver start vectors.
+
+    Returns
+    -------
+    Prediction
+        ``scores[:, k]`` is class k's normalised margin (z_k − Θ_k)/(γ̂₊ − γ̂₋) (−inf for
+        classes without a given label); ``info`` holds the per-class objective (eq. 19 at
+        the solution), thresholds Θ, the Platt (a, b) or None, and timings.
+
+    References
+    ----------
+    Joachims (2003), Sec. 4 eqs. 17-21 and Sec. 5.
+    """
+    if root not in ROOTS:
+        raise ValueError(f"root must be one of {ROOTS}, got {root!r}")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    if noise not in NOISE_RULES:
+        raise ValueError(f"noise must be one of {NOISE_RULES}, got {noise!r}")
+    if not (np.isfinite(c) and c > 0):
+        raise ValueError(f"c must be a positive number, got {c!r}")
+    if not isinstance(min_calibration, (int, np.integer)) or min_calibration < 2:
+        raise ValueError(f"min_calibration must be an integer >= 2, got {min_calibration!r}")
+    n = problem.n_nodes
+    t0 = time.perf_counter()
+    if spectrum is None:
+        spectrum = graph_spectrum(
+            problem.W, d, laplacian=laplacian, eigen_method=eigen_method, random_state=random_state
+        )
+    elif not isinstance(spectrum, GraphSpectrum):
+        raise TypeError(f"spectrum must be a GraphSpectrum, got {type(spectrum).__name__}")
+    elif spectrum.n_nodes != n or (check_spectrum and spectrum.fingerprint != graph_fingerprint(problem.W)):
+        raise ValueError("spectrum was computed from another graph than problem.W")
+    t_spec = time.perf_counter() - t0
+    V = spectrum.vectors
+    d = spectrum.d
+    D = np.arange(1, d + 1, dtype=np.float64) ** 2
+    C = problem.n_classes
+    lab = np.flatnonzero(problem.labeled)
+    y_l = problem.y[lab]
+    conf_l = np.ones(len(lab)) if problem.label_confidence is None else problem.label_confidence[lab]
+    V_l = V[lab]
+
+    t1 = time.perf_counter()
+    Wt, theta, span, objective, valid = _solve_labels(V_l, y_l, conf_l, C, c, D, n, root)
+    scores = _margins(V, Wt, theta, span, valid)
+    t_solve = time.perf_counter() - t1
+
+    gap = _top_gap(scores)
+    platt = None
+    loo_labels = None
+    if calibration == "loo" or noise == "loo":
+        loo = _leave_one_out(V_l, y_l, conf_l, C, c, D, n, root)
+        loo_labels = np.argmax(loo, axis=1)
+        # A label whose class has no other given label cannot come back when held out.
+        usable = np.bincount(y_l, minlength=C)[y_l] >= 2
+        if calibration == "loo" and usable.sum() >= min_calibration:
+            platt = _platt(_top_gap(loo[usable]), loo_labels[usable] == y_l[usable])
+    if platt is None:
+        confidence = np.minimum(gap, 1.0)
+    else:
+        confidence = 1.0 / (1.0 + np.exp(-(platt[0] * gap + platt[1])))
+    no_label = unreachable(problem.W, problem.labeled)
+    labels, confidence = finish_labels(scores, confidence, no_label)
+    noisy = np.zeros(n, dtype=bool)
+    if noise == "loo":
+        noisy[lab] = loo_labels != y_l
+    else:
+        noisy[lab] = labels[lab] != y_l
+    params = {
+        "d": d,
+        "c": float(c),
+        "laplacian": spectrum.laplacian,
+        "eigen_method": spectrum.method,
+        "root": root,
+        "calibration": calibration,
+        "min_calibration": int(min_calibration),
+        "noise": noise,
+    }
+    info = {
+        "objective": objective,
+        "thresholds": theta,
+        "platt": platt,
+        "spectrum_seconds": t_spec,
+        "solve_seconds": t_solve,
+        "fingerprint": spectrum.fingerprint,
+    }
+    return Prediction(labels, confidence, noisy, scores, "spectral", params, info)
+
+
+def select_k(
+    spectra: Mapping[int, GraphSpectrum],
+    label_sets: Sequence[np.ndarray],
+    *,
+    c: float = 3200.0,
+    root: str = "secular",
+) -> tuple[int, dict[int, float]]:
+    """Choose k without labels beyond the given ones: least average normalised objective.
+
+    For every label set i and graph k the objective o_ik (eq. 19 at the solution, summed
+    over the one-vs-rest tasks) is normalised to o_ik / min_k o_ik and averaged over i.
+
+    Parameters
+    ----------
+    spectra : mapping k -> GraphSpectrum
+        One spectrum per candidate graph, all over the same nodes.
+    label_sets : sequence of int arrays, shape (n,)
+        Given labels (-1 for none), each with at least two classes.
+    c : float
+    root : {"secular", "block"}
+
+    Returns
+    -------
+    k : int
+        The candidate with the least average normalised objective.
+    average : dict k -> float
+
+    References
+    ----------
+    Joachims (2003), Sec. 6, "How sensitive is the SGT to the choice of the graph?", Fig. 5.
+    """
+    if not spectra:
+        raise ValueError("spectra is empty")
+    if not label_sets:
+        raise ValueError("label_sets is empty")
+    ks = list(spectra)
+    sizes = {s.n_nodes for s in spectra.values()}
+    if len(sizes) != 1:
+        raise ValueError("all spectra must cover the same nodes")
+    n = sizes.pop()
+    obj = np.empty((len(label_sets), len(ks)))
+    for i, y in enumerate(label_sets):  # loops over label sets and candidate graphs
+        y = np.asarray(y)
+        lab = np.flatnonzero(y >= 0)
+        y_l = y[lab]
+        if y.shape != (n,) or len(np.unique(y_l)) < 2:
+            raise ValueError("each label set needs shape (n,) and labels of two classes")
+        for j, k in enumerate(ks):
+            V = spectra[k].vectors
+            D = np.arange(1, V.shape[1] + 1, dtype=np.float64) ** 2
+            *_, o, valid = _solve_labels(V[lab], y_l, np.ones(len(lab)), int(y_l.max()) + 1, c, D, n, root)
+            obj[i, j] = np.sum(o[valid])
+    norm = obj / obj.min(axis=1, keepdims=True)
+    average = dict(zip(ks, norm.mean(axis=0).tolist()))
+    return ks[int(np.argmin(norm.mean(axis=0)))], average
