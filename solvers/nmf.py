@@ -1,0 +1,392 @@
+"""Naive mean-field (NMF) Potts model with β tuned by the mode-probability criterion.
+
+Bergamim & Breve (2022), "On tuning a mean-field model for semi-supervised
+classification". The Potts model with a label field (Sec. 3, Eq. 11–12),
+
+    H(s) = −Σ_ij W_ij δ(s_i, s_j) − Σ_i,s θ_is δ(s_i, s),      Ψ(s) ∝ exp(−β H(s)),
+
+is approximated by a product of per-node marginals φ_i minimising KL(Φ‖Ψ); the naive
+mean-field equations (Eq. 15–16) are
+
+    h_i(s) = β (θ_is + Σ_j W_ij φ_j(s)),      φ_i = softmax(h_i),
+
+iterated synchronously from φ⁽⁰⁾ = 1/q (Alg. 3.1); labels are arg-max φ_i (Eq. 17).
+Labeled nodes are not clamped: they enter only through the field β θ.
+
+β is tuned without test labels (Sec. 5.1): with φ ≈ 1/q and a first-order expansion of
+Z_i, the log mode probability (1/N) ln Γ = mean_i ln φ_i(ŷ_i) (Eq. 21–22) is about
+
+    g(β) = β (r_l + 1/q) − r_l ln(q + 2β) − (1 − r_l) ln(q + β)        (Eq. 26)
+
+and β* solves g(β) = ln γ (Eq. 27). g is increasing and convex on β ≥ 0 with
+g(0) = −ln q, so the root is unique for every γ in (1/q, 1]. The paper evaluates
+γ = (1+q)/(2q) ("midpoint", the authors' NMF-A) and γ = 1 (NMF-B).
+
+Open decisions (the implementation notes' list, then ours) and what this module does
+-----------------------------------------------------------------------------------
+1. W normalisation, ``variant=``. ``"symmetric"`` (default): D^-1/2 W D^-1/2, what the
+   authors' code ran; the notes found the published numbers come from it (with the
+   code's graph, stopping rule and start). ``"row"``: D^-1 W, the paper's Eq. 9, under
+   which a labeled node's arg-max can never leave its label (Eq. 18–20) and the β*
+   derivation is exact to first order. For NMF itself the two give close accuracies
+   on the 2-D sets (``bench/nmf.py`` table 2); the notes' large gap is in LGC. The solver
+   receives the symmetric graph of the contract and normalises it itself; building the
+   paper's graph (mutual kNN, σ of Eq. 7, the code's nearest-neighbour rescue and
+   (W+Wᵀ)/2) is the caller's job (``bench/_nmf_datasets.py`` does it).
+2. Isolated nodes: under ``"row"`` a node without edges gets a zero row (no division by
+   zero); it keeps φ = 1/q and, unless labeled, gets label -1 (contract: no guess).
+3. Eq. 6's missing minus sign is a typo (graph construction, caller's side).
+4. kNN details (k-th neighbour without self, k = floor(log2 N)): caller's side.
+5. Eq. 10 vs Eq. 11 double counting: Eq. 16 is the definition (each W_ij once).
+6. Alg. 3.1's θ_{i,s_i} is read θ_{i,s}.
+7. φ⁽⁰⁾: uniform 1/q for every node, labeled ones included (the authors' code).
+8. Convergence test, ``criterion=``. ``"coupling"`` (default, the authors' code):
+   δ = max_is (m⁽ᵗ⁾ − m⁽ᵗ⁻¹⁾)² with m = Wφ and m⁽⁰⁾ = 0, stop when δ ≤ ``tol``; it
+   reproduces the published numbers (the effective tolerance on |Δm| is √tol). ``"field"``
+   (the paper's text): δ = max |h⁽ᵗ⁾ − h⁽ᵗ⁻¹⁾| (β included), stop when δ < ``tol``.
+   ``tol`` = 1e-3 and ``max_iter`` = 10⁴ as in the paper.
+9. Update order: synchronous (Jacobi), as in the paper's pseudo-code and the code.
+10.–11. GRF/LGC details concern the baselines, not this solver.
+12. Γ uses the predicted mode ŷ; ``info["log_mode_probability"]`` = mean_i ln φ_i(ŷ_i)
+    over the reachable nodes.
+13. r_l in β* is N_l / N with N_l the given labels actually present and N all nodes
+    (as the code's N_l = floor(r_l N) / N). β* ignores the graph, as in the paper.
+14. q is ``problem.n_classes`` (the score columns), not the count of classes seen.
+15. The β grid of Sec. 5 is a study, not part of the solver; ``beta=`` takes a number.
+16.–17. Unstated preprocessing and the all-N accuracy of the paper are benchmark matters.
+18.–22. Caption errors, the repo's AMI copy bug, splits and timings: benchmark matters.
+23. Overflow: softmax with max-shift (log-sum-exp), so no NaN at any β; the paper's
+    NaNs at large β disappear.
+24. (ours) Root finding: Brent's method on a bracket to 1e-12 instead of the code's
+    Newton from x0 = 1 with tolerance 1e-3 (same root to ~1e-3; a Newton step is not
+    guaranteed to stay at β > 0, a bracket is).
+25. (ours) Per-label confidence: a label of trust c gets field θ_{i,y_i} = c, and the
+    criterion uses the same θ in Eq. 24 (with θ in {0, 1} this is exactly Eq. 26).
+26. (ours) Confidence of a prediction: φ_i(ŷ_i), the marginal of the mode (the paper's
+    per-node factor of Γ); no recalibration.
+27. (ours) Noise flags: a given label y_i is flagged when the marginal the node would
+    have from its neighbours alone, ψ_i = softmax(β Σ_j W_ij φ_j) (its own field θ_i
+    removed, one cavity step at the converged φ), gives y_i less than
+    ``noise_threshold`` and prefers another class. Nodes without neighbours are never
+    flagged. The prediction of a flagged node stays the arg-max of φ.
+28. (ours) Slow convergence at large β. The paper's plateau of up to 10⁴ iterations
+    is the synchronous update cycling (period 2: δ stays near 1 instead of shrinking,
+    sometimes on only a few tightly coupled nodes). ``damping=λ`` replaces φ by
+    (1−λ) softmax(h) + λ φ, which has the same fixed points; a damped step moves (1−λ)
+    times as far, so the convergence measure is taken on the undamped step (the change
+    divided by 1−λ, squared for "coupling") and ``tol`` keeps its meaning.
+    ``damping="auto"`` (default) runs the paper's undamped update for the first
+    ``AUTO_PATIENCE`` = 100 iterations and, while it has not converged, halves 1−λ every
+    further 100 iterations (λ = 0.5, 0.75, 0.875, ... capped at ``AUTO_MAX_DAMPING``
+    = 0.99). Every run the paper's update finishes within 100 iterations is unchanged.
+    Why it ends the cycles: as λ → 1 the update is a small Euler step of
+    dφ/dt = softmax(h(φ)) − φ, which for symmetric couplings (``variant="symmetric"``)
+    descends the mean-field free energy and so settles; a cycle of the synchronous map
+    needs a Jacobian eigenvalue below −1, which λ maps to (1−λ)μ + λ > −1 once λ is
+    large enough. ``damping=0`` is the paper's update throughout.
+    ``bench/nmf.py`` measures what this buys and costs.
+
+References
+----------
+Bergamim, E. & Breve, F. (2022). On tuning a mean-field model for semi-supervised
+classification. Sections 2.2–5.1: Eqs. 9, 15–17, 18–20, 21–27, Alg. 3.1.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import brentq
+
+from ._graph import finish_labels, one_hot, unreachable
+from .problem import LabelProblem, Prediction
+
+VARIANTS = ("symmetric", "row")
+CRITERIA = ("coupling", "field")
+GAMMAS = ("midpoint",)
+# damping="auto": undamped (the paper) for AUTO_PATIENCE iterations, then 1−λ halves
+# every AUTO_PATIENCE iterations without convergence, up to AUTO_MAX_DAMPING (item 28).
+AUTO_PATIENCE = 100
+AUTO_MAX_DAMPING = 0.99
+
+
+def normalise(W: sp.spmatrix, variant: str = "symmetric") -> sp.csr_matrix:
+    """The coupling matrix of the mean field: D^-1/2 W D^-1/2 or D^-1 W (Eq. 9).
+
+    Nodes without edges keep a zero row (no division by zero).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    W = sp.csr_matrix(W, dtype=np.float64)
+    d = np.asarray(W.sum(axis=1)).ravel()
+    safe = np.where(d > 0, d, 1.0)
+    if variant == "row":
+        return sp.csr_matrix(sp.diags(1.0 / safe) @ W)
+    s = 1.0 / np.sqrt(safe)
+    return sp.csr_matrix(sp.diags(s) @ W @ sp.diags(s))
+
+
+def log_mode_probability_approx(beta, field_values, field_weights, n_classes: int):
+    """Small-β approximation of (1/N) ln Γ (Eq. 24; Eq. 26 when θ is 0/1).
+
+    Parameters
+    ----------
+    beta : float or array of float
+    field_values : array of float
+        The distinct label-field strengths θ_{i,y_i} (0 for unlabeled nodes).
+    field_weights : array of float
+        Fraction of the nodes with each field strength (sums to 1).
+    n_classes : int
+        q.
+
+    Returns
+    -------
+    float or array: β (Σ w θ + 1/q) − Σ w ln(q + β (θ + 1)).
+    """
+    beta = np.asarray(beta, dtype=np.float64)
+    v = np.asarray(field_values, dtype=np.float64)
+    w = np.asarray(field_weights, dtype=np.float64)
+    q = float(n_classes)
+    logs = np.log(q + beta[..., None] * (v + 1.0)) @ w
+    return beta * (w @ v + 1.0 / q) - logs
+
+
+def beta_star(labeled_rate: float, n_classes: int, gamma: float | str = 1.0,
+              field_values=None, field_weights=None) -> float:
+    """β* solving (1/N) ln Γ ≈ ln γ (Eq. 26–27).
+
+    Parameters
+    ----------
+    labeled_rate : float in [0, 1]
+        r_l = N_l / N (ignored when ``field_values`` is given).
+    n_classes : int
+        q ≥ 2.
+    gamma : float in (1/q, 1] or "midpoint"
+        Target per-node mode probability; "midpoint" is (1+q)/(2q).
+    field_values, field_weights : arrays, optional
+        Distinct label-field strengths and their node fractions (for fractional θ).
+
+    Returns
+    -------
+    float
+        The unique positive root (g is increasing and convex on β ≥ 0).
+    """
+    q = int(n_classes)
+    if q < 2:
+        raise ValueError(f"n_classes must be at least 2, got {n_classes}")
+    g_target = np.log(_gamma_value(gamma, q))
+    if field_values is None:
+        if not 0.0 <= labeled_rate <= 1.0:
+            raise ValueError(f"labeled_rate must lie in [0, 1], got {labeled_rate}")
+        field_values, field_weights = [0.0, 1.0], [1.0 - labeled_rate, labeled_rate]
+
+    def f(b):
+        return float(log_mode_probability_approx(b, field_values, field_weights, q)) - g_target
+
+    hi = 1.0
+    while f(hi) < 0.0:  # a bracket: f(0) = ln(1/q) - ln γ < 0 and f grows without bound
+        hi *= 2.0
+        if hi > 1e12:
+            raise ValueError("no β* found: the labeled field is too weak for this γ")
+    return float(brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-14))
+
+
+def _gamma_value(gamma, q: int) -> float:
+    if isinstance(gamma, str):
+        if gamma not in GAMMAS:
+            raise ValueError(f"gamma must be a number in (1/q, 1] or one of {GAMMAS}, got {gamma!r}")
+        return (1.0 + q) / (2.0 * q)
+    gamma = float(gamma)
+    if not (1.0 / q < gamma <= 1.0):
+        raise ValueError(f"gamma must lie in (1/q, 1] = ({1.0 / q:.4g}, 1], got {gamma}")
+    return gamma
+
+
+def _softmax_rows(h: np.ndarray) -> np.ndarray:
+    """Row softmax with the max subtracted (log-sum-exp), safe at any β."""
+    out = h - h.max(axis=1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
+
+
+def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float = 1e-3,
+               max_iter: int = 10_000, criterion: str = "coupling", damping: float | str = "auto"):
+    """Iterate the synchronous NMF update (Eq. 15–16, Alg. 3.1) from φ = 1/q.
+
+    Parameters
+    ----------
+    A : csr_matrix, shape (n, n)
+        Normalised couplings (see ``normalise``).
+    theta : array, shape (n, q)
+        Label field.
+    beta : float
+    tol, max_iter, criterion, damping
+        See ``nmf``.
+
+    Returns
+    -------
+    phi : array, shape (n, q)
+    n_iter : int
+    delta : float
+        The last convergence measure.
+    damped_from : int or None
+        The iteration ``damping="auto"`` first switched damping on at (None: never).
+    """
+    n, q = theta.shape
+    phi = np.full((n, q), 1.0 / q)
+    prev = np.zeros((n, q))  # m⁽⁰⁾ = 0 (code) or h⁽⁰⁾ = 0 (paper)
+    delta = np.inf
+    auto = isinstance(damping, str)
+    lam = 0.0 if auto else float(damping)
+    step = 1.0  # the current update moves φ by 1−λ of the undamped step
+    switched = None
+    field = beta * theta
+    for it in range(1, max_iter + 1):
+        if auto and it > AUTO_PATIENCE and (it - 1) % AUTO_PATIENCE == 0:
+            lam = min(1.0 - (1.0 - lam) / 2.0, AUTO_MAX_DAMPING)
+            switched = switched or it
+        m = A @ phi
+        h = beta * m
+        h += field
+        new = _softmax_rows(h)
+        if lam:
+            new *= 1.0 - lam
+            new += lam * phi
+        phi = new
+        # The change of m (or h) made by the step just before, rescaled to an undamped one.
+        if criterion == "coupling":
+            delta = float(np.max((m - prev) ** 2)) / step**2
+            prev = m
+            if delta <= tol:
+                break
+        else:
+            delta = float(np.max(np.abs(h - prev))) / step
+            prev = h
+            if delta < tol:
+                break
+        step = 1.0 - lam
+    return phi, it, delta, switched
+
+
+def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str = 1.0,
+        beta: float | str = "auto", tol: float = 1e-3, max_iter: int = 10_000,
+        criterion: str = "coupling", damping: float | str = "auto",
+        noise_threshold: float = 0.1) -> Prediction:
+    """Label nodes with the naive mean-field Potts model, β from the Γ criterion.
+
+    Parameters
+    ----------
+    problem : LabelProblem
+    variant : {"symmetric", "row"}, default="symmetric"
+        Normalisation of W: D^-1/2 W D^-1/2 (the authors' code, reproduces their
+        numbers) or D^-1 W (the paper's Eq. 9).
+    gamma : float in (1/q, 1] or "midpoint", default=1.0
+        Target of the β criterion (Eq. 27): 1 (NMF-B) or (1+q)/(2q) (NMF-A).
+        Ignored when ``beta`` is a number.
+    beta : "auto" or float > 0, default="auto"
+        Inverse temperature; "auto" solves Eq. 26–27 for β* from r_l and q.
+    tol : float > 0, default=1e-3
+        Convergence tolerance ε (Alg. 3.1).
+    max_iter : int ≥ 1, default=10000
+        t_max (Alg. 3.1).
+    criterion : {"coupling", "field"}, default="coupling"
+        Convergence measure: squared change of Wφ (the authors' code) or absolute
+        change of h (the paper's text). See the module docstring, item 8.
+    damping : float in [0, 1) or "auto", default="auto"
+        φ ← (1−λ) softmax(h) + λ φ; 0 is the paper's update; "auto" is the paper's
+        update for 100 iterations, then λ = 0.5, 0.75, ... while it has not converged
+        (module docstring, item 28).
+    noise_threshold : float in (0, 1), default=0.1
+        A given label is flagged when the node's neighbour-only marginal gives it less
+        than this (module docstring, item 27).
+
+    Returns
+    -------
+    Prediction
+        ``scores`` are the marginals φ (n × q); ``confidence`` is φ_i(ŷ_i); ``info``
+        holds ``beta``, ``beta_star`` (None for a fixed β), ``gamma``, ``labeled_rate``,
+        ``n_iter``, ``damped_from``, ``converged``, ``delta``, ``log_mode_probability`` and ``seconds``.
+
+    References
+    ----------
+    Bergamim & Breve (2022), Sec. 3 (Eq. 15–17, Alg. 3.1) and Sec. 5.1 (Eq. 21–27).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if damping != "auto" and not (isinstance(damping, (int, float)) and 0.0 <= damping < 1.0):
+        raise ValueError(f"damping must be 'auto' or lie in [0, 1), got {damping!r}")
+    if not (isinstance(noise_threshold, (int, float)) and 0.0 < noise_threshold < 1.0):
+        raise ValueError(f"noise_threshold must lie in (0, 1), got {noise_threshold!r}")
+    q = problem.n_classes
+    if q < 2:
+        raise ValueError(f"the Potts model needs at least 2 classes, got {q}")
+    gamma_value = _gamma_value(gamma, q)  # validated even for a fixed β
+
+    start = time.perf_counter()
+    labeled = problem.labeled
+    n = problem.n_nodes
+    conf = np.ones(n) if problem.label_confidence is None else problem.label_confidence
+    field = np.where(labeled, conf, 0.0)
+    theta = one_hot(problem.y, q) * field[:, None]
+    labeled_rate = float(labeled.sum()) / n
+
+    if isinstance(beta, str):
+        if beta != "auto":
+            raise ValueError(f"beta must be 'auto' or a positive number, got {beta!r}")
+        values, counts = np.unique(field, return_counts=True)
+        beta_value = beta_star(labeled_rate, q, gamma_value, values, counts / n)
+        tuned = beta_value
+    else:
+        if isinstance(beta, bool) or not (np.isfinite(beta) and beta > 0):
+            raise ValueError(f"beta must be 'auto' or a positive number, got {beta!r}")
+        beta_value, tuned = float(beta), None
+
+    A = normalise(problem.W, variant)
+    phi, n_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
+                                    criterion=criterion, damping=damping)
+
+    no_label = unreachable(problem.W, labeled)
+    labels, confidence = finish_labels(phi, phi.max(axis=1), no_label)
+    noisy = _noise_flags(A, phi, problem.y, labeled, beta_value, noise_threshold)
+    reach = ~no_label
+    log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
+    converged = delta <= tol if criterion == "coupling" else delta < tol
+    info = {
+        "beta": beta_value,
+        "beta_star": tuned,
+        "gamma": gamma_value if tuned is not None else None,
+        "labeled_rate": labeled_rate,
+        "n_iter": int(n_iter),
+        "damped_from": damped_from,
+        "converged": bool(converged),
+        "delta": float(delta),
+        "log_mode_probability": log_gamma,
+        "seconds": time.perf_counter() - start,
+    }
+    params = {"variant": variant, "gamma": gamma, "beta": beta_value, "tol": tol,
+              "max_iter": int(max_iter), "criterion": criterion, "damping": damping,
+              "noise_threshold": noise_threshold}
+    return Prediction(labels, confidence, noisy, phi, "nmf", params, info)
+
+
+def _noise_flags(A, phi, y, labeled, beta, threshold) -> np.ndarray:
+    """Given labels the neighbours' field alone gives less than ``threshold`` (item 27)."""
+    idx = np.flatnonzero(labeled)
+    A_l = A[idx]
+    m = A_l @ phi
+    psi = _softmax_rows(beta * m)
+    given = psi[np.arange(len(idx)), y[idx]]
+    has_neighbours = np.diff(A_l.indptr) > 0
+    flags = has_neighbours & (given < threshold) & (psi.argmax(axis=1) != y[idx])
+    noisy = np.zeros(len(y), dtype=bool)
+    noisy[idx[flags]] = True
+    return noisy

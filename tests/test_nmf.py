@@ -1,0 +1,252 @@
+"""Tests of the naive mean-field Potts solver (solvers/nmf.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import softmax
+from sklearn.datasets import load_digits, make_blobs, make_moons
+from sklearn.semi_supervised import LabelSpreading
+
+from graphlabel.evaluation import noise_scores
+from graphlabel.sampling import flip_labels
+from similarity.knn import knn_graph
+from solvers.nmf import beta_star, log_mode_probability_approx, nmf, normalise
+from solvers.problem import LabelProblem
+from solvers.registry import solve
+
+
+def _problem(X, y, rate, seed, k=8, n_classes=None, symmetrise="mutual"):
+    rng = np.random.default_rng(seed)
+    W = knn_graph(X, k, symmetrise=symmetrise)
+    given = np.zeros(len(y), dtype=bool)
+    for c in np.unique(y):  # at least one label per class, as the paper's splits
+        given[rng.choice(np.flatnonzero(y == c))] = True
+    extra = rng.choice(len(y), size=max(0, int(rate * len(y)) - given.sum()), replace=False)
+    given[extra] = True
+    return LabelProblem(W, np.where(given, y, -1), n_classes=n_classes), given
+
+
+def _dense_reference(W, y, q, beta, variant, criterion, tol=1e-3, max_iter=10_000):
+    """Alg. 3.1 written out node by node on a dense W (Eq. 9 or D^-1/2 W D^-1/2, Eq. 15–16)."""
+    W = np.asarray(W, dtype=float)
+    n = len(y)
+    d = W.sum(axis=1)
+    A = np.zeros_like(W)
+    for i in range(n):
+        for j in range(n):
+            if W[i, j] > 0:
+                A[i, j] = W[i, j] / d[i] if variant == "row" else W[i, j] / math.sqrt(d[i] * d[j])
+    theta = np.zeros((n, q))
+    for i in range(n):
+        if y[i] >= 0:
+            theta[i, y[i]] = 1.0
+    phi = np.full((n, q), 1.0 / q)
+    prev = np.zeros((n, q))
+    for t in range(1, max_iter + 1):
+        m = np.zeros((n, q))
+        h = np.zeros((n, q))
+        new = np.zeros((n, q))
+        for i in range(n):
+            for s in range(q):
+                m[i, s] = sum(A[i, j] * phi[j, s] for j in range(n) if j != i)
+                h[i, s] = beta * (theta[i, s] + m[i, s])
+            top = max(h[i])
+            z = sum(math.exp(h[i, s] - top) for s in range(q))
+            for s in range(q):
+                new[i, s] = math.exp(h[i, s] - top) / z
+        phi = new
+        if criterion == "coupling":
+            delta = max((m[i, s] - prev[i, s]) ** 2 for i in range(n) for s in range(q))
+            prev = m
+            if delta <= tol:
+                break
+        else:
+            delta = max(abs(h[i, s] - prev[i, s]) for i in range(n) for s in range(q))
+            prev = h
+            if delta < tol:
+                break
+    return phi, t
+
+
+@pytest.mark.parametrize("variant", ["symmetric", "row"])
+@pytest.mark.parametrize("criterion", ["coupling", "field"])
+def test_update_matches_dense_reference(variant, criterion):
+    X, y = make_blobs(n_samples=45, centers=3, cluster_std=1.6, random_state=3)
+    problem, _ = _problem(X, y, 0.1, seed=1, k=6)
+    pred = nmf(problem, variant=variant, criterion=criterion, damping=0.0)
+    beta = beta_star(problem.labeled.mean(), 3, 1.0)
+    phi_ref, t_ref = _dense_reference(problem.W.toarray(), problem.y, 3, pred.info["beta"], variant, criterion)
+    assert pred.info["n_iter"] == t_ref
+    np.testing.assert_allclose(pred.scores, phi_ref, atol=1e-10)
+    assert pred.info["beta"] == pytest.approx(beta)
+
+
+def test_beta_star_solves_the_criterion_directly():
+    """At β*, the first-order (1/N) ln Γ of Eq. 22–23, computed from h on a real
+    row-normalised graph at φ = 1/q, equals ln γ; and β* matches a brute-force scan."""
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:400], y[:400]
+    # Union kNN: no isolated node, so every row of Eq. 9 sums to 1 as Eq. 23 assumes.
+    problem, given = _problem(X, y, 0.07, seed=2, k=10, symmetrise="max")
+    q = 10
+    A = normalise(problem.W, "row").toarray()
+    theta = np.zeros((len(y), q))
+    theta[given, y[given]] = 1.0
+    for gamma in ["midpoint", 1.0, 0.5]:
+        b = nmf(problem, gamma=gamma, max_iter=1).info["beta_star"]
+        target = (1 + q) / (2 * q) if gamma == "midpoint" else gamma
+        h = b * (theta + A @ np.full((len(y), q), 1.0 / q))
+        Z = (1.0 + h).sum(axis=1)  # Eq. 23: Taylor series of exp to first order
+        mode = np.where(given, y, 0)  # unlabeled rows of h are flat: any s is a mode
+        log_gamma = np.mean(h[np.arange(len(y)), mode] - np.log(Z))
+        assert log_gamma == pytest.approx(math.log(target), abs=1e-9)
+        grid = np.linspace(0.0, 3 * b, 300_001)
+        g = log_mode_probability_approx(grid, [0.0, 1.0], [1 - given.mean(), given.mean()], q)
+        assert grid[np.argmin(np.abs(g - math.log(target)))] == pytest.approx(b, abs=1e-4 * b + 1e-4)
+
+
+def test_beta_star_matches_the_notes_fig7_table():
+    # Values computed in the implementation notes (Sec. 1.7) from Eq. 26 with SciPy's Newton.
+    assert beta_star(0.02, 2, "midpoint") == pytest.approx(2.242, abs=2e-3)
+    assert beta_star(0.10, 10, 1.0) == pytest.approx(16.658, abs=2e-3)
+    assert beta_star(0.20, 16, "midpoint") == pytest.approx(10.297, abs=2e-3)
+    # Monotone as the paper says: β* grows with q and shrinks with r_l.
+    assert beta_star(0.02, 5, 1.0) > beta_star(0.02, 4, 1.0) > beta_star(0.2, 4, 1.0)
+
+
+def test_fractional_confidence_enters_field_and_criterion():
+    X, y = make_moons(n_samples=200, noise=0.1, random_state=0)
+    problem, given = _problem(X, y, 0.1, seed=0)
+    conf = np.where(given, 0.5, 1.0)
+    weak = LabelProblem(problem.W, problem.y, label_confidence=conf)
+    b_full = nmf(problem, max_iter=1).info["beta"]
+    b_half = nmf(weak, max_iter=1).info["beta"]
+    assert b_half > b_full  # a weaker field needs a larger β to reach the same Γ
+    r = given.mean()
+    g = log_mode_probability_approx(b_half, [0.0, 0.5], [1 - r, r], 2)
+    assert float(g) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_row_variant_never_moves_a_given_label():
+    """Eq. 18–20: with row-stochastic W the field β θ dominates, even for wrong labels."""
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(5)
+    problem, given = _problem(X, y, 0.1, seed=5, k=10)
+    noisy_y, flipped = flip_labels(y, given, 0.2, 10, rng)
+    problem = problem.with_labels(np.where(given, noisy_y, -1))
+    pred = nmf(problem, variant="row")
+    assert np.array_equal(pred.labels[given], noisy_y[given])
+    assert flipped.sum() > 0
+
+
+def test_large_beta_is_finite_and_a_fixed_point():
+    X, y = make_moons(n_samples=300, noise=0.1, random_state=1)
+    problem, _ = _problem(X, y, 0.05, seed=1)
+    pred = nmf(problem, beta=1e4, max_iter=400)
+    assert np.all(np.isfinite(pred.scores))
+    np.testing.assert_allclose(pred.scores.sum(axis=1), 1.0)
+    # Damped or not, a converged φ solves Eq. 15–16.
+    for damping in ["auto", 0.3]:
+        p = nmf(problem, damping=damping, tol=1e-10, max_iter=5000)
+        A = normalise(problem.W)
+        theta = np.zeros_like(p.scores)
+        theta[problem.labeled, problem.y[problem.labeled]] = 1.0
+        assert p.info["converged"]
+        np.testing.assert_allclose(p.scores, softmax(p.info["beta"] * (theta + A @ p.scores), axis=1), atol=1e-4)
+
+
+def test_auto_damping_leaves_fast_runs_unchanged_and_ends_cycles():
+    X, y = make_moons(n_samples=300, noise=0.1, random_state=4)
+    fast, _ = _problem(X, y, 0.1, seed=4)
+    plain = nmf(fast, damping=0.0)
+    assert plain.info["n_iter"] <= 100 and plain.info["converged"]
+    np.testing.assert_array_equal(plain.scores, nmf(fast, damping="auto").scores)
+    # Digits at 2 % labeled, β* ≈ 31: the paper's synchronous update cycles.
+    X, y = load_digits(return_X_y=True)
+    slow, given = _problem(X, y, 0.02, seed=0, k=10)
+    plain = nmf(slow, damping=0.0, max_iter=600)
+    auto = nmf(slow, damping="auto", max_iter=600)
+    assert not plain.info["converged"] and plain.info["delta"] > 0.1
+    assert auto.info["converged"] and auto.info["damped_from"] == 101
+    un = ~given
+    assert np.mean(auto.labels[un] == y[un]) > 0.7
+
+
+def test_contract_unreachable_nodes_and_outputs():
+    X, y = make_moons(n_samples=120, noise=0.05, random_state=2)
+    W = knn_graph(X, 6)
+    n = len(y)
+    # Append an isolated 3-node component with no label.
+    island = sp.csr_matrix(np.ones((3, 3)) - np.eye(3))
+    W2 = sp.block_diag([W, island]).tocsr()
+    yy = np.full(n + 3, -1)
+    yy[[0, 1, 2, 3, 50, 60]] = y[[0, 1, 2, 3, 50, 60]]
+    pred = solve(LabelProblem(W2, yy), "nmf", gamma="midpoint")
+    assert np.all(pred.labels[n:] == -1) and np.all(pred.confidence[n:] == 0)
+    assert np.all(pred.labels[:n] >= 0)
+    np.testing.assert_allclose(pred.confidence[:n], pred.scores[:n].max(axis=1))
+    assert pred.scores.shape == (n + 3, 2)
+    assert not pred.noisy[yy < 0].any()
+    assert pred.info["beta_star"] == pytest.approx(beta_star(6 / (n + 3), 2, "midpoint"))
+    assert pred.info["gamma"] == pytest.approx(0.75)
+    fixed = nmf(LabelProblem(W2, yy), beta=3.0)
+    assert fixed.info["beta"] == 3.0 and fixed.info["beta_star"] is None
+
+
+def test_accuracy_on_digits_close_to_label_spreading_same_graph():
+    X, y = load_digits(return_X_y=True)
+    problem, given = _problem(X, y, 0.1, seed=3, k=10)
+    un = ~given
+    acc = {}
+    for gamma in ["midpoint", 1.0]:
+        pred = nmf(problem, gamma=gamma)
+        acc[gamma] = np.mean(pred.labels[un] == y[un])
+    W = problem.W
+    ids = np.arange(len(y), dtype=float)[:, None]
+    ls = LabelSpreading(kernel=lambda a, b: W[a[:, 0].astype(int)][:, b[:, 0].astype(int)].tocoo(),
+                        alpha=0.99, max_iter=1000).fit(ids, problem.y)
+    acc_ls = np.mean(ls.transduction_[un] == y[un])
+    assert min(acc.values()) > 0.85
+    assert max(acc.values()) > acc_ls - 0.03
+
+
+def test_noise_flags_find_injected_flips_on_digits():
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(11)
+    problem, given = _problem(X, y, 0.2, seed=11, k=10)
+    noisy_y, flipped = flip_labels(y, given, 0.1, 10, rng)
+    pred = nmf(problem.with_labels(np.where(given, noisy_y, -1)))
+    scores = noise_scores(pred.noisy[given], flipped[given])
+    assert not pred.noisy[~given].any()
+    assert scores["precision"] > 0.6 and scores["recall"] > 0.4
+    # A stricter threshold flags a subset.
+    strict = nmf(problem.with_labels(np.where(given, noisy_y, -1)), noise_threshold=0.01)
+    assert np.all(pred.noisy[strict.noisy])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"variant": "column"},
+        {"gamma": 0.5},  # ≤ 1/q for q = 2
+        {"gamma": 1.5},
+        {"gamma": "maximum"},
+        {"beta": -1.0},
+        {"beta": "best"},
+        {"tol": 0.0},
+        {"max_iter": 0},
+        {"criterion": "energy"},
+        {"damping": 1.0},
+        {"damping": "fast"},
+        {"noise_threshold": 1.0},
+    ],
+)
+def test_invalid_parameters_raise(params):
+    X, y = make_moons(n_samples=60, noise=0.05, random_state=0)
+    problem, _ = _problem(X, y, 0.1, seed=0, k=5)
+    with pytest.raises(ValueError):
+        nmf(problem, **params)
