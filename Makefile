@@ -30,7 +30,7 @@ bench: $(STAMP)
 # Re-pin every dependency after editing pyproject.toml (needs network; uv comes from the venv).
 lock: $(STAMP)
 	$(BIN)/pip install --quiet uv
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --no-header -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
 
 clean:
 	rm -rf $(VENV) .graphlabel .pytest_cache

@@ -8,6 +8,7 @@ import statistics
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 RESULTS = Path(__file__).parent / "results"
@@ -28,10 +29,16 @@ def median_time(fn, repeat: int = 3) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
-    """A GitHub markdown table (pandas' to_markdown needs tabulate, which we do not ship)."""
+def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = False) -> str:
+    """A GitHub markdown table (pandas' to_markdown needs tabulate, which we do not ship).
+    NaN prints as an empty cell; ``index=True`` keeps the index as the first column."""
+    if index:
+        frame = frame.reset_index().rename(columns={"index": ""})
+
     def cell(v) -> str:
-        return format(v, floatfmt) if isinstance(v, float) else str(v)
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else format(float(v), floatfmt)
+        return str(v)
 
     header = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"

@@ -53,6 +53,8 @@ from solvers.harmonic import harmonic
 from solvers.maxmargin import MaxMarginGraphCut, induce_labels, paper_bandwidth
 from solvers.problem import LabelProblem
 
+from ._common import markdown_table
+
 RESULTS = Path(__file__).parent / "results" / "maxmargin.md"
 FRACTIONS = (0.01, 0.02, 0.05, 0.10)
 GAMMA_G = tuple(10.0**p for p in range(-3, 4))
@@ -68,20 +70,6 @@ PAPER = pd.DataFrame(
     index=[f"{int(f * 100)}%" for f in FRACTIONS],
     columns=[f"{k} {m}" for k in KERNELS for m in ("SVM", "MR", "GC")])
 
-
-def markdown(df: pd.DataFrame, digits: int = 3) -> str:
-    """A DataFrame as a markdown table (pandas' to_markdown needs tabulate, not installed)."""
-    def cell(v):
-        if isinstance(v, (float, np.floating)):
-            if np.isnan(v):
-                return ""
-            return f"{int(v)}" if float(v).is_integer() and abs(v) >= 1 else f"{v:.{digits}f}"
-        return str(v)
-    head = [df.index.name or ""] + [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for idx in df.index:
-        lines.append("| " + " | ".join([str(idx)] + [cell(df.at[idx, c]) for c in df.columns]) + " |")
-    return "\n".join(lines)
 
 
 def paper_graph(X):
@@ -322,24 +310,24 @@ def main(argv: list[str]) -> None:
     gc_mr = int(sum((table[f"{k} GC"] < table[f"{k} MR"]).sum() for k in KERNELS))
     gc_ls = int(sum((table[f"{k} GC"] < table["LabelSpreading"]).sum() for k in KERNELS))
     emit([f"## Digit pairs: test error % ({n_pairs} of 45 pairs x {reps} repetitions, load_digits thirds)", "",
-          markdown(table[cols + ["LabelSpreading"]], 2), "",
+          markdown_table(table[cols + ["LabelSpreading"]], ".2f", index=True), "",
           f"GC below SVM in {gc_svm}/12 cells, below MR in {gc_mr}/12, below LabelSpreading in {gc_ls}/12 "
           f"({seconds:.0f} s). MR = our deformed-kernel LapSVM (bench only).", "",
           "Paper, Figure 4, digit recognition (UCI digits, not load_digits):", "",
-          markdown(PAPER, 2), ""])
+          markdown_table(PAPER, ".2f", index=True), ""])
 
     for flip, (tbl, reliab) in noise_and_calibration(noise_reps, args.seed).items():
         emit([f"## Ten-class digits, 10% of 1,200 labeled, {int(flip * 100)}% of labels flipped "
               f"(mean of {noise_reps} splits; errors on the 597 held-out digits; γ_g = 0.1, C = 10, RBF)", "",
-              markdown(tbl), "",
+              markdown_table(tbl, index=True), "",
               "Reliability of the confidence on held-out digits (defaults: thr=0.5, drop=False; pooled):", "",
-              markdown(reliab), ""])
+              markdown_table(reliab, index=True), ""])
 
     tbl, graph_seconds, nnz = timing(args.nodes, kernels, timing_repeats, args.full, args.seed)
     emit([f"## One solve at {args.nodes:,} nodes (digit interpolations, 10 classes, 1% labeled, γ_g = 1, C = 1; "
           f"medians of {timing_repeats})", "",
           f"5-NN graph (faiss HNSW above 50k nodes): {graph_seconds:.1f} s, {nnz:,} stored weights (not part of the solve).", "",
-          markdown(tbl), ""])
+          markdown_table(tbl, index=True), ""])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(out) + "\n")
     print(f"wrote {RESULTS}")
