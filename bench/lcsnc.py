@@ -22,14 +22,14 @@
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+
+from ._common import machine
 
 NOISE_LEVELS = (0.0, 0.1, 0.2, 0.3)
 MODELS = ("SNC", "LC-c", "LC-lm", "LC-knn", "LC-ens")
@@ -245,7 +245,7 @@ def main(argv: list[str]) -> None:
     header = [
         "## LC-SNC benchmark",
         "",
-        f"machine: {platform.platform()}, {os.cpu_count()} CPUs; python {platform.python_version()}",
+        f"machine: {machine()}",
         f"settings: {n_splits} splits x {n_corruptions} corruptions per noise level (1 run per split at 0%),"
         f" CV scoring {args.scoring}, {args.n_iter or 'all'} (k, eps, c) draws x every lambda per search,"
         f" sweep sizes {sizes}, {repeats} timing repeats",

@@ -30,8 +30,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 import warnings
 from itertools import combinations
@@ -53,7 +51,7 @@ from solvers.harmonic import harmonic
 from solvers.maxmargin import MaxMarginGraphCut, induce_labels, paper_bandwidth
 from solvers.problem import LabelProblem
 
-from ._common import markdown_table
+from ._common import machine, markdown_table
 
 RESULTS = Path(__file__).parent / "results" / "maxmargin.md"
 FRACTIONS = (0.01, 0.02, 0.05, 0.10)
@@ -302,7 +300,7 @@ def main(argv: list[str]) -> None:
         out.extend(lines)
 
     emit([f"# Max-margin graph cuts ({'full' if args.full else 'quick'})", "",
-          f"machine: {platform.platform()}, {os.cpu_count()} cpus; python {platform.python_version()}", ""])
+          f"machine: {machine()}", ""])
 
     table, seconds = digit_pairs(n_pairs, reps, args.seed)
     cols = [f"{k} {m}" for k in KERNELS for m in ("SVM", "MR", "GC")]

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
-import platform
 import time
 from pathlib import Path
 
@@ -35,7 +33,7 @@ from similarity.knn import knn_graph
 from solvers.mincut import binary_min_cut, mincut
 from solvers.problem import LabelProblem
 
-from ._common import markdown_table
+from ._common import machine, markdown_table
 
 RESULTS = Path(__file__).parent / "results" / "mincut.md"
 
@@ -279,8 +277,7 @@ def main(argv: list[str]) -> None:
     out = [
         "# Graph mincut (Blum & Chawla 2001)",
         "",
-        f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"os.cpu_count() = {os.cpu_count()}; mode: {'full' if args.full else 'quick'} "
+        f"Machine: {machine()}; mode: {'full' if args.full else 'quick'} "
         f"({seeds} splits, {repeats} timing repeats).",
         "",
     ]

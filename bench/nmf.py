@@ -20,7 +20,6 @@ Tables:
 from __future__ import annotations
 
 import os
-import platform
 import sys
 import time
 import warnings
@@ -36,6 +35,8 @@ from graphlabel.sampling import flip_labels
 from solvers.nmf import beta_star
 from solvers.problem import LabelProblem
 from solvers.registry import solve
+
+from ._common import machine
 
 RATES = [0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.14, 0.16, 0.18, 0.20]
 # Implementation notes §3.5.A: mean accuracy over 20 splits from the authors' result
@@ -371,9 +372,7 @@ def main(argv: list[str]) -> None:
     out = _Out()
     out(f"# NMF (mean-field Potts) benchmark — {'full' if full else 'quick'} mode")
     out()
-    out(f"Machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-        f"os.cpu_count() = {os.cpu_count()}, Python {sys.version.split()[0]}, "
-        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    out(f"Machine: {machine()}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     out()
     sections = [protocol, variants, large_beta, digits_quality, scale]
     only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]

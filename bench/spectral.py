@@ -19,9 +19,7 @@
 from __future__ import annotations
 
 import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -34,6 +32,8 @@ from graphlabel.sampling import keep_per_class
 from similarity.knn import nearest_neighbors
 from solvers.problem import LabelProblem
 from solvers.spectral import graph_spectrum, select_k, sgt_graph, spectral
+
+from ._common import machine, median_time
 
 RESULTS = Path(__file__).parent / "results" / "spectral.md"
 EIGEN_PEERS = ("lanczos", "arpack", "lobpcg")
@@ -226,15 +226,6 @@ def calibration(lines, n_repeats, seed=2):
         )
 
 
-def _time(fn, repeats):
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
-
-
 def scale(lines, sizes, methods_at, repeats, d_at=None):
     rows = []
     solve_rows = []
@@ -248,7 +239,7 @@ def scale(lines, sizes, methods_at, repeats, d_at=None):
         for method in methods_at[n]:
             reps = repeats if n <= 10_000 else 1
             try:
-                t, spec = _time(lambda: graph_spectrum(A, d, eigen_method=method), reps)
+                t, spec = median_time(lambda: graph_spectrum(A, d, eigen_method=method), reps)
             except MemoryError as err:  # pragma: no cover - reported, not hidden
                 rows.append([n, A.nnz, f"{t_graph:.1f}", method, d, f"failed: {err}", "-", "-"])
                 continue
@@ -261,12 +252,12 @@ def scale(lines, sizes, methods_at, repeats, d_at=None):
             given = keep_per_class(y, 10, rng)
             yy = np.where(given, y, -1)
             problem = LabelProblem(A, yy)
-            t_none, _ = _time(lambda: spectral(problem, spectrum=spec, calibration="none"), 5)
-            t_nochk, _ = _time(lambda: spectral(problem, spectrum=spec, calibration="none", check_spectrum=False), 5)
-            t_loo, pred = _time(lambda: spectral(problem, spectrum=spec), 3)
+            t_none, _ = median_time(lambda: spectral(problem, spectrum=spec, calibration="none"), 5)
+            t_nochk, _ = median_time(lambda: spectral(problem, spectrum=spec, calibration="none", check_spectrum=False), 5)
+            t_loo, pred = median_time(lambda: spectral(problem, spectrum=spec), 3)
             Z = X / np.linalg.norm(X, axis=1, keepdims=True)
             lab = np.flatnonzero(given)
-            t_knn, _ = _time(lambda: np.argmax(Z @ Z[lab].T, axis=1), 5)
+            t_knn, _ = median_time(lambda: np.argmax(Z @ Z[lab].T, axis=1), 5)
             acc = np.mean(pred.labels[~given] == y[~given])
             solve_rows += [
                 ["SGT solve, 10 classes, l=100 (fingerprint check on)", f"{t_none:.3f}"],
@@ -300,8 +291,7 @@ def main(argv: list[str]) -> None:
             raise SystemExit(f"unknown argument {arg!r}; use --full and/or --only=...")
     lines: list[str] = []
     _out(lines, f"## bench spectral ({'full' if full else 'quick'}; sections: {', '.join(s for s in SECTIONS if s in only)})")
-    _out(lines, f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, os.cpu_count()={os.cpu_count()}")
-    _out(lines, f"python {sys.version.split()[0]}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
+    _out(lines, f"machine: {machine()}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     _out(lines)
     if "digits" in only:
         digits_protocol(lines, 100 if full else 20)

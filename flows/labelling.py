@@ -75,10 +75,10 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
         return ingest_parsed(store, dataset, records, rejects)
 
 
-def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock,
-                native: bool = True) -> int:
-    """The build-edges stage: the database's own kNN where it has one, the local builder otherwise."""
-    if native and store.native_knn and spec["graph"] == "knn":
+def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> int:
+    """The build-edges stage: the database's own kNN where it has one (``store.native_knn``,
+    e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise."""
+    if store.native_knn and spec["graph"] == "knn":
         return clock("build_edges", native_knn_edges, store, dataset,
                      {k: v for k, v in spec.items() if k != "graph"})
     keys, features, labels = clock("read_features", read_features, store, dataset)
