@@ -74,10 +74,13 @@ def similarity_graph(features: np.ndarray, labels: np.ndarray, spec: dict[str, A
 def edge_table(keys: np.ndarray, W: sp.spmatrix) -> pa.Table:
     """One row per undirected pair (the upper triangle of W)."""
     upper = sp.triu(W, k=1).tocoo()
+    # Arrow's take gathers the key strings in C; indexing the object array and .tolist()
+    # made one Python string per endpoint (14M of them for a 1M-node 10-NN graph).
+    names = keys if isinstance(keys, pa.Array) else pa.array(np.asarray(keys, dtype=object), pa.string())
     return pa.table(
         {
-            "source": pa.array(keys[upper.row].tolist(), pa.string()),
-            "target": pa.array(keys[upper.col].tolist(), pa.string()),
+            "source": names.take(pa.array(upper.row, pa.int64())),
+            "target": names.take(pa.array(upper.col, pa.int64())),
             "weight": pa.array(upper.data.astype(np.float64)),
         }
     )

@@ -31,7 +31,7 @@ def dense_harmonic(W, Y, labeled, gamma_g):
 
 
 @pytest.mark.parametrize("gamma_g", [0.0, 0.3])
-@pytest.mark.parametrize("solver", ["direct", "amg"])
+@pytest.mark.parametrize("solver", ["direct", "cg", "amg"])
 def test_scores_match_the_dense_solution(rng, gamma_g, solver):
     n, C = 60, 3
     W = random_graph(n, 0.08, rng)
@@ -102,3 +102,43 @@ def test_noise_flags_improve_accuracy_when_dropped(digits):
     cleaned = solve(problem, "harmonic")
     hidden = ~kept
     assert (cleaned.labels[hidden] == y[hidden]).mean() > (kept_all.labels[hidden] == y[hidden]).mean()
+
+
+def test_cg_iterations_are_counted_for_amg_only(rng):
+    # The count is what bench/solver_scale.py multiplies by one SpMV's time (its bound).
+    n, C = 200, 3
+    W = random_graph(n, 0.05, rng)
+    y = np.full(n, -1)
+    y[rng.choice(n, 12, replace=False)] = np.arange(12) % C
+    amg = solve(LabelProblem(W, y), "harmonic", solver="amg", detect_noise=False)
+    with_flags = solve(LabelProblem(W, y), "harmonic", solver="amg")
+    direct = solve(LabelProblem(W, y), "harmonic", solver="direct")
+    assert amg.info["cg_iterations"] >= C  # at least one iteration per class column
+    assert with_flags.info["cg_iterations"] > amg.info["cg_iterations"]  # + leave-one-out columns
+    assert direct.info["cg_iterations"] is None
+
+
+def test_jacobi_cg_hands_a_slow_column_to_amg():
+    # A path is the worst case for Jacobi-CG (iterations grow with its length): the
+    # solver must notice, finish with AMG, and still give the exact harmonic function,
+    # which on a path between labels 0 and 1 is linear in the position.
+    n = 2000
+    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    y = np.full(n, -1)
+    y[0], y[-1] = 0, 1
+    prediction = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False, rtol=1e-10)
+    assert prediction.info["amg_fallbacks"] >= 1
+    np.testing.assert_allclose(prediction.scores[:, 1], np.arange(n) / (n - 1), atol=1e-6)
+
+
+def test_jacobi_cg_needs_no_amg_on_a_well_labelled_knn_graph(digits):
+    from similarity import knn_graph
+
+    X, y_true = digits
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(len(y_true)) < 0.05, y_true, -1)
+    W = knn_graph(X, k=10)
+    cg_run = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False)
+    direct = solve(LabelProblem(W, y), "harmonic", solver="direct", detect_noise=False)
+    assert cg_run.info["amg_fallbacks"] == 0
+    np.testing.assert_allclose(cg_run.scores, direct.scores, atol=1e-6)
