@@ -20,6 +20,8 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import similarity
 import solvers
+from graphlabel import components
+from graphlabel.components import ComponentPlan
 from graphlabel.problems import ExportedProblem, label_problem, prediction_rows
 from graphlabel.records import ParsedRecords
 from graphstore import GraphStore, LabelRunRecord
@@ -104,9 +106,16 @@ def export_problem(store: GraphStore, dataset: str) -> ExportedProblem:
     return label_problem(store.read_subgraph(dataset, with_features=True), dataset)
 
 
+@task(name="plan-components")
+def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> ComponentPlan:
+    """Split the graph into connected components, packed into solver batches."""
+    return components.plan_components(problem, batch_nodes)
+
+
 @task(name="solve")
-def solve_problem(exported: ExportedProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
-    return solvers.solve(exported.problem, method=solver, **params)
+def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
+    """Run one solver on one (batch) problem."""
+    return solvers.solve(problem, method=solver, **params)
 
 
 @task(name="write-predictions", **STORE_RETRIES)

@@ -1,0 +1,175 @@
+"""Components as independent problems: the plan, the batches, and the merged prediction
+against solving the whole graph at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.datasets import make_blobs
+
+from graphlabel.components import batch_problem, merge_predictions, plan_components
+from similarity import knn_graph
+from solvers import LabelProblem, solve
+
+
+def islands(n_islands: int, size: int, seed: int = 0):
+    """``n_islands`` separate kNN graphs of 3-class blobs, stacked block-diagonally."""
+    rng = np.random.default_rng(seed)
+    blocks, ys = [], []
+    for i in range(n_islands):
+        # overlapping blobs, so that each island is one connected component
+        X, y = make_blobs(size, n_features=2, centers=3, cluster_std=2.0, center_box=(-3, 3),
+                          random_state=seed + i)
+        blocks.append(knn_graph(X, k=8))
+        ys.append(y)
+    W = sp.block_diag(blocks, format="csr")
+    assert connected_components(W, directed=False)[0] == n_islands
+    y_true = np.concatenate(ys)
+    given = np.where(rng.random(len(y_true)) < 0.1, y_true, -1)
+    return W, y_true, given
+
+
+def solve_split(problem, solver, batch_nodes, **params):
+    plan = plan_components(problem, batch_nodes)
+    parts = [batch_problem(problem, nodes) for nodes in plan.batches]
+    solved = [(part, solve(part.problem, solver, **params)) for part in parts]
+    return plan, merge_predictions(problem, plan, solved, solver)
+
+
+def test_plan_sorts_components_by_their_labels():
+    W, _, y = islands(6, 60)
+    y[60:120] = -1  # island 1: no label
+    y[120:180] = np.where(y[120:180] >= 0, 2, -1)  # island 2: one class only
+    y[120] = 2
+    plan = plan_components(LabelProblem(W, y, n_classes=3), batch_nodes=130)
+    assert plan.n_components == 6 and plan.n_unlabeled_components == 1
+    np.testing.assert_array_equal(plan.single_class_nodes, np.arange(120, 180))
+    assert set(plan.single_class.tolist()) == {2}
+    batched = np.sort(np.concatenate(plan.batches))
+    np.testing.assert_array_equal(batched, np.r_[0:60, 180:360])
+    assert len(plan.batches) == 2  # 4 islands of 60 nodes packed by ~130
+
+
+@pytest.mark.parametrize("solver", ["harmonic", "mincut"])
+def test_split_solution_equals_the_whole_graph_solution(solver):
+    # harmonic and mincut decompose over components: batching must not change a label
+    W, _, y = islands(5, 80, seed=3)
+    problem = LabelProblem(W, y, n_classes=3)
+    params = {"detect_noise": False} if solver == "harmonic" else {}
+    whole = solve(problem, solver, **params)
+    plan, split = solve_split(problem, solver, batch_nodes=100, **params)
+    assert len(plan.batches) >= 3
+    np.testing.assert_array_equal(split.labels, whole.labels)
+    if solver == "harmonic":
+        np.testing.assert_allclose(split.scores, whole.scores, atol=1e-8)
+
+
+def test_unlabeled_and_single_class_components_get_the_documented_answer():
+    W, _, y = islands(3, 50)
+    y[50:100] = -1
+    y[100:150] = np.where(np.arange(50) % 7 == 0, 1, -1)
+    plan, prediction = solve_split(LabelProblem(W, y, n_classes=3), "harmonic", 1000, detect_noise=False)
+    assert np.all(prediction.labels[50:100] == -1) and np.all(prediction.confidence[50:100] == 0)
+    assert np.all(prediction.labels[100:150] == 1) and np.all(prediction.confidence[100:150] == 1)
+    assert not prediction.noisy[100:150].any()
+    assert prediction.info["n_batches"] == 1 and prediction.info["n_single_class_nodes"] == 50
+
+
+def test_classes_are_renumbered_within_a_batch_and_mapped_back():
+    # a batch whose labels are classes 3 and 7 of 8 is a two-class problem to the solver
+    W, y_true, _ = islands(1, 90)
+    y = np.full(90, -1)
+    pick = np.flatnonzero(y_true == 0)[:3], np.flatnonzero(y_true == 1)[:3]
+    y[pick[0]], y[pick[1]] = 3, 7
+    problem = LabelProblem(W, y, n_classes=8)
+    part = batch_problem(problem, np.arange(90))
+    assert part.problem.n_classes == 2 and list(part.classes) == [3, 7]
+    _, prediction = solve_split(problem, "harmonic", 1000, detect_noise=False)
+    assert set(np.unique(prediction.labels).tolist()) <= {3, 7}
+    assert prediction.scores.shape == (90, 8) and np.all(prediction.scores[:, [0, 1, 2, 4, 5, 6]] == 0)
+
+
+def test_one_connected_graph_is_solved_as_it_is():
+    W, _, y = islands(1, 120)
+    problem = LabelProblem(W, y, n_classes=3)
+    plan = plan_components(problem)
+    part = batch_problem(problem, plan.batches[0])
+    assert part.problem is problem  # no copy of W for the usual, connected case
+
+
+# ---------------------------------------------------------------------------------------
+# The flow: components solved as mapped tasks, on threads and on a local Dask cluster.
+
+
+@pytest.fixture
+def island_store(store_path):
+    """A Kùzu dataset of 12 islands (one component each) with their kNN edges."""
+    import pyarrow as pa
+
+    from flows.tasks import edge_table
+    from graphstore import open_store
+
+    W, y_true, given = islands(12, 60, seed=7)
+    keys = np.array([f"n{i:04d}" for i in range(len(y_true))], dtype=object)
+    nodes = pa.table({
+        "key": pa.array(keys, pa.string()),
+        "features": pa.array([[float(i)] for i in range(len(keys))], pa.list_(pa.float64())),
+        "label": pa.array(np.where(given >= 0, given.astype(str), None).astype(object), pa.string()),
+    })
+    with open_store(store_path) as store:
+        store.write_nodes("islands", nodes)
+        store.replace_edges("islands", edge_table(keys, W))
+    return store_path, W, given
+
+
+def _predictions(store_path):
+    from graphstore import open_store
+
+    with open_store(store_path) as store:
+        return store.query("MATCH (e:Entity) WHERE e.dataset = 'islands' "
+                           "RETURN e.key AS key, e.predicted_label AS label").set_index("key")["label"].sort_index()
+
+
+def _solve_task_runs(flow_run_id: str) -> int:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, TaskRunFilter, TaskRunFilterName
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="solve")))
+    return sum(run.name.startswith("solve-") for run in runs)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_flow_maps_the_solve_over_component_batches(island_store):
+    from flows.labelling import labelling_flow
+
+    store_path, W, given = island_store
+    split = labelling_flow("islands", store_uri=store_path, build_graph=False, batch_nodes=150,
+                           solver_params={"detect_noise": False})
+    assert split["metrics"]["n_components"] == 12
+    assert split["metrics"]["n_solver_batches"] == 4  # 12 islands of 60 nodes, ~150 per batch
+    assert _solve_task_runs(split["run_id"]) == 4
+    split_labels = _predictions(store_path)
+    whole = labelling_flow("islands", store_uri=store_path, build_graph=False, split_components=False,
+                           solver_params={"detect_noise": False})
+    assert _solve_task_runs(whole["run_id"]) == 1
+    assert split_labels.equals(_predictions(store_path))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_dask_cluster_solves_the_batches_without_code_changes(island_store):
+    from flows.labelling import labelling_flow
+    from flows.runners import dask_runner
+
+    store_path, _, _ = island_store
+    threads = labelling_flow("islands", store_uri=store_path, build_graph=False, batch_nodes=150)
+    on_threads = _predictions(store_path)
+    dask_flow = labelling_flow.with_options(task_runner=dask_runner(n_workers=2))
+    on_dask = dask_flow("islands", store_uri=store_path, build_graph=False, batch_nodes=150)
+    assert _solve_task_runs(on_dask["run_id"]) == 4
+    assert on_dask["metrics"]["class_counts"] == threads["metrics"]["class_counts"]
+    assert _predictions(store_path).equals(on_threads)
