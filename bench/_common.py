@@ -1,11 +1,20 @@
-"""What every benchmark prints: the machine, medians of repeated timings, markdown tables."""
+"""What every benchmark prints: the machine, medians of repeated timings, markdown tables,
+JSON and PNG copies of the results, and the peak memory of one call."""
 
 from __future__ import annotations
 
+import importlib
+import json
+import multiprocessing
 import os
 import platform
 import statistics
+import sys
+import threading
 import time
+import traceback
+from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +22,38 @@ import pandas as pd
 
 RESULTS = Path(__file__).parent / "results"
 
+# Distributions whose versions every JSON result records (key: name shown; value: the
+# distribution names to try, first installed wins).
+_VERSIONED = {
+    "numpy": ("numpy",),
+    "scipy": ("scipy",),
+    "scikit-learn": ("scikit-learn",),
+    "faiss": ("faiss-cpu", "faiss-gpu", "faiss"),
+    "pyamg": ("pyamg",),
+    "PyMaxflow": ("PyMaxflow",),
+    "networkx": ("networkx",),
+    "kuzu": ("kuzu",),
+    "prefect": ("prefect",),
+}
+
 
 def machine() -> str:
     return (f"{platform.node()} · {platform.machine()} · {os.cpu_count()} cores · "
             f"Python {platform.python_version()} · {platform.platform(terse=True)}")
+
+
+def versions() -> dict[str, str | None]:
+    """Python and the installed versions of the libraries the benchmarks time (None: absent)."""
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for key, dists in _VERSIONED.items():
+        found[key] = None
+        for dist in dists:
+            try:
+                found[key] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+    return found
 
 
 def median_time(fn, repeat: int = 3) -> tuple[float, object]:
@@ -46,25 +83,210 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = Fal
     return "\n".join([header, rule, *rows])
 
 
+def _records(frame: pd.DataFrame) -> list[dict]:
+    # pandas' own JSON writer turns NaN into null and numpy scalars into JSON numbers.
+    return json.loads(frame.to_json(orient="records", double_precision=15, force_ascii=False))
+
+
 class Report:
-    """Collects sections; prints each as it comes and writes them all to bench/results/NAME.md."""
+    """Collects sections; prints each as it comes and writes them to bench/results/:
+    NAME.md (the markdown), NAME.json (machine, date, library versions, every table as
+    records under its heading, the notes) and, for each ``figure``, NAME.png."""
 
     def __init__(self, name: str, title: str) -> None:
         self.name = name
-        self.parts = [f"# {title}", "", f"machine: {machine()}", ""]
+        self.title = title
+        self.machine = machine()
+        self.parts = [f"# {title}", "", f"machine: {self.machine}", ""]
+        self.tables: dict[str, list[dict]] = {}
+        self.notes: list[str] = []
+        self.figures: list[dict[str, str]] = []
         print("\n".join(self.parts), flush=True)
 
     def table(self, heading: str, frame: pd.DataFrame, floatfmt: str = ".3f") -> None:
         text = f"## {heading}\n\n{markdown_table(frame, floatfmt)}\n"
         self.parts.append(text)
+        self.tables[heading] = _records(frame)
         print(text, flush=True)
 
     def note(self, text: str) -> None:
         self.parts.append(text + "\n")
+        self.notes.append(text)
         print(text, flush=True)
+
+    def figure(self, fig, caption: str) -> Path:
+        """Save a matplotlib figure as bench/results/NAME.png (NAME-2.png, ... for later
+        ones) with the Agg canvas, whatever backend made it, and link it in the markdown."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        RESULTS.mkdir(exist_ok=True)
+        suffix = "" if not self.figures else f"-{len(self.figures) + 1}"
+        path = RESULTS / f"{self.name}{suffix}.png"
+        FigureCanvasAgg(fig)  # a file, never a window: no display on the bench machines
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is not None:
+            pyplot.close(fig)  # pyplot keeps every figure alive until closed
+        self.figures.append({"file": path.name, "caption": caption})
+        text = f"![{caption}]({path.name})\n"
+        self.parts.append(text)
+        print(text, flush=True)
+        return path
 
     def save(self) -> Path:
         RESULTS.mkdir(exist_ok=True)
         path = RESULTS / f"{self.name}.md"
         path.write_text("\n".join(self.parts))
+        payload = {
+            "name": self.name,
+            "title": self.title,
+            "machine": self.machine,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "versions": versions(),
+            "tables": self.tables,
+            "notes": self.notes,
+            "figures": self.figures,
+        }
+        (RESULTS / f"{self.name}.json").write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
         return path
+
+
+# --------------------------------------------------------------------------- peak memory
+
+MIB = 1024 * 1024
+
+
+def _status_kib(field: str) -> int | None:
+    """A ``/proc/self/status`` field in KiB (Linux), None elsewhere."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset the kernel's peak-RSS mark (VmHWM) of this process; False where unsupported.
+    Linux ≥ 4.0: writing 5 to /proc/self/clear_refs sets VmHWM to the current RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as refs:
+            refs.write("5")
+    except OSError:
+        return False
+    return _status_kib("VmHWM") is not None
+
+
+class _RssSampler:
+    """Fallback where VmHWM cannot be reset: the largest RSS seen every ``interval`` s."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.peak = self._proc.memory_info().rss
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
+        self._thread.start()
+
+    def _run(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, self._proc.memory_info().rss)
+
+
+def _resolve(fn):
+    if isinstance(fn, str):  # "package.module:function", imported in the child
+        module, _, name = fn.partition(":")
+        return getattr(importlib.import_module(module), name)
+    return fn
+
+
+def _measure_in_child(conn, fn, args, kwargs) -> None:
+    try:
+        fn = _resolve(fn)
+        # Baseline: the interpreter, the imports and the unpickled arguments, just before
+        # the call; the peak is then the call's own high-water mark above it.
+        exact = _reset_peak()
+        sampler = None if exact else _RssSampler()
+        base_bytes = _status_kib("VmRSS") * 1024 if exact else sampler.peak
+        start = time.perf_counter()
+        result = fn(*args, **kwargs)
+        seconds = time.perf_counter() - start
+        peak_bytes = _status_kib("VmHWM") * 1024 if exact else sampler.stop()
+        conn.send(("ok", seconds, max(peak_bytes - base_bytes, 0) / MIB, result))
+    except BaseException as err:  # noqa: BLE001 - everything goes back to the parent
+        conn.send(("error", traceback.format_exc(), repr(err)))
+    finally:
+        conn.close()
+
+
+def peak_memory_call(fn, *args, timeout: float | None = None, **kwargs) -> tuple[float, float, object]:
+    """Run ``fn(*args, **kwargs)`` in a fresh child process; its time, peak memory and result.
+
+    How it measures: a ``spawn``-ed interpreter (no memory shared with or inherited from
+    this process) imports ``fn`` (a picklable module-level function, or a
+    ``"module:function"`` string) and unpickles the arguments. Right before the call its
+    resident set size is the baseline; on Linux the kernel's peak-RSS mark is reset there
+    (``/proc/self/clear_refs``) and read back (``VmHWM``) after the call, so even a
+    millisecond spike counts; elsewhere a thread samples the RSS every 5 ms (psutil).
+    The peak is the call's extra resident memory above the baseline, in MiB: the memory
+    the call itself needs, not the arguments or the interpreter. The time is the call's
+    wall time inside the child (interpreter start-up and pickling excluded).
+
+    Parameters
+    ----------
+    fn : callable or str
+        The measured function; its result must be picklable (keep it small: it is sent
+        back through a pipe).
+    *args, **kwargs
+        Its arguments (pickled to the child).
+    timeout : float, optional
+        Seconds to wait; the child is then terminated and ``TimeoutError`` raised.
+
+    Returns
+    -------
+    seconds : float
+    peak_mib : float
+    result : object
+
+    Raises
+    ------
+    TimeoutError
+        The call did not finish within ``timeout``.
+    RuntimeError
+        The call raised; the message holds the child's traceback.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_measure_in_child, args=(child, fn, args, kwargs), daemon=True)
+    proc.start()
+    child.close()  # the parent keeps only its reading end: EOF once the child exits
+    message = None
+    try:
+        if not parent.poll(timeout):
+            raise TimeoutError(f"{getattr(fn, '__name__', fn)} did not finish within {timeout} s")
+        try:
+            message = parent.recv()
+        except EOFError:  # the child died without a word (killed, e.g. out of memory)
+            proc.join()
+            raise RuntimeError(f"the measured call's process died (exit code {proc.exitcode})") from None
+    finally:
+        proc.join(30 if message is not None else 0)  # a child that answered is exiting
+        if proc.is_alive():  # timed out (or stuck after answering): this child only
+            proc.terminate()
+            proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        parent.close()
+    if message[0] == "error":
+        raise RuntimeError(f"measured call failed: {message[2]}\n{message[1]}")
+    _, seconds, peak_mib, result = message
+    return seconds, peak_mib, result

@@ -103,7 +103,7 @@ def _child(n: int, solver: str) -> dict:
         code = ("import json, sys; from pathlib import Path; from bench.e2e import run_one; "
                 f"r = run_one({n}, {solver!r}, Path({tmp!r})); Path({str(out)!r}).write_text(json.dumps(r))")
         subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent,
-                       env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING",
+                       env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_TASKS_REFRESH_CACHE": "true",
                             "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
         return json.loads(out.read_text())
 

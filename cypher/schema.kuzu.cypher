@@ -14,9 +14,22 @@ CREATE NODE TABLE IF NOT EXISTS Entity(
     label_run_id STRING,
     label_solver STRING,
     labelled_at TIMESTAMP,
+    updated_at TIMESTAMP,
+    content_hash INT64,
     PRIMARY KEY(uid)
 );
+// Change tracking (graphstore/changes.py) for stores created before it existed.
+ALTER TABLE Entity ADD IF NOT EXISTS updated_at TIMESTAMP;
+ALTER TABLE Entity ADD IF NOT EXISTS content_hash INT64;
 CREATE REL TABLE IF NOT EXISTS SIMILAR(FROM Entity TO Entity, weight DOUBLE, dataset STRING);
+// The parameters each dataset's similarity relationships were built with, as JSON text
+// (graph, k, metric, weights, the Gaussian sigma used), for edges added incrementally.
+CREATE NODE TABLE IF NOT EXISTS GraphBuild(
+    dataset STRING,
+    spec STRING,
+    built_at TIMESTAMP,
+    PRIMARY KEY(dataset)
+);
 CREATE NODE TABLE IF NOT EXISTS LabelRun(
     run_id STRING,
     dataset STRING,
@@ -29,5 +42,14 @@ CREATE NODE TABLE IF NOT EXISTS LabelRun(
     n_nodes INT64,
     n_labeled INT64,
     n_flagged INT64,
+    status STRING,
+    versions STRING,
+    error STRING,
     PRIMARY KEY(run_id)
 );
+// Stores created before a LabelRun column existed get it here (CREATE ... IF NOT EXISTS
+// leaves an existing table as it was). Runs written before statuses existed were runs
+// that completed: hence that default for them.
+ALTER TABLE LabelRun ADD IF NOT EXISTS status STRING DEFAULT 'completed';
+ALTER TABLE LabelRun ADD IF NOT EXISTS versions STRING;
+ALTER TABLE LabelRun ADD IF NOT EXISTS error STRING;

@@ -1,29 +1,21 @@
-"""Serve the labelling flow as a scheduled Prefect deployment (the compose ``labeller``).
+"""Serve the scheduled labelling deployments (the compose ``labeller``).
 
-Runs ``flows.labelling.labelling_flow`` on ``LABEL_CRON`` against ``GRAPHLABEL_STORE``
-(Neo4j in the compose file) for ``LABEL_DATASET`` with ``LABEL_SOLVER`` and ``LABEL_K``;
-the run can also be started by hand from the Prefect UI.
+The same code path as ``graphlabel serve --config FILE`` (``graphlabel.schedule``): the
+jobs come from the TOML file ``$GRAPHLABEL_SCHEDULE`` when it is set, else one job named
+``scheduled-labelling`` built from ``LABEL_DATASET``, ``LABEL_SOLVER``, ``LABEL_K``,
+``LABEL_CRON`` (default daily at 03:00 UTC) and the optional ``LABEL_SOLVER_PARAMS``,
+``LABEL_GRAPH`` and ``LABEL_FULL``, against ``GRAPHLABEL_STORE`` (Neo4j in the compose
+file). Bad settings stop the container at start-up with the setting named. Runs can also
+be started by hand from the Prefect UI.
 """
 
 from __future__ import annotations
 
-import os
-
-from flows.labelling import labelling_flow
+from graphlabel.schedule import jobs_from_env, serve
 
 
 def main() -> None:
-    labelling_flow.serve(
-        name="scheduled-labelling",
-        cron=os.environ.get("LABEL_CRON", "0 3 * * *"),
-        parameters={
-            "dataset": os.environ.get("LABEL_DATASET", "digits"),
-            "store_uri": os.environ.get("GRAPHLABEL_STORE"),
-            "solver": os.environ.get("LABEL_SOLVER", "harmonic"),
-            "k": int(os.environ.get("LABEL_K", "10")),
-            "build_graph": True,
-        },
-    )
+    serve(jobs_from_env())
 
 
 if __name__ == "__main__":

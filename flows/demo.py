@@ -60,7 +60,7 @@ def demo_flow(store_uri: str | None = None, per_class: int = 10, flip_fraction: 
     records = parse_records(frame, key="key", features="pixel_*", label="label")
     with open_store(store_uri) as store:
         clock("ingest", ingest_parsed, store, DATASET, records, None)
-    summary = labelling_flow(DATASET, store_uri=store_uri, solver=solver, k=k)
+    summary = labelling_flow(DATASET, store_uri=store_uri, solver=solver, k=k, full=True)
     index = pd.Index(frame["key"])
     with open_store(store_uri) as store:
         scores = score_run(store, pd.Series(truth, index=index), pd.Series(kept, index=index),

@@ -53,23 +53,25 @@ def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarr
     cache_expiration=timedelta(days=7),
     persist_result=True,
 )
-def similarity_graph(features: np.ndarray, labels: np.ndarray, spec: dict[str, Any]) -> sp.csr_matrix:
+def similarity_graph(features: np.ndarray, labels: np.ndarray,
+                     spec: dict[str, Any]) -> tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted graph from the features: kNN, δ, or one of Blum & Chawla's graphs
-    that also read the given labels (Mincut-3, δ₀, δ½; see `similarity`)."""
+    that also read the given labels (Mincut-3, δ₀, δ½; see `similarity`); with the Gaussian
+    σ a kNN graph used (None for the others), which incremental runs reuse."""
     spec = dict(spec)
     kind = spec.pop("graph", "knn")
     given = pd.Series(labels, dtype=object)
     codes = np.full(len(given), -1)
     codes[given.notna().to_numpy()] = pd.factorize(given.dropna())[0]
     if kind == "knn":
-        return similarity.knn_graph(features, **spec)
+        return similarity.knn_graph(features, **spec, return_sigma=True)
     if kind == "delta":
-        return similarity.delta_graph(features, **spec)
+        return similarity.delta_graph(features, **spec), None
     if kind == "mincut3":
-        return similarity.mincut3_graph(features, codes >= 0, metric=spec.get("metric", "euclidean"))
+        return similarity.mincut3_graph(features, codes >= 0, metric=spec.get("metric", "euclidean")), None
     if kind in ("delta0", "delta_half"):
         rule = "zero" if kind == "delta0" else "half"
-        return similarity.delta_rule_graph(features, rule, codes, metric=spec.get("metric", "euclidean"))
+        return similarity.delta_rule_graph(features, rule, codes, metric=spec.get("metric", "euclidean")), None
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {kind!r}")
 
 

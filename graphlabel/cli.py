@@ -1,4 +1,4 @@
-"""The `graphlabel` command line: demo, ingest, build-graph, label, query.
+"""The `graphlabel` command line: demo, ingest, build-graph, label, query, report, explain, serve.
 
 Every command takes ``--store URI``: a folder for the embedded Kùzu store (default
 ``$GRAPHLABEL_STORE`` or ``.graphlabel``), or ``neo4j://host:7687`` / ``bolt://host:7687``.
@@ -18,16 +18,40 @@ from rich.table import Table
 # A closed network has nowhere to send Prefect's telemetry; asking only prints errors.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0])
+# Tracebacks never list local variables: one of them could hold a store password.
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0],
+                  pretty_exceptions_show_locals=False)
 console = Console()
 err = Console(stderr=True)
 
-StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE",
-                           help="Store URI: a folder (Kùzu) or neo4j:// / bolt:// (Neo4j).")
+
+
+def _checked_store(uri: Optional[str]) -> Optional[str]:
+    """Refuse a store URI with credentials before any flow starts: Prefect would store it
+    with the flow run's parameters (``graphstore.secrets``)."""
+    from graphstore.secrets import check_store_uri
+
+    if uri:
+        try:
+            check_store_uri(uri)
+        except ValueError as error:
+            raise typer.BadParameter(str(error)) from None
+    return uri
+
+
+StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=_checked_store,
+                           help="Store URI: a folder (Kùzu) or neo4j:// / bolt:// (Neo4j), without"
+                                " credentials (NEO4J_USER, NEO4J_PASSWORD or GRAPHLABEL_NEO4J_PASSWORD_BLOCK).")
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}")
+    from rich.markup import escape
+
+    from graphstore.secrets import PASSWORD_ENV, redact
+
+    # Errors are redacted where they are raised; this is the last line of defence for
+    # every message the CLI prints (and keeps "[...]" in messages from reading as markup).
+    err.print(f"[bold red]error:[/] {escape(redact(message, os.environ.get(PASSWORD_ENV)))}")
     raise typer.Exit(code)
 
 
@@ -42,8 +66,9 @@ def _user_errors():
     """Errors that are the input's fault: shown as one clear line, not a traceback."""
     from graphlabel.problems import NotEnoughLabels
     from graphlabel.records import NoValidRecords
+    from graphstore.secrets import StoreConnectionError
 
-    return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError)
+    return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError)
 
 
 @app.command()
@@ -83,15 +108,23 @@ def ingest(
     features: str = typer.Option(..., help="Feature columns: comma-separated names or globs ('x_*')."),
     label: Optional[str] = typer.Option(None, help="Column with the given label (may be empty)."),
     rejects: Optional[str] = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
+    classes: Optional[str] = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
+                                          " another label is rejected. Default: any label."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
     from flows.labelling import ingest_flow
     from graphlabel.records import NoValidRecords
 
+    allowed = None
+    if classes is not None:
+        allowed = [name.strip() for name in classes.split(",")]
+        if not all(allowed):
+            _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
     try:
         with console.status(f"ingesting {file} into {dataset!r}..."):
-            summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects)
+            summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects,
+                                  classes=allowed)
     except NoValidRecords as error:
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
@@ -100,7 +133,8 @@ def ingest(
         _fail(str(error))
     console.print(f"stored {summary['stored']} nodes in dataset {dataset!r}")
     if summary["rejected"]:
-        err.print(f"[yellow]rejected {summary['rejected']} rows[/], reasons in {summary['rejects_file']}")
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
+        err.print(f"[yellow]rejected {summary['rejected']} rows[/] ({kinds}), reasons in {summary['rejects_file']}")
 
 
 @app.command("build-graph")
@@ -133,6 +167,11 @@ def label(
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
     k: int = typer.Option(10, help="Neighbours per node when rebuilding."),
+    split_components: bool = typer.Option(True, help="Solve connected components as separate tasks."),
+    dask: bool = typer.Option(False, help="Solve the component batches on Dask: a local cluster, or"
+                              " the scheduler in --dask-address / $GRAPHLABEL_DASK_ADDRESS."),
+    dask_address: Optional[str] = typer.Option(None, envvar="GRAPHLABEL_DASK_ADDRESS",
+                                               help="Dask scheduler, e.g. tcp://scheduler:8786."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Label the dataset's nodes and write predictions back as node properties."""
@@ -140,9 +179,14 @@ def label(
 
     try:
         solver_params = json.loads(params)
+        run = labelling_flow
+        if dask or dask_address:
+            from flows.runners import dask_runner
+
+            run = labelling_flow.with_options(task_runner=dask_runner(dask_address))
         with console.status(f"labelling {dataset!r} with {solver}..."):
-            summary = labelling_flow(dataset, store_uri=store, solver=solver, solver_params=solver_params,
-                                     build_graph=rebuild_graph, k=k)
+            summary = run(dataset, store_uri=store, solver=solver, solver_params=solver_params,
+                          build_graph=rebuild_graph, k=k, split_components=split_components)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:
@@ -172,7 +216,11 @@ def query(
             parameters[name] = json.loads(value)
         except json.JSONDecodeError:
             parameters[name] = value
-    with open_store(store) as graph_store:
+    try:
+        opened = open_store(store)
+    except _user_errors() as error:
+        _fail(str(error))
+    with opened as graph_store:
         try:
             frame = graph_store.query(cypher, parameters)
         except RuntimeError as error:
@@ -182,6 +230,117 @@ def query(
         table.add_row(*[str(v) for v in row])
     console.print(table)
     console.print(f"{len(frame)} rows")
+
+
+@app.command()
+def report(
+    run: Optional[str] = typer.Option(None, "--run", help="Run id: print that run's summary."),
+    dataset: Optional[str] = typer.Option(None, help="Dataset: list its recent runs (without --run)."),
+    limit: int = typer.Option(20, help="Runs listed with --dataset."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the run's summary as markdown."),
+    store: Optional[str] = StoreOption,
+) -> None:
+    """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
+    from graphlabel.reporting import run_report_markdown, run_report_renderables, run_summary, runs_table
+    from graphstore import open_store
+    from graphstore.base import NotFound
+
+    if run is None and dataset is None:
+        _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
+    try:
+        with open_store(store) as graph_store:
+            if run is not None:
+                summary = run_summary(graph_store, run)
+            else:
+                runs = graph_store.read_runs(dataset=dataset, limit=limit)
+    except (NotFound, ValueError) as error:
+        _fail(str(error))
+    if run is None:
+        if runs.empty:
+            _fail(f"no runs of dataset {dataset!r} in the store")
+        console.print(runs_table(runs, title=f"runs of {dataset!r}, newest first"))
+        console.print("a run's summary: graphlabel report --run RUN_ID", highlight=False)
+        return
+    if dataset is not None and summary["dataset"] != dataset:
+        _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")
+    if markdown:
+        console.print(run_report_markdown(summary), markup=False, highlight=False, soft_wrap=True)
+    else:
+        for renderable in run_report_renderables(summary):
+            console.print(renderable)
+
+
+@app.command("prune-runs")
+def prune_runs(
+    dataset: str = typer.Option(..., help="Dataset whose LabelRun nodes to prune."),
+    keep_last: int = typer.Option(..., "--keep-last", min=0, help="Completed runs to keep, newest first."),
+    store: Optional[str] = StoreOption,
+) -> None:
+    """Delete a dataset's LabelRun nodes beyond its newest N completed runs.
+
+    Never deletes a running run, nor the run the nodes' predictions come from.
+    """
+    from graphstore import open_store
+
+    try:
+        with open_store(store) as graph_store:
+            deleted = graph_store.prune_runs(dataset, keep_last)
+    except ValueError as error:
+        _fail(str(error))
+    console.print(f"deleted {deleted} LabelRun node{'s' * (deleted != 1)} of {dataset!r}"
+                  f" (kept the newest {keep_last} completed, running ones and the current one)")
+
+
+@app.command()
+def explain(
+    key: str = typer.Argument(..., help="Key of the node to explain."),
+    dataset: str = typer.Option(..., help="Dataset the node belongs to."),
+    limit: int = typer.Option(10, min=1, help="Neighbours listed, strongest first."),
+    store: Optional[str] = StoreOption,
+) -> None:
+    """Why a node got its label: its strongest neighbours and each class's share of its weights.
+
+    Read from the stored similarity relationships: a neighbour counts with its given label,
+    else its predicted one.
+    """
+    from graphlabel.reporting import explanation_renderables
+    from graphstore import open_store
+    from graphstore.base import NotFound
+
+    try:
+        with open_store(store) as graph_store:
+            node, neighbours = graph_store.explain(dataset, key, limit)
+    except (NotFound, ValueError) as error:
+        _fail(str(error))
+    for renderable in explanation_renderables(node, neighbours):
+        console.print(renderable)
+    if not node["n_neighbours"]:
+        console.print(f"{key!r} has no similarity relationships: build the graph (graphlabel build-graph)"
+                      " or label it with an inductive solver (maxmargin)", highlight=False)
+
+
+@app.command()
+def serve(
+    config: str = typer.Option(..., "--config", help="TOML schedule (see graphlabel.example.toml)."),
+    check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs and exit."),
+) -> None:
+    """Run the labelling flow on cron schedules from a TOML file, until stopped (Prefect serve)."""
+    from graphlabel.schedule import load_schedule
+    from graphlabel.schedule import serve as serve_jobs
+
+    try:
+        jobs = load_schedule(config)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    table = Table("deployment", "dataset", "solver", "cron (UTC)", "graph", "k", "store", title="scheduled jobs",
+                  title_justify="left")
+    for job in jobs:
+        table.add_row(job.name, job.dataset, job.solver, job.cron, job.graph, str(job.k),
+                      job.store_uri or "$GRAPHLABEL_STORE")
+    console.print(table)
+    if check:
+        return
+    serve_jobs(jobs)
 
 
 def main() -> None:  # pragma: no cover - console entry point

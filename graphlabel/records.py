@@ -1,9 +1,44 @@
 """Records in (CSV, Parquet or a DataFrame) → validated node rows, and every rejected row
-with its reason. Nothing is dropped silently: a row is either stored or reported."""
+with its reason. Nothing is dropped silently: a row is either stored or reported.
+
+What is rejected, and why
+-------------------------
+Each rejected row gets one or more reasons; each reason has a *kind* (the first column of
+the table below), which the ingest summary counts.
+
+=========================  =================================================================
+kind                       the row ...
+=========================  =================================================================
+``missing key``            has no key (empty, blank or NaN).
+``non-numeric feature``    has a feature that is not a number (``'abc'``, a list in a column).
+``missing feature``        has an empty or NaN feature.
+``infinite feature``       has a feature of ±inf.
+``wrong feature length``   has a feature list of another length than the others (or than
+                           the dataset's ``expected_dim``), or no feature list at all.
+``label not in classes``   has a label outside ``classes`` (when ``classes`` is given).
+``duplicate key``          shares its key with another row of the batch (see below).
+=========================  =================================================================
+
+Duplicate keys within one batch: duplicates are judged among the rows that are otherwise
+valid (a broken copy is rejected for its own reasons and does not count). When every
+copy holds the same features and label, the first is stored and the others are rejected
+as repeats of it, so a file concatenated twice loses nothing. When the copies disagree,
+*all* of them are rejected: graphlabel cannot know which one is right, and storing the
+first would silently keep a label the file may have corrected further down. (Across
+batches the store upserts by key: a later ingest replaces the earlier values.)
+
+Keys and labels are compared as text: surrounding blanks are stripped and an integral
+float is written without its ``.0`` (a label column with gaps reads as floats from CSV),
+so ``3``, ``3.0`` and ``" 3 "`` are the same key. In CSV/TSV files only an empty field is
+a missing key or label: ``NA``, ``None`` or ``null`` there are ordinary text (a product
+code, a country) rather than pandas' default missing-value markers, which feature columns
+keep.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,21 +48,66 @@ import pyarrow as pa
 
 from graphstore.base import NODE_SCHEMA
 
+MISSING_KEY = "missing key"
+NON_NUMERIC = "non-numeric feature"
+MISSING_FEATURE = "missing feature"
+INFINITE_FEATURE = "infinite feature"
+WRONG_LENGTH = "wrong feature length"
+UNKNOWN_CLASS = "label not in classes"
+DUPLICATE_KEY = "duplicate key"
+#: Every kind of rejection, in the order the summary lists them.
+REJECT_KINDS = (MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE, WRONG_LENGTH,
+                UNKNOWN_CLASS, DUPLICATE_KEY)
+
+# pandas' default missing-value markers (the ``na_values`` list of ``pandas.read_csv``),
+# kept for feature columns only: in key and label columns they are ordinary text.
+CSV_NA_TEXT = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+               "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
+
 
 class NoValidRecords(ValueError):
-    """Raised when not a single record could be stored."""
+    """Raised when not a single record could be stored; ``.rejects`` holds every row."""
 
 
 @dataclass(frozen=True)
 class ParsedRecords:
-    """Valid node rows (``NODE_SCHEMA``) and the rejected rows (``row``, ``key``, ``reason``)."""
+    """Valid node rows and the rejected rows.
+
+    Attributes
+    ----------
+    nodes : pyarrow.Table
+        The valid rows as ``NODE_SCHEMA`` (``key``, ``features``, ``label``).
+    rejects : pandas.DataFrame
+        One row per rejected record: ``row`` (0-based position of the record in the
+        input, header not counted), ``key`` (None when missing), ``kind`` (the kinds of
+        its reasons, ``"; "``-joined) and ``reason`` (the messages, ``"; "``-joined).
+    rows : numpy.ndarray, optional
+        Input position of each node row, so every input row is accounted for:
+        ``rows`` and ``rejects["row"]`` together hold each position exactly once.
+    """
 
     nodes: pa.Table
     rejects: pd.DataFrame
+    rows: np.ndarray | None = None
 
     @property
     def n_valid(self) -> int:
         return self.nodes.num_rows
+
+    @property
+    def reject_counts(self) -> dict[str, int]:
+        """Rejected rows per kind of reason, in ``REJECT_KINDS`` order (kinds that did not
+        occur are left out). A row with several problems counts once under each of its
+        kinds, so the counts can add up to more than the number of rejected rows."""
+        return reject_counts(self.rejects)
+
+
+def reject_counts(rejects: pd.DataFrame) -> dict[str, int]:
+    """Rows per kind of reason of a rejects table (see ``ParsedRecords.reject_counts``)."""
+    if not len(rejects):
+        return {}
+    kinds = rejects["kind"].str.split("; ").map(set).explode().value_counts()
+    return {kind: int(kinds[kind]) for kind in REJECT_KINDS if kind in kinds.index}
 
 
 def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None) -> pd.DataFrame:
@@ -41,9 +121,14 @@ def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None) -
     if suffix in (".parquet", ".pq"):
         return pd.read_parquet(path)
     if suffix in (".csv", ".txt", ".tsv"):
-        text_columns = {c: str for c in (key, label) if c}
-        return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text_columns,
-                           keep_default_na=True)
+        sep = "\t" if suffix == ".tsv" else ","
+        columns = pd.read_csv(path, sep=sep, nrows=0).columns
+        text_columns = [c for c in (key, label) if c]
+        # Per-column missing markers need keep_default_na=False (pandas applies its
+        # defaults to every column otherwise): only an empty key or label is missing.
+        na_values = {c: ([""] if c in text_columns else CSV_NA_TEXT) for c in columns}
+        return pd.read_csv(path, sep=sep, dtype={c: str for c in text_columns}, keep_default_na=False,
+                           na_values=na_values)
     raise ValueError(f"unsupported file type {suffix!r}: use .csv, .tsv or .parquet")
 
 
@@ -51,6 +136,8 @@ def resolve_feature_columns(frame: pd.DataFrame, features: str | list[str]) -> l
     """Feature columns from a list, a comma-separated string, or glob patterns ('pixel_*')."""
     patterns = features.split(",") if isinstance(features, str) else list(features)
     patterns = [p.strip() for p in patterns if p.strip()]
+    if not patterns:
+        raise ValueError("features must name at least one column")
     columns: list[str] = []
     for pattern in patterns:
         matched = [c for c in frame.columns if fnmatch.fnmatchcase(str(c), pattern)]
@@ -74,41 +161,114 @@ def _as_text(values: pd.Series) -> pd.Series:
     return pd.Series(np.array([_text_or_none(v) for v in values], dtype=object), dtype=object)
 
 
-def _feature_matrix(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, list[list[str]]]:
-    """Float matrix of the feature columns and, per row, the reasons it cannot be used."""
+def _check_classes(classes: Iterable[str] | None) -> list[str] | None:
+    """The allowed labels as text (normalised like the labels), or None for any label."""
+    if classes is None:
+        return None
+    if isinstance(classes, (str, bytes)):
+        raise TypeError(f"classes must be a list of labels, not one string ({classes!r});"
+                        " e.g. classes=['cat', 'dog']")
+    try:
+        items = list(classes)
+    except TypeError:
+        raise TypeError(f"classes must be a list of labels, got {type(classes).__name__}") from None
+    names = [_text_or_none(c) for c in items]
+    if not names or any(name is None for name in names):
+        raise ValueError(f"classes must be a non-empty list of non-empty labels, got {items!r}")
+    return list(dict.fromkeys(names))
+
+
+def _describe_classes(classes: list[str], shown: int = 8) -> str:
+    """``['a', 'b']``, or the first ``shown`` classes and how many there are in all."""
+    text = ", ".join(repr(c) for c in classes[:shown])
+    return f"[{text}]" if len(classes) <= shown else f"[{text}, ...] ({len(classes)} in all)"
+
+
+Reasons = list[list[tuple[str, str]]]  # per row: (kind, message) pairs
+
+
+def _is_blank(value) -> bool:
+    return isinstance(value, str) and not value.strip()
+
+
+def _feature_matrix(frame: pd.DataFrame, columns: list[str], expected_dim: int | None,
+                    reasons: Reasons) -> np.ndarray:
+    """Float matrix of the feature columns; appends to ``reasons`` why a row cannot be used."""
     n = len(frame)
-    reasons: list[list[str]] = [[] for _ in range(n)]
     if len(columns) == 1 and frame[columns[0]].map(lambda v: isinstance(v, (list, tuple, np.ndarray))).any():
-        return _list_column(frame[columns[0]], reasons)
+        return _list_column(frame[columns[0]], columns[0], expected_dim, reasons)
     matrix = np.empty((n, len(columns)))
     for j, column in enumerate(columns):  # a loop over feature columns, vectorised over rows
         raw = frame[column]
         numeric = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        missing = raw.isna().to_numpy()
+        missing = raw.isna().to_numpy() | raw.map(_is_blank).to_numpy(dtype=bool)
         bad_text = np.isnan(numeric) & ~missing
         for i in np.flatnonzero(bad_text):
-            reasons[i].append(f"non-numeric feature {column}={raw.iloc[i]!r}")
+            reasons[i].append((NON_NUMERIC, f"non-numeric feature {column}={raw.iloc[i]!r}"))
         for i in np.flatnonzero(missing):
-            reasons[i].append(f"missing (NaN) feature {column}")
+            reasons[i].append((MISSING_FEATURE, f"missing (NaN) feature {column}"))
         for i in np.flatnonzero(np.isinf(numeric)):
-            reasons[i].append(f"infinite feature {column}")
+            reasons[i].append((INFINITE_FEATURE, f"infinite feature {column}"))
         matrix[:, j] = numeric
-    return matrix, reasons
+    if expected_dim is not None and len(columns) != expected_dim:
+        for r in reasons:
+            r.append((WRONG_LENGTH, f"wrong feature length: got {len(columns)}, expected {expected_dim}"))
+    return matrix
 
 
-def _list_column(values: pd.Series, reasons: list[list[str]]):
+def _list_column(values: pd.Series, column: str, expected_dim: int | None, reasons: Reasons) -> np.ndarray:
+    """One column of feature lists. The expected length is ``expected_dim`` when the dataset
+    has one, else the most common non-zero length of the batch (the smallest on a tie)."""
     lengths = values.map(lambda v: len(v) if isinstance(v, (list, tuple, np.ndarray)) else -1).to_numpy()
-    common = int(pd.Series(lengths[lengths > 0]).mode().iloc[0]) if (lengths > 0).any() else 0
+    if expected_dim is not None:
+        common = expected_dim
+    else:
+        common = int(pd.Series(lengths[lengths > 0]).mode().iloc[0]) if (lengths > 0).any() else 1
     matrix = np.full((len(values), common), np.nan)
     for i, (v, length) in enumerate(zip(values, lengths)):  # per-row parse of ragged lists
         if length != common:
-            reasons[i].append(f"wrong feature length: got {length if length >= 0 else 'none'}, expected {common}")
+            reasons[i].append((WRONG_LENGTH, f"wrong feature length: got {length if length >= 0 else 'none'},"
+                                             f" expected {common}"))
             continue
-        row = pd.to_numeric(pd.Series(list(v)), errors="coerce").to_numpy(dtype=float)
-        if np.isnan(row).any() or np.isinf(row).any():
-            reasons[i].append("non-numeric, NaN or infinite value in the feature list")
+        items = pd.Series(list(v), dtype=object)
+        row = pd.to_numeric(items, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        missing = items.isna().to_numpy() | items.map(_is_blank).to_numpy(dtype=bool)
+        bad = np.flatnonzero(np.isnan(row) & ~missing)
+        if len(bad):
+            reasons[i].append((NON_NUMERIC, f"non-numeric value {items.iloc[bad[0]]!r} at position {bad[0]}"
+                                            f" of feature list {column}"))
+        if missing.any():
+            reasons[i].append((MISSING_FEATURE, f"missing (NaN) value at position {np.flatnonzero(missing)[0]}"
+                                                f" of feature list {column}"))
+        if np.isinf(row).any():
+            reasons[i].append((INFINITE_FEATURE, f"infinite value at position {np.flatnonzero(np.isinf(row))[0]}"
+                                                 f" of feature list {column}"))
         matrix[i] = row
-    return matrix, reasons
+    return matrix
+
+
+def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, reasons: Reasons) -> None:
+    """Among the rows valid so far, reject repeated keys (the policy is in the module docstring)."""
+    candidates = np.flatnonzero([not r for r in reasons])
+    candidate_keys = keys.iloc[candidates]
+    repeated = candidate_keys.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return
+    groups = pd.Series(candidates[repeated]).groupby(candidate_keys.to_numpy()[repeated], sort=False)
+    for key, positions in groups:  # a loop over repeated keys only
+        positions = positions.to_numpy()
+        first = positions[0]
+        same = all(np.array_equal(matrix[p], matrix[first]) and labels.iloc[p] == labels.iloc[first]
+                   for p in positions[1:])
+        if same:
+            for p in positions[1:]:
+                reasons[p].append((DUPLICATE_KEY, f"duplicate key {key!r}: same values as row {first},"
+                                                  " which is stored"))
+            continue
+        listed = ", ".join(map(str, positions[:5])) + (", ..." if len(positions) > 5 else "")
+        for p in positions:
+            reasons[p].append((DUPLICATE_KEY, f"duplicate key {key!r} with conflicting values in rows"
+                                              f" {listed}: none of them is stored"))
 
 
 def parse_records(
@@ -118,8 +278,9 @@ def parse_records(
     features: str | list[str],
     label: str | None = None,
     expected_dim: int | None = None,
+    classes: Iterable[str] | None = None,
 ) -> ParsedRecords:
-    """Validate records into node rows.
+    """Validate records into node rows; every row is either a node or a reject with reasons.
 
     Parameters
     ----------
@@ -132,16 +293,31 @@ def parse_records(
         Column with the given label (empty where none is given).
     expected_dim : int, optional
         Feature length the dataset already has in the store; rows of another length are rejected.
+    classes : list of str, optional
+        The allowed labels. A row whose label is not one of them is rejected (kind
+        ``label not in classes``); a row without a label is always allowed (it is an
+        unlabeled entity). Classes are normalised like labels (``3`` and ``"3"`` are the
+        same class). None (default) allows any label.
 
     Returns
     -------
     ParsedRecords
+        The node rows, the rejects (``row``, ``key``, ``kind``, ``reason``) and the input
+        position of each node row. Duplicate keys: identical copies keep the first row,
+        conflicting copies are all rejected (see the module docstring).
 
     Raises
     ------
     NoValidRecords
         When no row is valid (the rejects are attached as ``.rejects``).
+    ValueError, TypeError
+        For a key, label or feature column that does not exist, a bad ``classes`` or
+        ``expected_dim``: problems of the call, not of a row.
     """
+    allowed = _check_classes(classes)
+    if expected_dim is not None and (isinstance(expected_dim, bool) or not isinstance(expected_dim, (int, np.integer))
+                                     or expected_dim < 1):
+        raise ValueError(f"expected_dim must be a positive integer, got {expected_dim!r}")
     frame = read_table(source, key, label)
     for column in (key, label):
         if column and column not in frame.columns:
@@ -149,35 +325,44 @@ def parse_records(
     columns = resolve_feature_columns(frame, features)
     keys = _as_text(frame[key])
     labels = _as_text(frame[label]) if label else pd.Series(np.full(len(frame), None, dtype=object))
-    matrix, reasons = _feature_matrix(frame, columns)
-    if expected_dim is not None and matrix.shape[1] != expected_dim:
-        for r in reasons:
-            r.append(f"wrong feature length: got {matrix.shape[1]}, expected {expected_dim}")
-    for i in np.flatnonzero(keys.isna().to_numpy()):  # rejected rows only, each with its reasons
-        reasons[i].insert(0, "missing key")
-    duplicated = keys.duplicated(keep="first").to_numpy() & keys.notna().to_numpy()
-    for i in np.flatnonzero(duplicated):
-        reasons[i].append(f"duplicate key {keys.iloc[i]!r} (its first row is kept)")
+    reasons: Reasons = [[] for _ in range(len(frame))]
+    for i in np.flatnonzero(keys.isna().to_numpy()):
+        reasons[i].append((MISSING_KEY, "missing key"))
+    matrix = _feature_matrix(frame, columns, expected_dim, reasons)
+    if allowed is not None:
+        outside = labels.notna().to_numpy() & ~labels.isin(allowed).to_numpy()
+        described = _describe_classes(allowed)
+        for i in np.flatnonzero(outside):
+            reasons[i].append((UNKNOWN_CLASS, f"label {labels.iloc[i]!r} not in classes {described}"))
+    _reject_duplicates(keys, labels, matrix, reasons)
+
     valid = np.array([not r for r in reasons], dtype=bool)
     bad = np.flatnonzero(~valid)
-    rejects = pd.DataFrame(
-        {"row": bad, "key": keys.iloc[bad].to_numpy(), "reason": ["; ".join(reasons[i]) for i in bad]}
-    )
+    rejects = pd.DataFrame({
+        "row": bad,
+        "key": pd.Series(keys.iloc[bad].to_numpy(), dtype=object),
+        "kind": ["; ".join(dict.fromkeys(kind for kind, _ in reasons[i])) for i in bad],
+        "reason": ["; ".join(message for _, message in reasons[i]) for i in bad],
+    })
     good = np.flatnonzero(valid)
     d = matrix.shape[1]
     nodes = pa.table(
         {
             "key": pa.array(keys.iloc[good].tolist(), pa.string()),
             "features": pa.ListArray.from_arrays(
-                pa.array(np.arange(len(good) + 1, dtype=np.int32) * d), pa.array(matrix[good].ravel())
+                pa.array(np.arange(len(good) + 1, dtype=np.int32) * d), pa.array(matrix[good].ravel(), pa.float64())
             ),
             "label": pa.array(labels.iloc[good].tolist(), pa.string()),
         }
     ).cast(NODE_SCHEMA)
-    parsed = ParsedRecords(nodes, rejects)
     if not len(good):
-        error = NoValidRecords(f"none of the {len(frame)} records is valid; first reasons: "
-                               + "; ".join(rejects["reason"].head(3)))
+        if len(frame):
+            counts = ", ".join(f"{kind}: {n}" for kind, n in reject_counts(rejects).items())
+            message = (f"none of the {len(frame)} records is valid ({counts}); first reasons: "
+                       + "; ".join(rejects["reason"].head(3)))
+        else:
+            message = "the input holds no records"
+        error = NoValidRecords(message)
         error.rejects = rejects
         raise error
-    return parsed
+    return ParsedRecords(nodes, rejects, good)

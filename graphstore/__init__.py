@@ -3,7 +3,8 @@
 ``open_store(uri)`` picks the adapter from the URI: ``neo4j://``, ``neo4j+s://``,
 ``bolt://`` or ``bolt+s://`` open Neo4j; anything else (a folder, or ``kuzu://folder``)
 opens the embedded Kùzu store. Without a URI the store is ``$GRAPHLABEL_STORE`` or
-``.graphlabel/``.
+``.graphlabel/``. A Neo4j URI must not carry credentials (``graphstore.secrets`` says why
+and where the password comes from instead); errors quote URIs through ``redact_uri``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 
 from .base import GraphStore, LabelRunRecord, SubGraph, check_dataset_name
+from .secrets import StoreConnectionError, check_store_uri, redact, redact_uri
 
 DEFAULT_STORE = ".graphlabel"
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
@@ -23,7 +25,13 @@ def default_store_uri() -> str:
 def open_store(uri: str | None = None, **options) -> GraphStore:
     """Open the store named by ``uri`` (see the module docstring)."""
     uri = uri or default_store_uri()
+    scheme, sep, _ = uri.partition("://")
+    if sep and f"{scheme}://" not in (*NEO4J_SCHEMES, "kuzu://"):
+        # without this, "NEO4J://..." or "http://..." would become the name of a Kùzu folder
+        raise ValueError(f"unsupported store URI {redact_uri(uri)}: use a folder, kuzu://FOLDER or one of"
+                         f" {', '.join(NEO4J_SCHEMES)}")
     if uri.startswith(NEO4J_SCHEMES):
+        check_store_uri(uri)  # before the driver is even imported
         from .neo4j_store import Neo4jStore  # the driver is loaded only for Neo4j runs
 
         return Neo4jStore.from_uri(uri, **options)
@@ -32,4 +40,5 @@ def open_store(uri: str | None = None, **options) -> GraphStore:
     return KuzuStore(uri.removeprefix("kuzu://"), **options)
 
 
-__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "open_store", "default_store_uri", "check_dataset_name"]
+__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "open_store", "default_store_uri", "check_dataset_name",
+           "StoreConnectionError", "check_store_uri", "redact", "redact_uri"]

@@ -12,9 +12,11 @@ Data crosses the port in bulk, as Arrow tables and numpy arrays, never row objec
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -70,9 +72,48 @@ class SubGraph:
         return len(self.keys)
 
 
+#: Life cycle of a run: written "running" when it starts, then "completed" or "failed".
+RUN_STATUSES = ("running", "completed", "failed")
+#: LabelRun properties stored as JSON text (Neo4j properties cannot hold maps), decoded on reading.
+RUN_JSON_COLUMNS = ("parameters", "metrics", "timings", "versions")
+#: Columns of ``GraphStore.read_runs``, in order.
+RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_at", "n_nodes",
+               "n_labeled", "n_flagged", "parameters", "metrics", "timings", "versions", "error")
+#: Columns of the neighbour table of ``GraphStore.explain``, in order.
+NEIGHBOUR_COLUMNS = ("key", "weight", "share", "given_label", "predicted_label", "label", "agrees")
+
+
+class NotFound(LookupError):
+    """A run or node the caller named is not in the store (the message names it).
+
+    A LookupError but not a KeyError, whose ``str()`` would print the message in quotes."""
+
+
 @dataclass(frozen=True)
 class LabelRunRecord:
-    """What a labelling run writes as its ``LabelRun`` node."""
+    """What a labelling run writes as its ``LabelRun`` node.
+
+    A run is written up to twice under one ``run_id``: ``status="running"`` when it starts
+    (``finished_at`` None), then ``"completed"`` or ``"failed"`` (with ``error``) at the
+    end; each write replaces the node's properties.
+
+    Parameters
+    ----------
+    run_id, dataset, solver : str
+    parameters, metrics : dict
+        Stored as JSON text.
+    timings : dict of str to float
+        Seconds per stage.
+    started_at : pandas.Timestamp
+    finished_at : pandas.Timestamp or None
+        None while the run is running.
+    n_nodes, n_labeled, n_flagged : int
+    status : {"running", "completed", "failed"}, default "completed"
+    versions : dict of str to str
+        Library versions the run used (``graphlabel.provenance.versions()``).
+    error : str or None
+        Message of a failed run.
+    """
 
     run_id: str
     dataset: str
@@ -81,10 +122,144 @@ class LabelRunRecord:
     metrics: dict[str, Any]
     timings: dict[str, float]
     started_at: pd.Timestamp
-    finished_at: pd.Timestamp
+    finished_at: pd.Timestamp | None
     n_nodes: int
     n_labeled: int
     n_flagged: int
+    status: str = "completed"
+    versions: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {self.status!r}")
+
+    def properties(self) -> dict[str, Any]:
+        """The run as the parameters of ``write_run.*.cypher``: dictionaries as JSON text,
+        timestamps as naive UTC datetimes (both stores keep them without a zone)."""
+        return {
+            "run_id": self.run_id,
+            "dataset": self.dataset,
+            "solver": self.solver,
+            "status": self.status,
+            "parameters": json.dumps(self.parameters, sort_keys=True, default=str),
+            "metrics": json.dumps(self.metrics, sort_keys=True, default=str),
+            "timings": json.dumps(self.timings, sort_keys=True),
+            "versions": json.dumps(self.versions, sort_keys=True, default=str),
+            "error": None if self.error is None else str(self.error),
+            "started_at": naive_utc(self.started_at),
+            "finished_at": naive_utc(self.finished_at),
+            "n_nodes": int(self.n_nodes),
+            "n_labeled": int(self.n_labeled),
+            "n_flagged": int(self.n_flagged),
+        }
+
+
+def naive_utc(timestamp) -> Any:
+    """A timestamp (pandas, datetime, or the Neo4j driver's DateTime) as a naive
+    ``datetime`` in UTC; None stays None."""
+    if hasattr(timestamp, "to_native"):  # neo4j.time.DateTime / LocalDateTime
+        timestamp = timestamp.to_native()
+    if timestamp is None or pd.isna(timestamp):
+        return None
+    timestamp = pd.Timestamp(timestamp)
+    if timestamp.tzinfo is not None:
+        timestamp = timestamp.tz_convert("UTC").tz_localize(None)
+    return timestamp.to_pydatetime()
+
+
+def _decode_json(value: Any) -> dict[str, Any]:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return {}  # a run written before the column existed
+    return json.loads(value) if isinstance(value, (str, bytes)) else dict(value)
+
+
+def runs_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """``read_runs``' frame from rows of LabelRun properties: ``RUN_COLUMNS`` in order, JSON
+    columns decoded to dicts ({} where absent), timestamps as naive pandas Timestamps, a
+    missing status read as "completed" (runs written before statuses existed)."""
+    rows = [dict(row) for row in rows]
+    frame = pd.DataFrame({name: [row.get(name) for row in rows] for name in RUN_COLUMNS})
+    for name in RUN_JSON_COLUMNS:
+        frame[name] = [_decode_json(value) for value in frame[name]]
+    for name in ("started_at", "finished_at"):
+        frame[name] = pd.to_datetime([naive_utc(value) for value in frame[name]])
+    frame["status"] = frame["status"].where(frame["status"].notna(), "completed")
+    frame["error"] = frame["error"].astype(object).where(frame["error"].notna(), None)
+    for name in ("n_nodes", "n_labeled", "n_flagged"):
+        frame[name] = pd.array(frame[name], dtype="Int64")
+    return frame
+
+
+def check_limit(value: Any, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``; anything else (bools, floats, strings) is refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def runs_to_prune(runs: pd.DataFrame, keep_last: int) -> list[str]:
+    """Run ids that retention removes: the dataset's runs older than its ``keep_last``
+    newest completed ones.
+
+    ``runs`` has columns ``run_id``, ``status``, ``started_at`` (one dataset). Runs are
+    ordered newest first by ``started_at`` (missing ones count as oldest), then by run id.
+    Kept: the ``keep_last`` newest completed runs, every run newer than the oldest of those
+    (a failed run from last night stays next to the runs around it), and every "running"
+    run. The stores also keep the run the nodes' ``label_run_id`` points to, checked in
+    the deleting transaction.
+    """
+    keep_last = check_limit(keep_last, "keep_last", minimum=0)
+    if runs.empty:
+        return []
+    status = runs["status"].where(runs["status"].notna(), "completed")
+    started = pd.to_datetime(runs["started_at"])
+    ordered = (pd.DataFrame({"run_id": runs["run_id"].astype(str), "status": status,
+                             "missing": started.isna(), "started": started})
+               .sort_values(["missing", "started", "run_id"], ascending=[True, False, False],
+                            kind="stable")
+               .reset_index(drop=True))
+    completed = ordered.index[ordered["status"] == "completed"]
+    if len(completed) <= keep_last:
+        return []
+    # everything after the keep_last-th newest completed run (position `boundary`) goes
+    boundary = completed[keep_last - 1] if keep_last else -1
+    beyond = ordered.iloc[boundary + 1:]
+    return beyond.loc[beyond["status"] != "running", "run_id"].tolist()
+
+
+def explanation(node: Mapping[str, Any] | None, neighbours: Iterable[Mapping[str, Any]], dataset: str,
+                key: str) -> tuple[dict[str, Any], pd.DataFrame]:
+    """``explain``'s result from the rows of ``explain_node`` and ``explain_neighbours``.
+
+    ``node["neighbours"]`` lists ``{key, label, weight}`` for every neighbour (label: the
+    given one, else the predicted one; an entry with a null key stands for "no
+    neighbour"); it becomes ``degree`` (the sum of the weights), ``n_neighbours`` and
+    ``class_shares``: class → its neighbours' weight / degree, largest first, ``None``
+    for neighbours with neither label.
+    """
+    if node is None:
+        raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+    node = dict(node)
+    entries = [dict(e) for e in node.pop("neighbours", None) or [] if e and e.get("key") is not None]
+    per_class: dict[Any, float] = {}
+    for entry in entries:
+        per_class[entry["label"]] = per_class.get(entry["label"], 0.0) + float(entry["weight"] or 0.0)
+    degree = float(sum(per_class.values()))
+    shares = sorted(((label, weight / degree if degree > 0 else 0.0) for label, weight in per_class.items()),
+                    key=lambda item: (-item[1], str(item[0])))
+    labelled_at = naive_utc(node.get("labelled_at"))
+    node["labelled_at"] = None if labelled_at is None else pd.Timestamp(labelled_at)
+    node.update(dataset=dataset, degree=degree, n_neighbours=len(entries), class_shares=dict(shares))
+    frame = pd.DataFrame([dict(row) for row in neighbours], columns=[c for c in NEIGHBOUR_COLUMNS
+                                                                       if c not in ("share", "agrees")])
+    frame["weight"] = frame["weight"].astype(float)
+    frame["share"] = frame["weight"] / degree if degree > 0 else 0.0
+    predicted = node.get("predicted_label")
+    frame["agrees"] = [label is not None and label == predicted for label in frame["label"]]
+    for name in ("given_label", "predicted_label", "label"):
+        frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
+    return node, frame[list(NEIGHBOUR_COLUMNS)]
 
 
 def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
@@ -95,20 +270,27 @@ def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
     return table.select(schema.names).cast(schema)
 
 
+def _positions(values: pa.ChunkedArray, key_set: pa.Array) -> np.ndarray:
+    """Position of each value in ``key_set``, -1 where it is absent."""
+    found = pa.compute.index_in(values, value_set=key_set)
+    return found.fill_null(-1).to_numpy().astype(np.int64)
+
+
 def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
     """Assemble a SubGraph from a node table (key, label, features) and an edge table
     (source, target, weight) given by key; edges to nodes outside the table are dropped."""
-    keys = np.asarray(nodes.column("key").to_pylist(), dtype=object)
-    labels = np.asarray(nodes.column("label").to_pylist(), dtype=object)
+    keys = nodes.column("key").to_numpy(zero_copy_only=False).astype(object)
+    labels = nodes.column("label").to_numpy(zero_copy_only=False).astype(object)
     features = None
     if "features" in nodes.column_names and nodes.num_rows:
         flat = nodes.column("features").combine_chunks()
         lengths = pa.compute.list_value_length(flat).to_numpy(zero_copy_only=False)
         if len(set(lengths.tolist())) == 1:
             features = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1)
-    index = pd.Index(keys)
-    src = index.get_indexer(edges.column("source").to_pandas())
-    dst = index.get_indexer(edges.column("target").to_pandas())
+    # Arrow's hash lookup, in C over the key strings: no Python object per relationship.
+    key_set = nodes.column("key").combine_chunks()
+    src = _positions(edges.column("source"), key_set)
+    dst = _positions(edges.column("target"), key_set)
     weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
     inside = (src >= 0) & (dst >= 0)
     return SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside])
@@ -146,6 +328,63 @@ class GraphStore(ABC):
         """Create (or replace) the run's ``LabelRun`` node."""
 
     @abstractmethod
+    def read_runs(self, dataset: str | None = None, run_id: str | None = None,
+                  limit: int = 20) -> pd.DataFrame:
+        """The ``LabelRun`` nodes, newest first (by ``started_at``).
+
+        Parameters
+        ----------
+        dataset : str, optional
+            Only this dataset's runs.
+        run_id : str, optional
+            Only this run.
+        limit : int, default 20
+            At most this many rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``RUN_COLUMNS``; ``parameters``, ``metrics``, ``timings`` and
+            ``versions`` decoded to dicts; no rows when nothing matches.
+        """
+
+    @abstractmethod
+    def prune_runs(self, dataset: str, keep_last: int) -> int:
+        """Retention: delete the dataset's ``LabelRun`` nodes older than its ``keep_last``
+        newest completed runs (see ``runs_to_prune``), never a "running" run nor the run a
+        node's ``label_run_id`` points to. Returns how many were deleted."""
+
+    @abstractmethod
+    def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
+        """Why node ``key`` got its label, from the stored similarity relationships.
+
+        Parameters
+        ----------
+        dataset, key : str
+        limit : int, default 10
+            Neighbours listed (strongest first); the class shares use all of them.
+
+        Returns
+        -------
+        node : dict
+            ``key``, ``given_label``, ``predicted_label``, ``label_confidence``,
+            ``label_noise``, ``label_run_id``, ``label_solver``, ``labelled_at``,
+            ``dataset``, ``degree`` (sum of the weights to the neighbours),
+            ``n_neighbours`` and ``class_shares``: class → share of the degree going to
+            neighbours of that class (given label, else predicted), largest first.
+        neighbours : pandas.DataFrame
+            ``NEIGHBOUR_COLUMNS``: the neighbour's key, the weight (the larger one where a
+            pair has a relationship each way, as the solvers read it), its share of the
+            degree, given and predicted label, ``label`` (given, else predicted) and
+            whether that label agrees with the node's prediction.
+
+        Raises
+        ------
+        NotFound
+            No node with that key in the dataset.
+        """
+
+    @abstractmethod
     def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
         """Run a read query typed by a user and return its rows."""
 
@@ -154,6 +393,36 @@ class GraphStore(ABC):
         Neo4j GDS); returns the relationship count. The others leave the graph to the
         flow's local builder and ``replace_edges``."""
         raise NotImplementedError(f"{type(self).__name__} has no native kNN builder")
+
+    # -- incremental runs (see graphstore/changes.py) ------------------------------------
+
+    def add_edges(self, dataset: str, edges: pa.Table) -> int:
+        """Write these similarity relationships next to the existing ones (nothing is
+        deleted; a relationship already there is updated, so a retried call does not
+        double it); returns the count written."""
+        raise NotImplementedError(f"{type(self).__name__} cannot add edges")
+
+    def build_knn_edges_for(self, dataset: str, keys, **spec: Any) -> int:
+        """Native kNN for some nodes only (``native_knn`` stores: GDS filtered kNN): the
+        relationships from the nodes ``keys`` to their k nearest among all the dataset's
+        nodes, added without deleting any; ``spec`` as ``build_knn_edges`` with the
+        recorded σ. Returns the relationships written."""
+        raise NotImplementedError(f"{type(self).__name__} has no native kNN builder")
+
+    def read_label_state(self, dataset: str) -> pa.Table:
+        """Per node (``changes.LABEL_STATE_SCHEMA``): ``key``; ``changed``: never labelled,
+        or features / given label changed after it was (``labelled_at`` older than
+        ``updated_at``); ``labelled``: ``labelled_at`` is set; ``predicted_label``."""
+        raise NotImplementedError(f"{type(self).__name__} does not track changes")
+
+    def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
+        """Record the parameters the dataset's similarity relationships were built with
+        (graph, k, metric, weights, sigma, ...), replacing the previous record."""
+        raise NotImplementedError(f"{type(self).__name__} does not record graph builds")
+
+    def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
+        """The parameters recorded by ``write_graph_build`` (with ``built_at``), or None."""
+        raise NotImplementedError(f"{type(self).__name__} does not record graph builds")
 
     def close(self) -> None:
         """Release the connection."""

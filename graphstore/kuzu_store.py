@@ -6,7 +6,6 @@ fork with the same Python API (real-ladybug, ryugraph) is a one-line change here
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,14 @@ from .base import (
     LabelRunRecord,
     SubGraph,
     check_dataset_name,
+    check_limit,
     conform_table,
+    explanation,
+    runs_frame,
+    runs_to_prune,
     subgraph_from_tables,
 )
+from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
 from .queries import load_query, split_statements
 
 DATABASE_FILE = "graph.kuzu"
@@ -97,9 +101,11 @@ class KuzuStore(GraphStore):
         rows = nodes.set_column(1, "features", _features_to_blob(nodes.column("features")))
         rows = rows.append_column("uid", _uids(dataset, nodes.column("key"))).append_column(
             "dataset", pa.array([dataset] * nodes.num_rows, pa.string())
-        )
+        ).append_column("content_hash", pa.array(content_hashes(nodes), pa.int64()))
         if rows.num_rows:
-            self._bulk("upsert_nodes", {"rows": rows})
+            # updated_at: only for new rows and rows whose hash differs (upsert_nodes.kuzu.cypher)
+            now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
+            self._bulk("upsert_nodes", {"rows": rows, "now": now})
         return rows.num_rows
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
@@ -117,6 +123,54 @@ class KuzuStore(GraphStore):
         if rows.num_rows:
             self._bulk("insert_edges", {"edges": rows})
         return rows.num_rows
+
+    def _edge_rows(self, dataset: str, edges: pa.Table) -> pa.Table:
+        return pa.table({
+            "from": _uids(dataset, edges.column("source")),
+            "to": _uids(dataset, edges.column("target")),
+            "weight": edges.column("weight"),
+            "dataset": pa.array([dataset] * edges.num_rows, pa.string()),
+        })
+
+    def add_edges(self, dataset: str, edges: pa.Table) -> int:
+        check_dataset_name(dataset)
+        rows = self._edge_rows(dataset, conform_table(edges, EDGE_SCHEMA, "edge"))
+        if not rows.num_rows:
+            return 0
+        # pairs already stored (a retried call) are MERGEd, the others bulk-loaded (see
+        # existing_edges.kuzu.cypher for the timings behind the split)
+        stored = self._run("existing_edges", {"edges": rows}).get_as_arrow()
+        if stored.num_rows:
+            pairs = pd.MultiIndex.from_arrays([rows.column("from").to_pandas(), rows.column("to").to_pandas()])
+            known = pairs.isin(pd.MultiIndex.from_arrays([stored.column("from").to_pandas(),
+                                                         stored.column("to").to_pandas()]))
+            self._run("add_edges", {"edges": rows.filter(pa.array(known))})
+            rows = rows.filter(pa.array(~known))
+        if rows.num_rows:
+            self._run("insert_edges", {"edges": rows})
+        self._run("checkpoint")
+        return int(stored.num_rows + rows.num_rows)
+
+    def read_label_state(self, dataset: str) -> pa.Table:
+        check_dataset_name(dataset)
+        table = self._run("read_label_state", {"dataset": dataset}).get_as_arrow()
+        return label_state_table(table.column("key"), table.column("changed"), table.column("labelled"),
+                                 table.column("predicted_label"))
+
+    def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
+        check_dataset_name(dataset)
+        self._run("write_graph_build", {
+            "dataset": dataset, "spec": graph_build_json(spec),
+            "built_at": pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()})
+
+    def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
+        check_dataset_name(dataset)
+        rows = self._run("read_graph_build", {"dataset": dataset}).get_as_arrow().to_pylist()
+        if not rows:
+            return None
+        spec = graph_build_from_json(rows[0]["spec"])
+        spec["built_at"] = pd.Timestamp(rows[0]["built_at"]) if rows[0]["built_at"] is not None else None
+        return spec
 
     def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
         check_dataset_name(dataset)
@@ -142,22 +196,37 @@ class KuzuStore(GraphStore):
         return rows.num_rows
 
     def write_run(self, run: LabelRunRecord) -> None:
-        self._run(
-            "write_run",
-            {
-                "run_id": run.run_id,
-                "dataset": run.dataset,
-                "solver": run.solver,
-                "parameters": json.dumps(run.parameters, sort_keys=True, default=str),
-                "metrics": json.dumps(run.metrics, sort_keys=True, default=str),
-                "timings": json.dumps(run.timings, sort_keys=True),
-                "started_at": run.started_at.to_pydatetime().replace(tzinfo=None),
-                "finished_at": run.finished_at.to_pydatetime().replace(tzinfo=None),
-                "n_nodes": run.n_nodes,
-                "n_labeled": run.n_labeled,
-                "n_flagged": run.n_flagged,
-            },
-        )
+        self._run("write_run", run.properties())
+
+    def read_runs(self, dataset: str | None = None, run_id: str | None = None,
+                  limit: int = 20) -> pd.DataFrame:
+        if dataset is not None:
+            check_dataset_name(dataset)
+        limit = check_limit(limit, "limit")
+        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit})
+        return runs_frame(rows.get_as_arrow().to_pylist())
+
+    def prune_runs(self, dataset: str, keep_last: int) -> int:
+        check_dataset_name(dataset)
+        doomed = runs_to_prune(self._run("run_history", {"dataset": dataset}).get_as_arrow().to_pandas(),
+                               keep_last)
+        if not doomed:
+            return 0
+        # one statement, so one transaction: the guards in delete_runs.kuzu.cypher see the
+        # same state as the delete
+        return int(self._run("delete_runs", {"dataset": dataset, "run_ids": doomed}).get_next()[0])
+
+    def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
+        check_dataset_name(dataset)
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a string, got {type(key).__name__}")
+        limit = check_limit(limit, "limit")
+        uid = f"{dataset}:{key}"  # the primary key, as _uids builds it
+        node = self._run("explain_node", {"uid": uid}).get_as_arrow().to_pylist()
+        if not node:
+            return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
+        neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
+        return explanation(node[0], neighbours, dataset, key)
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
         return self._conn.execute(cypher, parameters or {}).get_as_arrow().to_pandas()

@@ -62,6 +62,13 @@ Open decisions and the choices made here
   as the previous one for the nodes it had reached.
 - Timestamps: ``labelled_at``, ``started_at`` and ``finished_at`` are written as Neo4j
   LocalDateTime (UTC, no zone), as in the Kùzu store.
+- Incremental runs (graphstore/changes.py, flows/incremental.py): ``write_nodes`` sends
+  each row's content hash and sets ``updated_at`` only where the stored hash differs (two
+  SET clauses: the first reads the old hash). New nodes get relationships from GDS
+  filtered kNN (``build_knn_edges_for``: the new nodes carry a label in the projection
+  only, used as ``sourceNodeFilter``; nothing is deleted) or from ``add_edges`` (MERGE
+  batches). The build parameters live on a ``GraphBuild`` node (fixed label, keyed by
+  dataset name).
 """
 
 from __future__ import annotations
@@ -86,11 +93,18 @@ from .base import (
     LabelRunRecord,
     SubGraph,
     check_dataset_name,
+    check_limit,
     conform_table,
+    explanation,
+    naive_utc,
+    runs_frame,
+    runs_to_prune,
     subgraph_from_tables,
 )
+from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
 from .identifiers import Fragment, check_identifier, compose, join, literal, prop, quote, render
 from .queries import load_query, split_statements
+from .secrets import StoreConnectionError, check_store_uri, neo4j_credentials, redact, redact_uri
 
 MIN_GDS_VERSION = (2, 4, 0)  # the gds.graph.project Cypher aggregation used for projecting
 EDGE_BUILDERS = ("gds", "local")
@@ -124,6 +138,9 @@ class Neo4jGraphConfig:
         Names of the properties a run writes on each node.
     previous_predicted_label, previous_label_run_id : str
         Where a write-back keeps the prediction and run id it replaces (Neo4j only).
+    updated_at, content_hash : str
+        Change tracking written by ``write_nodes`` (graphstore/changes.py): when the node's
+        features or given label last changed, and their hash.
     batch_size : int
         Rows per UNWIND batch (one transaction each).
     edge_builder : {"gds", "local"}
@@ -146,12 +163,15 @@ class Neo4jGraphConfig:
     labelled_at: str = "labelled_at"
     previous_predicted_label: str = "previous_predicted_label"
     previous_label_run_id: str = "previous_label_run_id"
+    updated_at: str = "updated_at"
+    content_hash: str = "content_hash"
     batch_size: int = 10_000
     edge_builder: str = "gds"
     _fragments: dict = field(default=None, init=False, repr=False, compare=False)
 
     WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_run_id", "label_solver",
-               "labelled_at", "previous_predicted_label", "previous_label_run_id")
+               "labelled_at", "previous_predicted_label", "previous_label_run_id", "updated_at",
+               "content_hash")
 
     def __post_init__(self) -> None:
         for name in ("node_label", "key", "given_label", "relationship", "weight", "run_label",
@@ -242,29 +262,47 @@ class Neo4jGraphConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> "Neo4jGraphConfig":
         """Settings from ``GRAPHLABEL_NEO4J_<FIELD>`` variables (e.g. ``GRAPHLABEL_NEO4J_NODE_LABEL``),
         overridden by ``options``. ``FEATURES`` takes a comma-separated list; an empty
-        ``DATASET`` means no dataset property; ``BATCH_SIZE`` is an integer."""
+        ``DATASET`` means no dataset property; ``BATCH_SIZE`` is an integer.
+
+        Each variable is validated on its own and refused with a ``ValueError`` naming it
+        (the environment is where a deployment's hostile or mistyped value comes from);
+        a variable overridden by an option is not read."""
         environ = os.environ if environ is None else environ
         unknown = set(options) - set(cls.option_names())
         if unknown:
             raise ValueError(f"unknown Neo4j store options {sorted(unknown)}; valid: {sorted(cls.option_names())}")
         settings: dict[str, Any] = {}
         for name in cls.option_names():
-            value = environ.get(ENV_PREFIX + name.upper())
-            if value is None:
+            variable = ENV_PREFIX + name.upper()
+            value = environ.get(variable)
+            if value is None or name in options:
                 continue
-            if name == "dataset":
-                settings[name] = value.strip() or None
-            elif name == "features":
-                settings[name] = tuple(part.strip() for part in value.split(",") if part.strip())
-            elif name == "batch_size":
-                try:
-                    settings[name] = int(value)
-                except ValueError:
-                    raise ValueError(f"{ENV_PREFIX}BATCH_SIZE must be an integer, got {value!r}") from None
-            else:
-                settings[name] = value.strip()
+            settings[name] = cls._env_setting(name, variable, value)
         settings.update(options)
         return cls(**settings)
+
+    @staticmethod
+    def _env_setting(name: str, variable: str, value: str) -> Any:
+        """The setting ``name`` parsed from environment variable ``variable``, or a
+        ``ValueError`` naming the variable."""
+        what = f"{name} setting (environment variable {variable})"
+        value = value.strip()
+        if name == "dataset":
+            return check_identifier(value, what) if value else None
+        if name == "features":
+            parts = tuple(part.strip() for part in value.split(","))
+            for part in parts:
+                check_identifier(part, what)  # an empty part ("a,,b", "") is refused too
+            return parts
+        if name == "batch_size":
+            if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
+                raise ValueError(f"{variable} must be a positive integer, got {value!r}")
+            return int(value)
+        if name == "edge_builder":
+            if value not in EDGE_BUILDERS:
+                raise ValueError(f"{variable} must be one of {EDGE_BUILDERS}, got {value!r}")
+            return value
+        return check_identifier(value, what)
 
 
 
@@ -329,28 +367,44 @@ class Neo4jStore(GraphStore):
                  **config_options: Any) -> "Neo4jStore":
         """Connect to ``uri`` (neo4j://, bolt://, ...).
 
-        The user, password and database default to ``$NEO4J_USER`` (else ``neo4j``),
-        ``$NEO4J_PASSWORD`` (no authentication when unset) and ``$NEO4J_DATABASE`` (else
-        the server's default). Other keyword options are ``Neo4jGraphConfig`` fields; fields
-        not given come from ``GRAPHLABEL_NEO4J_<FIELD>`` variables, then the defaults (so the
-        CLI, which passes only the URI, is configured through the environment).
+        The user defaults to ``$NEO4J_USER`` (else ``neo4j``), the password to
+        ``$NEO4J_PASSWORD`` or the Prefect Secret block named by
+        ``$GRAPHLABEL_NEO4J_PASSWORD_BLOCK`` (no authentication when neither is set; see
+        ``graphstore.secrets``), the database to ``$NEO4J_DATABASE`` (else the server's
+        default). Other keyword options are ``Neo4jGraphConfig`` fields; fields not given
+        come from ``GRAPHLABEL_NEO4J_<FIELD>`` variables, then the defaults (so the CLI,
+        which passes only the URI, is configured through the environment).
+
+        Everything is validated before the driver is created: a URI with credentials, a
+        hostile name or a bad option never reaches the server. A failure to connect (or to
+        create the schema) raises ``StoreConnectionError`` with a redacted message and no
+        chained driver exception, whose text could quote the URI or the password.
         """
         import neo4j  # loaded only for Neo4j runs
 
+        check_store_uri(uri)
         if config is not None and config_options:
             raise ValueError("pass either config= or individual configuration options, not both")
         config = config if config is not None else Neo4jGraphConfig.from_env(**config_options)
-        user = user or os.environ.get("NEO4J_USER") or "neo4j"
-        password = password if password is not None else os.environ.get("NEO4J_PASSWORD")
+        user, password = neo4j_credentials(user, password)
         database = database or os.environ.get("NEO4J_DATABASE") or None
         auth = (user, password) if password is not None else None
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth, **(driver_options or {}))
+        driver, failure = None, None
         try:
+            driver = neo4j.GraphDatabase.driver(uri, auth=auth, **(driver_options or {}))
             driver.verify_connectivity()
             return cls(driver, config, database=database, ensure_schema=ensure_schema)
-        except Exception:
-            driver.close()
-            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is re-raised below, redacted
+            failure = StoreConnectionError(f"could not open the Neo4j store at {redact_uri(uri)}:"
+                                           f" {type(exc).__name__}: {redact(exc, password)}")
+            if driver is not None:
+                try:
+                    driver.close()
+                except Exception:  # noqa: BLE001 - the failure to report is the one above
+                    pass
+        # Raised outside the except block so that the driver's exception is neither the
+        # cause nor the context of this one: tracebacks and Prefect's logs print both.
+        raise failure
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -393,7 +447,10 @@ class Neo4jStore(GraphStore):
             if not np.all(lengths == n_props):
                 raise ValueError(f"features must have {n_props} values, one per configured feature"
                                  f" property {self.config.feature_properties}")
-        self._write_batches("upsert_nodes", nodes, {"dataset": dataset})
+        # change tracking: updated_at moves only where the hash differs (upsert_nodes.neo4j.cypher)
+        rows = nodes.append_column("content_hash", pa.array(content_hashes(nodes), pa.int64()))
+        now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
+        self._write_batches("upsert_nodes", rows, {"dataset": dataset, "now": now})
         return nodes.num_rows
 
     def _delete_edges(self, dataset: str) -> int:
@@ -411,6 +468,37 @@ class Neo4jStore(GraphStore):
         self._delete_edges(dataset)
         self._write_batches("insert_edges", edges, {"dataset": dataset})
         return edges.num_rows
+
+    def add_edges(self, dataset: str, edges: pa.Table) -> int:
+        check_dataset_name(dataset)
+        edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        self._write_batches("add_edges", edges, {"dataset": dataset})
+        return edges.num_rows
+
+    def read_label_state(self, dataset: str) -> pa.Table:
+        check_dataset_name(dataset)
+        columns = self._single("read_label_state", {"dataset": dataset}, READ)
+        if columns is None:
+            return label_state_table([], [], [], [])
+        has_predicted = np.asarray(columns["has_predicted"], dtype=bool)
+        predicted = np.where(has_predicted, np.asarray(columns["predicted"], dtype=object), None)
+        return label_state_table(columns["keys"], columns["changed"], columns["labelled"], predicted.tolist())
+
+    def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
+        check_dataset_name(dataset)
+        self._single("write_graph_build", {
+            "dataset": dataset, "spec": graph_build_json(spec),
+            "built_at": pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()})
+
+    def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
+        check_dataset_name(dataset)
+        record = self._single("read_graph_build", {"dataset": dataset}, READ)
+        if record is None:
+            return None
+        spec = graph_build_from_json(record["spec"])
+        built_at = naive_utc(record["built_at"])
+        spec["built_at"] = None if built_at is None else pd.Timestamp(built_at)
+        return spec
 
     def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
         check_dataset_name(dataset)
@@ -450,20 +538,44 @@ class Neo4jStore(GraphStore):
         return self._write_batches("write_predictions", predictions, {"dataset": dataset})
 
     def write_run(self, run: LabelRunRecord) -> None:
-        self._single("write_run", {
-            "run_id": run.run_id,
-            "dataset": run.dataset,
-            "solver": run.solver,
-            # Neo4j properties cannot hold maps: the dictionaries are stored as JSON text.
-            "parameters": json.dumps(run.parameters, sort_keys=True, default=str),
-            "metrics": json.dumps(run.metrics, sort_keys=True, default=str),
-            "timings": json.dumps(run.timings, sort_keys=True),
-            "started_at": run.started_at.to_pydatetime().replace(tzinfo=None),
-            "finished_at": run.finished_at.to_pydatetime().replace(tzinfo=None),
-            "n_nodes": int(run.n_nodes),
-            "n_labeled": int(run.n_labeled),
-            "n_flagged": int(run.n_flagged),
-        })
+        # Neo4j properties cannot hold maps: the dictionaries go as JSON text; a null
+        # (finished_at of a running run, error of a successful one) removes the property.
+        self._single("write_run", run.properties())
+
+    def read_runs(self, dataset: str | None = None, run_id: str | None = None,
+                  limit: int = 20) -> pd.DataFrame:
+        if dataset is not None:
+            check_dataset_name(dataset)
+        limit = check_limit(limit, "limit")
+        records = self._execute(self.cypher("read_runs"),
+                                {"dataset": dataset, "run_id": run_id, "max_rows": limit}, READ).records
+        return runs_frame(record.data() for record in records)
+
+    def prune_runs(self, dataset: str, keep_last: int) -> int:
+        check_dataset_name(dataset)
+        records = self._execute(self.cypher("run_history"), {"dataset": dataset}, READ).records
+        history = pd.DataFrame([record.data() for record in records], columns=["run_id", "status", "started_at"])
+        history["started_at"] = pd.to_datetime([naive_utc(value) for value in history["started_at"]])
+        doomed = runs_to_prune(history, keep_last)
+        deleted = 0
+        # one managed transaction per batch, each re-checking the runs it must never delete
+        for start in range(0, len(doomed), self.config.batch_size):
+            record = self._single("delete_runs", {"dataset": dataset,
+                                                  "run_ids": doomed[start:start + self.config.batch_size]})
+            deleted += int(record["deleted"]) if record is not None else 0
+        return deleted
+
+    def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
+        check_dataset_name(dataset)
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a string, got {type(key).__name__}")
+        limit = check_limit(limit, "limit")
+        node = self._single("explain_node", {"dataset": dataset, "key": key}, READ)
+        if node is None:
+            return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
+        records = self._execute(self.cypher("explain_neighbours"),
+                                {"dataset": dataset, "key": key, "max_rows": limit}, READ).records
+        return explanation(node.data(), [record.data() for record in records], dataset, key)
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
         result = self._execute(cypher, parameters or {}, READ)
@@ -604,6 +716,78 @@ class Neo4jStore(GraphStore):
             "sigma": float(sigma) if sigma is not None and sigma > 0 else 1.0,
         })
         return int(record["kept"]) if record is not None else written
+
+    def build_knn_edges_for(self, dataset: str, keys, *, k: int = 10, metric: str = "euclidean",
+                            weights: str = "similarity", sigma: float | None = None,
+                            similarity_cutoff: float | None = None, seed: int | None = None,
+                            deterministic: bool = False, concurrency: int | None = None,
+                            sample_rate: float | None = None, delta_threshold: float | None = None,
+                            max_iterations: int | None = None) -> int:
+        """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
+        nodes, with GDS filtered kNN, added next to the existing ones (incremental runs).
+
+        ``gds.knn.filtered.write`` with ``sourceNodeFilter`` the label ``GraphlabelNew``,
+        given in the projection to the nodes ``keys`` only, and ``targetNodeFilter``
+        ``GraphlabelNode`` (every projected node; gds_project_new.neo4j.cypher). Syntax and
+        filter forms (node ids, nodes or a label):
+        https://neo4j.com/docs/graph-data-science/current/algorithms/filtered-knn/
+        Nothing is deleted. Weights as ``build_knn_edges``: ``"similarity"`` keeps the score;
+        ``"gaussian"`` (with the ``sigma`` the graph was built with: required),
+        ``"cosine"`` and ``"binary"`` rewrite the new relationships only
+        (gds_reweight_new_edges.neo4j.cypher). Returns the relationships written.
+        """
+        if not self.native_knn:
+            raise NotImplementedError("this store is configured with edge_builder='local': the flow"
+                                      " adds edges with similarity.knn_edges_for and add_edges")
+        check_dataset_name(dataset)
+        keys = [str(key) for key in (keys.tolist() if hasattr(keys, "tolist") else keys)]
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        if metric not in KNN_METRICS:
+            raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
+        if weights not in KNN_WEIGHTS:
+            raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
+        if weights == "cosine" and metric != "cosine":
+            raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
+        if weights == "gaussian" and (sigma is None or not sigma > 0):
+            raise ValueError("weights='gaussian' needs the sigma the existing graph was built with")
+        if not keys:
+            return 0
+        gds = self.gds()
+        if deterministic and seed is None:
+            seed = 0
+        if seed is not None:
+            if concurrency not in (None, 1):
+                raise ValueError("GDS accepts randomSeed only with concurrency=1")
+            concurrency = 1
+        knn_options = {"top_k": int(k), "random_seed": seed, "concurrency": concurrency}
+        for name, value in (("similarity_cutoff", similarity_cutoff), ("sample_rate", sample_rate),
+                            ("delta_threshold", delta_threshold), ("max_iterations", max_iterations)):
+            if value is not None:
+                knn_options[name] = value
+        graph_name = f"graphlabel_{dataset}_new_{uuid.uuid4().hex[:12]}"
+        try:
+            graph, _ = gds.graph.project.cypher(self.cypher("gds_project_new"), graph_name=graph_name,
+                                                dataset=dataset, new_keys=keys)
+            result = gds.knn.filtered.write(
+                graph,
+                write_relationship_type=self.config.relationship,
+                write_property=self.config.weight,
+                node_properties={"features": KNN_METRICS[metric]},
+                source_node_filter="GraphlabelNew",
+                target_node_filter="GraphlabelNode",
+                **knn_options,
+            )
+        finally:
+            gds.graph.drop(graph_name, fail_if_missing=False)
+        written = int(result.relationships_written)
+        if weights == "similarity":
+            return written
+        for start in range(0, len(keys), self.config.batch_size):
+            self._single("gds_reweight_new_edges", {
+                "dataset": dataset, "keys": keys[start:start + self.config.batch_size], "metric": metric,
+                "weights": weights, "sigma": float(sigma) if sigma is not None else 1.0})
+        return written
 
     def close(self) -> None:
         if self._gds is not None:

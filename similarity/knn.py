@@ -119,7 +119,8 @@ def knn_graph(
     sigma: float | None = None,
     symmetrise: str = "max",
     backend: str = "auto",
-) -> sp.csr_matrix:
+    return_sigma: bool = False,
+) -> sp.csr_matrix | tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted k-nearest-neighbour graph.
 
     Parameters
@@ -134,18 +135,25 @@ def knn_graph(
         Gaussian bandwidth; default the mean distance to the k-th neighbour.
     symmetrise : {"max", "mean", "mutual"}
     backend : {"auto", "exact", "hnsw"}
+    return_sigma : bool, default False
+        Also return the Gaussian σ actually used (the one given, or the one picked from
+        the data); None for the other weights. Record it to weight later edges alike
+        (``knn_edges_for``).
 
     Returns
     -------
     W : scipy.sparse.csr_matrix, shape (n, n), symmetric, zero diagonal.
+    sigma : float or None
+        Only with ``return_sigma=True``.
     """
     X = _validate(X, k, metric, weights, symmetrise)
     n = X.shape[0]
     idx, dist = nearest_neighbors(X, k, metric, backend)
     rows = np.repeat(np.arange(n), k)
-    w, _ = _weights_from(dist, X, rows, idx.ravel(), metric, weights, sigma)
+    w, used_sigma = _weights_from(dist, X, rows, idx.ravel(), metric, weights, sigma)
     A = sp.csr_matrix((np.ravel(w), (rows, idx.ravel())), shape=(n, n))
-    return symmetrise_graph(A, symmetrise)
+    W = symmetrise_graph(A, symmetrise)
+    return (W, used_sigma) if return_sigma else W
 
 
 def delta_graph(
@@ -174,3 +182,133 @@ def delta_graph(
     w, _ = _weights_from(dist, X, rows, cols, metric, weights, sigma)
     W = sp.csr_matrix((w, (rows, cols)), shape=(X.shape[0],) * 2)
     return symmetrise_graph(W, "max")
+
+
+# Incremental graphs: edges for a few new nodes, weighted as the existing graph was.
+
+#: ``knn_edges_for``'s "auto" backend searches exactly while n_new × n_all stays below this
+#: (brute force costs that many distances; an HNSW index would first have to index all nodes).
+EXACT_MAX_PAIRS = 2_000_000_000
+
+
+def knn_edges_for(
+    new_X,
+    all_X,
+    new_positions,
+    k: int = 10,
+    metric: str = "euclidean",
+    weights: str = "gaussian",
+    sigma: float | None = None,
+    *,
+    backend: str = "auto",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The new nodes' k nearest among all nodes (itself excluded), as weighted pairs.
+
+    What ``knn_graph`` gives those nodes, without searching the neighbours of the others:
+    each new node's k nearest rows of ``all_X`` (which holds the new rows too, at
+    ``new_positions``), weighted with ``weights`` and the Gaussian ``sigma`` the existing
+    graph was built with. Pairs two new nodes found each way are kept once (larger
+    weight, as ``symmetrise="max"`` keeps them). Edges *from* existing nodes whose k
+    nearest would now include a new node are not added (that would need their own search).
+
+    Parameters
+    ----------
+    new_X : array, shape (m, d)
+        The new nodes' features, equal to ``all_X[new_positions]``.
+    all_X : array, shape (n, d)
+        Every node's features, new ones included.
+    new_positions : array of int, shape (m,)
+        Rows of ``all_X`` holding the new nodes.
+    k : int
+    metric : {"euclidean", "cosine"}
+    weights : {"gaussian", "cosine", "binary"}
+    sigma : float
+        Gaussian bandwidth (required with ``weights="gaussian"``): the σ the existing
+        graph used (``knn_graph(..., return_sigma=True)``), so old and new edges weigh alike.
+    backend : {"auto", "exact", "hnsw"}
+        "exact": scikit-learn brute force over all nodes for the m queries; "hnsw": faiss
+        HNSW index of all nodes (approximate); "auto": exact while m·n ≤ ``EXACT_MAX_PAIRS``.
+
+    Returns
+    -------
+    source, target : arrays of int
+        Positions into ``all_X``; ``source`` is a new node.
+    weight : array of float
+    """
+    all_X = _validate(all_X, k, metric, weights, "max")
+    n = all_X.shape[0]
+    positions = np.asarray(new_positions, dtype=np.int64).ravel()
+    new_X = np.asarray(new_X, dtype=np.float64)
+    if new_X.ndim != 2 or new_X.shape != (len(positions), all_X.shape[1]):
+        raise ValueError(f"new_X must have shape ({len(positions)}, {all_X.shape[1]}), got {new_X.shape}")
+    if len(positions) and (positions.min() < 0 or positions.max() >= n):
+        raise ValueError(f"new_positions must lie in 0..{n - 1}")
+    if len(np.unique(positions)) != len(positions):
+        raise ValueError("new_positions has duplicates")
+    if not np.array_equal(new_X, all_X[positions]):
+        raise ValueError("new_X must equal all_X[new_positions]")
+    if weights == "gaussian" and (sigma is None or not sigma > 0):
+        raise ValueError("weights='gaussian' needs the sigma the existing graph was built with")
+    m = len(positions)
+    if m == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    if backend == "auto":
+        backend = "exact" if n <= EXACT_MAX_NODES or m * n <= EXACT_MAX_PAIRS else "hnsw"
+    Z = _unit_rows(all_X) if metric == "cosine" else all_X
+    if backend == "exact":
+        dist, idx = NearestNeighbors(n_neighbors=k + 1, metric="euclidean").fit(Z).kneighbors(Z[positions])
+    elif backend == "hnsw":
+        import faiss
+
+        index = faiss.IndexHNSWFlat(Z.shape[1], 32)
+        index.hnsw.efConstruction = 80
+        index.hnsw.efSearch = max(64, 2 * (k + 1))
+        index.add(np.ascontiguousarray(Z, dtype=np.float32))
+        sq, idx = index.search(np.ascontiguousarray(Z[positions], dtype=np.float32), k + 1)
+        dist = np.sqrt(np.maximum(sq, 0.0)).astype(np.float64)
+    else:
+        raise ValueError(f"backend must be 'auto', 'exact' or 'hnsw', got {backend!r}")
+    # the self match, as in nearest_neighbors (the farthest goes when ties hide it)
+    keep = idx != positions[:, None]
+    keep[keep.all(axis=1), -1] = False
+    idx, dist = idx[keep].reshape(m, k), dist[keep].reshape(m, k)
+    if metric == "cosine":
+        dist = dist**2 / 2.0
+    source, target = np.repeat(positions, k), idx.ravel()
+    w, _ = _weights_from(dist.ravel(), all_X, source, target, metric, weights, sigma)
+    # one row per unordered pair: the larger weight, keeping its orientation
+    lo, hi = np.minimum(source, target), np.maximum(source, target)
+    order = np.lexsort((-w, hi, lo))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (lo[order][1:] != lo[order][:-1]) | (hi[order][1:] != hi[order][:-1])
+    chosen = np.sort(order[first])
+    return source[chosen], target[chosen], np.asarray(w, dtype=np.float64)[chosen]
+
+
+def gaussian_sigma_from_edges(X, source, target, weight, metric: str = "euclidean",
+                              max_edges: int = 10_000, rtol: float = 1e-6) -> float | None:
+    """The σ of Gaussian weights w = exp(-d²/2σ²) read back from stored edges and features.
+
+    For a graph built before its σ was recorded: σ = d / √(-2 ln w) on up to ``max_edges``
+    edges with 0 < w < 1 (evenly spaced, so the answer is deterministic). Returns their
+    median when they agree to ``rtol`` (the weights are Gaussian in ``metric``), else None
+    (other weights, e.g. a GDS similarity score, or mixed bandwidths).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    source, target = np.asarray(source), np.asarray(target)
+    weight = np.asarray(weight, dtype=np.float64)
+    usable = np.flatnonzero((weight > 1e-300) & (weight < 1.0 - 1e-9))
+    if len(usable) == 0:
+        return None
+    usable = usable[np.unique(np.linspace(0, len(usable) - 1, min(max_edges, len(usable))).astype(np.int64))]
+    a, b = X[source[usable]], X[target[usable]]
+    if metric == "cosine":
+        Za, Zb = _unit_rows(a), _unit_rows(b)
+        d = 1.0 - np.einsum("ij,ij->i", Za, Zb)
+    else:
+        d = np.linalg.norm(a - b, axis=1)
+    sigmas = d / np.sqrt(-2.0 * np.log(weight[usable]))
+    sigma = float(np.median(sigmas))
+    if not sigma > 0 or np.max(np.abs(sigmas - sigma)) > rtol * sigma:
+        return None
+    return sigma

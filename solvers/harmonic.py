@@ -178,8 +178,7 @@ def _leave_one_out(W, Y, labeled, F, solve_uu, u, gamma_g, chunk: int = 256) -> 
     for start in range(0, len(l), chunk):  # chunks of labels bound the n_u × chunk memory
         cols = slice(start, min(start + chunk, len(l)))
         w = W_ul[:, cols].toarray()  # n_u × m
-        Aw = solve_uu(w) if len(u) else w
-        Aw = Aw.reshape(len(u), -1)
+        Aw = solve_uu(w).reshape(len(u), -1) if len(u) else w  # every node labeled: w is 0 × m
         wAw = np.einsum("ij,ij->j", w, Aw)
         Yi = Y[l[cols]]
         wAb = w.T @ F_u - wAw[:, None] * Yi  # wᵀ A⁻¹ b_u, one row per label
@@ -295,7 +294,7 @@ def harmonic(
     # one product with L_uu + γ_g I. None when SuperLU solved instead (no iterations).
     counts = [getattr(linear, "cg_iterations", None) for linear in used]
     info["cg_iterations"] = None if all(c is None for c in counts) else int(sum(c or 0 for c in counts))
-    info["amg_fallbacks"] = int(sum(linear.amg_fallbacks for linear in used))
+    info["amg_fallbacks"] = int(sum(getattr(linear, "amg_fallbacks", 0) for linear in used))
     temperature = 1.0
     if detect_noise and calibrate:
         trusted = ~noisy[np.flatnonzero(labeled)]

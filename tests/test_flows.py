@@ -63,7 +63,8 @@ def test_ingest_build_label_as_separate_flows(tmp_path, store_path):
 
     path, y = moons_csv(tmp_path, few_labels)
     ingested = ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
-    assert ingested == {"dataset": "moons", "stored": 300, "rejected": 0, "rejects_file": None}
+    assert ingested == {"dataset": "moons", "stored": 300, "rejected": 0, "reject_reasons": {},
+                        "rejects_file": None}
     built = build_graph_flow("moons", store_uri=store_path, k=8)
     assert built["edges"] > 300 * 8 / 2
     summary = labelling_flow("moons", store_uri=store_path, build_graph=False)
@@ -81,7 +82,10 @@ def test_one_class_stops_before_any_write(tmp_path, store_path):
         labelling_flow("moons", store_uri=store_path)
     with open_store(store_path) as store:
         assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
-        assert len(store.query("MATCH (r:LabelRun) RETURN r.run_id")) == 0
+        runs = store.read_runs("moons")
+    # the run is on record, as failed, with the reason; never as completed
+    assert runs["status"].tolist() == ["failed"]
+    assert "one class only" in runs["error"][0]
 
 
 def test_no_labels_stops_with_a_clear_message(tmp_path, store_path):

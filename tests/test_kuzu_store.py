@@ -1,6 +1,7 @@
 """The embedded store on a real Kùzu database (a fresh one per test)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -93,3 +94,136 @@ def test_bad_dataset_names_are_refused(kuzu_store, name):
 def test_missing_columns_are_named(kuzu_store):
     with pytest.raises(ValueError, match=r"lacks columns \['label'\]"):
         kuzu_store.write_nodes("toy", pa.table({"key": ["a"], "features": [[1.0]]}))
+
+
+# -- runs: provenance, reading, retention -------------------------------------------------
+
+T0 = pd.Timestamp("2026-03-01 00:00", tz="UTC")
+
+
+def run_record(run_id, hours, status="completed", dataset="toy", **extra):
+    started = T0 + pd.Timedelta(hours=hours)
+    finished = None if status == "running" else started + pd.Timedelta(minutes=5)
+    return LabelRunRecord(run_id, dataset, "harmonic", {"k": 10}, {"class_counts": {"x": 1}}, {"solve": 0.5},
+                          started, finished, 2, 1, 0, status=status, **extra)
+
+
+def test_run_status_versions_and_error_round_trip(kuzu_store):
+    versions = {"graphlabel": "0.1.0", "kuzu": "0.11.3"}
+    kuzu_store.write_run(run_record("r1", 0, status="running", versions=versions))
+    started = kuzu_store.read_runs(run_id="r1").iloc[0]
+    assert started["status"] == "running" and pd.isna(started["finished_at"]) and started["error"] is None
+    # the end of the run replaces the node written at its start
+    kuzu_store.write_run(run_record("r1", 0, status="failed", versions=versions, error="solver diverged"))
+    runs = kuzu_store.read_runs()
+    assert runs["run_id"].tolist() == ["r1"]
+    row = runs.iloc[0]
+    assert row["status"] == "failed" and row["error"] == "solver diverged"
+    assert row["versions"] == versions and row["metrics"] == {"class_counts": {"x": 1}}
+    assert row["timings"] == {"solve": 0.5} and row["parameters"] == {"k": 10}
+    assert row["started_at"] == pd.Timestamp("2026-03-01 00:00")  # naive UTC
+    assert row["finished_at"] == pd.Timestamp("2026-03-01 00:05")
+    with pytest.raises(ValueError, match="status"):
+        run_record("r2", 1, status="done")
+
+
+def test_a_store_created_before_run_provenance_gains_the_columns(store_path):
+    """A store whose LabelRun table predates status/versions/error opens, reads its old runs
+    as completed ones without versions, and takes new runs."""
+    import kuzu
+
+    Path(store_path).mkdir(parents=True)
+    db = kuzu.Database(str(Path(store_path) / "graph.kuzu"))
+    conn = kuzu.Connection(db)
+    conn.execute("CREATE NODE TABLE LabelRun(run_id STRING, dataset STRING, solver STRING, parameters STRING,"
+                 " metrics STRING, timings STRING, started_at TIMESTAMP, finished_at TIMESTAMP, n_nodes INT64,"
+                 " n_labeled INT64, n_flagged INT64, PRIMARY KEY(run_id))")
+    conn.execute("CREATE (:LabelRun {run_id: 'old', dataset: 'toy', solver: 'harmonic', parameters: '{}',"
+                 " metrics: '{}', timings: '{}', started_at: timestamp('2025-01-01 00:00:00'), n_nodes: 1,"
+                 " n_labeled: 1, n_flagged: 0})")
+    conn.close()
+    db.close()
+    with open_store(store_path) as store:
+        old = store.read_runs("toy").iloc[0]
+        assert (old["run_id"], old["status"], old["versions"], old["error"]) == ("old", "completed", {}, None)
+        store.write_run(run_record("new", 0, versions={"numpy": "2.0"}))
+        assert store.read_runs("toy")["run_id"].tolist() == ["new", "old"]
+        assert store.read_runs(run_id="new").iloc[0]["versions"] == {"numpy": "2.0"}
+    with open_store(store_path) as store:  # reopening: the ALTERs are no-ops now
+        assert len(store.read_runs()) == 2
+
+
+def test_read_runs_newest_first_filtered_and_limited(kuzu_store):
+    for run_id, hours, dataset in (("a1", 0, "a"), ("b1", 1, "b"), ("a2", 2, "a"), ("a3", 3, "a")):
+        kuzu_store.write_run(run_record(run_id, hours, dataset=dataset))
+    assert kuzu_store.read_runs()["run_id"].tolist() == ["a3", "a2", "b1", "a1"]
+    assert kuzu_store.read_runs("a", limit=2)["run_id"].tolist() == ["a3", "a2"]
+    assert kuzu_store.read_runs("a", run_id="b1").empty
+    assert kuzu_store.read_runs(run_id="b1")["dataset"].tolist() == ["b"]
+    assert kuzu_store.read_runs("nothing").empty
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="limit"):
+            kuzu_store.read_runs(limit=bad)
+
+
+def label_nodes_with(store, run_id):
+    store.write_nodes("toy", nodes(["a", "b"], ["x", None]))
+    store.query("MATCH (e:Entity) WHERE e.dataset = 'toy' SET e.label_run_id = $run RETURN count(e)",
+                {"run": run_id})
+
+
+def test_prune_runs_keeps_the_newest_completed_running_and_current_runs(kuzu_store):
+    #   r0 completed, r1 failed, r2 completed, r3 running, r4 completed, r5 failed (newest)
+    statuses = ["completed", "failed", "completed", "running", "completed", "failed"]
+    for hours, status in enumerate(statuses):
+        kuzu_store.write_run(run_record(f"r{hours}", hours, status=status))
+    kuzu_store.write_run(run_record("other", 0, dataset="other"))
+    label_nodes_with(kuzu_store, "r0")  # the nodes still carry r0's predictions
+    # keep r4 (the newest completed) and what is newer (r5); r3 runs; r0 is current
+    assert kuzu_store.prune_runs("toy", keep_last=1) == 2
+    assert kuzu_store.read_runs("toy")["run_id"].tolist() == ["r5", "r4", "r3", "r0"]
+    assert kuzu_store.read_runs("other")["run_id"].tolist() == ["other"]
+    assert kuzu_store.prune_runs("toy", keep_last=1) == 0  # nothing more beyond
+
+
+def test_prune_runs_keep_last_zero_and_more_than_there_are(kuzu_store):
+    for hours, status in enumerate(["completed", "failed", "running", "completed"]):
+        kuzu_store.write_run(run_record(f"r{hours}", hours, status=status))
+    assert kuzu_store.prune_runs("toy", keep_last=10) == 0
+    assert kuzu_store.prune_runs("nothing", keep_last=0) == 0
+    # no node carries a prediction: only the running run is safe
+    assert kuzu_store.prune_runs("toy", keep_last=0) == 3
+    assert kuzu_store.read_runs("toy")["run_id"].tolist() == ["r2"]
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="keep_last"):
+            kuzu_store.prune_runs("toy", keep_last=bad)
+
+
+def test_explain_reads_the_weights_and_labels_around_a_node(kuzu_store):
+    #      b(x, given) --0.5-- a --0.25-- c(predicted y)
+    #                          |0.25
+    #                          d (no label at all)          e: no relationships
+    kuzu_store.write_nodes("toy", nodes(["a", "b", "c", "d", "e"], [None, "x", None, None, "y"]))
+    kuzu_store.replace_edges("toy", edges([("a", "b", 0.5), ("c", "a", 0.25), ("a", "d", 0.25)]))
+    now = pd.Timestamp("2026-01-02 03:04:05")
+    rows = pa.table({
+        "key": ["a", "b", "c"], "predicted_label": ["x", "x", "y"], "label_confidence": [0.75, 1.0, 0.5],
+        "label_noise": [None, False, None], "label_run_id": ["r1"] * 3, "label_solver": ["harmonic"] * 3,
+        "labelled_at": [now.to_pydatetime()] * 3,
+    }).cast(PREDICTION_SCHEMA)
+    kuzu_store.write_predictions("toy", rows)
+    node, neighbours = kuzu_store.explain("toy", "a", limit=2)
+    assert node["predicted_label"] == "x" and node["given_label"] is None
+    assert node["label_confidence"] == 0.75 and node["label_run_id"] == "r1" and node["labelled_at"] == now
+    assert node["degree"] == 1.0 and node["n_neighbours"] == 3
+    assert node["class_shares"] == {"x": 0.5, "y": 0.25, None: 0.25}
+    assert neighbours["key"].tolist() == ["b", "c"]  # strongest first, then by key
+    assert neighbours["weight"].tolist() == [0.5, 0.25] and neighbours["share"].tolist() == [0.5, 0.25]
+    assert neighbours["label"].tolist() == ["x", "y"] and neighbours["agrees"].tolist() == [True, False]
+    lonely, none = kuzu_store.explain("toy", "e")
+    assert lonely["n_neighbours"] == 0 and lonely["class_shares"] == {} and none.empty
+    assert lonely["given_label"] == "y" and lonely["predicted_label"] is None
+    with pytest.raises(LookupError, match="no node with key 'zz' in dataset 'toy'"):
+        kuzu_store.explain("toy", "zz")
+    with pytest.raises(LookupError, match="in dataset 'other'"):
+        kuzu_store.explain("other", "a")  # keys are per dataset

@@ -199,3 +199,49 @@ def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_store, dataset
     runs = neo4j_store.query("MATCH (r:LabelRun {run_id: $id}) RETURN r.solver AS solver",
                              {"id": summary["run_id"]})
     assert runs["solver"].tolist() == ["harmonic"]
+
+
+def test_runs_retention_and_explain_on_neo4j(neo4j_store, dataset):
+    from graphstore import LabelRunRecord
+    from graphstore.base import NotFound
+    from graphstore.queries import load_query
+
+    nodes, _, _ = digits_nodes(120)
+    neo4j_store.write_nodes(dataset, nodes)
+    neo4j_store.build_knn_edges(dataset, k=6, weights="gaussian", deterministic=True)
+    exported, prediction = _label(neo4j_store, dataset, "run-current")  # started now: the newest
+    t0 = pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=10)
+    for i, status in enumerate(["completed", "failed", "running", "completed"]):
+        started = t0 + pd.Timedelta(hours=i)
+        neo4j_store.write_run(LabelRunRecord(
+            f"old-{i}", dataset, "harmonic", {"k": 6}, {}, {}, started,
+            None if status == "running" else started + pd.Timedelta(minutes=1), 120, 20, 0, status=status,
+            versions={"neo4j": "x"}, error="boom" if status == "failed" else None))
+    runs = neo4j_store.read_runs(dataset)
+    assert runs["run_id"].tolist() == ["run-current", "old-3", "old-2", "old-1", "old-0"]
+    failed = neo4j_store.read_runs(run_id="old-1").iloc[0]
+    assert (failed["status"], failed["error"], failed["versions"]) == ("failed", "boom", {"neo4j": "x"})
+    assert pd.isna(neo4j_store.read_runs(run_id="old-2").iloc[0]["finished_at"])
+    # keep run-current; old-2 is running; old-3, old-1, old-0 go
+    assert neo4j_store.prune_runs(dataset, keep_last=1) == 3
+    assert neo4j_store.read_runs(dataset)["run_id"].tolist() == ["run-current", "old-2"]
+    assert neo4j_store.prune_runs(dataset, keep_last=0) == 0  # run-current is what the nodes carry
+
+    W = exported.problem.W.tocsr()
+    y = exported.problem.y
+    voted = np.where(y >= 0, y, prediction.labels)
+    i = 1
+    row = W[i]
+    expected: dict = {}
+    for j, w in zip(row.indices, row.data):
+        label = exported.classes[voted[j]] if voted[j] >= 0 else None
+        expected[label] = expected.get(label, 0.0) + w
+    node, neighbours = neo4j_store.explain(dataset, exported.keys[i], limit=3)
+    assert node["class_shares"] == pytest.approx({c: w / row.data.sum() for c, w in expected.items()})
+    assert node["n_neighbours"] == row.nnz and node["label_run_id"] == "run-current"
+    assert neighbours["weight"].to_numpy() == pytest.approx(np.sort(row.data)[::-1][:3])
+    shares = neo4j_store.query(load_query("examples/label_shares", "neo4j"),
+                               {"dataset": dataset, "key": exported.keys[i]})
+    assert dict(zip(shares["label"], shares["class_weight"])) == pytest.approx(expected)
+    with pytest.raises(NotFound, match="no node with key 'nope'"):
+        neo4j_store.explain(dataset, "nope")

@@ -222,7 +222,11 @@ def test_write_nodes_sends_unwind_batches_of_the_configured_size():
     assert [len(c.parameters["rows"]) for c in calls] == [10, 10, 5]
     assert all(c.parameters["dataset"] == "toy" for c in calls)
     sent = [row for c in calls for row in c.parameters["rows"]]
-    assert sent == nodes.to_pylist()
+    # each row also carries its content hash, for change tracking (graphstore/changes.py)
+    assert [{k: v for k, v in row.items() if k != "content_hash"} for row in sent] == nodes.to_pylist()
+    from graphstore.changes import content_hashes
+    assert [row["content_hash"] for row in sent] == content_hashes(nodes).tolist()
+    assert all(isinstance(c.parameters["now"], dt.datetime) for c in calls)
     assert store.cypher("upsert_nodes").startswith("UNWIND $rows AS row\nMERGE (e:`Entity` {`dataset`: $dataset,")
 
 
@@ -581,3 +585,140 @@ def test_open_store_reads_credentials_and_names_from_the_environment(monkeypatch
     monkeypatch.setenv("GRAPHLABEL_NEO4J_NODE_LABEL", "Person) DETACH DELETE (x")
     with pytest.raises(ValueError, match="node_label"):
         open_store("neo4j://db.example:7687")
+
+
+# -- runs: provenance, reading, retention; explain ----------------------------------------
+
+
+def test_write_run_sends_status_versions_and_error():
+    store, driver = make_store()
+    started = pd.Timestamp("2026-01-02 03:04:05", tz="UTC")
+    running = LabelRunRecord("r1", "toy", "harmonic", {}, {}, {}, started, None, 10, 4, 0, status="running",
+                             versions={"neo4j": "5.28.1", "graphlabel": "0.1.0"})
+    store.write_run(running)
+    store.write_run(LabelRunRecord(**{**running.__dict__, "status": "failed", "error": "solver diverged",
+                                      "finished_at": started + pd.Timedelta(seconds=2)}))
+    first, second = driver.sent(store.cypher("write_run"))
+    assert first.parameters["status"] == "running"
+    assert first.parameters["finished_at"] is None and first.parameters["error"] is None
+    assert json.loads(first.parameters["versions"]) == {"neo4j": "5.28.1", "graphlabel": "0.1.0"}
+    assert second.parameters["status"] == "failed" and second.parameters["error"] == "solver diverged"
+    assert second.parameters["finished_at"] == dt.datetime(2026, 1, 2, 3, 4, 7)
+    for assignment in ("r.status = $status", "r.versions = $versions", "r.error = $error"):
+        assert assignment in store.cypher("write_run")
+
+
+def run_row(run_id, hour, **values):
+    row = {"run_id": run_id, "dataset": "toy", "solver": "harmonic", "status": "completed",
+           "started_at": neo4j.time.DateTime(2026, 1, 2, hour, 0, 0),
+           "finished_at": neo4j.time.DateTime(2026, 1, 2, hour, 5, 0), "n_nodes": 10, "n_labeled": 4,
+           "n_flagged": 1, "parameters": '{"k": 10}', "metrics": '{"class_counts": {"a": 3}}',
+           "timings": '{"solve": 0.5}', "versions": '{"neo4j": "5.28.1"}', "error": None}
+    row.update(values)
+    return row
+
+
+def test_read_runs_is_read_routed_and_decodes_what_the_server_returns():
+    store, driver = make_store(Neo4jGraphConfig(run_label="Run"))
+    # r1 was written before statuses and versions existed: the properties are missing
+    driver.answers[store.cypher("read_runs")] = [
+        run_row("r2", 4, status="failed", error="boom", finished_at=None),
+        run_row("r1", 3, status=None, versions=None)]
+    frame = store.read_runs("toy", limit=5)
+    call = driver.sent(store.cypher("read_runs"))[0]
+    assert call.routing == "r" and call.parameters == {"dataset": "toy", "run_id": None, "max_rows": 5}
+    assert frame["run_id"].tolist() == ["r2", "r1"]  # the server's order (newest first)
+    assert frame["status"].tolist() == ["failed", "completed"]
+    assert frame["error"].tolist() == ["boom", None]
+    assert frame["versions"].tolist() == [{"neo4j": "5.28.1"}, {}]
+    assert frame["metrics"][0] == {"class_counts": {"a": 3}} and frame["parameters"][0] == {"k": 10}
+    assert frame["started_at"][0] == pd.Timestamp("2026-01-02 04:00") and pd.isna(frame["finished_at"][0])
+    assert "MATCH (r:`Run`)" in store.cypher("read_runs")
+    assert "ORDER BY started_at DESC" in store.cypher("read_runs")
+    sent = len(driver.calls)
+    for bad in ({"dataset": "x' OR 1=1"}, {"limit": 0}):
+        with pytest.raises(ValueError):
+            store.read_runs(**bad)
+    assert len(driver.calls) == sent
+
+
+class RunGraph:
+    """Plays the server's part for run_history and delete_runs on a dict of runs: deletes
+    the chosen runs except a running one or one a node's label_run_id points to."""
+
+    def __init__(self, statuses, current):
+        self.runs = {f"r{i}": status for i, status in enumerate(statuses)}
+        self.current = set(current)
+
+    def history(self, params):
+        return [{"run_id": run_id, "status": status, "started_at": neo4j.time.DateTime(2026, 1, 1, i)}
+                for i, (run_id, status) in enumerate(self.runs.items())]
+
+    def delete(self, params):
+        doomed = [r for r in params["run_ids"]
+                  if r in self.runs and r not in self.current and self.runs[r] != "running"]
+        for run_id in doomed:
+            del self.runs[run_id]
+        return [{"deleted": len(doomed)}]
+
+
+def test_prune_runs_deletes_in_batches_and_the_server_keeps_running_and_current_runs():
+    store, driver = make_store(Neo4jGraphConfig(batch_size=2))
+    graph = RunGraph(["completed", "failed", "completed", "running", "completed", "completed", "failed"],
+                     current={"r0"})
+    driver.answers[store.cypher("run_history")] = graph.history
+    driver.answers[store.cypher("delete_runs")] = graph.delete
+    # newest first: r6 failed, r5 completed, r4 completed (kept) | r3 running, r2, r1, r0
+    assert store.prune_runs("toy", keep_last=2) == 2
+    deletes = driver.sent(store.cypher("delete_runs"))
+    assert [c.parameters["run_ids"] for c in deletes] == [["r2", "r1"], ["r0"]]
+    assert all(c.routing == "w" and c.parameters["dataset"] == "toy" for c in deletes)
+    assert driver.sent(store.cypher("run_history"))[0].routing == "r"
+    assert sorted(graph.runs) == ["r0", "r3", "r4", "r5", "r6"]
+    # r0 is chosen again (only the deleting transaction knows the nodes point to it) and kept
+    assert store.prune_runs("toy", keep_last=2) == 0
+    assert driver.sent(store.cypher("delete_runs"))[-1].parameters["run_ids"] == ["r0"]
+    graph.current = set()
+    assert store.prune_runs("toy", keep_last=2) == 1 and sorted(graph.runs) == ["r3", "r4", "r5", "r6"]
+    sent = len(driver.calls)
+    assert store.prune_runs("toy", keep_last=2) == 0
+    assert len(driver.calls) == sent + 1  # nothing to choose: only the history was read
+    text = " ".join(store.cypher("delete_runs").split())
+    assert "coalesce(r.status, 'completed') <> 'running'" in text and "NOT r.run_id IN current" in text
+    assert "collect(DISTINCT e.`label_run_id`) AS current" in text
+    with pytest.raises(ValueError, match="keep_last"):
+        store.prune_runs("toy", keep_last=-1)
+
+
+def test_explain_reads_one_node_and_its_neighbours_with_the_configured_names():
+    config = Neo4jGraphConfig(node_label="Person", key="pid", dataset=None, features=("age", "income"),
+                              given_label="segment", relationship="LOOKS_LIKE", weight="score",
+                              predicted_label="segment_guess")
+    store, driver = make_store(config)
+    node = {"key": "a", "given_label": None, "predicted_label": "x", "label_confidence": 0.8, "label_noise": None,
+            "label_run_id": "r1", "label_solver": "harmonic", "labelled_at": neo4j.time.DateTime(2026, 1, 2, 3),
+            "neighbours": [{"key": "b", "label": "x", "weight": 3.0}, {"key": "c", "label": "y", "weight": 0.5},
+                           {"key": "d", "label": "x", "weight": 0.5}]}
+    driver.answers[store.cypher("explain_node")] = lambda p: [node] if p["key"] in ("a", "alone") else []
+    driver.answers[store.cypher("explain_neighbours")] = [
+        {"key": "b", "weight": 3.0, "given_label": "x", "predicted_label": "x", "label": "x"},
+        {"key": "c", "weight": 0.5, "given_label": None, "predicted_label": "y", "label": "y"}]
+    about, neighbours = store.explain("people", "a", limit=2)
+    assert about["class_shares"] == {"x": 0.875, "y": 0.125}
+    assert about["degree"] == 4.0 and about["n_neighbours"] == 3 and about["dataset"] == "people"
+    assert about["labelled_at"] == pd.Timestamp("2026-01-02 03:00")
+    assert neighbours["share"].tolist() == [0.75, 0.125] and neighbours["agrees"].tolist() == [True, False]
+    calls = driver.sent(store.cypher("explain_neighbours"))
+    assert calls[0].parameters == {"dataset": "people", "key": "a", "max_rows": 2} and calls[0].routing == "r"
+    text = store.cypher("explain_node")
+    assert "MATCH (a:`Person` {`pid`: $key})" in text and "-[r:`LOOKS_LIKE`]-(b:`Person`)" in text
+    assert "r.`score`" in text and "b.`segment_guess`" in text and "toString(b.`segment`)" in text
+    assert "$dataset" not in text  # no dataset property: every Person is the dataset
+    # a node without relationships: the OPTIONAL MATCH row with no neighbour is dropped
+    node["neighbours"] = [{"key": None, "label": None, "weight": 1.0}]
+    about, _ = store.explain("people", "alone")
+    assert about["n_neighbours"] == 0 and about["class_shares"] == {} and about["degree"] == 0.0
+    sent = len(driver.calls)
+    with pytest.raises(LookupError, match="no node with key 'zz' in dataset 'people'"):
+        store.explain("people", "zz")
+    assert len(driver.calls) == sent + 1  # the neighbours are not asked for

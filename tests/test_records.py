@@ -15,7 +15,7 @@ def test_valid_and_rejected_rows_add_up_with_reasons(tmp_path):
         ",1.0,2.0,dog\n"          # missing key
         "c,x,2.0,dog\n"           # non-numeric
         "d,1.0,,dog\n"            # NaN feature
-        "a,3.0,4.0,cat\n"         # duplicate key
+        "a,1.0,2.0,cat\n"         # duplicate key, same values: the first row is stored
         "f,inf,1.0,\n"            # infinite
         "007,5.0,6.0,\n"          # key stays '007', no label
     )
@@ -23,14 +23,79 @@ def test_valid_and_rejected_rows_add_up_with_reasons(tmp_path):
     assert parsed.nodes.column("key").to_pylist() == ["a", "007"]
     assert parsed.nodes.column("label").to_pylist() == ["cat", None]
     assert parsed.nodes.column("features").to_pylist() == [[1.0, 2.0], [5.0, 6.0]]
+    assert parsed.rows.tolist() == [0, 6]
     reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
     assert set(reasons) == {1, 2, 3, 4, 5}
     assert "missing key" in reasons[1]
     assert "non-numeric feature f1='x'" in reasons[2]
     assert "missing (NaN) feature f2" in reasons[3]
-    assert "duplicate key 'a'" in reasons[4]
+    assert reasons[4] == "duplicate key 'a': same values as row 0, which is stored"
     assert "infinite feature f1" in reasons[5]
     assert parsed.n_valid + len(parsed.rejects) == 7
+    assert parsed.reject_counts == {"missing key": 1, "non-numeric feature": 1, "missing feature": 1,
+                                    "infinite feature": 1, "duplicate key": 1}
+
+
+def test_conflicting_duplicates_are_all_rejected_and_broken_copies_do_not_count():
+    frame = pd.DataFrame({
+        "k": ["a", "b", "a", "c", "c", "b", "d", "d"],
+        "x": [1.0, 2.0, 1.0, 3.0, 3.0, 2.0, np.nan, 4.0],
+        "lab": ["p", "q", "p", "p", "q", "q", "p", "p"],
+    })
+    parsed = parse_records(frame, key="k", features="x", label="lab")
+    # a: same twice → first kept; b: same → first kept; c: labels differ → both out;
+    # d: row 6 is broken on its own, so row 7 is the only valid copy and is stored
+    assert parsed.nodes.column("key").to_pylist() == ["a", "b", "d"]
+    assert parsed.rows.tolist() == [0, 1, 7]
+    reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
+    assert set(reasons) == {2, 3, 4, 5, 6}
+    assert reasons[3] == reasons[4] == "duplicate key 'c' with conflicting values in rows 3, 4: none of them is stored"
+    assert reasons[5] == "duplicate key 'b': same values as row 1, which is stored"
+    assert reasons[6] == "missing (NaN) feature x"
+    assert parsed.reject_counts == {"missing feature": 1, "duplicate key": 4}
+
+
+def test_labels_outside_the_classes_are_rejected_and_unlabeled_rows_pass():
+    frame = pd.DataFrame({"k": ["a", "b", "c", "d", "e"], "x": [1.0, 2.0, 3.0, 4.0, np.inf],
+                          "lab": ["cat", "Cat", None, 3.0, "bird"]})
+    parsed = parse_records(frame, key="k", features="x", label="lab", classes=["cat", "dog", 3])
+    assert parsed.nodes.column("key").to_pylist() == ["a", "c", "d"]
+    assert parsed.nodes.column("label").to_pylist() == ["cat", None, "3"]  # 3.0 and class 3 are "3"
+    reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
+    assert reasons[1] == "label 'Cat' not in classes ['cat', 'dog', '3']"  # case matters
+    assert reasons[4] == "infinite feature x; label 'bird' not in classes ['cat', 'dog', '3']"
+    assert parsed.rejects["kind"].tolist() == ["label not in classes", "infinite feature; label not in classes"]
+    assert parsed.reject_counts == {"infinite feature": 1, "label not in classes": 2}
+    many = [f"c{i}" for i in range(20)]
+    parsed = parse_records(frame, key="k", features="x", label="lab", classes=many)
+    assert parsed.rejects["reason"][0].endswith("'c7', ...] (20 in all)")
+
+
+@pytest.mark.parametrize("classes, error", [
+    ("cat,dog", TypeError), (5, TypeError), ([], ValueError), (["cat", ""], ValueError),
+    (["cat", None], ValueError), (["cat", np.nan], ValueError),
+])
+def test_bad_classes_are_refused_before_reading(classes, error, tmp_path):
+    with pytest.raises(error, match="classes"):
+        parse_records(tmp_path / "not-read.csv", key="k", features="x", classes=classes)
+
+
+def test_na_words_are_text_in_key_and_label_columns_of_a_csv(tmp_path):
+    csv = tmp_path / "r.csv"
+    csv.write_text("id,x,label\nNA,1.0,None\nnull,NA,a\n ,2.0,b\nok,,n/a\nfine,3.0,\n")
+    parsed = parse_records(csv, key="id", features="x", label="label")
+    assert parsed.nodes.column("key").to_pylist() == ["NA", "fine"]
+    assert parsed.nodes.column("label").to_pylist() == ["None", None]
+    reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
+    assert reasons == {1: "missing (NaN) feature x", 2: "missing key", 3: "missing (NaN) feature x"}
+
+
+def test_blank_and_list_feature_values_are_named():
+    frame = pd.DataFrame({"k": ["a", "b", "c"], "x": [" ", [1, 2], "2.5"], "y": [1, 2, "1e3"]})
+    parsed = parse_records(frame, key="k", features="x,y")
+    assert parsed.nodes.column("features").to_pylist() == [[2.5, 1000.0]]
+    reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
+    assert reasons == {0: "missing (NaN) feature x", 1: "non-numeric feature x=[1, 2]"}
 
 
 def test_list_feature_column_with_wrong_lengths(tmp_path):
@@ -42,7 +107,18 @@ def test_list_feature_column_with_wrong_lengths(tmp_path):
     assert parsed.nodes.column("key").to_pylist() == ["a", "c"]
     reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
     assert "wrong feature length: got 2, expected 3" in reasons[1]
-    assert "NaN" in reasons[3]
+    assert reasons[3] == "missing (NaN) value at position 1 of feature list vec"
+    parsed = parse_records(frame, key="k", features="vec", expected_dim=2)
+    assert parsed.nodes.column("key").to_pylist() == ["b"]
+    assert parsed.rejects["reason"][0] == "wrong feature length: got 3, expected 2"
+    frame = pd.DataFrame({"k": ["a", "b", "c"], "vec": [[1.0, "x"], [1.0, np.inf], None]})
+    with pytest.raises(NoValidRecords) as caught:
+        parse_records(frame, key="k", features="vec")
+    assert caught.value.rejects["reason"].tolist() == [
+        "non-numeric value 'x' at position 1 of feature list vec",
+        "infinite value at position 1 of feature list vec",
+        "wrong feature length: got none, expected 2",
+    ]
 
 
 def test_expected_dimension_is_enforced():

@@ -1,0 +1,309 @@
+"""Run reports: one summary of a ``LabelRun``, shown in the terminal (``graphlabel report``)
+or as markdown (the flow's Prefect artifact).
+
+Both renderings come from the same list of sections (``report_sections``), so the
+terminal and the Prefect UI always show the same numbers.
+
+Examples
+--------
+>>> from graphstore import open_store
+>>> with open_store(".graphlabel") as store:                      # doctest: +SKIP
+...     summary = run_summary(store, "0b6f...")
+...     print(run_report_markdown(summary))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from graphstore.base import LabelRunRecord, NotFound
+
+#: Metrics shown in their own rows or table; the others go to "other metrics".
+SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable")
+MISSING = "—"
+
+Section = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
+
+
+# -- the summary --------------------------------------------------------------------------
+
+
+def _run_fields(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
+    if isinstance(run, LabelRunRecord):
+        return {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+    if not isinstance(run, Mapping):
+        raise TypeError(f"run must be a mapping or a LabelRunRecord, got {type(run).__name__}")
+    return dict(run)
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value
+
+
+def _timestamp(value: Any) -> pd.Timestamp | None:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    value = pd.Timestamp(value)
+    return value.tz_convert("UTC").tz_localize(None) if value.tzinfo is not None else value
+
+
+def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
+    """The report's content from one run.
+
+    Parameters
+    ----------
+    run : mapping or LabelRunRecord
+        A row of ``GraphStore.read_runs`` (as a dict), the record a flow wrote, or a summary
+        this function returned (summarising a summary gives the same summary).
+
+    Returns
+    -------
+    dict
+        The run's fields (``run_id``, ``dataset``, ``solver``, ``status``, ``error``,
+        ``started_at``, ``finished_at``, ``parameters``, ``metrics``, ``timings``,
+        ``versions``, ``n_nodes``, ``n_labeled``, ``n_flagged``) and what is derived from
+        them: ``duration_seconds``, ``n_unlabeled``, ``noise_share`` (flagged / given
+        labels), ``mean_confidence``, ``holdout_accuracy``, ``n_unreachable``,
+        ``class_distribution`` (list of ``(class, nodes, share)``, largest first) and
+        ``other_metrics``. Values a run did not record are None.
+    """
+    fields = _run_fields(run)
+    metrics = dict(fields.get("metrics") or {})
+    started, finished = _timestamp(fields.get("started_at")), _timestamp(fields.get("finished_at"))
+    n_nodes, n_labeled, n_flagged = (_number(fields.get(name)) for name in ("n_nodes", "n_labeled", "n_flagged"))
+    counts = {str(label): int(n) for label, n in (metrics.get("class_counts") or {}).items()}
+    total = sum(counts.values())
+    distribution = [(label, n, n / total) for label, n in
+                    sorted(counts.items(), key=lambda item: (-item[1], item[0]))] if total else []
+    return {
+        "run_id": fields.get("run_id"),
+        "dataset": fields.get("dataset"),
+        "solver": fields.get("solver"),
+        "status": fields.get("status") or "completed",
+        "error": fields.get("error") or None,
+        "started_at": started,
+        "finished_at": finished,
+        "duration_seconds": (finished - started).total_seconds() if started is not None and finished is not None
+        else None,
+        "parameters": dict(fields.get("parameters") or {}),
+        "metrics": metrics,
+        "timings": {str(k): float(v) for k, v in (fields.get("timings") or {}).items()},
+        "versions": {str(k): str(v) for k, v in (fields.get("versions") or {}).items()},
+        "n_nodes": None if n_nodes is None else int(n_nodes),
+        "n_labeled": None if n_labeled is None else int(n_labeled),
+        "n_flagged": None if n_flagged is None else int(n_flagged),
+        "n_unlabeled": None if n_nodes is None or n_labeled is None else int(n_nodes - n_labeled),
+        "noise_share": n_flagged / n_labeled if n_flagged is not None and n_labeled else None,
+        "mean_confidence": _number(metrics.get("mean_confidence")),
+        "holdout_accuracy": _number(metrics.get("holdout_accuracy")),
+        "n_unreachable": None if _number(metrics.get("n_unreachable")) is None else int(metrics["n_unreachable"]),
+        "class_distribution": distribution,
+        "other_metrics": {k: v for k, v in sorted(metrics.items()) if k not in SHOWN_METRICS},
+    }
+
+
+def run_summary(store, run_id: str) -> dict[str, Any]:
+    """``summarise_run`` of the run ``run_id`` read from ``store`` (a ``GraphStore``).
+
+    Raises
+    ------
+    NotFound
+        The store has no ``LabelRun`` with that id.
+    """
+    runs = store.read_runs(run_id=run_id, limit=1)
+    if runs.empty:
+        raise NotFound(f"no run {run_id!r} in the store (graphlabel report --dataset NAME lists the runs)")
+    return summarise_run(runs.iloc[0].to_dict())
+
+
+# -- sections, shared by the terminal and markdown ----------------------------------------
+
+
+def format_value(value: Any) -> str:
+    """One cell: floats to 3 decimals, timestamps in UTC, None as a dash, dicts as JSON."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, pd.Timestamp):
+        return f"{value:%Y-%m-%d %H:%M:%S} UTC"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def _count_with_share(count: int | None, share: float | None, of: str) -> str:
+    if count is None:
+        return MISSING
+    return f"{count} ({share:.1%} of {of})" if share is not None else str(count)
+
+
+def _flatten(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """Nested settings as dotted names; floats in full (a gamma of 1e-05 must not read 0.000)."""
+    rows = []
+    for name, value in values.items():
+        if isinstance(value, Mapping) and value:
+            rows.extend(_flatten(value, f"{prefix}{name}."))
+        else:
+            rows.append((f"{prefix}{name}", repr(value) if isinstance(value, float) else format_value(value)))
+    return rows
+
+
+def report_sections(summary: Mapping[str, Any]) -> list[Section]:
+    """The report as ``(title, column headers, rows)`` sections, every cell a string.
+    Empty sections (a run that recorded no timings, say) are left out."""
+    s = summarise_run(summary)
+    duration = s["duration_seconds"]
+    run_rows = [("run id", format_value(s["run_id"])), ("dataset", format_value(s["dataset"])),
+                ("solver", format_value(s["solver"])), ("status", s["status"]),
+                ("started", format_value(s["started_at"])), ("finished", format_value(s["finished_at"])),
+                ("duration", MISSING if duration is None else f"{duration:.1f} s")]
+    if s["error"]:
+        run_rows.append(("error", s["error"]))
+    labeled_share = (s["n_labeled"] / s["n_nodes"]) if s["n_labeled"] is not None and s["n_nodes"] else None
+    unlabeled_share = (s["n_unlabeled"] / s["n_nodes"]) if s["n_unlabeled"] is not None and s["n_nodes"] else None
+    metric_rows = [
+        ("nodes", format_value(s["n_nodes"])),
+        ("given labels", _count_with_share(s["n_labeled"], labeled_share, "nodes")),
+        ("unlabeled", _count_with_share(s["n_unlabeled"], unlabeled_share, "nodes")),
+        ("flagged as noisy", _count_with_share(s["n_flagged"], s["noise_share"], "given labels")),
+        ("mean confidence", format_value(s["mean_confidence"])),
+    ]
+    if s["holdout_accuracy"] is not None:
+        metric_rows.append(("accuracy on the held-out slice", format_value(s["holdout_accuracy"])))
+    if s["n_unreachable"] is not None:
+        metric_rows.append(("no label reachable", format_value(s["n_unreachable"])))
+    sections: list[Section] = [
+        ("run", ("field", "value"), run_rows),
+        ("metrics", ("metric", "value"), metric_rows),
+        ("class distribution (predicted)", ("class", "nodes", "share"),
+         [(label, str(n), f"{share:.1%}") for label, n, share in s["class_distribution"]]),
+        ("time per stage", ("stage", "seconds"), [(stage, f"{sec:.3f}") for stage, sec in s["timings"].items()]),
+        ("parameters", ("parameter", "value"), _flatten(s["parameters"])),
+        ("versions", ("library", "version"), [(name, version) for name, version in s["versions"].items()]),
+        ("other metrics", ("metric", "value"), _flatten(s["other_metrics"])),
+    ]
+    return [section for section in sections if section[2]]
+
+
+def _markdown_cell(text: str) -> str:
+    # a '|' would end the cell, a newline the row
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
+    """The run's summary as markdown (for ``prefect.artifacts.create_markdown_artifact``).
+
+    Parameters
+    ----------
+    run : mapping or LabelRunRecord
+        Anything ``summarise_run`` takes: a summary, a ``read_runs`` row, a record.
+
+    Returns
+    -------
+    str
+        A ``#`` title and one ``##`` table per section of ``report_sections``.
+    """
+    summary = summarise_run(run)
+    lines = [f"# Labelling run `{summary['run_id']}`: {summary['dataset']}, {summary['solver']},"
+             f" {summary['status']}", ""]
+    for title, headers, rows in report_sections(summary):
+        lines += [f"## {title.capitalize()}", "",
+                  "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(_markdown_cell(cell) for cell in row) + " |" for row in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# -- terminal (rich) ----------------------------------------------------------------------
+
+STATUS_STYLE = {"completed": "green", "running": "yellow", "failed": "bold red"}
+
+
+def _text(cell: str, style: str = ""):
+    """A cell as plain text: a message like "bad value [x]" must not be read as rich markup."""
+    from rich.text import Text
+
+    return Text(cell, style=style)
+
+
+def run_report_renderables(summary: Mapping[str, Any]) -> list:
+    """The run's summary as rich renderables: a rule, then one table per section."""
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+
+    summary = summarise_run(summary)
+    style = STATUS_STYLE.get(summary["status"], "")
+    title = Text.assemble((f"run {summary['run_id']}", "bold"), f": {summary['dataset']}, {summary['solver']}, ",
+                          (summary["status"], style))
+    out: list = [Rule(title)]
+    for name, headers, rows in report_sections(summary):
+        table = Table(*headers, title=name, title_justify="left", show_edge=False)
+        for row in rows:
+            emphasis = style if name == "run" and row[0] in ("status", "error") else ""
+            table.add_row(*(_text(cell, emphasis) for cell in row))
+        out.append(table)
+    return out
+
+
+def runs_table(runs: pd.DataFrame, title: str = "runs"):
+    """A rich table of ``read_runs`` rows, newest first, one line per run."""
+    from rich.table import Table
+
+    table = Table("run id", "status", "solver", "started (UTC)", "duration", "nodes", "given", "flagged",
+                  "mean conf.", "holdout acc.", title=title, title_justify="left")
+    for row in runs.to_dict("records"):
+        s = summarise_run(row)
+        duration = s["duration_seconds"]
+        table.add_row(_text(str(s["run_id"])), _text(s["status"], STATUS_STYLE.get(s["status"], "")),
+                      _text(format_value(s["solver"])),
+                      MISSING if s["started_at"] is None else f"{s['started_at']:%Y-%m-%d %H:%M}",
+                      MISSING if duration is None else f"{duration:.1f} s",
+                      format_value(s["n_nodes"]), format_value(s["n_labeled"]), format_value(s["n_flagged"]),
+                      format_value(s["mean_confidence"]), format_value(s["holdout_accuracy"]))
+    return table
+
+
+def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -> list:
+    """``GraphStore.explain``'s result as rich renderables: the node's label and provenance,
+    the class shares of its weighted degree, and the strongest neighbours."""
+    from rich.table import Table
+
+    about = Table("field", "value", title=_text(f"node {node['key']!r} of dataset {node['dataset']!r}"),
+                  title_justify="left", show_edge=False)
+    noise = node.get("label_noise")
+    for name, value in (("given label", node.get("given_label")), ("predicted label", node.get("predicted_label")),
+                        ("confidence", _number(node.get("label_confidence"))),
+                        ("flagged as noisy", None if noise is None else bool(noise)),
+                        ("run id", node.get("label_run_id")), ("solver", node.get("label_solver")),
+                        ("labelled at", node.get("labelled_at")),
+                        ("neighbours", node.get("n_neighbours")), ("weighted degree", node.get("degree"))):
+        about.add_row(name, _text(format_value(value)))
+    shares = Table("class", "share of weighted degree", title="the neighbours' vote: weight per class (a"
+                   " neighbour's given label, else its predicted one)", title_justify="left")
+    for label, share in node.get("class_shares", {}).items():
+        mark = " ← predicted" if label is not None and label == node.get("predicted_label") else ""
+        shares.add_row(_text(format_value(label) + mark), f"{share:.1%}")
+    strongest = Table("neighbour", "weight", "share", "given label", "predicted label", "agrees",
+                      title=f"strongest {len(neighbours)} of {node.get('n_neighbours', len(neighbours))} neighbours",
+                      title_justify="left")
+    for row in neighbours.itertuples(index=False):
+        strongest.add_row(_text(str(row.key)), f"{row.weight:.4g}", f"{row.share:.1%}",
+                          _text(format_value(row.given_label)), _text(format_value(row.predicted_label)),
+                          "yes" if row.agrees else "no")
+    return [about, shares, strongest]

@@ -1,0 +1,88 @@
+"""What a labelling run measures about its own output, and the held-out slice of the given
+labels it can score itself on. Pure functions of the exported problem and the prediction;
+the flow stores the result on the ``LabelRun`` node and publishes it as artifacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers import LabelProblem, Prediction
+
+from .evaluation import expected_calibration_error, reliability_table
+from .problems import ExportedProblem
+
+CONFIDENCE_BINS = 10
+
+
+@dataclass(frozen=True, eq=False)
+class Holdout:
+    """Given labels hidden from the solver to score the run: node positions and classes."""
+
+    nodes: np.ndarray
+    classes: np.ndarray
+
+
+def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple[ExportedProblem, Holdout]:
+    """Hide ``fraction`` of each class's given labels from the solver (stratified; every
+    class keeps at least one label), so the run can measure its accuracy on them.
+
+    The hidden nodes are labelled by the solver like unlabeled ones, and their
+    ``label_noise`` is written as null (the solver never saw their label)."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"holdout_fraction must lie in (0, 1), got {fraction}")
+    problem = exported.problem
+    rng = np.random.default_rng(seed)
+    labeled = np.flatnonzero(problem.labeled)
+    shuffled = labeled[rng.permutation(len(labeled))]
+    classes = problem.y[shuffled]
+    # rank of each node within its class in the shuffled order → the first ⌊f·n_c⌋ are held out
+    order = np.argsort(classes, kind="stable")
+    starts = np.searchsorted(classes[order], classes[order])
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order)) - starts
+    per_class = np.bincount(classes, minlength=problem.n_classes)
+    quota = np.minimum(np.floor(fraction * per_class), np.maximum(per_class - 1, 0))
+    held = shuffled[rank < quota[classes]]
+    y = problem.y.copy()
+    y[held] = -1
+    hidden = LabelProblem(problem.W, y, problem.label_confidence, problem.n_classes, problem.X)
+    return ExportedProblem(hidden, exported.keys, exported.classes), Holdout(held, problem.y[held])
+
+
+def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Holdout | None = None) -> dict:
+    """Counts, class distribution, confidence histogram, noise flags and, with a holdout,
+    accuracy and calibration error on it (JSON-friendly)."""
+    problem = exported.problem
+    labels, confidence = prediction.labels, prediction.confidence
+    found = labels >= 0
+    names, counts = np.unique(labels[found], return_counts=True)
+    histogram, _ = np.histogram(confidence, bins=CONFIDENCE_BINS, range=(0.0, 1.0))
+    metrics = {
+        "n_labeled": int(problem.labeled.sum()),
+        "n_unlabeled": int((~problem.labeled).sum()),
+        "n_edges": int(problem.W.nnz // 2),
+        "n_unreachable": int((~found).sum()),
+        # entities ingested after the last graph build; only an inductive solver
+        # (maxmargin) labels them, from their features
+        "n_without_edges": int(np.sum(np.diff(problem.W.indptr) == 0)),
+        "n_flagged": int(prediction.noisy.sum()),
+        "mean_confidence": float(confidence.mean()) if len(confidence) else None,
+        "class_counts": {str(exported.classes[c]): int(n) for c, n in zip(names, counts)},
+        "confidence_histogram": {f"{b / CONFIDENCE_BINS:.1f}-{(b + 1) / CONFIDENCE_BINS:.1f}": int(n)
+                                 for b, n in enumerate(histogram)},
+    }
+    if holdout is not None and len(holdout.nodes):
+        correct = labels[holdout.nodes] == holdout.classes
+        metrics.update(
+            n_holdout=int(len(holdout.nodes)),
+            holdout_accuracy=float(correct.mean()),
+            holdout_ece=expected_calibration_error(confidence[holdout.nodes], correct),
+        )
+    return metrics
+
+
+def holdout_reliability(prediction: Prediction, holdout: Holdout):
+    """Accuracy per confidence bin on the held-out labels (``evaluation.reliability_table``)."""
+    return reliability_table(prediction.confidence[holdout.nodes], prediction.labels[holdout.nodes] == holdout.classes)

@@ -1,0 +1,454 @@
+"""Incremental labelling runs (flows/incremental.py) on a real Kùzu store and a real Prefect,
+the change tracking of the stores, the incremental kNN edges, and the Neo4j adapter's
+filtered-kNN path against the recording fakes of tests/test_neo4j_store.py."""
+
+from __future__ import annotations
+
+import shutil
+
+import kuzu
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+import scipy.sparse as sp
+from prefect import flow
+from scipy.spatial.distance import cdist
+
+import similarity
+from flows.demo import digits_records
+from flows.incremental import (
+    adjacency,
+    graph_parameters,
+    label_changed,
+    read_changes,
+    record_graph_build,
+    select_region,
+)
+from flows.labelling import graph_spec, labelling_flow
+from graphlabel.problems import prediction_rows
+from graphlabel.records import parse_records
+from graphstore import open_store
+from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA
+from graphstore.changes import content_hashes
+from graphstore.kuzu_store import DATABASE_FILE
+
+DATASET = "digits"
+K = 10
+
+
+def node_table(keys, X, labels) -> pa.Table:
+    return pa.table({"key": list(keys), "features": np.asarray(X, dtype=float).tolist(),
+                     "label": list(labels)}).cast(NODE_SCHEMA)
+
+
+def labelled_everywhere(store, dataset, run_id="r0"):
+    """Mark every node as labelled now (a stand-in for a run's write-back)."""
+    keys = store.read_subgraph(dataset, with_features=False).keys
+    now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
+    store.write_predictions(dataset, pa.table({
+        "key": keys.tolist(), "predicted_label": ["x"] * len(keys), "label_confidence": [1.0] * len(keys),
+        "label_noise": [None] * len(keys), "label_run_id": [run_id] * len(keys),
+        "label_solver": ["harmonic"] * len(keys), "labelled_at": [now] * len(keys)}).cast(PREDICTION_SCHEMA))
+
+
+def changed_keys(store, dataset) -> set[str]:
+    state = store.read_label_state(dataset).to_pandas()
+    return set(state.loc[state["changed"], "key"])
+
+
+# -- change tracking in the store ----------------------------------------------------------
+
+
+def test_content_hash_sees_features_and_labels_only():
+    base = node_table(["a", "b"], [[1.0, 2.0], [1.0, 2.0]], ["x", None])
+    h = content_hashes(base)
+    assert h.dtype == np.int64 and h[0] != h[1]  # same features, label x vs none
+    assert (content_hashes(node_table(["z", "y"], [[1.0, 2.0], [1.0, 2.0]], ["x", None])) == h).all()
+    assert content_hashes(node_table(["a"], [[-0.0, 2.0]], [""]))[0] != \
+        content_hashes(node_table(["a"], [[0.0, 2.0]], [None]))[0]  # "" is a label, null is none
+    assert content_hashes(node_table(["a"], [[-0.0, 2.0]], ["x"]))[0] == \
+        content_hashes(node_table(["a"], [[0.0, 2.0]], ["x"]))[0]
+    assert content_hashes(node_table(["a"], [[2.0, 1.0]], ["x"]))[0] != h[0]  # order matters
+    assert (content_hashes(base.slice(1)) == h[1:]).all()
+
+
+def test_unchanged_reingest_marks_nothing_and_changes_are_seen(kuzu_store, digits):
+    X, y = digits
+    X, y = X[:60], y[:60]
+    keys = [f"d{i}" for i in range(60)]
+    labels = [str(v) if i % 6 == 0 else None for i, v in enumerate(y)]
+    kuzu_store.write_nodes(DATASET, node_table(keys, X, labels))
+    assert changed_keys(kuzu_store, DATASET) == set(keys)  # never labelled
+    labelled_everywhere(kuzu_store, DATASET)
+    stamps = kuzu_store.query("MATCH (e:Entity) RETURN e.key AS key, e.updated_at AS t").set_index("key")["t"]
+    kuzu_store.write_nodes(DATASET, node_table(keys, X, labels))  # the same file again
+    assert changed_keys(kuzu_store, DATASET) == set()
+    again = kuzu_store.query("MATCH (e:Entity) RETURN e.key AS key, e.updated_at AS t").set_index("key")["t"]
+    assert again.loc[keys].tolist() == stamps.loc[keys].tolist()
+    X2 = X.copy()
+    X2[3, 5] += 1.0                            # new features
+    labels2 = list(labels)
+    labels2[6] = "9" if labels[6] != "9" else "8"  # a changed given label
+    labels2[12] = None                          # a removed one
+    labels2[7] = "1"                            # a new one
+    kuzu_store.write_nodes(DATASET, node_table(keys, X2, labels2))
+    assert changed_keys(kuzu_store, DATASET) == {"d3", "d6", "d7", "d12"}
+
+
+def test_a_store_created_before_change_tracking_keeps_working(tmp_path):
+    """The schema as it was before updated_at / content_hash / GraphBuild: opening the store
+    adds them (ALTER TABLE ... ADD IF NOT EXISTS); old nodes count as changed once."""
+    path = tmp_path / "old"
+    path.mkdir()
+    db = kuzu.Database(str(path / DATABASE_FILE))
+    conn = kuzu.Connection(db)
+    conn.execute("CREATE NODE TABLE Entity(uid STRING, dataset STRING, key STRING, features BLOB,"
+                 " given_label STRING, predicted_label STRING, label_confidence DOUBLE,"
+                 " label_noise BOOLEAN, label_run_id STRING, label_solver STRING,"
+                 " labelled_at TIMESTAMP, PRIMARY KEY(uid))")
+    conn.execute("CREATE REL TABLE SIMILAR(FROM Entity TO Entity, weight DOUBLE, dataset STRING)")
+    conn.execute("CREATE (:Entity {uid: 'toy:a', dataset: 'toy', key: 'a', given_label: 'x',"
+                 " labelled_at: timestamp('2026-01-01 00:00:00')})")
+    conn.close()
+    db.close()
+    with open_store(str(path)) as store:
+        assert changed_keys(store, "toy") == set()  # labelled, no updated_at yet
+        store.write_nodes("toy", node_table(["a", "b"], [[1.0], [2.0]], ["x", None]))
+        assert changed_keys(store, "toy") == {"a", "b"}  # no stored hash: changed once
+        labelled_everywhere(store, "toy")
+        store.write_nodes("toy", node_table(["a", "b"], [[1.0], [2.0]], ["x", None]))
+        assert changed_keys(store, "toy") == set()
+        store.write_graph_build("toy", {"graph": "knn", "k": 3, "sigma": 0.5})
+        assert store.read_graph_build("toy")["sigma"] == 0.5
+
+
+# -- incremental edges ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_knn_edges_for_are_the_new_rows_of_the_full_graph(digits, metric):
+    X = digits[0][:400]
+    W, sigma = similarity.knn_graph(X, K, metric=metric, return_sigma=True)
+    new = np.arange(380, 400)
+    src, dst, w = similarity.knn_edges_for(X[new], X, new, K, metric, "gaussian", sigma)
+    assert np.isin(src, new).all()
+    D = cdist(X[new], X, "euclidean" if metric == "euclidean" else "cosine")
+    D[np.arange(len(new)), new] = np.inf
+    nearest = np.argsort(D, axis=1)[:, :K]
+    for row, i in enumerate(new):
+        mine = set(dst[src == i]) | set(src[dst == i])
+        assert set(nearest[row]) <= mine
+    # the same weights as the full graph's, pairs found both ways kept once
+    np.testing.assert_allclose(w, np.asarray(W[src, dst]).ravel(), rtol=1e-12)
+    pairs = set(zip(np.minimum(src, dst).tolist(), np.maximum(src, dst).tolist()))
+    assert len(pairs) == len(src)
+    with pytest.raises(ValueError, match="sigma"):
+        similarity.knn_edges_for(X[new], X, new, K, metric, "gaussian", None)
+    with pytest.raises(ValueError, match="equal"):
+        similarity.knn_edges_for(X[new] + 1, X, new, K, metric, "gaussian", sigma)
+
+
+def test_sigma_is_read_back_from_gaussian_weights_only(digits):
+    X = digits[0][:300]
+    for metric in ("euclidean", "cosine"):
+        W, sigma = similarity.knn_graph(X, K, metric=metric, return_sigma=True)
+        upper = sp.triu(W, 1).tocoo()
+        got = similarity.gaussian_sigma_from_edges(X, upper.row, upper.col, upper.data, metric)
+        assert got == pytest.approx(sigma, rel=1e-9)
+    W = similarity.knn_graph(X, K, weights="binary")
+    upper = sp.triu(W, 1).tocoo()
+    assert similarity.gaussian_sigma_from_edges(X, upper.row, upper.col, upper.data) is None
+    assert similarity.knn_graph(X, K, weights="binary", return_sigma=True)[1] is None
+
+
+def test_region_and_boundary_by_sparse_breadth_first_search():
+    # a path 0-1-2-3-4-5-6 and a separate pair 7-8
+    rows = np.array([0, 1, 2, 3, 4, 5, 7])
+    W = sp.csr_matrix((np.ones(7), (rows, rows + 1)), shape=(9, 9))
+    W = W + W.T
+    seeds = np.zeros(9, bool)
+    seeds[3] = True
+    region, boundary = select_region(W, seeds, hops=1)
+    assert np.flatnonzero(region).tolist() == [2, 3, 4] and np.flatnonzero(boundary).tolist() == [1, 5]
+    region, boundary = select_region(W, seeds, hops=2)
+    assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5] and np.flatnonzero(boundary).tolist() == [0, 6]
+    fixed = np.ones(9, bool)
+    fixed[6] = False  # nothing to fix node 6 with: it joins the region
+    region, boundary = select_region(W, seeds, hops=2, fixed=fixed)
+    assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5, 6] and np.flatnonzero(boundary).tolist() == [0]
+
+
+# -- incremental runs through Prefect on a real Kùzu store ---------------------------------
+
+
+@flow(name="test-incremental-labelling")
+def incremental_flow(store_uri: str, dataset: str, hops: int = 2, run_id: str = "incremental") -> dict | None:
+    """What the labelling flow does on its incremental path: label_changed, then write the
+    region's predictions back."""
+    with open_store(store_uri) as store:
+        result = label_changed(store, dataset, "harmonic", {}, graph_spec("knn", K), hops=hops)
+        if result is None:
+            return None
+        if result.n_region:
+            store.write_predictions(dataset, prediction_rows(result.exported, result.prediction, run_id,
+                                                             result.read_at))
+        return {**result.summary(), "keys": result.keys.tolist(), "timings": result.timings}
+
+
+def predictions(store_uri: str, keys) -> pd.Series:
+    with open_store(store_uri) as store:
+        frame = store.query("MATCH (e:Entity) WHERE e.dataset = $d RETURN e.key AS key, e.predicted_label AS p",
+                            {"d": DATASET})
+    return frame.set_index("key")["p"].loc[list(keys)]
+
+
+@pytest.fixture(scope="module")
+def digits_split():
+    frame, truth, kept, _ = digits_records(per_class=10, flip_fraction=0.0, seed=7)
+    rng = np.random.default_rng(11)
+    new = np.zeros(len(frame), dtype=bool)
+    new[rng.choice(len(frame), size=int(round(0.05 * len(frame))), replace=False)] = True
+    return frame, truth, new
+
+
+@pytest.fixture(scope="module")
+def after_full_run_on_95(tmp_path_factory, digits_split, prefect_harness):
+    """A store holding 95% of the digits, labelled by a full run (the labelling flow)."""
+    frame, _, new = digits_split
+    path = str(tmp_path_factory.mktemp("incremental") / "store")
+    with open_store(path) as store:
+        store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
+    labelling_flow(DATASET, store_uri=path, solver="harmonic", k=K)
+    return path
+
+
+@pytest.fixture
+def store_95(after_full_run_on_95, tmp_path):
+    """A fresh copy of that store for each test."""
+    path = str(tmp_path / "store-95")  # not tmp_path / "store": that is conftest's store_path
+    shutil.copytree(after_full_run_on_95, path)
+    return path
+
+
+pytestmark_prefect = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytestmark_prefect
+def test_no_previous_run_means_a_full_run(store_path, digits_split):
+    frame, _, _ = digits_split
+    with open_store(store_path) as store:
+        store.write_nodes(DATASET, parse_records(frame, key="key", features="pixel_*", label="label").nodes)
+    assert incremental_flow(store_path, DATASET) is None
+
+
+@pytestmark_prefect
+def test_unchanged_reingest_labels_nothing(store_95, digits_split):
+    frame, _, new = digits_split
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
+        before = store.query("MATCH (e:Entity) RETURN count(*) AS n")["n"][0]
+    summary = incremental_flow(store_95, DATASET)
+    assert summary["n_changed"] == 0 and summary["n_region"] == 0 and summary["n_edges_added"] == 0
+    with open_store(store_95) as store:
+        assert store.query("MATCH (e:Entity) WHERE e.label_run_id = 'incremental' RETURN count(*) AS n")["n"][0] == 0
+        assert store.query("MATCH (e:Entity) RETURN count(*) AS n")["n"][0] == before
+
+
+@pytestmark_prefect
+def test_new_entities_get_their_k_nearest_with_the_recorded_sigma(store_95, digits_split):
+    frame, _, new = digits_split
+    X_old = frame.loc[~new, [c for c in frame.columns if c.startswith("pixel_")]].to_numpy(float)
+    _, sigma_95 = similarity.knn_graph(X_old, K, return_sigma=True)
+    with open_store(store_95) as store:
+        before = store.read_subgraph(DATASET)
+        store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
+    summary = incremental_flow(store_95, DATASET)
+    with open_store(store_95) as store:
+        build = store.read_graph_build(DATASET)
+        after = store.read_subgraph(DATASET)
+    # σ: the one the full run's Gaussian weights were built with, read back and recorded
+    assert build["sigma"] == pytest.approx(sigma_95, rel=1e-9) and summary["sigma"] == build["sigma"]
+    assert build["k"] == K and build["metric"] == "euclidean" and build["weights"] == "gaussian"
+    assert summary["n_new"] == new.sum() and summary["n_changed"] == new.sum()
+    old_pairs = set(zip(before.keys[before.source], before.keys[before.target]))
+    added = [(a, b, w) for a, b, w in zip(after.keys[after.source], after.keys[after.target], after.weight)
+             if (a, b) not in old_pairs]
+    assert len(added) == summary["n_edges_added"] == len(after.weight) - len(before.weight)
+    new_keys = set(frame.loc[new, "key"])
+    assert all(a in new_keys for a, _, _ in added)  # written from the new node
+    features = dict(zip(after.keys, after.features))
+    out_degree = pd.Series([a for a, _, _ in added]).value_counts()
+    for key in sorted(new_keys):
+        d = np.linalg.norm(after.features - features[key], axis=1)
+        d[after.keys == key] = np.inf
+        kth = np.sort(d)[K - 1]
+        mine = {b: w for a, b, w in added if a == key} | {a: w for a, b, w in added if b == key}
+        dist = {other: float(d[after.keys == other][0]) for other in mine}
+        # its k nearest among all nodes (digits have ties at the k-th distance)
+        assert set(after.keys[d < kth - 1e-9]) <= set(mine)
+        own = [other for other in mine if dist[other] <= kth + 1e-9]
+        assert len(own) >= K
+        # written from it: k edges, fewer where a new neighbour had found it first
+        mutual = sum(1 for other in own if other in new_keys and other not in
+                     {b for a, b, _ in added if a == key})
+        assert out_degree.get(key, 0) + mutual >= K and out_degree.get(key, 0) <= K
+        for other, w in mine.items():
+            assert w == pytest.approx(np.exp(-dist[other] ** 2 / (2 * build["sigma"] ** 2)), rel=1e-9)
+    assert out_degree.sum() <= K * len(new_keys)
+
+
+@pytestmark_prefect
+def test_incremental_run_after_adding_5_percent_agrees_with_a_full_run(store_95, digits_split, store_path,
+                                                                       capsys):
+    frame, truth, new = digits_split
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
+    summary = incremental_flow(store_95, DATASET)
+    # the reference: a full run on all the digits, in a store of its own
+    with open_store(store_path) as store:
+        store.write_nodes(DATASET, parse_records(frame, key="key", features="pixel_*", label="label").nodes)
+    labelling_flow(DATASET, store_uri=store_path, solver="harmonic", k=K)
+    new_keys = frame.loc[new, "key"]
+    incremental = predictions(store_95, new_keys)
+    full = predictions(store_path, new_keys)
+    agreement = float((incremental.to_numpy() == full.to_numpy()).mean())
+    with capsys.disabled():
+        print(f"\nincremental vs full run on the {len(new_keys)} new digits: agreement {agreement:.4f}"
+              f" ({int((incremental.to_numpy() != full.to_numpy()).sum())} differ); region"
+              f" {summary['n_region']} of {summary['n_nodes']} nodes, boundary {summary['n_boundary']};"
+              f" accuracy incremental {(incremental.to_numpy() == truth[new]).mean():.4f},"
+              f" full {(full.to_numpy() == truth[new]).mean():.4f}")
+    assert agreement >= 0.98
+    assert set(new_keys) <= set(summary["keys"])
+    with open_store(store_95) as store:
+        state = store.read_label_state(DATASET).to_pandas()
+        runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
+    assert not state["changed"].any()  # all labelled since: the next run has nothing to do
+    assert dict(zip(runs["run"], runs["n"]))["incremental"] == summary["n_region"]
+
+
+@pytestmark_prefect
+def test_a_changed_given_label_is_picked_up(store_95, digits_split):
+    frame, truth, new = digits_split
+    old = frame[~new].copy()
+    labelled = old.index[old["label"].notna()]
+    target = labelled[0]
+    wrong = "3" if old.loc[target, "label"] != "3" else "5"
+    old.loc[target, "label"] = wrong
+    unlabelled = old.index[old["label"].isna()][0]
+    old.loc[unlabelled, "label"] = truth[unlabelled]
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(old, key="key", features="pixel_*", label="label").nodes)
+        assert changed_keys(store, DATASET) == {old.loc[target, "key"], old.loc[unlabelled, "key"]}
+    summary = incremental_flow(store_95, DATASET, hops=1)
+    assert summary["n_changed"] == 2 and summary["n_new"] == 0 and summary["n_edges_added"] == 0
+    assert {old.loc[target, "key"], old.loc[unlabelled, "key"]} <= set(summary["keys"])
+    assert summary["n_region"] < len(old)
+    with open_store(store_95) as store:
+        rows = store.query("MATCH (e:Entity) WHERE e.key IN $keys RETURN e.key AS key, e.given_label AS g,"
+                           " e.predicted_label AS p, e.label_noise AS noise, e.label_run_id AS run",
+                           {"keys": [old.loc[target, "key"], old.loc[unlabelled, "key"]]}).set_index("key")
+    flipped = rows.loc[old.loc[target, "key"]]
+    assert flipped["g"] == wrong and flipped["run"] == "incremental"
+    # the wrong label is judged against its neighbourhood: flagged, and predicted as before
+    assert bool(flipped["noise"]) and flipped["p"] == truth[target]
+    fixed = rows.loc[old.loc[unlabelled, "key"]]
+    assert fixed["g"] == truth[unlabelled] and fixed["p"] == truth[unlabelled] and not fixed["noise"]
+
+
+@pytestmark_prefect
+def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
+    frame, _, new = digits_split
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
+        record_graph_build(store, DATASET, graph_spec("knn", K), sigma=12.5)
+        changes = read_changes(store, DATASET)
+        assert graph_parameters(store, DATASET, graph_spec("knn", K + 1), changes) is None
+        assert graph_parameters(store, DATASET, graph_spec("knn", K, sigma=3.0), changes) is None
+        assert graph_parameters(store, DATASET, graph_spec("delta", delta=0.5), changes) is None
+        assert graph_parameters(store, DATASET, graph_spec("knn", K), changes)["sigma"] == 12.5
+        assert graph_parameters(store, DATASET, None, changes)["k"] == K
+        W = adjacency(changes.graph)
+        assert (abs(W - W.T)).max() == 0
+
+
+# -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------
+
+
+def test_neo4j_filtered_knn_for_new_nodes_and_the_reweighting_of_their_edges():
+    from types import SimpleNamespace
+
+    from test_neo4j_store import gds_store
+
+    from graphstore.neo4j_store import Neo4jGraphConfig
+
+    store, driver, gds = gds_store(Neo4jGraphConfig(batch_size=2))
+
+    def filtered_write(G, **config):
+        gds.log.append(("knn.filtered.write", G.name(), config))
+        return SimpleNamespace(relationships_written=30)
+
+    gds.knn.filtered = SimpleNamespace(write=filtered_write)
+    driver.answers[store.cypher("gds_reweight_new_edges")] = lambda p: [{"kept": len(p["keys"]) * K}]
+    calls_before = len(driver.calls)
+    assert store.build_knn_edges_for("toy", np.array(["n1", "n2", "n3"], dtype=object), k=K,
+                                     weights="gaussian", sigma=2.5, deterministic=True) == 30
+    names = [entry[0] for entry in gds.log]
+    assert names == ["server_version", "project.cypher", "knn.filtered.write", "graph.drop"]
+    _, query, params = gds.log[1]
+    assert query == store.cypher("gds_project_new")
+    assert params["new_keys"] == ["n1", "n2", "n3"] and params["dataset"] == "toy"
+    assert "sourceNodeLabels: CASE WHEN e.`key` IN $new_keys" in query
+    _, graph_name, config = gds.log[2]
+    assert graph_name == params["graph_name"]
+    assert config == {"write_relationship_type": "SIMILAR", "write_property": "weight",
+                      "node_properties": {"features": "EUCLIDEAN"}, "source_node_filter": "GraphlabelNew",
+                      "target_node_filter": "GraphlabelNode", "top_k": K, "random_seed": 0, "concurrency": 1}
+    assert gds.log[3] == ("graph.drop", params["graph_name"], {"fail_if_missing": False})
+    # nothing deleted; the new relationships reweighted with the recorded σ, in key batches
+    sent = driver.calls[calls_before:]
+    assert all(c.query != store.cypher("delete_edges") for c in sent)
+    reweights = [c for c in sent if c.query == store.cypher("gds_reweight_new_edges")]
+    assert [c.parameters["keys"] for c in reweights] == [["n1", "n2"], ["n3"]]
+    assert all(c.parameters["sigma"] == 2.5 and c.parameters["weights"] == "gaussian" for c in reweights)
+    # GDS's own score needs no reweighting; a Gaussian without the recorded σ is refused
+    calls_before = len(driver.calls)
+    store.build_knn_edges_for("toy", ["n1"], k=K, weights="similarity")
+    assert len(driver.calls) == calls_before and gds.log[-2][0] == "knn.filtered.write"
+    with pytest.raises(ValueError, match="sigma"):
+        store.build_knn_edges_for("toy", ["n1"], k=K, weights="gaussian")
+    assert store.build_knn_edges_for("toy", [], k=K, weights="binary") == 0
+
+
+def test_neo4j_add_edges_label_state_and_graph_build():
+    from test_neo4j_store import make_store
+
+    from graphstore.neo4j_store import Neo4jGraphConfig
+
+    store, driver = make_store(Neo4jGraphConfig(batch_size=2))
+    edges = pa.table({"source": ["a", "b", "c"], "target": ["b", "c", "a"], "weight": [0.5, 0.25, 1.0]})
+    assert store.add_edges("toy", edges) == 3
+    sent = driver.sent(store.cypher("add_edges"))
+    assert [len(c.parameters["rows"]) for c in sent] == [2, 1]
+    assert not driver.sent(store.cypher("delete_edges"))
+    assert "MERGE (a)-[r:`SIMILAR`]->(b)" in store.cypher("add_edges")
+    driver.answers[store.cypher("read_label_state")] = [{
+        "keys": ["a", "b", "c"], "changed": [True, False, False], "labelled": [False, True, True],
+        "has_predicted": [False, True, False], "predicted": ["", "x", ""]}]
+    state = store.read_label_state("toy")
+    assert state.to_pydict() == {"key": ["a", "b", "c"], "changed": [True, False, False],
+                                 "labelled": [False, True, True], "predicted_label": [None, "x", None]}
+    assert driver.calls[-1].routing == "r"
+    assert "e.`labelled_at` IS NULL" in store.cypher("read_label_state")
+    assert "e.`updated_at` > e.`labelled_at`" in store.cypher("read_label_state")
+    store.write_graph_build("toy", {"graph": "knn", "k": np.int64(5), "sigma": 1.5})
+    call = driver.calls[-1]
+    assert call.query == store.cypher("write_graph_build") and call.parameters["dataset"] == "toy"
+    assert call.parameters["spec"] == '{"graph": "knn", "k": 5, "sigma": 1.5}'
+    driver.answers[store.cypher("read_graph_build")] = [{"spec": call.parameters["spec"],
+                                                         "built_at": call.parameters["built_at"]}]
+    assert store.read_graph_build("toy")["k"] == 5
+    # the upsert compares the stored hash before replacing it
+    upsert = store.cypher("upsert_nodes")
+    assert upsert.index("e.`content_hash` <> row.content_hash") < upsert.index("e.`content_hash` = row.content_hash")

@@ -1,0 +1,169 @@
+"""Scheduled labelling: the TOML schedule is checked field by field when loaded, and each
+job becomes a Prefect RunnerDeployment of the labelling flow (no server is started)."""
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import pytest
+from prefect.deployments.runner import RunnerDeployment
+
+import graphlabel.schedule as schedule
+from flows.labelling import labelling_flow
+from graphlabel.schedule import Job, ScheduleError, deployments, jobs_from_env, load_schedule, parse_schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+VALID = """
+store = "neo4j://graph.example:7687"
+
+[[jobs]]
+dataset = "products"
+cron = "0 3 * * *"
+solver = "mincut"
+solver_params = { gamma_g = 0.1, tol = 1e-6 }
+k = 15
+graph = "knn"
+
+[[jobs]]
+name = "digits-delta"
+dataset = "digits"
+cron = "*/30 * * * 1-5"
+graph = "delta"
+delta = 0.5
+store = "stores/digits"
+"""
+
+
+def write(tmp_path, text, name="schedule.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_valid_schedule_loads_with_defaults(tmp_path):
+    first, second = load_schedule(write(tmp_path, VALID))
+    assert first == Job(name="label-products-mincut", dataset="products", cron="0 3 * * *", solver="mincut",
+                        solver_params={"gamma_g": 0.1, "tol": 1e-6}, k=15, graph="knn", delta=None, full=None,
+                        store_uri="neo4j://graph.example:7687")
+    assert (second.name, second.solver, second.k, second.delta) == ("digits-delta", "harmonic", 10, 0.5)
+    # a relative store folder is the one beside the file, wherever the server starts
+    assert second.store_uri == str((tmp_path / "stores" / "digits").resolve())
+    assert "full" not in first.parameters() and "delta" not in first.parameters()
+
+
+def test_the_example_file_loads():
+    jobs = load_schedule(ROOT / "graphlabel.example.toml")
+    assert [job.name for job in jobs] == ["digits-nightly", "digits-weekly-maxmargin"]
+    assert jobs[0].store_uri == str((ROOT / ".graphlabel").resolve())
+
+
+def job_with(**fields):
+    job = {"dataset": "products", "cron": "0 3 * * *"}
+    job.update(fields)
+    return {"jobs": [{k: v for k, v in job.items() if v is not None}]}
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"dataset": "1bad name"}, r"jobs\[0\]: invalid dataset name '1bad name'"),
+    ({"dataset": None}, r"jobs\[0\]: missing required field 'dataset'"),
+    ({"cron": None}, r"missing required field 'cron'"),
+    ({"cron": "every night"}, r"dataset 'products'\): cron 'every night' must have 5 fields"),
+    ({"cron": "61 3 * * *"}, r"cron '61 3 \* \* \*' Invalid cron string"),
+    ({"cron": 3}, r"cron must be a string"),
+    ({"solver": "magic"}, r"solver must be one of \[.*'harmonic'.*\], got 'magic'"),
+    ({"solver_params": "gamma_g=0.1"}, r"solver_params must be a table"),
+    ({"k": 0}, r"k must be a positive integer, got 0"),
+    ({"k": "10"}, r"k must be a positive integer, got '10'"),
+    ({"k": True}, r"k must be a positive integer, got True"),
+    ({"graph": "full"}, r"graph must be one of \['knn', 'delta'"),
+    ({"graph": "delta"}, r"graph \"delta\" needs delta"),
+    ({"delta": -1.0}, r"delta must be a positive number, got -1.0"),
+    ({"full": "yes"}, r"full must be true or false, got 'yes'"),
+    ({"store": ""}, r"store must be a store URI"),
+    ({"name": "has space"}, r"name must be 1-100 letters"),
+    ({"solvr": "harmonic"}, r"unknown field\(s\) \['solvr'\]"),
+])
+def test_each_invalid_field_is_named(fields, message):
+    with pytest.raises(ScheduleError, match=message):
+        parse_schedule(job_with(**fields), "s.toml")
+
+
+@pytest.mark.parametrize("document, message", [
+    ({}, "no jobs"),
+    ({"jobs": []}, "no jobs"),
+    ({"jobs": ["products"]}, r"jobs\[0\]: a job must be a table"),
+    ({"store": 5, **job_with()}, "store must be a store URI"),
+    ({"stores": "x", **job_with()}, r"unknown top-level field\(s\) \['stores'\]"),
+    ({"store": "neo4j://neo4j:s3cret@db:7687", **job_with()}, r"s.toml: the store URI \S*@db:7687 holds credentials"),
+    ({"jobs": job_with()["jobs"] * 2}, r"job names must be unique, \['label-products-harmonic'\]"),
+])
+def test_invalid_schedules_are_refused(document, message):
+    with pytest.raises(ScheduleError, match=message) as raised:
+        parse_schedule(document, "s.toml")
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_file_that_is_not_toml_is_named(tmp_path):
+    path = write(tmp_path, "[[jobs]\ndataset = ")
+    with pytest.raises(ScheduleError, match=r"schedule.toml: not valid TOML"):
+        load_schedule(path)
+    with pytest.raises(FileNotFoundError):
+        load_schedule(tmp_path / "missing.toml")
+
+
+def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
+    jobs = load_schedule(write(tmp_path, VALID))
+    made = deployments(jobs)
+    assert all(isinstance(d, RunnerDeployment) for d in made)
+    assert [d.name for d in made] == ["label-products-mincut", "digits-delta"]
+    assert [[s.schedule.cron for s in d.schedules] for d in made] == [["0 3 * * *"], ["*/30 * * * 1-5"]]
+    assert made[0].flow_name == labelling_flow.name
+    assert made[0].parameters == {"dataset": "products", "store_uri": "neo4j://graph.example:7687",
+                                  "solver": "mincut", "solver_params": {"gamma_g": 0.1, "tol": 1e-6},
+                                  "graph": "knn", "k": 15}
+    assert made[1].parameters["delta"] == 0.5 and made[1].parameters["graph"] == "delta"
+    # every parameter is one the flow takes
+    accepted = set(inspect.signature(labelling_flow.fn).parameters)
+    assert all(set(d.parameters) <= accepted for d in made)
+
+
+def test_full_is_passed_only_when_the_file_sets_it():
+    job = parse_schedule(job_with(full=True), "s.toml")[0]
+    assert job.parameters()["full"] is True
+    assert "full" not in parse_schedule(job_with(), "s.toml")[0].parameters()
+    if "full" in inspect.signature(labelling_flow.fn).parameters:
+        assert deployments([job])[0].parameters["full"] is True
+    else:  # before incremental runs: refused at start-up rather than failing every run
+        with pytest.raises(ScheduleError, match=r"takes no parameter\(s\) \['full'\]"):
+            deployments([job])
+
+
+def test_jobs_from_the_environment(tmp_path):
+    (job,) = jobs_from_env({"GRAPHLABEL_STORE": "bolt://neo4j:7687", "LABEL_DATASET": "items",
+                            "LABEL_SOLVER": "nmf", "LABEL_K": "7", "LABEL_CRON": "15 2 * * *",
+                            "LABEL_SOLVER_PARAMS": '{"beta": 2.0}'})
+    assert job == Job(name="scheduled-labelling", dataset="items", cron="15 2 * * *", solver="nmf",
+                      solver_params={"beta": 2.0}, k=7, store_uri="bolt://neo4j:7687")
+    (default,) = jobs_from_env({})
+    assert (default.dataset, default.solver, default.k, default.cron, default.store_uri) == \
+        ("digits", "harmonic", 10, "0 3 * * *", None)
+    with pytest.raises(ScheduleError, match="LABEL_K must be an integer, got 'ten'"):
+        jobs_from_env({"LABEL_K": "ten"})
+    with pytest.raises(ScheduleError, match=r"environment: jobs\[0\] \(dataset 'digits'\): cron"):
+        jobs_from_env({"LABEL_CRON": "daily"})
+    path = write(tmp_path, VALID)
+    assert [j.name for j in jobs_from_env({"GRAPHLABEL_SCHEDULE": str(path), "LABEL_K": "ten"})] == \
+        ["label-products-mincut", "digits-delta"]
+
+
+def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
+    served = []
+    monkeypatch.setattr(schedule, "serve", served.append)
+    monkeypatch.setenv("LABEL_DATASET", "items")
+    monkeypatch.delenv("GRAPHLABEL_SCHEDULE", raising=False)
+    spec = importlib.util.spec_from_file_location("serve_labelling", ROOT / "docker" / "serve_labelling.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main()
+    (jobs,) = served
+    assert [(j.name, j.dataset) for j in jobs] == [("scheduled-labelling", "items")]
