@@ -208,9 +208,11 @@ def _resolve(fn):
     return fn
 
 
-def _measure_in_child(conn, fn, args, kwargs) -> None:
+def _measure_in_child(conn, fn, args, kwargs, preload) -> None:
     try:
         fn = _resolve(fn)
+        for module in preload:  # imports are start-up, not the measured call's cost
+            importlib.import_module(module)
         # Baseline: the interpreter, the imports and the unpickled arguments, just before
         # the call; the peak is then the call's own high-water mark above it.
         exact = _reset_peak()
@@ -227,7 +229,8 @@ def _measure_in_child(conn, fn, args, kwargs) -> None:
         conn.close()
 
 
-def peak_memory_call(fn, *args, timeout: float | None = None, **kwargs) -> tuple[float, float, object]:
+def peak_memory_call(fn, *args, timeout: float | None = None, preload: tuple[str, ...] = (),
+                     **kwargs) -> tuple[float, float, object]:
     """Run ``fn(*args, **kwargs)`` in a fresh child process; its time, peak memory and result.
 
     How it measures: a ``spawn``-ed interpreter (no memory shared with or inherited from
@@ -236,6 +239,8 @@ def peak_memory_call(fn, *args, timeout: float | None = None, **kwargs) -> tuple
     resident set size is the baseline; on Linux the kernel's peak-RSS mark is reset there
     (``/proc/self/clear_refs``) and read back (``VmHWM``) after the call, so even a
     millisecond spike counts; elsewhere a thread samples the RSS every 5 ms (psutil).
+    Modules named in ``preload`` (and those ``fn``'s module imports) are imported before
+    the baseline, so a lazily imported library is not charged to the call.
     The peak is the call's extra resident memory above the baseline, in MiB: the memory
     the call itself needs, not the arguments or the interpreter. The time is the call's
     wall time inside the child (interpreter start-up and pickling excluded).
@@ -249,6 +254,8 @@ def peak_memory_call(fn, *args, timeout: float | None = None, **kwargs) -> tuple
         Its arguments (pickled to the child).
     timeout : float, optional
         Seconds to wait; the child is then terminated and ``TimeoutError`` raised.
+    preload : tuple of str
+        Modules to import in the child before measuring (e.g. ``("faiss",)``).
 
     Returns
     -------
@@ -265,7 +272,7 @@ def peak_memory_call(fn, *args, timeout: float | None = None, **kwargs) -> tuple
     """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_measure_in_child, args=(child, fn, args, kwargs), daemon=True)
+    proc = ctx.Process(target=_measure_in_child, args=(child, fn, args, kwargs, tuple(preload)), daemon=True)
     proc.start()
     child.close()  # the parent keeps only its reading end: EOF once the child exits
     message = None

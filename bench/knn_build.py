@@ -12,7 +12,7 @@ points). k = 10 neighbours, the query point itself excluded.
 What is measured, per size and method:
 
 - seconds: wall time of the search alone (``similarity.knn.nearest_neighbors``, HNSW:
-  M = 32, efConstruction = 80, efSearch = 64; exact: scikit-learn brute force) or of
+  M, efConstruction, efSearch from ``similarity.knn.HNSW_*``; exact: scikit-learn brute force) or of
   ``knn_graph`` (search + Gaussian weights + max-symmetrisation into a CSR matrix), each
   run in a fresh process (``_common.peak_memory_call``); median of 3 runs below 1M, one
   run at 1M.
@@ -27,12 +27,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import time
 
 import numpy as np
 import pandas as pd
 from sklearn.datasets import make_blobs
 
-from similarity import knn_graph
+from similarity import knn
 from similarity.knn import nearest_neighbors
 
 from ._common import Report, peak_memory_call
@@ -47,7 +48,7 @@ N_QUERIES = 1_000
 # 100× that, so it is not run at 1M and its time there is only extrapolated (and labelled so).
 EXACT_MAX_POINTS = 100_000
 METHODS = {
-    "hnsw": "faiss HNSW search (M=32, efC=80, efS=64)",
+    "hnsw": f"faiss HNSW search (M={knn.HNSW_M}, efC={knn.HNSW_EF_CONSTRUCTION}, efS={knn.HNSW_EF_SEARCH})",
     "exact": "scikit-learn NearestNeighbors, exact (brute force)",
     "graph": "similarity.knn_graph (HNSW search + Gaussian weights + symmetrise)",
 }
@@ -90,16 +91,35 @@ def search(X: np.ndarray, backend: str, queries: np.ndarray) -> np.ndarray:
     return idx[queries]
 
 
-def graph(X: np.ndarray) -> int:
-    """``knn_graph`` with the HNSW search; returns the stored weights (nnz)."""
-    return knn_graph(X, K, backend="hnsw").nnz
+def graph(X: np.ndarray) -> tuple[int, float]:
+    """``knn_graph`` with the HNSW search: the stored weights (nnz) and the seconds the same
+    call spent in its neighbour search (``nearest_neighbors``, wrapped with a timer for
+    this call), so the rest of the build is measured in the same run, not as a difference
+    of two noisy medians."""
+    import similarity.knn as knn
+
+    search_fn, spent = knn.nearest_neighbors, []
+
+    def timed_search(*args, **kwargs):
+        start = time.perf_counter()
+        out = search_fn(*args, **kwargs)
+        spent.append(time.perf_counter() - start)
+        return out
+
+    knn.nearest_neighbors = timed_search  # knn_graph looks it up as a module global
+    try:
+        W = knn.knn_graph(X, K, backend="hnsw")
+    finally:
+        knn.nearest_neighbors = search_fn
+    return W.nnz, spent[0]
 
 
 def measure(fn, args, repeats: int) -> dict:
     """Median seconds and largest peak memory over ``repeats`` fresh-process runs."""
-    runs = [peak_memory_call(fn, *args) for _ in range(repeats)]
+    runs = [peak_memory_call(fn, *args, preload=("faiss", "sklearn.neighbors")) for _ in range(repeats)]
     return {"seconds": statistics.median(r[0] for r in runs), "peak": max(r[1] for r in runs),
-            "result": runs[-1][2], "runs": repeats}
+            "result": runs[-1][2], "results": [r[2] for r in runs], "times": [r[0] for r in runs],
+            "runs": repeats}
 
 
 def run(sizes: list[int]) -> tuple[pd.DataFrame, dict]:
@@ -120,8 +140,10 @@ def run(sizes: list[int]) -> tuple[pd.DataFrame, dict]:
                    "recall@10": recall_at_k(r["result"], truth) if r and key != "graph" else np.nan}
             rows.append(row)
             print(f"  n={n:,} {key}: {row['seconds']:.2f} s, {row['peak MiB']:.0f} MiB", flush=True)
-        extra[n] = {"edges": results["graph"]["result"] // 2,
-                    "overhead": results["graph"]["seconds"] - results["hnsw"]["seconds"]}
+        g = results["graph"]
+        rest = [total - search_s for total, (_, search_s) in zip(g["times"], g["results"])]
+        extra[n] = {"edges": g["result"][0] // 2, "rest": statistics.median(rest),
+                    "share": statistics.median(r / t for r, t in zip(rest, g["times"]))}
     frame = pd.DataFrame(rows)
     exact = frame[frame["method"] == METHODS["exact"]].set_index("points")["seconds"]
     frame["time / exact"] = frame["seconds"] / frame["points"].map(exact)
@@ -164,20 +186,21 @@ def plot(report: Report, frame: pd.DataFrame, sizes: list[int], estimate) -> Non
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench knn_build")
     parser.add_argument("--full", action="store_true", help="add 1M points (about 20 minutes more)")
+    parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="e.g. 2000,5000 (a trial)")
     args = parser.parse_args(argv)
-    sizes = [10_000, 100_000] + ([1_000_000] if args.full else [])
-    name = "knn_build_full" if args.full else "knn_build"
+    sizes = args.sizes or [10_000, 100_000] + ([1_000_000] if args.full else [])
+    name = "knn_build_trial" if args.sizes else "knn_build_full" if args.full else "knn_build"
     report = Report(name, "kNN graph build: faiss HNSW vs scikit-learn exact (32-d blobs, k = 10)")
+    load_start = os.getloadavg()[0]
     frame, extra = run(sizes)
     report.table(f"10-NN of n points in 32-d (10 blobs, cluster_std {CLUSTER_STD:g}); recall@10 on "
                  f"{N_QUERIES:,} random queries against brute force; peak = extra resident memory of the run",
                  frame, floatfmt=".3f")
     overhead = pd.DataFrame([{"points": n, "graph edges": e["edges"],
-                              "knn_graph − search s (weights + symmetrise)": e["overhead"],
-                              "share of knn_graph": e["overhead"] / frame[(frame["points"] == n) & (
-                                  frame["method"] == METHODS["graph"])]["seconds"].iloc[0]}
+                              "weights + symmetrise s": e["rest"], "share of knn_graph": e["share"]}
                              for n, e in extra.items()])
-    report.table("Non-search part of knn_graph (difference of the two medians above)", overhead)
+    report.table("Non-search part of knn_graph: its time outside nearest_neighbors, timed inside the same "
+                 "knn_graph runs (median)", overhead)
     estimate = extrapolate_exact(frame, max(sizes))
     report.note(
         f"scikit-learn's exact search is run up to {EXACT_MAX_POINTS:,} points: it is brute force in 32 "
@@ -191,6 +214,10 @@ def main(argv: list[str]) -> None:
                 "its resident memory just before the call, so the 32-d features (float64, "
                 f"{max(sizes) * N_FEATURES * 8 / 2**20:,.0f} MiB at {max(sizes):,}) are not counted, the float32 "
                 "copy faiss indexes is.")
+    report.note(f"load average (1 min) at the start {load_start:.1f}, at the end {os.getloadavg()[0]:.1f} on "
+                f"{os.cpu_count()} cores: above the core count, runs wait for a core (and multi-threaded BLAS / "
+                "OpenMP waits for its slowest thread), so absolute times are inflated; the ratios pair runs of "
+                "the same moment.")
     report.note(f"threads: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')} (faiss and BLAS use "
                 f"every core by default; {os.cpu_count()} here, shared with other jobs: timings are noisy, "
                 "compare within a table).")

@@ -6,6 +6,7 @@ functions serve the CLI, the tests and a Prefect deployment.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from graphlabel.problems import ExportedProblem
 from graphlabel.records import ParsedRecords, parse_records
 from solvers import Prediction
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
-from graphstore.secrets import redact
+from graphstore.secrets import PASSWORD_ENV, redact
 
 from .artifacts import publish_artifacts
 from .incremental import label_changed, record_graph_build
@@ -151,7 +152,7 @@ def _scalars(info: dict[str, Any]) -> dict[str, Any]:
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> None:
     """Mark the run failed (best effort: the store may be what failed). The message is
     redacted: a store URI or password in an exception never reaches the run node."""
-    message = redact(f"{type(error).__name__}: {error}")[:2000]
+    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:2000]
     try:
         store.write_run(replace(run, status="failed", error=message, timings=dict(clock.seconds),
                                 finished_at=pd.Timestamp.now(tz="UTC")))
@@ -172,7 +173,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     Full run (``full=True``): (re)build the similarity graph when ``build_graph``, export
     it, hide a ``holdout_fraction`` of the given labels to score the run on, solve (per
     batch of connected components when ``split_components``), write every node's
-    prediction. Incremental run (``full=False``): label only what changed since the nodes
+    prediction (a run with a holdout is always full). Incremental run (``full=False``, the default): label only what changed since the nodes
     were last labelled (``flows.incremental.label_changed``: new entities get edges to the
     existing graph, the region around the changes is solved with its boundary fixed);
     falls back to a full run when there is no previous run or the graph must be rebuilt.
@@ -185,8 +186,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     dataset's older LabelRun nodes (``GraphStore.prune_runs``). Returns the run's summary.
     """
     check_dataset_name(dataset)
-    if holdout_fraction and not full:
-        raise ValueError("holdout_fraction scores full runs only; pass full=True")
+    # a scored run needs every label in play: it is a full run
+    full = full or bool(holdout_fraction)
     solver_params = dict(solver_params or {})
     spec = graph_spec(graph, k, metric, weights, delta, sigma)
     run_id = str(flow_run.id or uuid.uuid4())

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
 from prefect import task
+from prefect.tasks import exponential_backoff
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import similarity
@@ -26,7 +27,26 @@ from graphlabel.problems import ExportedProblem, label_problem, prediction_rows
 from graphlabel.records import ParsedRecords
 from graphstore import GraphStore, LabelRunRecord
 
-STORE_RETRIES = dict(retries=2, retry_delay_seconds=2)
+def is_transient(error: BaseException | None) -> bool:
+    """Errors worth retrying: the store could not be reached or asked to try again
+    (network, timeouts, Neo4j's ServiceUnavailable/SessionExpired/TransientError, a Kùzu
+    database file locked by another process). Bad input and bugs fail at once."""
+    from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
+
+    if isinstance(error, (ConnectionError, TimeoutError, ServiceUnavailable, SessionExpired, TransientError)):
+        return True
+    return isinstance(error, RuntimeError) and "lock" in str(error).lower() and "file" in str(error).lower()
+
+
+def retry_transient(task, task_run, state) -> bool:
+    """Prefect's ``retry_condition_fn``: retry a store task only on a transient error."""
+    error = state.data if isinstance(state.data, BaseException) else state.result(raise_on_failure=False)
+    return is_transient(error)
+
+
+# Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter) on transient errors only.
+STORE_RETRIES = dict(retries=3, retry_delay_seconds=exponential_backoff(backoff_factor=1),
+                     retry_jitter_factor=0.5, retry_condition_fn=retry_transient)
 GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
 
 

@@ -167,6 +167,11 @@ def label(
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
     k: int = typer.Option(10, help="Neighbours per node when rebuilding."),
+    full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
+                              " since the nodes were last labelled; the first run is always full)."),
+    holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"
+                                  " (accuracy and reliability plot in the run report; implies --full)."),
+    keep_runs: Optional[int] = typer.Option(None, help="Prune older LabelRun nodes, keeping this many."),
     split_components: bool = typer.Option(True, help="Solve connected components as separate tasks."),
     dask: bool = typer.Option(False, help="Solve the component batches on Dask: a local cluster, or"
                               " the scheduler in --dask-address / $GRAPHLABEL_DASK_ADDRESS."),
@@ -186,7 +191,8 @@ def label(
             run = labelling_flow.with_options(task_runner=dask_runner(dask_address))
         with console.status(f"labelling {dataset!r} with {solver}..."):
             summary = run(dataset, store_uri=store, solver=solver, solver_params=solver_params,
-                          build_graph=rebuild_graph, k=k, split_components=split_components)
+                          build_graph=rebuild_graph, k=k, split_components=split_components, full=full,
+                          holdout_fraction=holdout, keep_runs=keep_runs)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:
@@ -194,6 +200,12 @@ def label(
     console.print(f"labelled {summary['n_nodes']} nodes of {dataset!r} with {solver}"
                   f" ({summary['n_labeled']} given labels, {summary['n_flagged']} flagged as noisy),"
                   f" run {summary['run_id']}")
+    metrics = summary["metrics"]
+    if metrics.get("incremental"):
+        console.print(f"incremental run: {metrics['n_changed']} changed nodes ({metrics['n_new']} new),"
+                      f" {metrics['n_region']} relabelled of {metrics['n_nodes']}; --full relabels all")
+    if metrics.get("holdout_accuracy") is not None:
+        console.print(f"accuracy on the {metrics['n_holdout']} held-out labels: {metrics['holdout_accuracy']:.3f}")
     console.print(_timings_table(summary["timings"]))
 
 

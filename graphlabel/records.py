@@ -201,7 +201,9 @@ def _feature_matrix(frame: pd.DataFrame, columns: list[str], expected_dim: int |
     for j, column in enumerate(columns):  # a loop over feature columns, vectorised over rows
         raw = frame[column]
         numeric = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        missing = raw.isna().to_numpy() | raw.map(_is_blank).to_numpy(dtype=bool)
+        missing = raw.isna().to_numpy()
+        if not pd.api.types.is_numeric_dtype(raw):  # numeric columns hold no blanks: skip the scan
+            missing = missing | raw.map(_is_blank).to_numpy(dtype=bool)
         bad_text = np.isnan(numeric) & ~missing
         for i in np.flatnonzero(bad_text):
             reasons[i].append((NON_NUMERIC, f"non-numeric feature {column}={raw.iloc[i]!r}"))

@@ -179,7 +179,12 @@ class Neo4jGraphConfig:
             check_identifier(getattr(self, name), f"{name} setting")
         if self.dataset is not None:
             check_identifier(self.dataset, "dataset setting")
-        features = (self.features,) if isinstance(self.features, str) else tuple(self.features)
+        if isinstance(self.features, str):
+            features = (self.features,)
+        elif isinstance(self.features, (list, tuple)):
+            features = tuple(self.features)
+        else:  # None, a number, a set (no order): refused like any other bad name
+            raise ValueError(f"invalid features setting {self.features!r}: one property name or a list of them")
         if not features:
             raise ValueError("features setting must name at least one property")
         for name in features:

@@ -15,6 +15,14 @@ WEIGHTS = ("gaussian", "cosine", "binary")
 SYMMETRISE = ("max", "mean", "mutual")
 # Above this many nodes the exact search (O(n²·d)) gives way to faiss HNSW by default.
 EXACT_MAX_NODES = 50_000
+# faiss HNSW: links per node, build and search beam widths. M = 16 / 40 / 32 halves the
+# time of M = 32 / 80 / 64 (17 s against 37 s for 100k points in 32-d, this 2-core VM)
+# at recall@10 0.999 against 1.000 on data of intrinsic dimension 8, and 0.86 against
+# 0.99 on isotropic 32-d Gaussian blobs, the hard case (bench/knn_build.py); the graph
+# then misses some true neighbours but keeps near ones, which label propagation tolerates.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 40
+HNSW_EF_SEARCH = 32
 
 
 def _validate(X, k, metric, weights, symmetrise) -> np.ndarray:
@@ -55,9 +63,9 @@ def nearest_neighbors(X: np.ndarray, k: int, metric: str = "euclidean", backend:
     elif backend == "hnsw":
         import faiss  # only large graphs need it
 
-        index = faiss.IndexHNSWFlat(Z.shape[1], 32)
-        index.hnsw.efConstruction = 80
-        index.hnsw.efSearch = max(64, 2 * (k + 1))
+        index = faiss.IndexHNSWFlat(Z.shape[1], HNSW_M)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.efSearch = max(HNSW_EF_SEARCH, 2 * (k + 1))
         Zf = np.ascontiguousarray(Z, dtype=np.float32)
         index.add(Zf)
         sq, idx = index.search(Zf, k + 1)
@@ -260,9 +268,9 @@ def knn_edges_for(
     elif backend == "hnsw":
         import faiss
 
-        index = faiss.IndexHNSWFlat(Z.shape[1], 32)
-        index.hnsw.efConstruction = 80
-        index.hnsw.efSearch = max(64, 2 * (k + 1))
+        index = faiss.IndexHNSWFlat(Z.shape[1], HNSW_M)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.efSearch = max(HNSW_EF_SEARCH, 2 * (k + 1))
         index.add(np.ascontiguousarray(Z, dtype=np.float32))
         sq, idx = index.search(np.ascontiguousarray(Z[positions], dtype=np.float32), k + 1)
         dist = np.sqrt(np.maximum(sq, 0.0)).astype(np.float64)

@@ -580,7 +580,7 @@ def spectral(
         `graph_spectrum(problem.W, d, ...)` computed earlier; computed here when None.
         Its ``d`` and ``laplacian`` then override the arguments.
     d : int
-        Non-trivial eigenvectors (paper: 80).
+        Non-trivial eigenvectors (paper: 80); capped at n - 2 on graphs of fewer nodes.
     c : float
         Weight of the training-error penalty (paper: 3200).
     laplacian, eigen_method : str
@@ -622,8 +622,11 @@ def spectral(
     n = problem.n_nodes
     t0 = time.perf_counter()
     if spectrum is None:
+        # a graph smaller than d + 2 nodes (a small connected component solved on its own)
+        # has only n - 2 usable non-trivial eigenvectors: use them all
         spectrum = graph_spectrum(
-            problem.W, d, laplacian=laplacian, eigen_method=eigen_method, random_state=random_state
+            problem.W, min(d, max(n - 2, 1)), laplacian=laplacian, eigen_method=eigen_method,
+            random_state=random_state,
         )
     elif not isinstance(spectrum, GraphSpectrum):
         raise TypeError(f"spectrum must be a GraphSpectrum, got {type(spectrum).__name__}")

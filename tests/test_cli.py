@@ -59,3 +59,24 @@ def test_label_without_labels_and_bad_json_fail_clearly(tmp_path, store_path):
     assert result.exit_code == 1 and "no given label" in result.output
     result = runner.invoke(app, ["label", "--dataset", "toy", "--params", "{oops", "--store", store_path])
     assert result.exit_code == 1 and "not valid JSON" in result.output
+
+
+def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path, store_path):
+    rows = [[f"n{i}", i, i % 3, ["p", "q", ""][i % 3]] for i in range(9)]
+    rows += [["x1", 1, 1, "r"], ["x2", 2, 2, "P"], ["n0", 0, 0, "p"], ["", 1, 1, "p"]]
+    csv = write_csv(tmp_path / "in.csv", rows)
+    rejects = tmp_path / "rejects.csv"
+    result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
+                                 "--label", "label", "--classes", "p, q", "--rejects", str(rejects),
+                                 "--store", store_path])
+    assert result.exit_code == 0, result.output
+    assert "stored 9 nodes" in result.output
+    assert "rejected 4 rows (missing key: 1, label not in classes: 2, duplicate key: 1)" in result.output
+    written = pd.read_csv(rejects, keep_default_na=False)
+    assert written.columns.tolist() == ["row", "key", "kind", "reason"]
+    assert written["reason"].tolist() == [
+        "label 'r' not in classes ['p', 'q']", "label 'P' not in classes ['p', 'q']",
+        "duplicate key 'n0': same values as row 0, which is stored", "missing key"]
+    result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
+                                 "--label", "label", "--classes", "p,,q", "--store", store_path])
+    assert result.exit_code == 1 and "--classes takes non-empty labels" in result.output

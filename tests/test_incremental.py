@@ -177,6 +177,10 @@ def test_region_and_boundary_by_sparse_breadth_first_search():
     fixed[6] = False  # nothing to fix node 6 with: it joins the region
     region, boundary = select_region(W, seeds, hops=2, fixed=fixed)
     assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5, 6] and np.flatnonzero(boundary).tolist() == [0]
+    include = np.zeros(9, bool)
+    include[8] = True  # taken in as it is (a node whose neighbourhood changed), not expanded
+    region, boundary = select_region(W, seeds, hops=0, include=include)
+    assert np.flatnonzero(region).tolist() == [3, 8] and np.flatnonzero(boundary).tolist() == [2, 4, 7]
 
 
 # -- incremental runs through Prefect on a real Kùzu store ---------------------------------
@@ -219,7 +223,7 @@ def after_full_run_on_95(tmp_path_factory, digits_split, prefect_harness):
     path = str(tmp_path_factory.mktemp("incremental") / "store")
     with open_store(path) as store:
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
-    labelling_flow(DATASET, store_uri=path, solver="harmonic", k=K)
+    labelling_flow(DATASET, store_uri=path, solver="harmonic", k=K, full=True, publish=False)
     return path
 
 
@@ -308,7 +312,7 @@ def test_incremental_run_after_adding_5_percent_agrees_with_a_full_run(store_95,
     # the reference: a full run on all the digits, in a store of its own
     with open_store(store_path) as store:
         store.write_nodes(DATASET, parse_records(frame, key="key", features="pixel_*", label="label").nodes)
-    labelling_flow(DATASET, store_uri=store_path, solver="harmonic", k=K)
+    labelling_flow(DATASET, store_uri=store_path, solver="harmonic", k=K, full=True, publish=False)
     new_keys = frame.loc[new, "key"]
     incremental = predictions(store_95, new_keys)
     full = predictions(store_path, new_keys)
@@ -326,6 +330,27 @@ def test_incremental_run_after_adding_5_percent_agrees_with_a_full_run(store_95,
         runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
     assert not state["changed"].any()  # all labelled since: the next run has nothing to do
     assert dict(zip(runs["run"], runs["n"]))["incremental"] == summary["n_region"]
+
+
+@pytestmark_prefect
+def test_the_labelling_flow_runs_incrementally_by_default(store_95, digits_split):
+    """The labelling flow's own incremental path (full=False): the new entities and the
+    region around them are written under the run's id, nothing else."""
+    frame, _, new = digits_split
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
+    unchanged = labelling_flow(DATASET, store_uri=store_95, solver="harmonic", k=K, publish=False)
+    assert unchanged["metrics"]["incremental"] and unchanged["metrics"]["n_region"] == 0
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
+    summary = labelling_flow(DATASET, store_uri=store_95, solver="harmonic", k=K, publish=False)
+    metrics = summary["metrics"]
+    assert metrics["incremental"] and metrics["n_new"] == new.sum() and metrics["n_edges_added"] > 0
+    assert summary["n_nodes"] == metrics["n_region"] < len(frame)
+    with open_store(store_95) as store:
+        runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
+        assert dict(zip(runs["run"], runs["n"]))[summary["run_id"]] == metrics["n_region"]
+        assert not store.read_label_state(DATASET).to_pandas()["changed"].any()
 
 
 @pytestmark_prefect

@@ -587,6 +587,102 @@ def test_open_store_reads_credentials_and_names_from_the_environment(monkeypatch
         open_store("neo4j://db.example:7687")
 
 
+# -- hostile configuration never reaches the server ---------------------------------------
+
+HOSTILE_DATASETS = ["", "a:b", "x' OR 1=1 //", "1st", "a b", "ds`) DETACH DELETE e //", "a" * 65, "../x", None, 7]
+
+
+@pytest.fixture
+def driver_factory(monkeypatch):
+    """``neo4j.GraphDatabase.driver`` replaced by a factory recording every driver it makes
+    (each one a FakeDriver, recording every query); no Neo4j setting from the machine."""
+    import os
+
+    made = []
+
+    class Driver(FakeDriver):
+        def verify_connectivity(self):
+            pass
+
+    def factory(uri, auth=None, **options):
+        made.append(Driver())
+        return made[-1]
+
+    monkeypatch.setattr(neo4j.GraphDatabase, "driver", factory)
+    for name in list(os.environ):
+        if name.startswith(("GRAPHLABEL_NEO4J_", "NEO4J_")):
+            monkeypatch.delenv(name)
+    return made
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_configuration_is_refused_before_a_driver_or_a_query_exists(name, driver_factory):
+    for setting in ("node_label", "key", "features", "given_label", "relationship", "weight", "run_label",
+                    "label_noise", "previous_predicted_label"):
+        with pytest.raises(ValueError, match=setting):
+            open_store("bolt://db.example:7687", **{setting: name})
+    assert driver_factory == []  # refused before even connecting
+    driver = FakeDriver()
+    with pytest.raises(TypeError, match="Neo4jGraphConfig"):
+        Neo4jStore(driver, {"node_label": name})  # names only travel inside a validated config
+    assert driver.calls == []
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("GRAPHLABEL_NEO4J_NODE_LABEL", "Entity`) DETACH DELETE e //"),
+    ("GRAPHLABEL_NEO4J_KEY", "key}) RETURN 1"),
+    ("GRAPHLABEL_NEO4J_DATASET", "data set"),
+    ("GRAPHLABEL_NEO4J_FEATURES", "age,in`come"),
+    ("GRAPHLABEL_NEO4J_FEATURES", "age,,income"),
+    ("GRAPHLABEL_NEO4J_GIVEN_LABEL", "label // comment"),
+    ("GRAPHLABEL_NEO4J_RELATIONSHIP", "SIMILAR]->() DETACH DELETE a //"),
+    ("GRAPHLABEL_NEO4J_WEIGHT", "$weight"),
+    ("GRAPHLABEL_NEO4J_RUN_LABEL", "Run;DROP"),
+    ("GRAPHLABEL_NEO4J_PREDICTED_LABEL", "Entität"),
+    ("GRAPHLABEL_NEO4J_LABELLED_AT", "1st"),
+    ("GRAPHLABEL_NEO4J_BATCH_SIZE", "0"),
+    ("GRAPHLABEL_NEO4J_BATCH_SIZE", "1e3"),
+    ("GRAPHLABEL_NEO4J_EDGE_BUILDER", "gds; rm -rf /"),
+])
+def test_hostile_environment_values_are_refused_naming_the_variable(variable, value, driver_factory, monkeypatch):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=variable):
+        open_store("neo4j://db.example:7687")
+    assert driver_factory == []
+    # an option given in code wins over the variable, which is then not read at all
+    setting = variable.removeprefix("GRAPHLABEL_NEO4J_").lower()
+    default = getattr(Neo4jGraphConfig(), setting)
+    with open_store("neo4j://db.example:7687", **{setting: default}) as store:
+        assert getattr(store.config, setting) == default
+    assert len(driver_factory) == 1 and driver_factory[0].closed
+
+
+@pytest.mark.parametrize("uri", ["neo4j://alice:s3cret-pw@db:7687", "bolt+s://alice:s3cret/pw@db",
+                                 "neo4j://s3cret-token@db"])
+def test_credentials_in_the_uri_are_refused_without_echoing_them(uri, driver_factory):
+    for opener in (open_store, Neo4jStore.from_uri):
+        with pytest.raises(ValueError, match="holds credentials") as caught:
+            opener(uri)
+        assert "s3cret" not in str(caught.value) and "***@db" in str(caught.value)
+    assert driver_factory == []
+
+
+def test_hostile_dataset_names_reach_no_query_and_no_gds_call():
+    gds = FakeGds()
+    store, driver = make_store(gds=gds)
+    before = len(driver.calls)
+    edges = pa.table({"source": ["a"], "target": ["b"], "weight": [1.0]}).cast(EDGE_SCHEMA)
+    rows = pa.table({"key": ["a"], "predicted_label": ["x"], "label_confidence": [1.0], "label_noise": [False],
+                     "label_run_id": ["r"], "label_solver": ["harmonic"],
+                     "labelled_at": [dt.datetime(2026, 1, 1)]}).cast(PREDICTION_SCHEMA)
+    for bad in HOSTILE_DATASETS:
+        for method, args in (("write_nodes", (node_table(2),)), ("replace_edges", (edges,)), ("read_subgraph", ()),
+                             ("count_nodes", ()), ("write_predictions", (rows,)), ("build_knn_edges", ())):
+            with pytest.raises(ValueError, match="dataset"):
+                getattr(store, method)(bad, *args)
+    assert len(driver.calls) == before and gds.log == []
+
+
 # -- runs: provenance, reading, retention; explain ----------------------------------------
 
 

@@ -1,0 +1,193 @@
+"""Operating the labelling flow: artifacts per run, run status through failures, retries on
+transient store errors, idempotent re-runs, and the documented answers on degenerate
+graphs. Real Prefect (test harness), real Kùzu; faults are injected into a real store."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import flows.labelling as labelling
+from flows.labelling import labelling_flow
+from flows.tasks import edge_table
+from graphlabel.records import parse_records
+from graphstore import open_store
+from graphstore.kuzu_store import KuzuStore
+from similarity import knn_graph
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture
+def digits_store(store_path, digits):
+    """The digits with 20 given labels per class."""
+    X, y = digits
+    rng = np.random.default_rng(0)
+    given = np.zeros(len(y), bool)
+    for c in range(10):
+        given[rng.choice(np.flatnonzero(y == c), 20, replace=False)] = True
+    frame = pd.DataFrame(X, columns=[f"p{i:02d}" for i in range(64)])
+    frame.insert(0, "key", [f"d{i:04d}" for i in range(len(y))])
+    frame.insert(1, "label", np.where(given, y.astype(str), None))
+    with open_store(store_path) as store:
+        store.write_nodes("digits", parse_records(frame, key="key", features="p*", label="label").nodes)
+    return store_path, y
+
+
+def _artifacts(flow_run_id: str) -> dict:
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    return {a.key: a for a in found}
+
+
+def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
+    store_path, y = digits_store
+    result = labelling_flow("digits", store_uri=store_path, holdout_fraction=0.25, holdout_seed=3)
+    metrics = result["metrics"]
+    assert metrics["n_holdout"] == 50 and metrics["n_labeled"] == 150  # 5 of 20 per class held out
+    assert 0.85 < metrics["holdout_accuracy"] <= 1.0
+    assert sum(metrics["confidence_histogram"].values()) == len(y)
+    assert sum(metrics["class_counts"].values()) + metrics["n_unreachable"] == len(y)
+    artifacts = _artifacts(result["run_id"])
+    assert set(artifacts) == {"label-digits-metrics", "label-digits-report", "label-digits-reliability"}
+    table = artifacts["label-digits-metrics"].data
+    rows = {row["metric"]: row["value"] for row in (json.loads(table) if isinstance(table, str) else table)}
+    assert float(rows["holdout_accuracy"]) == pytest.approx(metrics["holdout_accuracy"])
+    report = artifacts["label-digits-report"].data
+    assert result["run_id"] in report and "/runs/task-run/" in report and "[solve" in report
+    image = artifacts["label-digits-reliability"].data
+    assert image.startswith("data:image/png;base64,")
+    assert base64.b64decode(image.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    with open_store(store_path) as store:
+        run = store.read_runs(run_id=result["run_id"]).iloc[0]
+    assert run["status"] == "completed" and run["metrics"]["holdout_accuracy"] == metrics["holdout_accuracy"]
+    assert {"graphlabel", "prefect", "kuzu", "numpy"} <= set(run["versions"])
+
+
+class FlakyStore(KuzuStore):
+    """A real Kùzu store whose prediction write fails ``failures`` times, then works."""
+
+    failures = 0
+    error: type[BaseException] = ConnectionError
+    calls = 0
+
+    def write_predictions(self, dataset, predictions):
+        type(self).calls += 1
+        if type(self).calls <= type(self).failures:
+            raise type(self).error("store went away (injected)")
+        return super().write_predictions(dataset, predictions)
+
+
+@pytest.fixture
+def flaky(monkeypatch):
+    def use(failures: int, error=ConnectionError):
+        FlakyStore.failures, FlakyStore.error, FlakyStore.calls = failures, error, 0
+        monkeypatch.setattr(labelling, "open_store", lambda uri: FlakyStore(uri))
+    return use
+
+
+def _predictions(store_path):
+    with open_store(store_path) as store:
+        return store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS label, "
+                           "e.label_run_id AS run").sort_values("key").reset_index(drop=True)
+
+
+def test_a_transient_store_error_is_retried_and_the_run_completes(digits_store, flaky):
+    store_path, _ = digits_store
+    flaky(failures=2)
+    result = labelling_flow("digits", store_uri=store_path, publish=False)
+    assert FlakyStore.calls == 3  # two failures, then the retry that worked
+    assert (_predictions(store_path)["run"] == result["run_id"]).all()
+
+
+def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_store, flaky, tmp_path, digits):
+    store_path, _ = digits_store
+    flaky(failures=10)  # more than the retries
+    with pytest.raises(ConnectionError, match="injected"):
+        labelling_flow("digits", store_uri=store_path, publish=False)
+    assert FlakyStore.calls == 4  # the first try and 3 retries
+    with open_store(store_path) as store:
+        failed = store.read_runs("digits")
+        assert failed["status"].tolist() == ["failed"] and "ConnectionError" in failed["error"][0]
+        assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
+
+    flaky(failures=0)
+    rerun = labelling_flow("digits", store_uri=store_path, publish=False)
+    with open_store(store_path) as store:
+        assert sorted(store.read_runs("digits")["status"]) == ["completed", "failed"]
+    clean_path = str(tmp_path / "clean")
+    X, y = digits
+    with open_store(clean_path) as clean, open_store(store_path) as first:
+        nodes = first.read_subgraph("digits")
+        table = pa.table({"key": pa.array(nodes.keys, pa.string()),
+                          "features": pa.array(list(nodes.features), pa.list_(pa.float64())),
+                          "label": pa.array(nodes.labels, pa.string())})
+        clean.write_nodes("digits", table)
+    labelling_flow("digits", store_uri=clean_path, publish=False)
+    after_failure, clean_run = _predictions(store_path), _predictions(clean_path)
+    assert after_failure["label"].equals(clean_run["label"])
+    assert (after_failure["run"] == rerun["run_id"]).all()
+
+
+def test_bad_input_is_not_retried(digits_store, flaky):
+    store_path, _ = digits_store
+    flaky(failures=10, error=ValueError)
+    with pytest.raises(ValueError):
+        labelling_flow("digits", store_uri=store_path, publish=False)
+    assert FlakyStore.calls == 1
+
+
+def _degenerate_store(store_path, labels, edges):
+    """Six nodes on a line 0-1-2 and 3-4, node 5 isolated, with the given labels."""
+    keys = np.array([f"n{i}" for i in range(6)], dtype=object)
+    import scipy.sparse as sp
+
+    rows, cols = zip(*edges) if edges else ((), ())
+    W = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(6, 6))
+    W = W.maximum(W.T)
+    with open_store(store_path) as store:
+        store.write_nodes("tiny", pa.table({
+            "key": pa.array(keys, pa.string()),
+            "features": pa.array([[float(i)] for i in range(6)], pa.list_(pa.float64())),
+            "label": pa.array(labels, pa.string())}))
+        store.replace_edges("tiny", edge_table(keys, W))
+
+
+def _tiny_predictions(store_path):
+    with open_store(store_path) as store:
+        frame = store.query("MATCH (e:Entity) WHERE e.dataset = 'tiny' RETURN e.key AS key, "
+                            "e.predicted_label AS label, e.label_confidence AS confidence, e.label_noise AS noise")
+    return frame.sort_values("key").set_index("key")
+
+
+@pytest.mark.parametrize("solver", ["harmonic", "mincut", "nmf", "spectral", "lcsnc"])
+def test_degenerate_graphs_get_the_documented_answer(store_path, solver):
+    # 0-1-2 holds labels a and b; 3-4 holds label a only; 5 is isolated and unlabeled
+    _degenerate_store(store_path, ["a", None, "b", "a", None, None], [(0, 1), (1, 2), (3, 4)])
+    # one label per class leaves nothing to cross-validate LC-SNC's hyperparameters on
+    params = {"variant": "snc", "lam": 1.0} if solver == "lcsnc" else {}
+    result = labelling_flow("tiny", store_uri=store_path, solver=solver, build_graph=False,
+                            solver_params=params, publish=False)
+    out = _tiny_predictions(store_path)
+    assert pd.isna(out.loc["n5", "label"]) and out.loc["n5", "confidence"] == 0  # no label reaches it
+    assert out.loc[["n3", "n4"], "label"].tolist() == ["a", "a"]  # one-class component
+    assert out.loc[["n3", "n4"], "confidence"].tolist() == [1.0, 1.0]
+    assert out.loc["n1", "label"] in ("a", "b")
+    assert result["metrics"]["n_components"] == 3 and result["metrics"]["n_unreachable"] == 1
+
+
+def test_every_node_labeled_still_runs_and_flags(store_path):
+    _degenerate_store(store_path, ["a", "a", "b", "a", "a", "b"], [(0, 1), (1, 2), (0, 2), (3, 4), (4, 5), (3, 5)])
+    result = labelling_flow("tiny", store_uri=store_path, build_graph=False, publish=False)
+    out = _tiny_predictions(store_path)
+    assert result["metrics"]["n_unlabeled"] == 0
+    assert out["noise"].notna().all()  # every node has a given label, so every node has a flag
+    assert out["label"].notna().all()
