@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._common import Report
+from ._common import RESULTS, Report
 
 DIMENSIONS = 32
 CLASSES = 10
@@ -102,12 +102,28 @@ def _max_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(n: int, solver: str) -> dict:
+def profiled_run(n: int, solver: str, workdir: Path, out: Path) -> dict:
+    """``run_one`` under pyinstrument; the call tree goes to ``out`` (text)."""
+    from pyinstrument import Profiler
+
+    _warm_up_prefect()
+    profiler = Profiler(interval=0.005)
+    profiler.start()
+    try:
+        return run_one(n, solver, workdir)
+    finally:
+        profiler.stop()
+        out.write_text(profiler.output_text(unicode=True, color=False))
+
+
+def _child(n: int, solver: str, profile: Path | None = None) -> dict:
     """Run one size in a fresh interpreter (fresh store, fresh peak-memory counter)."""
     with tempfile.TemporaryDirectory(prefix="graphlabel-e2e-") as tmp:
         out = Path(tmp) / "result.json"
-        code = ("import json, sys; from pathlib import Path; from bench.e2e import run_one; "
-                f"r = run_one({n}, {solver!r}, Path({tmp!r})); Path({str(out)!r}).write_text(json.dumps(r))")
+        call = (f"profiled_run({n}, {solver!r}, Path({tmp!r}), Path({str(profile)!r}))" if profile
+                else f"run_one({n}, {solver!r}, Path({tmp!r}))")
+        code = ("import json, sys; from pathlib import Path; from bench.e2e import run_one, profiled_run; "
+                f"r = {call}; Path({str(out)!r}).write_text(json.dumps(r))")
         subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent,
                        env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_TASKS_REFRESH_CACHE": "true",
                             "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
@@ -126,6 +142,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")])
     parser.add_argument("--solver", default="harmonic")
+    parser.add_argument("--profile", action="store_true",
+                        help="run each size under pyinstrument; call trees in bench/results/e2e_profile_N.txt")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([100_000, 1_000_000] if args.full else [10_000, 100_000])
     name = "e2e_full" if args.full else "e2e"
@@ -133,7 +151,8 @@ def main(argv: list[str]) -> None:
     runs = []
     for n in sizes:
         print(f"running {n} entities...", flush=True)
-        runs.append(_child(n, args.solver))
+        profile = RESULTS / f"e2e_profile_{n}.txt" if args.profile else None
+        runs.append(_child(n, args.solver, profile))
     stages = list(runs[-1]["timings"])
     frame = pd.DataFrame({"stage": stages})
     for run in runs:

@@ -3,6 +3,7 @@ store (real Kùzu), stage by stage.
 
     python -m bench incremental          # digits, and 100k blobs
     python -m bench incremental --full   # also 300k blobs; 3 repeats everywhere
+    python -m bench incremental --repeats 3   # digits and 100k blobs, 3 repeats
 
 Protocol, per dataset: hold out 5% of the entities (random), ingest the other 95% and
 label them with a full run (kNN graph built locally, k = 10, Gaussian weights, its σ
@@ -171,7 +172,7 @@ def run_dataset(name, X, y, kept, params, repeats: int, hops_list, tmp: Path):
 
 def main(argv: list[str]) -> None:
     full = "--full" in argv
-    repeats = 3 if full else 1
+    repeats = int(argv[argv.index("--repeats") + 1]) if "--repeats" in argv else (3 if full else 1)
     report = Report("incremental" if not full else "incremental_full",
                     "incremental runs against full runs (harmonic, Kùzu store, k = 10)")
     rows, stages = [], []

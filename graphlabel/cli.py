@@ -265,7 +265,7 @@ def report(
                 summary = run_summary(graph_store, run)
             else:
                 runs = graph_store.read_runs(dataset=dataset, limit=limit)
-    except (NotFound, ValueError) as error:
+    except (NotFound, *_user_errors()) as error:
         _fail(str(error))
     if run is None:
         if runs.empty:
@@ -297,7 +297,7 @@ def prune_runs(
     try:
         with open_store(store) as graph_store:
             deleted = graph_store.prune_runs(dataset, keep_last)
-    except ValueError as error:
+    except _user_errors() as error:
         _fail(str(error))
     console.print(f"deleted {deleted} LabelRun node{'s' * (deleted != 1)} of {dataset!r}"
                   f" (kept the newest {keep_last} completed, running ones and the current one)")
@@ -322,7 +322,7 @@ def explain(
     try:
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)
-    except (NotFound, ValueError) as error:
+    except (NotFound, *_user_errors()) as error:
         _fail(str(error))
     for renderable in explanation_renderables(node, neighbours):
         console.print(renderable)
