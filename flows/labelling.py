@@ -241,9 +241,13 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
         if changed is not None:
             if len(changed.keys):
                 clock("write_back", write_predictions, store, dataset, changed.exported, changed.prediction,
-                      run_id, pd.Timestamp.now(tz="UTC"))
+                      run_id, changed.read_at)
             return changed.exported, changed.prediction, None, {**changed.summary(), **{
                 f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}
+    # labelled_at is when the data was read, not when the answer was written: an entity
+    # ingested while the graph was built or the solver ran is then newer than its label,
+    # and the next incremental run picks it up
+    read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False}
     if build_graph:
         extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
@@ -252,6 +256,5 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     if holdout_fraction:
         exported, holdout = hold_out(exported, holdout_fraction, holdout_seed)
     prediction = clock("solve", solve_by_component, exported, solver, solver_params, split, batch_nodes)
-    clock("write_back", write_predictions, store, dataset, exported, prediction, run_id,
-          pd.Timestamp.now(tz="UTC"))
+    clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
     return exported, prediction, holdout, extra

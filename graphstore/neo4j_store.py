@@ -73,7 +73,6 @@ Open decisions and the choices made here
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid

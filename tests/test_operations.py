@@ -18,7 +18,6 @@ from flows.tasks import edge_table
 from graphlabel.records import parse_records
 from graphstore import open_store
 from graphstore.kuzu_store import KuzuStore
-from similarity import knn_graph
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
