@@ -18,17 +18,16 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.runtime import flow_run
 
 from graphlabel.components import BATCH_NODES, batch_problem, merge_predictions
-from graphlabel.provenance import versions
-from graphlabel.run_metrics import hold_out, holdout_reliability, run_metrics
 from graphlabel.problems import ExportedProblem
+from graphlabel.provenance import versions
 from graphlabel.records import ParsedRecords, parse_records
-from solvers import Prediction
+from graphlabel.run_metrics import hold_out, holdout_reliability, run_metrics
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
 from graphstore.secrets import PASSWORD_ENV, redact
+from solvers import Prediction
 
 from .artifacts import publish_artifacts
 from .incremental import label_changed, record_graph_build
-
 from .tasks import (
     GRAPH_KINDS,
     StageClock,

@@ -331,6 +331,21 @@ def one_row_per_pair(graph: SubGraph) -> SubGraph:
     return SubGraph(graph.keys, graph.labels, graph.features, lo[keep], hi[keep], weight[keep])
 
 
+def _knn_options(k: int, seed: int | None, deterministic: bool, concurrency: int | None,
+                 **optional: float | int | None) -> dict:
+    """gds.knn(.filtered).write options in the client's snake_case: a deterministic run
+    needs a seed, and GDS accepts randomSeed only with concurrency 1."""
+    if deterministic and seed is None:
+        seed = 0
+    if seed is not None:
+        if concurrency not in (None, 1):
+            raise ValueError("GDS accepts randomSeed only with concurrency=1")
+        concurrency = 1
+    options = {"top_k": int(k), "random_seed": seed, "concurrency": concurrency}
+    options.update({name: value for name, value in optional.items() if value is not None})
+    return options
+
+
 class Neo4jStore(GraphStore):
     """A Neo4j database (5.x, GDS plugin for ``build_knn_edges``) behind the store port.
 
@@ -673,23 +688,15 @@ class Neo4jStore(GraphStore):
             raise ValueError(f"concurrency must be positive, got {concurrency}")
 
         gds = self.gds()  # fails before anything is deleted when GDS is missing
-        if deterministic and seed is None:
-            seed = 0
-        if seed is not None:
-            if concurrency not in (None, 1):
-                raise ValueError("GDS accepts randomSeed only with concurrency=1")
-            concurrency = 1
         # gds.knn.write configuration keys (topK, similarityCutoff, randomSeed, concurrency,
         # sampleRate, deltaThreshold, maxIterations, writeRelationshipType, writeProperty;
         # nodeProperties as {property: metric}):
         # https://neo4j.com/docs/graph-data-science/current/algorithms/knn/
         # The projected property is always called "features" (gds_project.neo4j.cypher),
         # whatever the stored names: the client camelCases nested config keys.
-        knn_options = {"top_k": int(k), "random_seed": seed, "concurrency": concurrency}
-        for name, value in (("similarity_cutoff", similarity_cutoff), ("sample_rate", sample_rate),
-                            ("delta_threshold", delta_threshold), ("max_iterations", max_iterations)):
-            if value is not None:
-                knn_options[name] = value
+        knn_options = _knn_options(k, seed, deterministic, concurrency, similarity_cutoff=similarity_cutoff,
+                                   sample_rate=sample_rate, delta_threshold=delta_threshold,
+                                   max_iterations=max_iterations)
 
         self._delete_edges(dataset)
         graph_name = f"graphlabel_{dataset}_{uuid.uuid4().hex[:12]}"
@@ -758,17 +765,9 @@ class Neo4jStore(GraphStore):
         if not keys:
             return 0
         gds = self.gds()
-        if deterministic and seed is None:
-            seed = 0
-        if seed is not None:
-            if concurrency not in (None, 1):
-                raise ValueError("GDS accepts randomSeed only with concurrency=1")
-            concurrency = 1
-        knn_options = {"top_k": int(k), "random_seed": seed, "concurrency": concurrency}
-        for name, value in (("similarity_cutoff", similarity_cutoff), ("sample_rate", sample_rate),
-                            ("delta_threshold", delta_threshold), ("max_iterations", max_iterations)):
-            if value is not None:
-                knn_options[name] = value
+        knn_options = _knn_options(k, seed, deterministic, concurrency, similarity_cutoff=similarity_cutoff,
+                                   sample_rate=sample_rate, delta_threshold=delta_threshold,
+                                   max_iterations=max_iterations)
         graph_name = f"graphlabel_{dataset}_new_{uuid.uuid4().hex[:12]}"
         try:
             graph, _ = gds.graph.project.cypher(self.cypher("gds_project_new"), graph_name=graph_name,
