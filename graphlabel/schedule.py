@@ -39,7 +39,8 @@ from typing import Any
 from graphstore.base import check_dataset_name
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
-JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "k", "graph", "delta", "full", "store"}
+JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "k", "graph", "delta", "full", "store",
+            "keep_runs", "holdout"}
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -70,6 +71,11 @@ class Job:
         Distance threshold of a δ-graph (``graph="delta"``).
     full : bool or None
         Passed to the flow only when set (``None``: the flow's default).
+    keep_runs : int or None
+        Retention: after each run, keep this many completed LabelRun nodes of the dataset
+        (``GraphStore.prune_runs``); None keeps them all.
+    holdout : float
+        Fraction of the given labels hidden to score each run (0: none).
     store_uri : str or None
         The store; None means ``$GRAPHLABEL_STORE`` (else ``.graphlabel``) when the run starts.
     """
@@ -84,6 +90,8 @@ class Job:
     delta: float | None = None
     full: bool | None = None
     store_uri: str | None = None
+    keep_runs: int | None = None
+    holdout: float = 0.0
 
     def parameters(self) -> dict[str, Any]:
         """The ``labelling_flow`` parameters of this job's runs."""
@@ -93,6 +101,10 @@ class Job:
             parameters["delta"] = self.delta
         if self.full is not None:
             parameters["full"] = self.full
+        if self.keep_runs is not None:
+            parameters["keep_runs"] = self.keep_runs
+        if self.holdout:
+            parameters["holdout_fraction"] = self.holdout
         return parameters
 
 
@@ -170,6 +182,12 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
     full = raw.get("full")
     if full is not None and not isinstance(full, bool):
         raise bad("full", "must be true or false")
+    keep_runs = raw.get("keep_runs")
+    if keep_runs is not None and (isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 1):
+        raise bad("keep_runs", "must be a positive integer")
+    holdout = raw.get("holdout", 0.0)
+    if isinstance(holdout, bool) or not isinstance(holdout, (int, float)) or not 0 <= holdout < 1:
+        raise bad("holdout", "must be a number in [0, 1)")
     job_store = raw.get("store", store)
     if "store" in raw:
         _check_store(raw["store"], where)
@@ -177,7 +195,8 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
     if not isinstance(name, str) or not DEPLOYMENT_NAME.match(name):
         raise ScheduleError(f"{where}: name must be 1-100 letters, digits, '_', '.' or '-', got {name!r}")
     return Job(name=name, dataset=dataset, cron=cron, solver=solver, solver_params=dict(solver_params),
-               k=k, graph=graph, delta=None if delta is None else float(delta), full=full, store_uri=job_store)
+               k=k, graph=graph, delta=None if delta is None else float(delta), full=full, store_uri=job_store,
+               keep_runs=keep_runs, holdout=float(holdout))
 
 
 def parse_schedule(document: Mapping[str, Any], source: str = "schedule") -> list[Job]:

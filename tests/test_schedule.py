@@ -79,6 +79,8 @@ def job_with(**fields):
     ({"graph": "delta"}, r"graph \"delta\" needs delta"),
     ({"delta": -1.0}, r"delta must be a positive number, got -1.0"),
     ({"full": "yes"}, r"full must be true or false, got 'yes'"),
+    ({"keep_runs": 0}, r"keep_runs must be a positive integer, got 0"),
+    ({"holdout": 1.5}, r"holdout must be a number in \[0, 1\), got 1.5"),
     ({"store": ""}, r"store must be a store URI"),
     ({"name": "has space"}, r"name must be 1-100 letters"),
     ({"solvr": "harmonic"}, r"unknown field\(s\) \['solvr'\]"),
@@ -167,3 +169,10 @@ def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
     module.main()
     (jobs,) = served
     assert [(j.name, j.dataset) for j in jobs] == [("scheduled-labelling", "items")]
+
+
+def test_retention_and_holdout_reach_the_flow():
+    job = parse_schedule(job_with(keep_runs=30, holdout=0.1), "s.toml")[0]
+    made = deployments([job])[0].parameters
+    assert made["keep_runs"] == 30 and made["holdout_fraction"] == 0.1
+    assert "keep_runs" not in parse_schedule(job_with(), "s.toml")[0].parameters()
