@@ -18,6 +18,8 @@ What is measured, per size and method:
   run at 1M.
 - peak MiB: the largest extra resident memory of the run above the process's baseline
   (features already loaded), the largest over the runs.
+- a wider HNSW (M = 32, efConstruction = 80, efSearch = 64) through the same code, beside
+  the library's settings, to show the recall they trade for time.
 - recall@10: for 1,000 random query rows, the share of their 10 true nearest neighbours
   (brute force in float64 against all n points) that the method returns.
 """
@@ -47,8 +49,13 @@ N_QUERIES = 1_000
 # above ~15): n² distances. 100k points take about a minute here; 1M would take about
 # 100× that, so it is not run at 1M and its time there is only extrapolated (and labelled so).
 EXACT_MAX_POINTS = 100_000
+# A wider HNSW (more links, wider beams) beside the library's settings: what recall the
+# library's settings give up, and for how much time. Skipped when they are the same.
+WIDE_HNSW = (32, 80, 64)
+LIBRARY_HNSW = (knn.HNSW_M, knn.HNSW_EF_CONSTRUCTION, knn.HNSW_EF_SEARCH)
 METHODS = {
-    "hnsw": f"faiss HNSW search (M={knn.HNSW_M}, efC={knn.HNSW_EF_CONSTRUCTION}, efS={knn.HNSW_EF_SEARCH})",
+    "hnsw": "faiss HNSW search (M={}, efC={}, efS={}), the library's".format(*LIBRARY_HNSW),
+    "hnsw_wide": "faiss HNSW search (M={}, efC={}, efS={}), wider".format(*WIDE_HNSW),
     "exact": "scikit-learn NearestNeighbors, exact (brute force)",
     "graph": "similarity.knn_graph (HNSW search + Gaussian weights + symmetrise)",
 }
@@ -91,6 +98,19 @@ def search(X: np.ndarray, backend: str, queries: np.ndarray) -> np.ndarray:
     return idx[queries]
 
 
+def search_with(X: np.ndarray, queries: np.ndarray, m: int, ef_construction: int, ef_search: int) -> np.ndarray:
+    """HNSW search through the same ``nearest_neighbors`` code with other index settings
+    (its module constants, set for this call only)."""
+    import similarity.knn as knn
+
+    saved = knn.HNSW_M, knn.HNSW_EF_CONSTRUCTION, knn.HNSW_EF_SEARCH
+    knn.HNSW_M, knn.HNSW_EF_CONSTRUCTION, knn.HNSW_EF_SEARCH = m, ef_construction, ef_search
+    try:
+        return search(X, "hnsw", queries)
+    finally:
+        knn.HNSW_M, knn.HNSW_EF_CONSTRUCTION, knn.HNSW_EF_SEARCH = saved
+
+
 def graph(X: np.ndarray) -> tuple[int, float]:
     """``knn_graph`` with the HNSW search: the stored weights (nnz) and the seconds the same
     call spent in its neighbour search (``nearest_neighbors``, wrapped with a timer for
@@ -130,10 +150,14 @@ def run(sizes: list[int]) -> tuple[pd.DataFrame, dict]:
         truth = exact_neighbours(X, queries)
         repeats = 3 if n < 1_000_000 else 1
         results = {"hnsw": measure(search, (X, "hnsw", queries), repeats)}
+        if WIDE_HNSW != LIBRARY_HNSW:
+            results["hnsw_wide"] = measure(search_with, (X, queries, *WIDE_HNSW), repeats)
         if n <= EXACT_MAX_POINTS:
             results["exact"] = measure(search, (X, "exact", queries), repeats)
         results["graph"] = measure(graph, (X,), repeats)
         for key, label in METHODS.items():
+            if key == "hnsw_wide" and WIDE_HNSW == LIBRARY_HNSW:
+                continue
             r = results.get(key)
             row = {"points": n, "method": label, "runs": r["runs"] if r else 0,
                    "seconds": r["seconds"] if r else np.nan, "peak MiB": r["peak"] if r else np.nan,
@@ -168,7 +192,7 @@ def plot(report: Report, frame: pd.DataFrame, sizes: list[int], estimate) -> Non
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for (key, label), marker in zip(METHODS.items(), "osD"):
+    for (key, label), marker in zip(METHODS.items(), "o^sD"):
         part = frame[(frame["method"] == label) & frame["seconds"].notna()]
         ax.loglog(part["points"], part["seconds"], marker=marker, label=label)
     if estimate is not None and max(sizes) > EXACT_MAX_POINTS:

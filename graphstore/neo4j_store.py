@@ -331,6 +331,18 @@ def one_row_per_pair(graph: SubGraph) -> SubGraph:
     return SubGraph(graph.keys, graph.labels, graph.features, lo[keep], hi[keep], weight[keep])
 
 
+def _check_knn_spec(k, metric: str, weights: str) -> None:
+    """The kNN parameters both GDS builders take, checked before any query is built."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if metric not in KNN_METRICS:
+        raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
+    if weights not in KNN_WEIGHTS:
+        raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
+    if weights == "cosine" and metric != "cosine":
+        raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
+
+
 def _knn_options(k: int, seed: int | None, deterministic: bool, concurrency: int | None,
                  **optional: float | int | None) -> dict:
     """gds.knn(.filtered).write options in the client's snake_case: a deterministic run
@@ -667,14 +679,7 @@ class Neo4jStore(GraphStore):
             raise NotImplementedError("this store is configured with edge_builder='local': the flow"
                                       " builds the graph locally and calls replace_edges")
         check_dataset_name(dataset)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        if metric not in KNN_METRICS:
-            raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
-        if weights not in KNN_WEIGHTS:
-            raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
-        if weights == "cosine" and metric != "cosine":
-            raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
+        _check_knn_spec(k, metric, weights)
         if sigma is not None and not sigma > 0:
             raise ValueError(f"sigma must be positive, got {sigma}")
         if delta is not None and not delta > 0:
@@ -752,14 +757,7 @@ class Neo4jStore(GraphStore):
                                       " adds edges with similarity.knn_edges_for and add_edges")
         check_dataset_name(dataset)
         keys = [str(key) for key in (keys.tolist() if hasattr(keys, "tolist") else keys)]
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
-        if metric not in KNN_METRICS:
-            raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
-        if weights not in KNN_WEIGHTS:
-            raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
-        if weights == "cosine" and metric != "cosine":
-            raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
+        _check_knn_spec(k, metric, weights)
         if weights == "gaussian" and (sigma is None or not sigma > 0):
             raise ValueError("weights='gaussian' needs the sigma the existing graph was built with")
         if not keys:
