@@ -75,6 +75,18 @@ def plot_png(reliability: pd.DataFrame | None, histogram: dict[str, int]) -> byt
     return buffer.getvalue()
 
 
+@task(name="publish-ingest-report")
+def publish_ingest_report(summary: dict) -> str:
+    """The ingest run's counts as a table artifact: stored rows, rejected rows per kind of
+    reason, and where the rejects file is."""
+    rows = [{"what": "stored", "rows": summary["stored"]}, {"what": "rejected", "rows": summary["rejected"]}]
+    rows += [{"what": f"rejected: {kind}", "rows": n} for kind, n in summary.get("reject_reasons", {}).items()]
+    if summary.get("rejects_file"):
+        rows.append({"what": f"rejects file: {summary['rejects_file']}", "rows": summary["rejected"]})
+    return str(create_table_artifact(rows, key=artifact_key(summary["dataset"], "ingest"),
+                                     description=f"ingest of {summary['dataset']!r}"))
+
+
 @task(name="publish-artifacts")
 def publish_artifacts(run: LabelRunRecord, reliability: pd.DataFrame | None) -> dict[str, str]:
     """Publish the run's metrics table, markdown report (with stage links) and plot."""

@@ -26,7 +26,7 @@ from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_stor
 from graphstore.secrets import PASSWORD_ENV, redact
 from solvers import Prediction
 
-from .artifacts import publish_artifacts
+from .artifacts import publish_artifacts, publish_ingest_report
 from .incremental import label_changed, record_graph_build
 from .tasks import (
     GRAPH_KINDS,
@@ -91,7 +91,9 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     records = parse_records(source, key=key, features=features, label=label, classes=classes)
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri) as store:
-        return ingest_parsed(store, dataset, records, rejects)
+        summary = ingest_parsed(store, dataset, records, rejects)
+    publish_ingest_report(summary)
+    return summary
 
 
 def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> int:

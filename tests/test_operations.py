@@ -190,3 +190,18 @@ def test_every_node_labeled_still_runs_and_flags(store_path):
     assert result["metrics"]["n_unlabeled"] == 0
     assert out["noise"].notna().all()  # every node has a given label, so every node has a flag
     assert out["label"].notna().all()
+
+
+def test_ingest_publishes_its_reject_counts(tmp_path, store_path):
+    from flows.labelling import ingest_flow
+
+    source = tmp_path / "records.csv"
+    source.write_text("key,x,y,label\na,1,2,p\nb,nan,2,q\nc,1,2,r\nc,5,6,r\n")
+    state = ingest_flow(str(source), "small", "key", "x,y", "label", store_uri=store_path,
+                        rejects_path=str(tmp_path / "small.rejects.csv"), classes=["p", "q"], return_state=True)
+    summary = state.result()
+    assert summary["stored"] == 1 and summary["rejected"] == 3  # b: NaN; both c: label r not in the classes
+    table = _artifacts(str(state.state_details.flow_run_id))["label-small-ingest"].data
+    rows = {row["what"]: row["rows"] for row in (json.loads(table) if isinstance(table, str) else table)}
+    assert rows["stored"] == 1 and rows["rejected"] == 3
+    assert rows["rejected: missing feature"] == 1 and rows["rejected: label not in classes"] == 2
