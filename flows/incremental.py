@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import scipy.sparse as sp
 
 import similarity
@@ -142,8 +143,13 @@ class IncrementalResult:
 def read_changes(store: GraphStore, dataset: str) -> ChangeSet:
     """The dataset's nodes, features and relationships, with each node's change state."""
     read_at = pd.Timestamp.now(tz="UTC")
-    graph = store.read_subgraph(dataset, with_features=True)
     state = store.read_label_state(dataset)
+    if not pc.any(state.column("labelled")).as_py():
+        # no previous run: the flow runs in full, so skip reading the whole graph (15 s at 1M)
+        empty = SubGraph(np.zeros(0, object), np.zeros(0, object), None, np.zeros(0, np.int64),
+                         np.zeros(0, np.int64), np.zeros(0))
+        return ChangeSet(empty, np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, object), read_at)
+    graph = store.read_subgraph(dataset, with_features=True)
     position = pd.Index(state.column("key").to_pylist()).get_indexer(pd.Index(graph.keys))
     if (position < 0).any():
         raise RuntimeError(f"dataset {dataset!r} changed while it was read; run again")
