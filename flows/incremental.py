@@ -254,9 +254,10 @@ def connect_new_nodes(store: GraphStore, dataset: str, changes: ChangeSet,
         src, dst, w = similarity.knn_edges_for(graph.features[positions], graph.features, positions,
                                                int(build["k"]), build["metric"], build["weights"],
                                                build.get("sigma"))
+        names = pa.array(graph.keys, pa.string())  # Arrow gathers the keys: no object per edge
         store.add_edges(dataset, pa.table({
-            "source": pa.array(graph.keys[src].tolist(), pa.string()),
-            "target": pa.array(graph.keys[dst].tolist(), pa.string()),
+            "source": names.take(pa.array(src, pa.int64())),
+            "target": names.take(pa.array(dst, pa.int64())),
             "weight": pa.array(w, pa.float64())}).cast(EDGE_SCHEMA))
         source = np.concatenate([graph.source, src])
         target = np.concatenate([graph.target, dst])
