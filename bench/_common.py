@@ -208,11 +208,12 @@ def _resolve(fn):
     return fn
 
 
-def _measure_in_child(conn, fn, args, kwargs, preload) -> None:
+def _measure_in_child(conn, fn, preload) -> None:
     try:
         fn = _resolve(fn)
         for module in preload:  # imports are start-up, not the measured call's cost
             importlib.import_module(module)
+        args, kwargs = conn.recv()
         # Baseline: the interpreter, the imports and the unpickled arguments, just before
         # the call; the peak is then the call's own high-water mark above it.
         exact = _reset_peak()
@@ -271,17 +272,29 @@ def peak_memory_call(fn, *args, timeout: float | None = None, preload: tuple[str
         The call raised; the message holds the child's traceback.
     """
     ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_measure_in_child, args=(child, fn, args, kwargs, tuple(preload)), daemon=True)
+    parent, child = ctx.Pipe()  # duplex: the arguments go down it, the answer comes back
+    # Only the function crosses at start-up: multiprocessing writes that payload while it
+    # still holds the pipe's other end, so a child dying before it has read a large one
+    # (an import error) would block start() for ever. Sent over our pipe instead, the
+    # arguments fail with BrokenPipeError if the child is gone.
+    proc = ctx.Process(target=_measure_in_child, args=(child, fn, tuple(preload)), daemon=True)
     proc.start()
-    child.close()  # the parent keeps only its reading end: EOF once the child exits
+    child.close()  # the child's end now lives in the child only
     message = None
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        if not parent.poll(timeout):
-            raise TimeoutError(f"{getattr(fn, '__name__', fn)} did not finish within {timeout} s")
+        try:
+            parent.send((args, kwargs))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the child died first: its traceback, or its exit code, is reported below
+        while not parent.poll(0.5):  # wait for the answer, the child's death or the deadline
+            if not proc.is_alive() and not parent.poll(0):
+                raise RuntimeError(f"the measured call's process died (exit code {proc.exitcode})")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"{getattr(fn, '__name__', fn)} did not finish within {timeout} s")
         try:
             message = parent.recv()
-        except EOFError:  # the child died without a word (killed, e.g. out of memory)
+        except EOFError:  # closed without a word (killed, e.g. out of memory)
             proc.join()
             raise RuntimeError(f"the measured call's process died (exit code {proc.exitcode})") from None
     finally:

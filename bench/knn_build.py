@@ -52,11 +52,11 @@ EXACT_MAX_POINTS = 100_000
 # Another HNSW setting (fewer links, narrower beams) beside the library's: what recall it
 # gives up, and for how much time. Skipped when they are the same. (The recorded
 # knn_build_full results were run while the library used (16, 40, 32); its rows name M.)
-WIDE_HNSW = (16, 40, 32)
+OTHER_HNSW = (16, 40, 32)
 LIBRARY_HNSW = (knn.HNSW_M, knn.HNSW_EF_CONSTRUCTION, knn.HNSW_EF_SEARCH)
 METHODS = {
     "hnsw": "faiss HNSW search (M={}, efC={}, efS={}), the library's".format(*LIBRARY_HNSW),
-    "hnsw_wide": "faiss HNSW search (M={}, efC={}, efS={}), other setting".format(*WIDE_HNSW),
+    "hnsw_other": "faiss HNSW search (M={}, efC={}, efS={}), other setting".format(*OTHER_HNSW),
     "exact": "scikit-learn NearestNeighbors, exact (brute force)",
     "graph": "similarity.knn_graph (HNSW search + Gaussian weights + symmetrise)",
 }
@@ -151,13 +151,13 @@ def run(sizes: list[int]) -> tuple[pd.DataFrame, dict]:
         truth = exact_neighbours(X, queries)
         repeats = 3 if n < 1_000_000 else 1
         results = {"hnsw": measure(search, (X, "hnsw", queries), repeats)}
-        if WIDE_HNSW != LIBRARY_HNSW:
-            results["hnsw_wide"] = measure(search_with, (X, queries, *WIDE_HNSW), repeats)
+        if OTHER_HNSW != LIBRARY_HNSW:
+            results["hnsw_other"] = measure(search_with, (X, queries, *OTHER_HNSW), repeats)
         if n <= EXACT_MAX_POINTS:
             results["exact"] = measure(search, (X, "exact", queries), repeats)
         results["graph"] = measure(graph, (X,), repeats)
         for key, label in METHODS.items():
-            if key == "hnsw_wide" and WIDE_HNSW == LIBRARY_HNSW:
+            if key == "hnsw_other" and OTHER_HNSW == LIBRARY_HNSW:
                 continue
             r = results.get(key)
             row = {"points": n, "method": label, "runs": r["runs"] if r else 0,
