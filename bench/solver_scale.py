@@ -414,7 +414,7 @@ def main(argv: list[str]) -> None:
     report.note(
         "Infeasible or skipped cells are empty with the reason in the note column: maxmargin above "
         f"{MAXMARGIN_MAX_NODES:,} nodes (libsvm fit on all n induced labels, then predict on all n: ~n² each, "
-        "about 4 minutes at 100k, hours at 1M; one run at 100k), "
+        "one run at 100k, hours at 1M), "
         "harmonic with its defaults above 10k (noise flags: one extra CG per given label, 1,000 at 100k and "
         "10,000 at 1M), mincut with its defaults anywhere (20 randomized multi-class runs plus one leave-one-out "
         "cut per given label), mincut α=1 above 10k (shown once: see below), LabelSpreading kernel='knn' above "
