@@ -56,8 +56,6 @@ def entities(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
 
 def run_one(n: int, solver: str, workdir: Path) -> dict:
     """One end-to-end run in this process; returns stage timings and the run's numbers."""
-    import psutil
-
     from flows.labelling import build_graph_flow, ingest_flow, labelling_flow
     from graphstore import open_store
 
@@ -65,7 +63,6 @@ def run_one(n: int, solver: str, workdir: Path) -> dict:
     source = workdir / "entities.parquet"
     frame.to_parquet(source, index=False)
     store = str(workdir / "store")
-    process = psutil.Process()
     timings: dict[str, float] = {}
     _warm_up_prefect()
 
@@ -84,8 +81,7 @@ def run_one(n: int, solver: str, workdir: Path) -> dict:
     truth = pd.Series(np.char.add("c", y.astype(str)), index=frame["key"].to_numpy())
     accuracy = float((written["predicted"].to_numpy() == truth.loc[written["key"]].to_numpy()).mean())
     return {"n": n, "solver": solver, "timings": timings, "edges": graph["edges"],
-            "accuracy": accuracy, "peak_rss_mib": process.memory_info().rss / 2**20,
-            "max_rss_mib": _max_rss_mib()}
+            "accuracy": accuracy, "max_rss_mib": _max_rss_mib()}
 
 
 def _warm_up_prefect() -> None:
@@ -172,8 +168,6 @@ def main(argv: list[str]) -> None:
 
 
 def _plot(report: Report, runs: list[dict]) -> None:
-    if not hasattr(report, "figure"):
-        return
     import matplotlib
 
     matplotlib.use("Agg")

@@ -17,7 +17,7 @@ import pandas as pd
 from prefect import flow, get_run_logger, unmapped
 from prefect.runtime import flow_run
 
-from graphlabel.components import BATCH_NODES, batch_problem, merge_predictions
+from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
 from graphlabel.problems import ExportedProblem
 from graphlabel.provenance import versions
 from graphlabel.records import ParsedRecords, parse_records
@@ -210,10 +210,13 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             _failed(store, run, error, clock)
             raise
         exported, prediction, holdout, extra = outcome
+        # the component split's counts under their own names, the solver's metadata as solver_*
+        plan = {name: prediction.info.get(name) for name in PLAN_INFO}
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
-                   "n_components": prediction.info.get("n_components"),
-                   "n_solver_batches": prediction.info.get("n_batches"),
-                   **{f"solver_{k}": v for k, v in _scalars(prediction.info).items()}}
+                   "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
+                   "n_unlabeled_components": plan["n_unlabeled_components"],
+                   "n_single_class_nodes": plan["n_single_class_nodes"],
+                   **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO}}
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,

@@ -33,6 +33,8 @@ from solvers import LabelProblem, Prediction
 
 #: Batches are packed up to about this many nodes.
 BATCH_NODES = 50_000
+#: What ``merge_predictions`` adds to the prediction's ``info``: the split, not the solver.
+PLAN_INFO = ("n_components", "n_batches", "n_unlabeled_components", "n_single_class_nodes")
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,12 +69,12 @@ def plan_components(problem: LabelProblem, batch_nodes: int = BATCH_NODES) -> Co
         raise ValueError(f"batch_nodes must be >= 1, got {batch_nodes}")
     n_components, component = connected_components(problem.W, directed=False)
     labeled = problem.labeled
-    # labels per (component, class): a sparse count table, no loop over components
+    # labels per (component, class): a sparse count table (duplicates summed on
+    # construction), no loop over components
     counts = sp.csr_matrix(
         (np.ones(labeled.sum()), (component[labeled], problem.y[labeled])),
         shape=(n_components, problem.n_classes),
     )
-    counts.sum_duplicates()
     n_classes_in = np.diff(counts.indptr)
     single = n_classes_in == 1
     multi = np.flatnonzero(n_classes_in >= 2)

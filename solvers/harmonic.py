@@ -116,19 +116,17 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
         # synchronisation, and on a loaded 2-core machine made an iteration on 100k nodes
         # take 24 ms instead of 3.1 ms (one SpMV: 2.5 ms). One BLAS thread for the loop.
         with threadpool_limits(limits=1, user_api="blas"):
-            return _solve_columns(B, out)
-
-    def _solve_columns(B, out):
-        for j in range(B.shape[1]):  # one CG per right-hand side (classes or labels)
-            x, info = None, 1
-            if method == "cg":
-                x, info = cg(A, B[:, j], rtol=rtol, maxiter=JACOBI_MAX_ITERATIONS, M=jacobi, callback=count)
-            if info != 0:
-                solve.amg_fallbacks += method == "cg"
-                x, info = cg(A, B[:, j], x0=x, rtol=rtol, maxiter=1000, M=amg_preconditioner(), callback=count)
-            if info != 0:
-                raise RuntimeError(f"CG did not converge (info={info}) on column {j}")
-            out[:, j] = x
+            for j in range(B.shape[1]):  # one CG per right-hand side (classes or labels)
+                x, info = None, 1
+                if method == "cg":
+                    x, info = cg(A, B[:, j], rtol=rtol, maxiter=JACOBI_MAX_ITERATIONS, M=jacobi, callback=count)
+                if info != 0:
+                    solve.amg_fallbacks += method == "cg"
+                    x, info = cg(A, B[:, j], x0=x, rtol=rtol, maxiter=1000, M=amg_preconditioner(),
+                                 callback=count)
+                if info != 0:
+                    raise RuntimeError(f"CG did not converge (info={info}) on column {j}")
+                out[:, j] = x
         return out
 
     solve.cg_iterations = 0  # over every right-hand side solved so far
