@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import time
 
 import pandas as pd
 from prefect import get_client, task
@@ -27,10 +28,22 @@ def artifact_key(dataset: str, what: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", f"label-{dataset}-{what}".lower()).strip("-")
 
 
-def stage_links(flow_run_id: str) -> list[tuple[str, str]]:
-    """(task run name, UI link) of every task run of the flow run, in start order."""
+def stage_links(flow_run_id: str, settle_seconds: float = 5.0) -> list[tuple[str, str]]:
+    """(task run name, UI link) of every task run of the flow run, in start order.
+
+    Task runs reach the API as events, processed after the fact: the list is read until
+    two reads 0.5 s apart agree (at most ``settle_seconds``), so the last stages are not
+    missing from the report."""
+    query = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+    deadline = time.monotonic() + settle_seconds
     with get_client(sync_client=True) as client:
-        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        runs = client.read_task_runs(flow_run_filter=query)
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            again = client.read_task_runs(flow_run_filter=query)
+            if {r.id for r in again} == {r.id for r in runs}:
+                break
+            runs = again
     base = (PREFECT_UI_URL.value() or "").rstrip("/")
     runs = sorted(runs, key=lambda r: r.start_time or r.expected_start_time or pd.Timestamp.max)
     return [(run.name, f"{base}/runs/task-run/{run.id}") for run in runs]
