@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""A local Neo4j 5.26 Community server with the GDS 2.13 plugin, from Maven Central.
+
+    python3 neo4j-server/neo4j_server.py up      # resolve, configure, start, wait until GDS answers
+    python3 neo4j-server/neo4j_server.py status
+    python3 neo4j-server/neo4j_server.py down
+
+(``make neo4j-up`` / ``make neo4j-down``.) It needs Java 17+ and Maven on the PATH, and
+nothing of graphlabel: the standard library only, so the tests import it to start their
+own server and people run it with any Python 3.
+
+How the server is put together (each step verified against Neo4j 5.26.30 and GDS 2.13.9):
+
+- ``pom.xml`` pins the versions; its module ``server`` depends on ``org.neo4j:neo4j``,
+  whose runtime dependencies are a server's ``lib/``, and its module ``gds`` on the open
+  GDS modules, whose runtime dependencies are ``plugins/``. ``mvn dependency:list`` names
+  the jars in the local Maven repository; the home links to them (no copies), so a
+  second start resolves nothing and takes the JVM's start-up only.
+- A library in both sets (jackson, slf4j, caffeine, eclipse-collections, commons-lang3
+  and -text, javassist) is left out of ``plugins/``: Neo4j's version wins, as in the
+  server's own distribution, where one copy of each is on the classpath. Artifacts that
+  merely share a name (``org.neo4j.gds:annotations`` and ``org.neo4j:annotations``) are
+  different artifacts and both stay.
+- Neo4j finds procedures by scanning the jars in ``plugins/`` and extensions through the
+  classpath, so ``plugins/*`` is on the classpath too (as the ``neo4j`` launcher does).
+- The password is set before the first start by ``Neo4jAdminCommand dbms
+  set-initial-password`` with ``NEO4J_HOME`` and ``NEO4J_CONF`` in its environment
+  (without them it guesses the home from the jar's path and writes elsewhere).
+- The server is ``org.neo4j.server.CommunityEntryPoint --console-mode``, with the JVM
+  flags the launcher adds, listening on 127.0.0.1 only, with a heap and page cache small
+  enough for a 2-core machine (``--heap``, ``--pagecache``).
+- Ready means ``RETURN gds.version()`` answers over HTTP (``RETURN 1`` with ``--no-gds``,
+  a server without the plugin, which the tests use to check graphlabel's error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_HOME = HERE / "target" / "home"
+DEFAULT_PASSWORD = "graphlabel-dev"  # docker-compose.yml's development password too
+JAVA_FLAGS = (
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--enable-native-access=ALL-UNNAMED",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+)
+ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+ADMIN_COMMAND = "org.neo4j.server.startup.Neo4jAdminCommand"
+MIN_JAVA = 17
+
+
+class CannotStart(RuntimeError):
+    """This machine cannot run the server (no Java or Maven, a failed resolve or start);
+    the message is one line saying why."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = DEFAULT_HOME
+    bolt_port: int = 7687
+    http_port: int = 7474
+    password: str = DEFAULT_PASSWORD
+    gds: bool = True
+    heap: str = "1g"
+    pagecache: str = "256m"
+
+    @property
+    def bolt_uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.bolt_port}"
+
+
+# -- prerequisites and jars --------------------------------------------------------------
+
+def java_version(java: str = "java") -> int:
+    """The major version of ``java`` on the PATH; CannotStart when there is none."""
+    if shutil.which(java) is None:
+        raise CannotStart(f"no `{java}` on the PATH (Neo4j 5.26 needs Java {MIN_JAVA} or 21)")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise CannotStart(f"could not read the Java version from `{java} -version`: {out.strip()[:120]!r}")
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 else major  # "1.8.0" is Java 8
+
+
+def check_prerequisites() -> None:
+    """Java 17+ and Maven, or CannotStart saying which is missing."""
+    major = java_version()
+    if major < MIN_JAVA:
+        raise CannotStart(f"Java {major} found; Neo4j 5.26 needs Java {MIN_JAVA} or 21")
+    if shutil.which("mvn") is None:
+        raise CannotStart("no `mvn` on the PATH (Maven resolves Neo4j and GDS from Maven Central)")
+
+
+def _jar_lists() -> dict[str, Path]:
+    return {module: HERE / module / "target" / "jars.txt" for module in ("server", "gds")}
+
+
+def resolve_jars(quiet: bool = True) -> dict[str, list[tuple[tuple[str, ...], Path]]]:
+    """The runtime jars of the ``server`` and ``gds`` modules as ((group, artifact,
+    classifier), path) pairs, from ``mvn dependency:list`` (re-run only when a pom is
+    newer than its list or a listed jar is gone)."""
+    lists = _jar_lists()
+    poms = [HERE / "pom.xml", *(HERE / module / "pom.xml" for module in lists)]
+    newest_pom = max(pom.stat().st_mtime for pom in poms)
+    parsed = {module: _read_jar_list(path) if path.exists() and path.stat().st_mtime > newest_pom else None
+              for module, path in lists.items()}
+    if any(jars is None or not all(p.exists() for _, p in jars) for jars in parsed.values()):
+        command = ["mvn", "-B", *(["-q"] if quiet else []), "-f", str(HERE / "pom.xml"),
+                   "dependency:list", "-DincludeScope=runtime", "-DoutputAbsoluteArtifactFilename=true",
+                   "-DoutputFile=target/jars.txt"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+            raise CannotStart("Maven could not resolve Neo4j and GDS: " + " | ".join(tail))
+        parsed = {module: _read_jar_list(path) for module, path in lists.items()}
+    return parsed
+
+
+def _read_jar_list(path: Path) -> list[tuple[tuple[str, ...], Path]]:
+    jars = []
+    for line in path.read_text().splitlines():
+        fields = line.strip().split(":")
+        # group:artifact:type[:classifier]:version:scope:/absolute/path.jar
+        if len(fields) < 6 or fields[2] != "jar":
+            continue
+        classifier = fields[3] if len(fields) == 7 else ""
+        jars.append(((fields[0], fields[1], classifier), Path(fields[-1])))
+    return jars
+
+
+# -- the home folder ---------------------------------------------------------------------
+
+def _link_jars(folder: Path, jars: list[Path]) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for jar in jars:
+        (folder / jar.name).symlink_to(jar)
+
+
+def configuration(settings: Settings) -> str:
+    home = settings.home
+    lines = [
+        "# written by neo4j-server/neo4j_server.py on each start: edit the script, not this file",
+        "server.default_listen_address=127.0.0.1",
+        "server.default_advertised_address=127.0.0.1",
+        f"server.bolt.listen_address=127.0.0.1:{settings.bolt_port}",
+        f"server.http.listen_address=127.0.0.1:{settings.http_port}",
+        "server.https.enabled=false",
+        f"server.memory.heap.initial_size={settings.heap}",
+        f"server.memory.heap.max_size={settings.heap}",
+        f"server.memory.pagecache.size={settings.pagecache}",
+        f"server.directories.plugins={home / 'plugins'}",
+        f"server.directories.data={home / 'data'}",
+        f"server.directories.logs={home / 'logs'}",
+        f"server.directories.run={home / 'run'}",
+        f"server.directories.import={home / 'import'}",
+        "dbms.usage_report.enabled=false",  # otherwise it reports usage to Neo4j over the network
+        # GDS's procedures need these; nothing else is let through
+        "dbms.security.procedures.unrestricted=gds.*",
+        "dbms.security.procedures.allowlist=gds.*",
+        # a 2-core machine: keep the transaction log small
+        "db.tx_log.rotation.retention_policy=2 files",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def assemble(settings: Settings) -> None:
+    """Create or refresh the home folder: lib/, plugins/, conf/neo4j.conf, and the initial
+    password on a home that has no database yet."""
+    check_prerequisites()
+    jars = resolve_jars()
+    home = settings.home
+    shared = {identity for identity, _ in jars["server"]}
+    _link_jars(home / "lib", [path for _, path in jars["server"]])
+    _link_jars(home / "plugins", [path for identity, path in jars["gds"] if identity not in shared]
+               if settings.gds else [])
+    for name in ("conf", "data", "logs", "run", "import"):
+        (home / name).mkdir(parents=True, exist_ok=True)
+    (home / "conf" / "neo4j.conf").write_text(configuration(settings))
+    if not (home / "data" / "dbms" / "auth.ini").exists():
+        done = subprocess.run(
+            ["java", "-cp", _classpath(home), ADMIN_COMMAND, "dbms", "set-initial-password", settings.password],
+            env=_environment(home), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise CannotStart("could not set the initial password: " + (done.stdout + done.stderr).strip()[-300:])
+
+
+def _classpath(home: Path) -> str:
+    return os.pathsep.join(str(home / part) for part in ("plugins/*", "conf/*", "lib/*"))
+
+
+def _environment(home: Path) -> dict[str, str]:
+    return {**os.environ, "NEO4J_HOME": str(home), "NEO4J_CONF": str(home / "conf")}
+
+
+# -- running -----------------------------------------------------------------------------
+
+def pid_file(home: Path) -> Path:
+    return home / "run" / "graphlabel-neo4j.pid"
+
+
+def running_pid(home: Path) -> int | None:
+    try:
+        pid = int(pid_file(home).read_text())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def start(settings: Settings) -> int:
+    """Start the server in the background (its console goes to logs/console.log); returns
+    its process id. A server already running on this home is left as it is."""
+    pid = running_pid(settings.home)
+    if pid is not None:
+        return pid
+    assemble(settings)
+    home = settings.home
+    log = open(home / "logs" / "console.log", "ab")
+    process = subprocess.Popen(
+        ["java", *JAVA_FLAGS, "-cp", _classpath(home), ENTRY_POINT, f"--home-dir={home}",
+         f"--config-dir={home / 'conf'}", "--console-mode"],
+        cwd=home, env=_environment(home), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,  # not killed with the shell or test run that started it
+    )
+    pid_file(home).write_text(str(process.pid))
+    return process.pid
+
+
+def query(settings: Settings, statement: str, timeout: float = 5.0) -> list:
+    """The rows of one Cypher statement over the HTTP API (no driver needed)."""
+    body = json.dumps({"statements": [{"statement": statement}]}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{settings.http_port}/db/neo4j/tx/commit", data=body, method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json",
+                 "Authorization": "Basic " + base64.b64encode(f"neo4j:{settings.password}".encode()).decode()})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        answer = json.load(response)
+    if answer.get("errors"):
+        raise RuntimeError(answer["errors"][0].get("message", answer["errors"]))
+    return [row["row"] for row in answer["results"][0]["data"]]
+
+
+def wait_ready(settings: Settings, pid: int, timeout: float) -> str:
+    """Poll until the server answers (``gds.version()`` with GDS); returns the version
+    string. CannotStart when the process dies or the time runs out, with the log's tail."""
+    statement = "RETURN gds.version()" if settings.gds else "CALL dbms.components() YIELD versions RETURN versions[0]"
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            raise CannotStart(f"the Neo4j process exited during start-up; {log_tail(settings.home)}") from None
+        try:
+            return str(query(settings, statement)[0][0])
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
+            last = str(exc)
+        time.sleep(0.5)
+    raise CannotStart(f"Neo4j did not answer within {timeout:.0f} s ({last}); {log_tail(settings.home)}")
+
+
+def log_tail(home: Path, lines: int = 5) -> str:
+    log = home / "logs" / "console.log"
+    if not log.exists():
+        return "no console log"
+    tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-lines:]
+    return f"last lines of {log}: " + " | ".join(tail)
+
+
+def stop(home: Path, timeout: float = 60.0) -> bool:
+    """Stop the server (SIGTERM, then SIGKILL after ``timeout``); False when none ran."""
+    pid = running_pid(home)
+    if pid is None:
+        pid_file(home).unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        _reap(pid)
+        time.sleep(0.2)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        _reap(pid)
+    pid_file(home).unlink(missing_ok=True)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the server is our own child (tests), so it is not a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def up(settings: Settings, timeout: float = 180.0) -> str:
+    """Start (or find running) and wait until ready; returns the GDS (or Neo4j) version."""
+    pid = start(settings)
+    return wait_ready(settings, pid, timeout)
+
+
+# -- command line ------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=("up", "down", "status", "check"))
+    parser.add_argument("--home", type=Path, default=Path(os.environ.get("GRAPHLABEL_NEO4J_HOME", DEFAULT_HOME)),
+                        help="server folder (default neo4j-server/target/home)")
+    parser.add_argument("--bolt-port", type=int, default=7687)
+    parser.add_argument("--http-port", type=int, default=7474)
+    parser.add_argument("--password", default=os.environ.get("NEO4J_PASSWORD") or DEFAULT_PASSWORD,
+                        help="initial password (default $NEO4J_PASSWORD, else graphlabel-dev)")
+    parser.add_argument("--no-gds", action="store_true", help="start without the GDS plugin")
+    parser.add_argument("--heap", default="1g")
+    parser.add_argument("--pagecache", default="256m")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the server")
+    args = parser.parse_args(argv)
+    settings = Settings(home=args.home.resolve(), bolt_port=args.bolt_port, http_port=args.http_port,
+                        password=args.password, gds=not args.no_gds, heap=args.heap, pagecache=args.pagecache)
+    try:
+        if args.command == "check":
+            check_prerequisites()
+            print(f"Java {java_version()} and Maven found: the local Neo4j can run")
+        elif args.command == "up":
+            started = time.monotonic()
+            version = up(settings, args.timeout)
+            what = f"GDS {version}" if settings.gds else f"Neo4j {version} (no GDS)"
+            print(f"Neo4j is up at {settings.bolt_uri} (browser http://127.0.0.1:{settings.http_port}),"
+                  f" {what}, in {time.monotonic() - started:.0f} s; home {settings.home}")
+            print(f"  export NEO4J_URI={settings.bolt_uri} NEO4J_PASSWORD=...  # the password you set"
+                  f" (default {DEFAULT_PASSWORD})")
+        elif args.command == "down":
+            print("Neo4j stopped" if stop(settings.home) else "no Neo4j was running from " + str(settings.home))
+        else:
+            pid = running_pid(settings.home)
+            print(f"Neo4j running, pid {pid}, home {settings.home}" if pid else f"no Neo4j running from {settings.home}")
+            return 0 if pid else 1
+    except CannotStart as exc:
+        print(f"neo4j-server: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
