@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .base import GraphStore, LabelRunRecord, SubGraph, check_dataset_name
+from .base import GraphStore, LabelRunRecord, StoreSetupError, SubGraph, check_dataset_name
 from .secrets import StoreConnectionError, check_store_uri, redact, redact_uri
 
 DEFAULT_STORE = ".graphlabel"
@@ -40,5 +40,5 @@ def open_store(uri: str | None = None, **options) -> GraphStore:
     return KuzuStore(uri.removeprefix("kuzu://"), **options)
 
 
-__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "open_store", "default_store_uri", "check_dataset_name",
+__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "StoreSetupError", "open_store", "default_store_uri", "check_dataset_name",
            "StoreConnectionError", "check_store_uri", "redact", "redact_uri"]

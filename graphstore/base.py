@@ -83,6 +83,12 @@ RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_
 NEIGHBOUR_COLUMNS = ("key", "weight", "share", "given_label", "predicted_label", "label", "agrees")
 
 
+class StoreSetupError(RuntimeError):
+    """The store answers but is not set up for what was asked: a plugin missing or too old
+    (Neo4j without GDS), a relationship type holding a user's relationships, a graph left
+    half built. An expected condition with a message that says what to do, not a bug."""
+
+
 class NotFound(LookupError):
     """A run or node the caller named is not in the store (the message names it).
 

@@ -1,8 +1,8 @@
 """The production store: Neo4j 5 with the Graph Data Science (GDS) plugin.
 
 Talks to the server only through the official ``neo4j`` driver (``Driver.execute_query``,
-a managed transaction the driver retries on transient errors) and, for the kNN graph,
-the ``graphdatascience`` client. All Cypher is in ``cypher/*.neo4j.cypher``; labels,
+a managed transaction the driver retries on transient errors; GDS calls in auto-commit
+transactions, graphstore/neo4j_gds.py). All Cypher is in ``cypher/*.neo4j.cypher``; labels,
 relationship types and property names come from ``Neo4jGraphConfig``, are validated and
 backtick-quoted by ``graphstore.identifiers`` and written into the templates' ``${...}``
 places; every value travels as a ``$parameter``.
@@ -21,9 +21,17 @@ Open decisions and the choices made here
 - Writes: UNWIND batches of ``batch_size`` rows (default 10,000), one managed transaction
   each (so each batch is retried whole on transient errors). MERGE for nodes and
   relationships and SET for predictions make every batch idempotent: a run that dies half
-  way and is re-run ends in the state of one clean run. Deleting a dataset's edges loops
-  ``LIMIT batch_size`` deletes (``CALL {} IN TRANSACTIONS`` would need an auto-commit
-  transaction, which the driver does not retry).
+  way and is re-run ends in the state of one clean run. Deleting a dataset's edges goes
+  by batches of node keys (``CALL {} IN TRANSACTIONS`` would need an auto-commit
+  transaction, which the driver does not retry; a ``LIMIT`` loop rescans the emptied
+  nodes on every batch).
+- Ownership: graphlabel writes and deletes only relationships it created, which carry the
+  edge marker property (``edge_marker``, default ``graphlabel_similarity``). A build into a
+  type that holds a user's relationships between the dataset's nodes is refused; reading
+  (labelling over the user's own relationships) needs no marker.
+- Bounded waits: ``from_uri`` gives the driver a 10 s connection timeout and 15 s of
+  managed-transaction retries (the driver's defaults are 30 s each), so a dead server
+  fails a store task within seconds and Prefect's task retries (1, 2, 4 s) decide the rest.
 - Export: Cypher returning parallel columns (one record holding a list per column:
   ``collect(...)``), turned into Arrow/numpy arrays whole; no Record object per node or
   edge. GDS ``relationshipProperty.stream`` was not used because it needs a projection
@@ -39,21 +47,10 @@ Open decisions and the choices made here
   (default, ``native_knn`` True) makes the flow call ``build_knn_edges``, GDS kNN in the
   database; ``"local"`` (``native_knn`` False) makes the flow build the graph with
   ``similarity.knn`` and call ``replace_edges``. The flow builds δ-graphs locally.
-- GDS kNN weights: ``weights="similarity"`` keeps the score gds.knn.write wrote.
-  ``"gaussian"``, ``"cosine"`` and ``"binary"`` recompute the weights of the local builder
-  from the features with the GDS similarity functions (exact, not inverted from kNN's
-  score), the Gaussian σ defaulting, as locally, to the mean distance to the farthest kept
-  neighbour. This update is one transaction per dataset (a re-run redoes it whole).
-- δ-graph on GDS: ``delta=`` runs kNN (``topK=k`` is the cap on neighbours per node) and
-  then deletes the relationships longer than δ, measured exactly with the GDS distance
-  functions. It is therefore the δ-graph truncated to each node's k nearest; the exact
-  δ-graph is ``edge_builder="local"`` (``similarity.knn.delta_graph``).
-- Determinism: GDS accepts ``randomSeed`` only with ``concurrency=1``; a seed, or
-  ``deterministic=True`` (seed 0 unless given), sets both.
-- GDS presence and version are checked when the GDS client is first needed (the start of
-  ``build_knn_edges``), before anything is deleted: a missing plugin or a GDS older than
-  ``MIN_GDS_VERSION`` is a RuntimeError saying so. The projection is dropped in a
-  ``finally`` (also when kNN fails).
+- GDS kNN (weights, δ-graphs, determinism, version and presence checks, the projection's
+  life): see graphstore/neo4j_gds.py. Its weights are the local builder's (Gaussian by
+  default, as in the flows), recomputed exactly from the features; ``"similarity"`` keeps
+  GDS's score.
 - History: the port writes only the latest prediction. To answer "what changed between
   two runs", the Neo4j write-back first moves the node's prediction and run id to
   ``previous_predicted_label`` / ``previous_label_run_id`` when the node was labelled by
@@ -75,7 +72,6 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -84,12 +80,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from . import neo4j_gds
 from .base import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     PREDICTION_SCHEMA,
     GraphStore,
     LabelRunRecord,
+    StoreSetupError,
     SubGraph,
     check_dataset_name,
     check_limit,
@@ -105,10 +103,10 @@ from .identifiers import Fragment, check_identifier, compose, join, literal, pro
 from .queries import load_query, split_statements
 from .secrets import StoreConnectionError, check_store_uri, neo4j_credentials, redact, redact_uri
 
-MIN_GDS_VERSION = (2, 4, 0)  # the gds.graph.project Cypher aggregation used for projecting
 EDGE_BUILDERS = ("gds", "local")
-KNN_METRICS = {"euclidean": "EUCLIDEAN", "cosine": "COSINE"}
-KNN_WEIGHTS = ("similarity", "gaussian", "cosine", "binary")
+#: Bounded waits on a dead or unreachable server (the driver's defaults are 30 s each);
+#: Prefect's task retries come on top (flows/tasks.py).
+DRIVER_OPTIONS = {"connection_timeout": 10.0, "max_transaction_retry_time": 15.0}
 READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
 ENV_PREFIX = "GRAPHLABEL_NEO4J_"
 
@@ -131,6 +129,11 @@ class Neo4jGraphConfig:
         Property holding the given (possibly wrong) label; missing means unlabeled.
     relationship, weight : str
         Type and weight property of the similarity relationships.
+    edge_marker : str
+        Property set on every relationship graphlabel writes (GDS kNN's similarity score,
+        or the weight of a locally built one): graphlabel deletes and rewrites only
+        relationships that carry it, and refuses to build into a type that holds
+        relationships without it between the dataset's nodes (a user's own).
     run_label : str
         Label of the ``LabelRun`` nodes.
     predicted_label, label_confidence, label_noise, label_run_id, label_solver, labelled_at : str
@@ -153,6 +156,7 @@ class Neo4jGraphConfig:
     given_label: str = "given_label"
     relationship: str = "SIMILAR"
     weight: str = "weight"
+    edge_marker: str = "graphlabel_similarity"
     run_label: str = "LabelRun"
     predicted_label: str = "predicted_label"
     label_confidence: str = "label_confidence"
@@ -173,8 +177,8 @@ class Neo4jGraphConfig:
                "content_hash")
 
     def __post_init__(self) -> None:
-        for name in ("node_label", "key", "given_label", "relationship", "weight", "run_label",
-                     *self.WRITTEN):
+        for name in ("node_label", "key", "given_label", "relationship", "weight", "edge_marker",
+                     "run_label", *self.WRITTEN):
             check_identifier(getattr(self, name), f"{name} setting")
         if self.dataset is not None:
             check_identifier(self.dataset, "dataset setting")
@@ -193,6 +197,8 @@ class Neo4jGraphConfig:
         written = [getattr(self, name) for name in self.WRITTEN]
         if len(set(read + written)) != len(read) + len(written):
             raise ValueError(f"node property settings must be distinct, got {read + written}")
+        if self.edge_marker == self.weight:
+            raise ValueError(f"edge_marker must differ from the weight property, both are {self.weight!r}")
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, (int, np.integer)) \
                 or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
@@ -237,6 +243,7 @@ class Neo4jGraphConfig:
             "key": key,
             "given_label": quote(self.given_label),
             "weight": quote(self.weight),
+            "edge_marker": quote(self.edge_marker),
             "merge_identity": merge_identity,
             "set_features": set_features,
             "key_properties": key_properties,
@@ -315,10 +322,6 @@ def _batches(table: pa.Table, size: int):
         yield table.slice(start, size).to_pylist()
 
 
-def _version_tuple(version: object) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", str(version))[:3])
-
-
 def one_row_per_pair(graph: SubGraph) -> SubGraph:
     """Keep one edge per unordered pair (the larger weight) and drop self loops."""
     lo = np.minimum(graph.source, graph.target)
@@ -329,33 +332,6 @@ def one_row_per_pair(graph: SubGraph) -> SubGraph:
     first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
     keep = first & (lo != hi)
     return SubGraph(graph.keys, graph.labels, graph.features, lo[keep], hi[keep], weight[keep])
-
-
-def _check_knn_spec(k, metric: str, weights: str) -> None:
-    """The kNN parameters both GDS builders take, checked before any query is built."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    if metric not in KNN_METRICS:
-        raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
-    if weights not in KNN_WEIGHTS:
-        raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
-    if weights == "cosine" and metric != "cosine":
-        raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
-
-
-def _knn_options(k: int, seed: int | None, deterministic: bool, concurrency: int | None,
-                 **optional: float | int | None) -> dict:
-    """gds.knn(.filtered).write options in the client's snake_case: a deterministic run
-    needs a seed, and GDS accepts randomSeed only with concurrency 1."""
-    if deterministic and seed is None:
-        seed = 0
-    if seed is not None:
-        if concurrency not in (None, 1):
-            raise ValueError("GDS accepts randomSeed only with concurrency=1")
-        concurrency = 1
-    options = {"top_k": int(k), "random_seed": seed, "concurrency": concurrency}
-    options.update({name: value for name, value in optional.items() if value is not None})
-    return options
 
 
 class Neo4jStore(GraphStore):
@@ -369,8 +345,6 @@ class Neo4jStore(GraphStore):
         Labels, property names, batch size and edge builder; today's names by default.
     database : str, optional
         Database name; None for the server's default database.
-    gds : graphdatascience.GraphDataScience, optional
-        A GDS client; by default one is made on ``driver`` when first needed.
     ensure_schema : bool
         Create the key constraints (``IF NOT EXISTS``) on opening.
     """
@@ -378,15 +352,15 @@ class Neo4jStore(GraphStore):
     dialect = "neo4j"
 
     def __init__(self, driver, config: Neo4jGraphConfig | None = None, *, database: str | None = None,
-                 gds=None, ensure_schema: bool = True) -> None:
+                 ensure_schema: bool = True) -> None:
         self.config = config if config is not None else Neo4jGraphConfig()
         if not isinstance(self.config, Neo4jGraphConfig):
             raise TypeError(f"config must be a Neo4jGraphConfig, got {type(self.config).__name__}")
         self.database = database or None
         self.native_knn = self.config.edge_builder == "gds"
         self._driver = driver
-        self._gds = gds
-        self._gds_checked = False
+        #: The server's GDS version, once ``neo4j_gds.gds_version`` has asked.
+        self.gds_version: tuple[int, ...] | None = None
         self._queries: dict[str, str] = {}
         if ensure_schema:
             self.ensure_schema()
@@ -422,7 +396,7 @@ class Neo4jStore(GraphStore):
         auth = (user, password) if password is not None else None
         driver, failure = None, None
         try:
-            driver = neo4j.GraphDatabase.driver(uri, auth=auth, **(driver_options or {}))
+            driver = neo4j.GraphDatabase.driver(uri, auth=auth, **{**DRIVER_OPTIONS, **(driver_options or {})})
             driver.verify_connectivity()
             return cls(driver, config, database=database, ensure_schema=ensure_schema)
         except Exception as exc:  # noqa: BLE001 - every failure is re-raised below, redacted
@@ -456,6 +430,51 @@ class Neo4jStore(GraphStore):
         records = self._execute(self.cypher(name), parameters, routing).records
         return records[0] if records else None
 
+    def _autocommit(self, name: str, parameters: dict[str, Any]) -> dict[str, Any] | None:
+        """Query ``name`` in an auto-commit transaction, which the driver does not retry:
+        for GDS calls, which change GDS's catalog or write in transactions of their own
+        (neo4j_gds.py says why). Returns the first row."""
+        with self._driver.session(database=self.database) as session:
+            rows = session.run(self.cypher(name), parameters).data()
+        return rows[0] if rows else None
+
+    def sum_batches(self, name: str, keys: list[str], per_node: int, parameters: dict[str, Any],
+                    column: str) -> int:
+        """Run query ``name`` over ``keys`` in batches of nodes (``$keys``), sized so that a
+        batch touches about ``batch_size`` relationships at ``per_node`` per node; one
+        managed transaction each. Returns the sum of ``column`` over the batches."""
+        size = max(1, self.config.batch_size // max(int(per_node), 1))
+        total = 0
+        for start in range(0, len(keys), size):
+            record = self._single(name, {**parameters, "keys": keys[start:start + size]})
+            total += int(record[column]) if record is not None else 0
+        return total
+
+    def node_keys(self, dataset: str) -> list[str]:
+        """The keys of the dataset's nodes."""
+        record = self._single("node_keys", {"dataset": dataset}, READ)
+        return list(record["keys"]) if record is not None else []
+
+    def check_edges_owned(self, dataset: str) -> None:
+        """Refuse to build into a relationship type that holds relationships between the
+        dataset's nodes which graphlabel did not create (no edge marker): a user's own."""
+        record = self._single("unowned_edges", {"dataset": dataset}, READ)
+        unowned = int(record["unowned"]) if record is not None else 0
+        if unowned:
+            marker, rel = self.config.edge_marker, self.config.relationship
+            raise StoreSetupError(
+                f"relationship type {rel!r} holds {unowned} relationships between nodes of dataset"
+                f" {dataset!r} that graphlabel did not create (no {marker!r} property); graphlabel never"
+                f" writes into or deletes a user's relationships: build into a relationship type of its"
+                f" own (GRAPHLABEL_NEO4J_RELATIONSHIP), or label over these relationships without"
+                f" building a graph (graphlabel label without --rebuild-graph)")
+
+    def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10) -> int:
+        """Delete the similarity relationships graphlabel created from the dataset's nodes
+        (the edge marker set), in batches of nodes; a user's relationships stay."""
+        keys = self.node_keys(dataset) if keys is None else keys
+        return self.sum_batches("delete_edges", keys, per_node, {"dataset": dataset}, "deleted")
+
     def _write_batches(self, name: str, table: pa.Table, parameters: dict[str, Any]) -> int:
         written = 0
         for rows in _batches(table, self.config.batch_size):
@@ -484,19 +503,11 @@ class Neo4jStore(GraphStore):
         self._write_batches("upsert_nodes", rows, {"dataset": dataset, "now": now})
         return nodes.num_rows
 
-    def _delete_edges(self, dataset: str) -> int:
-        deleted, size = 0, self.config.batch_size
-        while True:
-            record = self._single("delete_edges", {"dataset": dataset, "batch_size": size})
-            count = int(record["deleted"]) if record is not None else 0
-            deleted += count
-            if count < size:
-                return deleted
-
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
-        self._delete_edges(dataset)
+        self.check_edges_owned(dataset)
+        self.delete_own_edges(dataset)
         self._write_batches("insert_edges", edges, {"dataset": dataset})
         return edges.num_rows
 
@@ -536,6 +547,11 @@ class Neo4jStore(GraphStore):
         name = "read_nodes" if with_features else "read_nodes_without_features"
         node_columns = self._single(name, {"dataset": dataset}, READ)
         edge_columns = self._single("read_edges", {"dataset": dataset}, READ)
+        if edge_columns is not None and edge_columns.get("unweighted"):
+            raise StoreSetupError(
+                f"the similarity graph of dataset {dataset!r} is half built ({edge_columns['unweighted']}"
+                f" relationships without a {self.config.weight!r}: a graph build stopped before it"
+                f" finished); build it again (graphlabel build-graph, or label --rebuild-graph)")
         if node_columns["keyless"]:
             raise ValueError(f"{node_columns['keyless']} nodes of dataset {dataset!r} have no key"
                              f" property {self.config.key!r}")
@@ -612,33 +628,10 @@ class Neo4jStore(GraphStore):
         result = self._execute(cypher, parameters or {}, READ)
         return pd.DataFrame([record.data() for record in result.records], columns=list(result.keys))
 
-    # -- GDS ------------------------------------------------------------------------------
-
-    def gds(self):
-        """The GDS client, checked once for the plugin and its version."""
-        if self._gds is None:
-            from graphdatascience import GraphDataScience
-            from graphdatascience.error.gds_not_installed import GdsNotFound
-
-            try:
-                self._gds = GraphDataScience(self._driver, database=self.database, arrow=False,
-                                             show_progress=False)
-            except GdsNotFound as exc:
-                raise RuntimeError(
-                    "the Graph Data Science plugin is not installed on this Neo4j server; install it"
-                    " (docker compose sets NEO4J_PLUGINS='[\"graph-data-science\"]') or open the store"
-                    " with edge_builder='local'"
-                ) from exc
-        if not self._gds_checked:
-            version = _version_tuple(self._gds.server_version())
-            if version < MIN_GDS_VERSION:
-                raise RuntimeError(f"GDS {'.'.join(map(str, version))} is too old: graphlabel needs GDS"
-                                   f" >= {'.'.join(map(str, MIN_GDS_VERSION))}")
-            self._gds_checked = True
-        return self._gds
+    # -- GDS kNN (graphstore/neo4j_gds.py) ---------------------------------------------
 
     def build_knn_edges(self, dataset: str, *, k: int = 10, metric: str = "euclidean",
-                        weights: str = "similarity", sigma: float | None = None,
+                        weights: str = "gaussian", sigma: float | None = None,
                         similarity_cutoff: float | None = None, delta: float | None = None,
                         seed: int | None = None, deterministic: bool = False,
                         concurrency: int | None = None, sample_rate: float | None = None,
@@ -653,8 +646,9 @@ class Neo4jStore(GraphStore):
             ``topK``: neighbours per node (the cap on them with ``delta``).
         metric : {"euclidean", "cosine"}
             kNN similarity on the feature vector (GDS ``EUCLIDEAN`` / ``COSINE``).
-        weights : {"similarity", "gaussian", "cosine", "binary"}
-            ``similarity`` keeps GDS's score; the others are the local builder's weights.
+        weights : {"gaussian", "cosine", "binary", "similarity"}
+            The local builder's weights, recomputed from the features; ``similarity``
+            keeps GDS's score.
         sigma : float, optional
             Gaussian bandwidth; default the mean distance to the farthest kept neighbour.
         similarity_cutoff : float, optional
@@ -674,12 +668,19 @@ class Neo4jStore(GraphStore):
         -------
         int
             Similarity relationships the dataset has afterwards (directed, as written).
+
+        Raises
+        ------
+        StoreSetupError
+            GDS is missing or too old, or the relationship type holds relationships
+            graphlabel did not create between the dataset's nodes (checked before anything
+            is deleted).
         """
         if not self.native_knn:
             raise NotImplementedError("this store is configured with edge_builder='local': the flow"
                                       " builds the graph locally and calls replace_edges")
         check_dataset_name(dataset)
-        _check_knn_spec(k, metric, weights)
+        neo4j_gds.check_knn_spec(k, metric, weights)
         if sigma is not None and not sigma > 0:
             raise ValueError(f"sigma must be positive, got {sigma}")
         if delta is not None and not delta > 0:
@@ -689,52 +690,15 @@ class Neo4jStore(GraphStore):
         if symmetrise != "max":
             raise ValueError(f"the GDS builder symmetrises with 'max' only, got {symmetrise!r};"
                              " use edge_builder='local' for other rules")
-        if concurrency is not None and concurrency < 1:
-            raise ValueError(f"concurrency must be positive, got {concurrency}")
-
-        gds = self.gds()  # fails before anything is deleted when GDS is missing
-        # gds.knn.write configuration keys (topK, similarityCutoff, randomSeed, concurrency,
-        # sampleRate, deltaThreshold, maxIterations, writeRelationshipType, writeProperty;
-        # nodeProperties as {property: metric}):
-        # https://neo4j.com/docs/graph-data-science/current/algorithms/knn/
-        # The projected property is always called "features" (gds_project.neo4j.cypher),
-        # whatever the stored names: the client camelCases nested config keys.
-        knn_options = _knn_options(k, seed, deterministic, concurrency, similarity_cutoff=similarity_cutoff,
-                                   sample_rate=sample_rate, delta_threshold=delta_threshold,
-                                   max_iterations=max_iterations)
-
-        self._delete_edges(dataset)
-        graph_name = f"graphlabel_{dataset}_{uuid.uuid4().hex[:12]}"
-        try:
-            graph, _ = gds.graph.project.cypher(self.cypher("gds_project"), graph_name=graph_name,
-                                                dataset=dataset)
-            result = gds.knn.write(
-                graph,
-                write_relationship_type=self.config.relationship,
-                write_property=self.config.weight,
-                node_properties={"features": KNN_METRICS[metric]},
-                **knn_options,
-            )
-        finally:
-            gds.graph.drop(graph_name, fail_if_missing=False)
-        written = int(result.relationships_written)
-        if delta is not None:
-            record = self._single("gds_prune_edges", {"dataset": dataset, "metric": metric,
-                                                      "max_distance": float(delta)})
-            written -= int(record["deleted"]) if record is not None else 0
-        if weights == "similarity":
-            return written
-        if weights == "gaussian" and sigma is None:
-            record = self._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
-            sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
-        record = self._single("gds_reweight_edges", {
-            "dataset": dataset, "metric": metric, "weights": weights,
-            "sigma": float(sigma) if sigma is not None and sigma > 0 else 1.0,
-        })
-        return int(record["kept"]) if record is not None else written
+        options = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
+                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
+                       delta_threshold=delta_threshold, max_iterations=max_iterations)
+        neo4j_gds.knn_config(self, k, metric, **options)  # refuses bad options before any query
+        return neo4j_gds.build_knn(self, dataset, k=int(k), metric=metric, weights=weights, sigma=sigma,
+                                   delta=delta, knn_options=options)
 
     def build_knn_edges_for(self, dataset: str, keys, *, k: int = 10, metric: str = "euclidean",
-                            weights: str = "similarity", sigma: float | None = None,
+                            weights: str = "gaussian", sigma: float | None = None,
                             similarity_cutoff: float | None = None, seed: int | None = None,
                             deterministic: bool = False, concurrency: int | None = None,
                             sample_rate: float | None = None, delta_threshold: float | None = None,
@@ -744,53 +708,26 @@ class Neo4jStore(GraphStore):
 
         ``gds.knn.filtered.write`` with ``sourceNodeFilter`` the label ``GraphlabelNew``,
         given in the projection to the nodes ``keys`` only, and ``targetNodeFilter``
-        ``GraphlabelNode`` (every projected node; gds_project_new.neo4j.cypher). Syntax and
-        filter forms (node ids, nodes or a label):
-        https://neo4j.com/docs/graph-data-science/current/algorithms/filtered-knn/
-        Nothing is deleted. Weights as ``build_knn_edges``: ``"similarity"`` keeps the score;
-        ``"gaussian"`` (with the ``sigma`` the graph was built with: required),
-        ``"cosine"`` and ``"binary"`` rewrite the new relationships only
-        (gds_reweight_new_edges.neo4j.cypher). Returns the relationships written.
+        ``GraphlabelNode`` (every projected node; gds_project_new.neo4j.cypher). Nothing
+        is deleted. Weights as ``build_knn_edges``, ``"gaussian"`` with the ``sigma`` the
+        graph was built with (required). Returns the relationships written.
         """
         if not self.native_knn:
             raise NotImplementedError("this store is configured with edge_builder='local': the flow"
                                       " adds edges with similarity.knn_edges_for and add_edges")
         check_dataset_name(dataset)
         keys = [str(key) for key in (keys.tolist() if hasattr(keys, "tolist") else keys)]
-        _check_knn_spec(k, metric, weights)
+        neo4j_gds.check_knn_spec(k, metric, weights)
         if weights == "gaussian" and (sigma is None or not sigma > 0):
             raise ValueError("weights='gaussian' needs the sigma the existing graph was built with")
+        options = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
+                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
+                       delta_threshold=delta_threshold, max_iterations=max_iterations)
+        neo4j_gds.knn_config(self, k, metric, **options)
         if not keys:
             return 0
-        gds = self.gds()
-        knn_options = _knn_options(k, seed, deterministic, concurrency, similarity_cutoff=similarity_cutoff,
-                                   sample_rate=sample_rate, delta_threshold=delta_threshold,
-                                   max_iterations=max_iterations)
-        graph_name = f"graphlabel_{dataset}_new_{uuid.uuid4().hex[:12]}"
-        try:
-            graph, _ = gds.graph.project.cypher(self.cypher("gds_project_new"), graph_name=graph_name,
-                                                dataset=dataset, new_keys=keys)
-            result = gds.knn.filtered.write(
-                graph,
-                write_relationship_type=self.config.relationship,
-                write_property=self.config.weight,
-                node_properties={"features": KNN_METRICS[metric]},
-                source_node_filter="GraphlabelNew",
-                target_node_filter="GraphlabelNode",
-                **knn_options,
-            )
-        finally:
-            gds.graph.drop(graph_name, fail_if_missing=False)
-        written = int(result.relationships_written)
-        if weights == "similarity":
-            return written
-        for start in range(0, len(keys), self.config.batch_size):
-            self._single("gds_reweight_new_edges", {
-                "dataset": dataset, "keys": keys[start:start + self.config.batch_size], "metric": metric,
-                "weights": weights, "sigma": float(sigma) if sigma is not None else 1.0})
-        return written
+        return neo4j_gds.build_knn_for(self, dataset, keys, k=int(k), metric=metric, weights=weights,
+                                       sigma=sigma, knn_options=options)
 
     def close(self) -> None:
-        if self._gds is not None:
-            self._gds.close()  # a client made on our driver leaves the driver open
         self._driver.close()

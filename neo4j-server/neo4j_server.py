@@ -13,14 +13,15 @@ How the server is put together (each step verified against Neo4j 5.26.30 and GDS
 
 - ``pom.xml`` pins the versions; its module ``server`` depends on ``org.neo4j:neo4j``,
   whose runtime dependencies are a server's ``lib/``, and its module ``gds`` on the open
-  GDS modules, whose runtime dependencies are ``plugins/``. ``mvn dependency:list`` names
-  the jars in the local Maven repository; the home links to them (no copies), so a
-  second start resolves nothing and takes the JVM's start-up only.
-- A library in both sets (jackson, slf4j, caffeine, eclipse-collections, commons-lang3
-  and -text, javassist) is left out of ``plugins/``: Neo4j's version wins, as in the
-  server's own distribution, where one copy of each is on the classpath. Artifacts that
-  merely share a name (``org.neo4j.gds:annotations`` and ``org.neo4j:annotations``) are
-  different artifacts and both stay.
+  GDS modules, whose runtime dependencies are ``plugins/``. ``mvn dependency:copy-
+  dependencies`` puts them in ``target/lib`` and ``target/plugins``, once: later starts,
+  and every server home (the tests start several), use those folders as they are.
+- A third-party library in both sets (jackson, slf4j, caffeine, eclipse-collections,
+  commons-lang3 and -text, javassist) is left out of ``plugins/`` (``excludeArtifactIds``
+  in gds/pom.xml): Neo4j's version wins, as in a server with the plugin jar dropped in.
+  After each copy the script checks, by the Maven coordinates inside the jars, that no
+  library is in both folders. Artifacts that merely share a name
+  (``org.neo4j.gds:annotations`` and ``org.neo4j:annotations``) are different and both stay.
 - Neo4j finds procedures by scanning the jars in ``plugins/`` and extensions through the
   classpath, so ``plugins/*`` is on the classpath too (as the ``neo4j`` launcher does).
 - The password is set before the first start by ``Neo4jAdminCommand dbms
@@ -42,11 +43,13 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,52 +113,47 @@ def check_prerequisites() -> None:
         raise CannotStart("no `mvn` on the PATH (Maven resolves Neo4j and GDS from Maven Central)")
 
 
-def _jar_lists() -> dict[str, Path]:
-    return {module: HERE / module / "target" / "jars.txt" for module in ("server", "gds")}
+LIB = HERE / "target" / "lib"
+PLUGINS = HERE / "target" / "plugins"
+COPIED = HERE / "target" / ".copied"
 
 
-def resolve_jars(quiet: bool = True) -> dict[str, list[tuple[tuple[str, ...], Path]]]:
-    """The runtime jars of the ``server`` and ``gds`` modules as ((group, artifact,
-    classifier), path) pairs, from ``mvn dependency:list`` (re-run only when a pom is
-    newer than its list or a listed jar is gone)."""
-    lists = _jar_lists()
-    poms = [HERE / "pom.xml", *(HERE / module / "pom.xml" for module in lists)]
-    newest_pom = max(pom.stat().st_mtime for pom in poms)
-    parsed = {module: _read_jar_list(path) if path.exists() and path.stat().st_mtime > newest_pom else None
-              for module, path in lists.items()}
-    if any(jars is None or not all(p.exists() for _, p in jars) for jars in parsed.values()):
-        command = ["mvn", "-B", *(["-q"] if quiet else []), "-f", str(HERE / "pom.xml"),
-                   "dependency:list", "-DincludeScope=runtime", "-DoutputAbsoluteArtifactFilename=true",
-                   "-DoutputFile=target/jars.txt"]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-            raise CannotStart("Maven could not resolve Neo4j and GDS: " + " | ".join(tail))
-        parsed = {module: _read_jar_list(path) for module, path in lists.items()}
-    return parsed
+def copy_jars() -> None:
+    """Copy the runtime jars of the ``server`` and ``gds`` modules to target/lib and
+    target/plugins (``mvn dependency:copy-dependencies``), unless they are already there
+    and newer than every pom; then check that no library is in both."""
+    poms = [HERE / "pom.xml", HERE / "server" / "pom.xml", HERE / "gds" / "pom.xml"]
+    if COPIED.exists() and COPIED.stat().st_mtime > max(pom.stat().st_mtime for pom in poms) \
+            and any(LIB.glob("*.jar")) and any(PLUGINS.glob("*.jar")):
+        return
+    for folder in (LIB, PLUGINS):  # a version bump must not leave the old jars behind
+        if folder.exists():
+            shutil.rmtree(folder)
+    done = subprocess.run(["mvn", "-B", "-q", "-f", str(HERE / "pom.xml"), "dependency:copy-dependencies"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-3:]
+        raise CannotStart("Maven could not resolve Neo4j and GDS: " + " | ".join(tail))
+    shared = sorted(_artifacts(LIB) & _artifacts(PLUGINS))
+    if shared:
+        raise CannotStart(f"libraries in both lib/ and plugins/: {', '.join(shared)}; add them to"
+                          " excludeArtifactIds in neo4j-server/gds/pom.xml")
+    COPIED.touch()
 
 
-def _read_jar_list(path: Path) -> list[tuple[tuple[str, ...], Path]]:
-    jars = []
-    for line in path.read_text().splitlines():
-        fields = line.strip().split(":")
-        # group:artifact:type[:classifier]:version:scope:/absolute/path.jar
-        if len(fields) < 6 or fields[2] != "jar":
-            continue
-        classifier = fields[3] if len(fields) == 7 else ""
-        jars.append(((fields[0], fields[1], classifier), Path(fields[-1])))
-    return jars
+def _artifacts(folder: Path) -> set[str]:
+    """group:artifact of every jar in ``folder``, from the pom.properties Maven puts in it."""
+    found = set()
+    for jar in folder.glob("*.jar"):
+        with zipfile.ZipFile(jar) as archive:
+            for name in archive.namelist():
+                if name.startswith("META-INF/maven/") and name.endswith("/pom.properties"):
+                    _, _, group, artifact, _ = name.split("/")
+                    found.add(f"{group}:{artifact}")
+    return found
 
 
 # -- the home folder ---------------------------------------------------------------------
-
-def _link_jars(folder: Path, jars: list[Path]) -> None:
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    for jar in jars:
-        (folder / jar.name).symlink_to(jar)
-
 
 def configuration(settings: Settings) -> str:
     home = settings.home
@@ -169,7 +167,7 @@ def configuration(settings: Settings) -> str:
         f"server.memory.heap.initial_size={settings.heap}",
         f"server.memory.heap.max_size={settings.heap}",
         f"server.memory.pagecache.size={settings.pagecache}",
-        f"server.directories.plugins={home / 'plugins'}",
+        f"server.directories.plugins={_plugins(settings)}",
         f"server.directories.data={home / 'data'}",
         f"server.directories.logs={home / 'logs'}",
         f"server.directories.run={home / 'run'}",
@@ -184,29 +182,31 @@ def configuration(settings: Settings) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _plugins(settings: Settings) -> Path:
+    return PLUGINS if settings.gds else settings.home / "no-plugins"
+
+
 def assemble(settings: Settings) -> None:
-    """Create or refresh the home folder: lib/, plugins/, conf/neo4j.conf, and the initial
-    password on a home that has no database yet."""
+    """Copy the jars if needed, create the home folder with conf/neo4j.conf, and set the
+    initial password on a home that has no database yet."""
     check_prerequisites()
-    jars = resolve_jars()
+    copy_jars()
     home = settings.home
-    shared = {identity for identity, _ in jars["server"]}
-    _link_jars(home / "lib", [path for _, path in jars["server"]])
-    _link_jars(home / "plugins", [path for identity, path in jars["gds"] if identity not in shared]
-               if settings.gds else [])
-    for name in ("conf", "data", "logs", "run", "import"):
+    for name in ("conf", "data", "logs", "run", "import", *(() if settings.gds else ("no-plugins",))):
         (home / name).mkdir(parents=True, exist_ok=True)
     (home / "conf" / "neo4j.conf").write_text(configuration(settings))
     if not (home / "data" / "dbms" / "auth.ini").exists():
         done = subprocess.run(
-            ["java", "-cp", _classpath(home), ADMIN_COMMAND, "dbms", "set-initial-password", settings.password],
+            ["java", "-cp", _classpath(settings), ADMIN_COMMAND, "dbms", "set-initial-password", settings.password],
             env=_environment(home), capture_output=True, text=True)
         if done.returncode != 0:
             raise CannotStart("could not set the initial password: " + (done.stdout + done.stderr).strip()[-300:])
 
 
-def _classpath(home: Path) -> str:
-    return os.pathsep.join(str(home / part) for part in ("plugins/*", "conf/*", "lib/*"))
+def _classpath(settings: Settings) -> str:
+    # plugins first, as the neo4j launcher orders them: extensions are found on the classpath
+    parts = [_plugins(settings) / "*", settings.home / "conf" / "*", LIB / "*"]
+    return os.pathsep.join(str(part) for part in parts)
 
 
 def _environment(home: Path) -> dict[str, str]:
@@ -234,17 +234,33 @@ def start(settings: Settings) -> int:
     pid = running_pid(settings.home)
     if pid is not None:
         return pid
+    for port in (settings.bolt_port, settings.http_port):
+        if port_in_use(port):  # else the wait below would take another server's answer for ours
+            raise CannotStart(f"port {port} on 127.0.0.1 is in use (another Neo4j?): stop it or choose"
+                              " other ports (--bolt-port, --http-port)")
     assemble(settings)
     home = settings.home
     log = open(home / "logs" / "console.log", "ab")
     process = subprocess.Popen(
-        ["java", *JAVA_FLAGS, "-cp", _classpath(home), ENTRY_POINT, f"--home-dir={home}",
+        ["java", *JAVA_FLAGS, "-cp", _classpath(settings), ENTRY_POINT, f"--home-dir={home}",
          f"--config-dir={home / 'conf'}", "--console-mode"],
         cwd=home, env=_environment(home), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,  # not killed with the shell or test run that started it
     )
     pid_file(home).write_text(str(process.pid))
     return process.pid
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the tests' servers use these)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def query(settings: Settings, statement: str, timeout: float = 5.0) -> list:

@@ -401,49 +401,37 @@ def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
 # -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------
 
 
-def test_neo4j_filtered_knn_for_new_nodes_and_the_reweighting_of_their_edges():
-    from types import SimpleNamespace
-
-    from test_neo4j_store import gds_store
+def test_neo4j_filtered_knn_for_new_nodes_and_the_weights_of_their_edges():
+    from test_neo4j_store import gds_store, queries_sent
 
     from graphstore.neo4j_store import Neo4jGraphConfig
 
-    store, driver, gds = gds_store(Neo4jGraphConfig(batch_size=2))
-
-    def filtered_write(G, **config):
-        gds.log.append(("knn.filtered.write", G.name(), config))
-        return SimpleNamespace(relationships_written=30)
-
-    gds.knn.filtered = SimpleNamespace(write=filtered_write)
-    driver.answers[store.cypher("gds_reweight_new_edges")] = lambda p: [{"kept": len(p["keys"]) * K}]
+    store, driver = gds_store(Neo4jGraphConfig(batch_size=2 * K), written=30)
     calls_before = len(driver.calls)
     assert store.build_knn_edges_for("toy", np.array(["n1", "n2", "n3"], dtype=object), k=K,
                                      weights="gaussian", sigma=2.5, deterministic=True) == 30
-    names = [entry[0] for entry in gds.log]
-    assert names == ["server_version", "project.cypher", "knn.filtered.write", "graph.drop"]
-    _, query, params = gds.log[1]
-    assert query == store.cypher("gds_project_new")
-    assert params["new_keys"] == ["n1", "n2", "n3"] and params["dataset"] == "toy"
-    assert "sourceNodeLabels: CASE WHEN e.`key` IN $new_keys" in query
-    _, graph_name, config = gds.log[2]
-    assert graph_name == params["graph_name"]
-    assert config == {"write_relationship_type": "SIMILAR", "write_property": "weight",
-                      "node_properties": {"features": "EUCLIDEAN"}, "source_node_filter": "GraphlabelNew",
-                      "target_node_filter": "GraphlabelNode", "top_k": K, "random_seed": 0, "concurrency": 1}
-    assert gds.log[3] == ("graph.drop", params["graph_name"], {"fail_if_missing": False})
-    # nothing deleted; the new relationships reweighted with the recorded σ, in key batches
-    sent = driver.calls[calls_before:]
-    assert all(c.query != store.cypher("delete_edges") for c in sent)
-    reweights = [c for c in sent if c.query == store.cypher("gds_reweight_new_edges")]
-    assert [c.parameters["keys"] for c in reweights] == [["n1", "n2"], ["n3"]]
-    assert all(c.parameters["sigma"] == 2.5 and c.parameters["weights"] == "gaussian" for c in reweights)
-    # GDS's own score needs no reweighting; a Gaussian without the recorded σ is refused
-    calls_before = len(driver.calls)
-    store.build_knn_edges_for("toy", ["n1"], k=K, weights="similarity")
-    assert len(driver.calls) == calls_before and gds.log[-2][0] == "knn.filtered.write"
+    assert queries_sent(store, driver, calls_before) == [
+        "gds_version", "gds_project_new", "gds_knn_filtered_write", "gds_drop", "gds_set_weights",
+        "gds_set_weights"]
+    project, knn, drop = driver.calls[calls_before + 1:calls_before + 4]
+    assert project.parameters["new_keys"] == ["n1", "n2", "n3"] and project.parameters["dataset"] == "toy"
+    assert "sourceNodeLabels: CASE WHEN e.`key` IN $new_keys" in project.query
+    assert knn.parameters["graph_name"] == drop.parameters["graph_name"] == project.parameters["graph_name"]
+    assert knn.parameters["config"] == {
+        "writeRelationshipType": "SIMILAR", "writeProperty": "graphlabel_similarity",
+        "nodeProperties": {"features": "EUCLIDEAN"}, "sourceNodeFilter": "GraphlabelNew",
+        "targetNodeFilter": "GraphlabelNode", "topK": K, "randomSeed": 0, "concurrency": 1}
+    # nothing deleted; the new relationships weighted with the recorded σ, in batches of nodes
+    weights = driver.sent(store.cypher("gds_set_weights"))
+    assert [c.parameters["keys"] for c in weights] == [["n1", "n2"], ["n3"]]
+    assert all(c.parameters["sigma"] == 2.5 and c.parameters["weights"] == "gaussian" for c in weights)
+    assert "delete_edges" not in queries_sent(store, driver)
+    # a Gaussian without the recorded σ is refused; no new node, no query
     with pytest.raises(ValueError, match="sigma"):
         store.build_knn_edges_for("toy", ["n1"], k=K, weights="gaussian")
+    calls_before = len(driver.calls)
     assert store.build_knn_edges_for("toy", [], k=K, weights="binary") == 0
+    assert len(driver.calls) == calls_before
 
 
 def test_neo4j_add_edges_label_state_and_graph_build():
@@ -457,7 +445,7 @@ def test_neo4j_add_edges_label_state_and_graph_build():
     sent = driver.sent(store.cypher("add_edges"))
     assert [len(c.parameters["rows"]) for c in sent] == [2, 1]
     assert not driver.sent(store.cypher("delete_edges"))
-    assert "MERGE (a)-[r:`SIMILAR`]->(b)" in store.cypher("add_edges")
+    assert "MERGE (a)-[r:`SIMILAR` {`graphlabel_similarity`: row.weight}]->(b)" in store.cypher("add_edges")
     driver.answers[store.cypher("read_label_state")] = [{
         "keys": ["a", "b", "c"], "changed": [True, False, False], "labelled": [False, True, True],
         "has_predicted": [False, True, False], "predicted": ["", "x", ""]}]

@@ -1,12 +1,12 @@
-"""The Neo4j adapter against a recording fake driver and a recording fake GDS client.
+"""The Neo4j adapter against a recording fake driver.
 
-The fakes stand in for the server only here (no Neo4j can run on the CI machine): they
-record the Cypher text, its parameters, routing and database, and answer with the
-columns a server would return. What is checked: which query files are sent, identifier
-quoting and refusal of hostile names, UNWIND batch sizes, parameters, the GDS calls and
-their configuration, and the conversion of the returned columns into a SubGraph,
-against a dense reference on real data (scikit-learn's digits). The live-server
-counterpart is tests/test_neo4j_integration.py.
+The fake stands in for the server in these unit tests only; the same paths run against a
+live Neo4j 5.26 + GDS 2.13 in tests/test_neo4j_live.py. It records the Cypher text, its
+parameters, routing and database (auto-commit GDS calls with routing "auto"), and
+answers with the columns a server would return. What is checked: which query files are
+sent, identifier quoting and refusal of hostile names, batch sizes, parameters, the GDS
+calls and their configuration, and the conversion of the returned columns into a
+SubGraph against a dense reference on real data (scikit-learn's digits).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import neo4j
 import numpy as np
@@ -80,6 +79,9 @@ class FakeDriver:
         keys = list(rows[0]) if rows else []
         return neo4j.EagerResult([neo4j.Record(row) for row in rows], None, keys)
 
+    def session(self, database=None, **kwargs):
+        return FakeSession(self, database)
+
     def close(self):
         self.closed = True
 
@@ -87,51 +89,40 @@ class FakeDriver:
         return [call for call in self.calls if call.query == query]
 
 
-class FakeGds:
-    """Records the GDS client calls the adapter makes (graph.project.cypher, knn.write,
-    graph.drop, server_version) with their arguments."""
+@dataclass
+class FakeSession:
+    """An auto-commit session of the fake driver: ``run`` records the call (routing "auto")
+    and answers as ``execute_query`` does; an answer that is an exception is raised."""
 
-    def __init__(self, version="2.13.2", relationships_written=0, knn_error=None):
-        self.log = []
-        self.version = version
-        self.knn_error = knn_error
-        self.relationships_written = relationships_written
-        fake = self
+    driver: FakeDriver
+    database: str | None
 
-        class Project:
-            def cypher(self, query, **params):
-                fake.log.append(("project.cypher", query, params))
-                graph = SimpleNamespace(name=lambda: params["graph_name"])
-                return graph, SimpleNamespace(node_count=0)
+    def run(self, query, parameters=None):
+        self.driver.calls.append(Call(query, dict(parameters or {}), "auto", self.database))
+        answer = self.driver.answers.get(query)
+        rows = answer(dict(parameters or {})) if callable(answer) else (answer or [])
+        if isinstance(rows, BaseException):
+            raise rows
+        return _Rows(rows)
 
-        class Graph:
-            project = Project()
+    def __enter__(self):
+        return self
 
-            def drop(self, graph, fail_if_missing=True, **kw):
-                fake.log.append(("graph.drop", graph, {"fail_if_missing": fail_if_missing}))
-                return []
-
-        class Knn:
-            def write(self, G, **config):
-                fake.log.append(("knn.write", G.name(), config))
-                if fake.knn_error:
-                    raise fake.knn_error
-                return SimpleNamespace(relationships_written=fake.relationships_written)
-
-        self.graph = Graph()
-        self.knn = Knn()
-
-    def server_version(self):
-        self.log.append(("server_version",))
-        return self.version
-
-    def close(self):
-        self.log.append(("close",))
+    def __exit__(self, *exc):
+        return False
 
 
-def make_store(config=None, answers=None, gds=None, database="graphs"):
+@dataclass
+class _Rows:
+    rows: list
+
+    def data(self):
+        return [dict(row) for row in self.rows]
+
+
+def make_store(config=None, answers=None, database="graphs"):
     driver = FakeDriver(answers=dict(answers or {}))
-    store = Neo4jStore(driver, config, database=database, gds=gds)
+    store = Neo4jStore(driver, config, database=database)
     return store, driver
 
 
@@ -176,7 +167,7 @@ def test_custom_names_reach_every_query_quoted():
                               run_label="Run", predicted_label="segment_guess")
     store, _ = make_store(config)
     for name in ("upsert_nodes", "read_nodes", "read_edges", "write_predictions", "insert_edges",
-                 "delete_edges", "gds_project", "gds_reweight_edges", "write_run"):
+                 "delete_edges", "gds_project", "gds_set_weights", "write_run"):
         text = store.cypher(name)
         assert "${" not in text
         assert ":Entity" not in text and "SIMILAR" not in text
@@ -247,27 +238,23 @@ def test_invalid_dataset_names_never_reach_the_server():
     assert len(driver.calls) == before
 
 
-def test_replace_edges_deletes_in_batches_then_inserts_in_batches():
-    config = Neo4jGraphConfig(batch_size=4)
-    remaining = {"n": 9}
-
-    def delete(params):
-        deleted = min(remaining["n"], params["batch_size"])
-        remaining["n"] -= deleted
-        return [{"deleted": deleted}]
-
+def test_replace_edges_deletes_its_own_by_batches_of_nodes_then_inserts_in_batches():
+    config = Neo4jGraphConfig(batch_size=40)  # 40 relationships at ~10 per node: 4 nodes a batch
     store, driver = make_store(config)
-    driver.answers[store.cypher("delete_edges")] = delete
+    keys = [f"k{i}" for i in range(9)]
+    driver.answers[store.cypher("node_keys")] = [{"keys": keys}]
+    driver.answers[store.cypher("unowned_edges")] = [{"unowned": 0}]
+    driver.answers[store.cypher("delete_edges")] = lambda p: [{"deleted": 10 * len(p["keys"])}]
     edges = pa.table({"source": ["k0", "k1", "k2", "k3", "k4"], "target": ["k1", "k2", "k3", "k4", "k0"],
                       "weight": [0.5, 0.25, 1.0, 0.75, 0.1]}).cast(EDGE_SCHEMA)
     assert store.replace_edges("toy", edges) == 5
-    kinds = ["delete" if c.query == store.cypher("delete_edges") else "insert"
-             for c in driver.calls[2:]]
-    assert kinds == ["delete"] * 3 + ["insert"] * 2  # 4 + 4 + 1 deleted, then 4 + 1 rows
+    deletes = driver.sent(store.cypher("delete_edges"))
+    assert [c.parameters["keys"] for c in deletes] == [keys[:4], keys[4:8], keys[8:]]
     inserts = driver.sent(store.cypher("insert_edges"))
-    assert [len(c.parameters["rows"]) for c in inserts] == [4, 1]
+    assert [len(c.parameters["rows"]) for c in inserts] == [5]
     assert [r["weight"] for c in inserts for r in c.parameters["rows"]] == [0.5, 0.25, 1.0, 0.75, 0.1]
-    assert "MERGE (a)-[r:`SIMILAR`]->(b)" in store.cypher("insert_edges")
+    calls = [c.query for c in driver.calls]
+    assert calls.index(store.cypher("unowned_edges")) < calls.index(deletes[0].query) < calls.index(inserts[0].query)
 
 
 def test_write_predictions_batches_and_counts_matched_nodes():
@@ -456,94 +443,141 @@ def test_non_string_and_missing_keys_are_refused_when_read():
 # -- GDS ----------------------------------------------------------------------------------
 
 
-def gds_store(config=None, **fake_options):
-    gds = FakeGds(**fake_options)
-    store, driver = make_store(config, gds=gds)
-    driver.answers[store.cypher("delete_edges")] = [{"deleted": 0}]
-    return store, driver, gds
+def gds_store(config=None, version="2.13.9", written=40, keys=("k0", "k1", "k2"), unowned=0):
+    """A store whose fake server has GDS ``version`` (None: no GDS) and answers the build's
+    reads: the dataset's keys, no unowned relationships, ``written`` from kNN."""
+    store, driver = make_store(config)
+    from neo4j.exceptions import CypherSyntaxError
+
+    driver.answers[store.cypher("gds_version")] = (
+        [{"version": version}] if version else
+        lambda p: (_ for _ in ()).throw(CypherSyntaxError("Unknown function 'gds.version' (line 1)")))
+    driver.answers[store.cypher("node_keys")] = [{"keys": list(keys)}]
+    driver.answers[store.cypher("unowned_edges")] = [{"unowned": unowned}]
+    driver.answers[store.cypher("gds_knn_write")] = [{"written": written}]
+    driver.answers[store.cypher("gds_knn_filtered_write")] = [{"written": written}]
+    driver.answers[store.cypher("gds_edge_scale")] = [{"sigma": 2.5}]
+    return store, driver
+
+
+def queries_sent(store, driver, start=2):
+    names = {store.cypher(name): name for name in (
+        "gds_version", "node_keys", "unowned_edges", "delete_edges", "gds_project", "gds_project_new",
+        "gds_knn_write", "gds_knn_filtered_write", "gds_drop", "gds_prune_edges", "gds_edge_scale",
+        "gds_set_weights")}
+    return [names.get(call.query, call.query) for call in driver.calls[start:]]
 
 
 def test_gds_knn_write_is_called_with_its_configuration_and_the_projection_dropped():
-    store, driver, gds = gds_store(relationships_written=40)
-    gds_calls_at_delete = []
-    driver.answers[store.cypher("delete_edges")] = lambda p: gds_calls_at_delete.append(len(gds.log)) or [
-        {"deleted": 0}]
+    store, driver = gds_store(written=40)
     assert store.native_knn
     assert store.build_knn_edges("toy", k=4, metric="cosine", weights="similarity",
                                  similarity_cutoff=0.2, deterministic=True) == 40
-    names = [entry[0] for entry in gds.log]
-    assert names == ["server_version", "project.cypher", "knn.write", "graph.drop"]
-    _, query, params = gds.log[1]
-    assert query == store.cypher("gds_project")
-    assert params["dataset"] == "toy" and params["graph_name"].startswith("graphlabel_toy_")
-    _, graph_name, config = gds.log[2]
-    assert graph_name == params["graph_name"]
-    assert config == {"write_relationship_type": "SIMILAR", "write_property": "weight",
-                      "node_properties": {"features": "COSINE"}, "top_k": 4, "similarity_cutoff": 0.2,
-                      "random_seed": 0, "concurrency": 1}
-    assert gds.log[3] == ("graph.drop", params["graph_name"], {"fail_if_missing": False})
-    # the old relationships go after the version check and before the projection
-    assert gds_calls_at_delete == [1]
+    # checks first (nothing deleted before them), then delete, project, kNN, drop, weights
+    assert queries_sent(store, driver) == ["gds_version", "unowned_edges", "node_keys", "delete_edges",
+                                           "gds_project", "gds_knn_write", "gds_drop", "gds_set_weights"]
+    project, knn, drop = (driver.calls[i] for i in (6, 7, 8))
+    assert project.routing == knn.routing == drop.routing == "auto"  # not retried by the driver
+    assert project.parameters["dataset"] == "toy"
+    assert project.parameters["graph_name"].startswith("graphlabel_toy_")
+    assert knn.parameters["graph_name"] == drop.parameters["graph_name"] == project.parameters["graph_name"]
+    assert knn.parameters["config"] == {
+        "writeRelationshipType": "SIMILAR", "writeProperty": "graphlabel_similarity",
+        "nodeProperties": {"features": "COSINE"}, "topK": 4, "similarityCutoff": 0.2,
+        "randomSeed": 0, "concurrency": 1}
+    weights = driver.calls[-1]
+    assert weights.parameters["weights"] == "similarity" and weights.parameters["keys"] == ["k0", "k1", "k2"]
 
 
 def test_gds_seed_forces_concurrency_one_and_conflicts_are_refused():
-    store, _, gds = gds_store()
+    store, driver = gds_store()
     store.build_knn_edges("toy", k=3, seed=7)
-    config = gds.log[2][2]
-    assert config["random_seed"] == 7 and config["concurrency"] == 1
-    assert config["node_properties"] == {"features": "EUCLIDEAN"}
+    config = driver.sent(store.cypher("gds_knn_write"))[-1].parameters["config"]
+    assert config["randomSeed"] == 7 and config["concurrency"] == 1
+    assert config["nodeProperties"] == {"features": "EUCLIDEAN"}
     store.build_knn_edges("toy", k=3, concurrency=4, sample_rate=1.0, delta_threshold=0.0)
-    config = gds.log[-2][2]
-    assert config["random_seed"] is None and config["concurrency"] == 4
-    assert config["sample_rate"] == 1.0 and config["delta_threshold"] == 0.0
+    config = driver.sent(store.cypher("gds_knn_write"))[-1].parameters["config"]
+    assert "randomSeed" not in config and config["concurrency"] == 4
+    assert config["sampleRate"] == 1.0 and config["deltaThreshold"] == 0.0
+    before = len(driver.calls)
     with pytest.raises(ValueError, match="concurrency=1"):
         store.build_knn_edges("toy", k=3, seed=1, concurrency=2)
     for bad in ({"k": 0}, {"metric": "manhattan"}, {"weights": "heat"}, {"symmetrise": "mutual"},
-                {"similarity_cutoff": 2.0}, {"delta": -1.0}, {"weights": "cosine", "metric": "euclidean"}):
+                {"similarity_cutoff": 2.0}, {"delta": -1.0}, {"weights": "cosine", "metric": "euclidean"},
+                {"concurrency": 0}):
         with pytest.raises(ValueError):
             store.build_knn_edges("toy", **bad)
+    assert len(driver.calls) == before  # refused before any query
 
 
 def test_gds_projection_is_dropped_when_knn_fails():
-    store, _, gds = gds_store(knn_error=RuntimeError("out of memory"))
+    store, driver = gds_store()
+    driver.answers[store.cypher("gds_knn_write")] = lambda p: RuntimeError("out of memory")
     with pytest.raises(RuntimeError, match="out of memory"):
         store.build_knn_edges("toy", k=3)
-    assert gds.log[-1][0] == "graph.drop"
-    assert gds.log[-1][1] == gds.log[1][2]["graph_name"]
+    assert queries_sent(store, driver)[-2:] == ["gds_knn_write", "gds_drop"]
+    assert driver.calls[-1].parameters["graph_name"] == driver.calls[-2].parameters["graph_name"]
 
 
-def test_gds_gaussian_weights_and_delta_run_the_exact_recomputation():
-    store, driver, gds = gds_store(relationships_written=50)
-    driver.answers[store.cypher("gds_prune_edges")] = [{"deleted": 8}]
-    driver.answers[store.cypher("gds_edge_scale")] = [{"sigma": 2.5}]
-    driver.answers[store.cypher("gds_reweight_edges")] = [{"kept": 42}]
-    assert store.build_knn_edges("toy", k=5, weights="gaussian", delta=3.0) == 42
-    prune, scale, reweight = driver.calls[-3:]
-    assert prune.query == store.cypher("gds_prune_edges") and prune.parameters["max_distance"] == 3.0
-    assert scale.query == store.cypher("gds_edge_scale") and scale.routing == "r"
-    assert reweight.parameters == {"dataset": "toy", "metric": "euclidean", "weights": "gaussian", "sigma": 2.5}
-    assert store.build_knn_edges("toy", k=5, weights="binary", sigma=None) == 42
-    assert driver.calls[-1].parameters["weights"] == "binary"
-    assert store.build_knn_edges("toy", k=5, weights="gaussian", sigma=0.7) == 42
-    assert driver.calls[-1].parameters["sigma"] == 0.7 and driver.calls[-2].query != store.cypher("gds_edge_scale")
+def test_gds_gaussian_weights_and_delta_go_in_batches_of_nodes():
+    keys = [f"k{i}" for i in range(9)]
+    store, driver = gds_store(Neo4jGraphConfig(batch_size=8), written=45, keys=keys)
+    driver.answers[store.cypher("gds_prune_edges")] = lambda p: [{"deleted": len(p["keys"])}]
+    assert store.build_knn_edges("toy", k=5, weights="gaussian", delta=3.0) == 45 - 9
+    # batch_size 8 relationships at k=5 per node: one node per batch... 8 // 5 = 1
+    prunes = driver.sent(store.cypher("gds_prune_edges"))
+    assert [c.parameters["keys"] for c in prunes] == [[k] for k in keys]
+    assert all(c.parameters["max_distance"] == 3.0 for c in prunes)
+    scale = driver.sent(store.cypher("gds_edge_scale"))[-1]
+    assert scale.routing == "r"
+    weights = driver.sent(store.cypher("gds_set_weights"))
+    assert len(weights) == 9 and all(c.parameters["sigma"] == 2.5 for c in weights)
+    store.build_knn_edges("toy", k=2, weights="gaussian", sigma=0.7)
+    last = driver.sent(store.cypher("gds_set_weights"))[-1]
+    assert last.parameters["sigma"] == 0.7 and len(last.parameters["keys"]) == 1  # 9 keys, 4 per batch
+    assert [len(c.parameters["keys"]) for c in driver.sent(store.cypher("gds_set_weights"))[-3:]] == [4, 4, 1]
+    assert len(driver.sent(store.cypher("gds_edge_scale"))) == 1  # a given σ is not measured
 
 
-def test_missing_or_old_gds_fails_clearly_before_anything_is_deleted(monkeypatch):
-    import graphdatascience
-    from graphdatascience.error.gds_not_installed import GdsNotFound
+def test_missing_or_old_gds_fails_clearly_before_anything_is_deleted():
+    from graphstore import StoreSetupError
 
-    def no_gds(*args, **kwargs):
-        raise GdsNotFound("The Graph Data Science library is not correctly installed")
+    store, driver = gds_store(version=None)
+    with pytest.raises(StoreSetupError, match="Graph Data Science .GDS. plugin is not installed"):
+        store.build_knn_edges("toy", k=3)
+    assert queries_sent(store, driver) == ["gds_version"]
+    store, driver = gds_store(version="2.12.3")
+    with pytest.raises(StoreSetupError, match="GDS 2.12.3 is too old"):
+        store.build_knn_edges("toy", k=3)
+    assert queries_sent(store, driver) == ["gds_version"]
 
-    monkeypatch.setattr(graphdatascience, "GraphDataScience", no_gds)
+
+def test_a_relationship_type_holding_a_users_relationships_is_never_built_into():
+    from graphstore import StoreSetupError
+
+    store, driver = gds_store(unowned=7)
+    edges = pa.table({"source": ["k0"], "target": ["k1"], "weight": [1.0]}).cast(EDGE_SCHEMA)
+    for build in (lambda: store.build_knn_edges("toy", k=3), lambda: store.replace_edges("toy", edges)):
+        with pytest.raises(StoreSetupError, match="holds 7 relationships .* graphlabel did not create"):
+            build()
+    assert "delete_edges" not in queries_sent(store, driver)
+    assert "insert_edges" not in " ".join(queries_sent(store, driver))
+    # graphlabel's own relationships carry the marker; deletes and merges touch only those
+    assert "r.`graphlabel_similarity` IS NOT NULL" in store.cypher("delete_edges")
+    assert "MERGE (a)-[r:`SIMILAR` {`graphlabel_similarity`: row.weight}]->(b)" in store.cypher("insert_edges")
+    with pytest.raises(ValueError, match="edge_marker must differ"):
+        Neo4jGraphConfig(edge_marker="weight")
+
+
+def test_a_half_built_graph_is_refused_on_reading():
+    from graphstore import StoreSetupError
+
     store, driver = make_store()
-    with pytest.raises(RuntimeError, match="Graph Data Science plugin is not installed"):
-        store.build_knn_edges("toy", k=3)
-    assert len(driver.calls) == 2  # the schema statements only
-    store, driver, gds = gds_store(version="2.3.1")
-    with pytest.raises(RuntimeError, match="too old"):
-        store.build_knn_edges("toy", k=3)
-    assert len(driver.calls) == 2 and gds.log == [("server_version",)]
+    driver.answers[store.cypher("read_nodes")] = [{"keys": ["a"], "keyless": 0, "has_label": [True],
+                                                   "labels": ["x"], "has_features": [True], "features": [[1.0]]}]
+    driver.answers[store.cypher("read_edges")] = [{"source": [], "target": [], "weight": [], "unweighted": 12}]
+    with pytest.raises(StoreSetupError, match="half built .12 relationships without a 'weight'"):
+        store.read_subgraph("toy")
 
 
 def test_local_edge_builder_leaves_the_graph_to_the_flow():
@@ -668,8 +702,7 @@ def test_credentials_in_the_uri_are_refused_without_echoing_them(uri, driver_fac
 
 
 def test_hostile_dataset_names_reach_no_query_and_no_gds_call():
-    gds = FakeGds()
-    store, driver = make_store(gds=gds)
+    store, driver = make_store()
     before = len(driver.calls)
     edges = pa.table({"source": ["a"], "target": ["b"], "weight": [1.0]}).cast(EDGE_SCHEMA)
     rows = pa.table({"key": ["a"], "predicted_label": ["x"], "label_confidence": [1.0], "label_noise": [False],
@@ -680,7 +713,7 @@ def test_hostile_dataset_names_reach_no_query_and_no_gds_call():
                              ("count_nodes", ()), ("write_predictions", (rows,)), ("build_knn_edges", ())):
             with pytest.raises(ValueError, match="dataset"):
                 getattr(store, method)(bad, *args)
-    assert len(driver.calls) == before and gds.log == []
+    assert len(driver.calls) == before
 
 
 # -- runs: provenance, reading, retention; explain ----------------------------------------

@@ -1,0 +1,195 @@
+"""kNN relationships built inside Neo4j by the Graph Data Science plugin (GDS 2.13).
+
+``build_knn`` replaces a dataset's similarity relationships with ``gds.knn.write`` on a
+Cypher projection of its nodes' features; ``build_knn_for`` adds relationships from some
+nodes only (incremental runs) with ``gds.knn.filtered.write``. ``Neo4jStore`` calls them
+for ``build_knn_edges`` / ``build_knn_edges_for``.
+
+Decisions, and why
+------------------
+- GDS is called through Cypher files (``cypher/gds_*.neo4j.cypher``) on the store's own
+  driver, not through the ``graphdatascience`` client. The client checks connectivity
+  before every call with up to 600 retries a second apart (``Neo4jQueryRunner.
+  ConnectivityRetriesConfig`` in graphdatascience 2.2), so a dead server held a build for
+  ten minutes; with the driver, the store's bounded retry time applies
+  (``Neo4jStore.from_uri``). The calls are then Cypher in files like every other query,
+  values as parameters, and the client (and its pins) is not a dependency.
+- Projection, kNN and drop run in auto-commit transactions (``Neo4jStore._autocommit``):
+  they change GDS's in-memory catalog and write in GDS's own transactions, so a driver
+  retry of a managed transaction would project twice or write twice. A failed build
+  fails the store task, whose Prefect retries rerun the whole build.
+- Ownership: every relationship graphlabel writes carries the edge marker property
+  (``Neo4jGraphConfig.edge_marker``); GDS writes its similarity score into it. Deletion,
+  δ pruning and reweighting touch marked relationships only. A build into a relationship
+  type that already holds unmarked relationships between the dataset's nodes (a user's
+  own) is refused before anything is deleted: they would be mixed into the graph.
+- Weights: the score lands in the marker first and ``weight`` is set afterwards, in
+  batches of nodes, from the features with the GDS similarity functions (exact, not
+  inverted from kNN's score). A build that stops between the two leaves marked
+  relationships without a weight: ``read_subgraph`` refuses such a graph (the next build
+  deletes them), instead of reading them as weight 1.
+- Batches: deleting, pruning and reweighting go by batches of node keys (about
+  ``batch_size`` relationships each, one managed transaction per batch), so each batch
+  costs its own relationships; a ``LIMIT`` loop over the dataset would scan the emptied
+  nodes again on every batch, quadratic in the dataset.
+- Version: GDS 2.13 is the line for Neo4j 5.26 and the one the live suite runs; the
+  projection's ``targetNodeProperties: null`` and filtered kNN outside alpha are what
+  older lines lack or spell otherwise. ``MIN_GDS_VERSION`` is checked before anything is
+  deleted; so is the plugin's presence.
+- Determinism: GDS accepts ``randomSeed`` only with ``concurrency=1``; a seed, or
+  ``deterministic=True`` (seed 0 unless given), sets both.
+- δ-graph on GDS: kNN (``topK=k`` caps the neighbours per node), then the relationships
+  longer than δ are deleted, measured exactly. It is the δ-graph truncated to each node's
+  k nearest; the exact δ-graph is the local builder's (``similarity.delta_graph``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .base import StoreSetupError
+
+if TYPE_CHECKING:  # the store passes itself; no import cycle at run time
+    from .neo4j_store import Neo4jStore
+
+MIN_GDS_VERSION = (2, 13, 0)
+KNN_METRICS = {"euclidean": "EUCLIDEAN", "cosine": "COSINE"}
+KNN_WEIGHTS = ("gaussian", "cosine", "binary", "similarity")
+#: Labels the incremental projection gives (in the projection only, never stored).
+NEW_LABEL, ANY_LABEL = "GraphlabelNew", "GraphlabelNode"
+READ = "r"
+
+
+def gds_version(store: Neo4jStore) -> tuple[int, ...]:
+    """The server's GDS version; ``StoreSetupError`` when the plugin is missing or older
+    than ``MIN_GDS_VERSION``. Asked once per store."""
+    if store.gds_version is None:
+        from neo4j.exceptions import ClientError
+
+        try:
+            record = store._single("gds_version", {}, READ)
+        except ClientError as exc:
+            if "gds.version" not in str(exc):
+                raise
+            raise StoreSetupError(
+                "the Graph Data Science (GDS) plugin is not installed on this Neo4j server: graphlabel"
+                " builds kNN graphs with GDS 2.13 (`make neo4j-up` starts a server with it; docker compose"
+                " sets NEO4J_PLUGINS), or set GRAPHLABEL_NEO4J_EDGE_BUILDER=local to build them locally"
+            ) from None
+        version = tuple(int(part) for part in re.findall(r"\d+", str(record["version"]))[:3])
+        if version < MIN_GDS_VERSION:
+            raise StoreSetupError(f"GDS {'.'.join(map(str, version))} is too old: graphlabel needs GDS >="
+                                  f" {'.'.join(map(str, MIN_GDS_VERSION))} (2.13 for Neo4j 5.26)")
+        store.gds_version = version
+    return store.gds_version
+
+
+def check_knn_spec(k: Any, metric: str, weights: str) -> None:
+    """The kNN parameters both GDS builders take, checked before any query is built."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    if metric not in KNN_METRICS:
+        raise ValueError(f"metric must be one of {tuple(KNN_METRICS)}, got {metric!r}")
+    if weights not in KNN_WEIGHTS:
+        raise ValueError(f"weights must be one of {KNN_WEIGHTS}, got {weights!r}")
+    if weights == "cosine" and metric != "cosine":
+        raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
+
+
+def knn_config(store: Neo4jStore, k: int, metric: str, *, seed: int | None = None,
+               deterministic: bool = False, concurrency: int | None = None,
+               **optional: float | int | None) -> dict[str, Any]:
+    """The ``gds.knn(.filtered).write`` configuration map: topK, the features property and
+    its metric, where to write (the relationship type and the edge marker), and the
+    optional settings given (camelCase names, GDS's defaults otherwise)."""
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"concurrency must be positive, got {concurrency}")
+    if deterministic and seed is None:
+        seed = 0
+    if seed is not None:
+        if concurrency not in (None, 1):
+            raise ValueError("GDS accepts randomSeed only with concurrency=1")
+        concurrency = 1
+    config: dict[str, Any] = {
+        "topK": int(k),
+        # the projected property is always "features" (gds_project*.neo4j.cypher)
+        "nodeProperties": {"features": KNN_METRICS[metric]},
+        "writeRelationshipType": store.config.relationship,
+        "writeProperty": store.config.edge_marker,
+    }
+    if seed is not None:
+        config["randomSeed"] = int(seed)
+    if concurrency is not None:
+        config["concurrency"] = int(concurrency)
+    names = {"similarity_cutoff": "similarityCutoff", "sample_rate": "sampleRate",
+             "delta_threshold": "deltaThreshold", "max_iterations": "maxIterations"}
+    for name, value in optional.items():
+        if value is not None:
+            config[names[name]] = value
+    return config
+
+
+@contextmanager
+def projection(store: Neo4jStore, query: str, dataset: str, **parameters: Any) -> Iterator[str]:
+    """Project the dataset into GDS's catalog under a fresh name; dropped on leaving,
+    also when what ran inside failed (a drop that fails then does not hide that error)."""
+    name = f"graphlabel_{dataset}_{uuid.uuid4().hex[:12]}"
+    store._autocommit(query, {"graph_name": name, "dataset": dataset, **parameters})
+    try:
+        yield name
+    except BaseException:
+        try:
+            store._autocommit("gds_drop", {"graph_name": name})
+        except Exception:  # noqa: BLE001 - the server may be what failed; its error is raised
+            pass
+        raise
+    store._autocommit("gds_drop", {"graph_name": name})
+
+
+def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: str,
+              sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> int:
+    """Replace the dataset's similarity relationships with GDS kNN ones (see the module
+    docstring); returns the relationships it has afterwards (directed, as written)."""
+    gds_version(store)  # before anything is deleted
+    store.check_edges_owned(dataset)
+    keys = store.node_keys(dataset)
+    store.delete_own_edges(dataset, keys, per_node=k)
+    config = knn_config(store, k, metric, **knn_options)
+    with projection(store, "gds_project", dataset) as graph_name:
+        result = store._autocommit("gds_knn_write", {"graph_name": graph_name, "config": config})
+    written = int(result["written"]) if result else 0
+    if delta is not None:
+        written -= store.sum_batches("gds_prune_edges", keys, k, {"dataset": dataset, "metric": metric,
+                                                                  "max_distance": float(delta)}, "deleted")
+    if weights == "gaussian" and sigma is None:
+        record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
+        sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
+    set_weights(store, dataset, keys, k, metric, weights, sigma)
+    return written
+
+
+def build_knn_for(store: Neo4jStore, dataset: str, keys: Sequence[str], *, k: int, metric: str,
+                  weights: str, sigma: float | None, knn_options: dict[str, Any]) -> int:
+    """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
+    nodes, added next to the existing ones (nothing is deleted); returns how many."""
+    gds_version(store)
+    config = knn_config(store, k, metric, **knn_options)
+    config.update(sourceNodeFilter=NEW_LABEL, targetNodeFilter=ANY_LABEL)
+    with projection(store, "gds_project_new", dataset, new_keys=list(keys)) as graph_name:
+        result = store._autocommit("gds_knn_filtered_write", {"graph_name": graph_name, "config": config})
+    set_weights(store, dataset, keys, k, metric, weights, sigma)
+    return int(result["written"]) if result else 0
+
+
+def set_weights(store: Neo4jStore, dataset: str, keys: Sequence[str], k: int, metric: str, weights: str,
+                sigma: float | None) -> int:
+    """Set ``weight`` on the marked relationships without one, from the nodes ``keys``."""
+    return store.sum_batches("gds_set_weights", keys, k, {
+        "dataset": dataset, "metric": metric, "weights": weights,
+        "sigma": float(sigma) if sigma is not None and sigma > 0 else 1.0}, "weighted")
