@@ -104,9 +104,13 @@ from .queries import load_query, split_statements
 from .secrets import StoreConnectionError, check_store_uri, neo4j_credentials, redact, redact_uri
 
 EDGE_BUILDERS = ("gds", "local")
-#: Bounded waits on a dead or unreachable server (the driver's defaults are 30 s each);
-#: Prefect's task retries come on top (flows/tasks.py).
-DRIVER_OPTIONS = {"connection_timeout": 10.0, "max_transaction_retry_time": 15.0}
+#: Bounded waits on a dead or unreachable server (the driver's defaults are 30 s each;
+#: Prefect's task retries come on top, flows/tasks.py), and no server notifications: the
+#: driver logs each one as a 1,000-character WARNING ("the label does not exist" on a
+#: fresh database, "parameter missing" on EXPLAIN); the live suite checks graphlabel's
+#: queries for deprecations with notifications on instead.
+DRIVER_OPTIONS = {"connection_timeout": 10.0, "max_transaction_retry_time": 15.0,
+                  "notifications_min_severity": "OFF"}
 READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
 ENV_PREFIX = "GRAPHLABEL_NEO4J_"
 

@@ -1,9 +1,11 @@
 """Shared fixtures: a real Prefect (test harness: a temporary server and database for the
-session) and a fresh real Kùzu store per test."""
+session), a fresh real Kùzu store per test, and the live Neo4j + GDS server of the
+``neo4j`` tests (started here for the session when they are selected; tests/live_neo4j.py)."""
 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -43,3 +45,87 @@ def digits():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+# -- the live Neo4j + GDS server (tests/live_neo4j.py) -------------------------------------
+
+NEO4J_SUITE = "neo4j"
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: start the server only when needed
+def pytest_collection_modifyitems(session, config, items):
+    from live_neo4j import LiveNeo4j, in_ci, server_module
+
+    live = [item for item in items if item.get_closest_marker(NEO4J_SUITE)]
+    config.stash[_LIVE] = None
+    if not live:
+        return
+    if os.environ.get("NEO4J_URI"):
+        config.stash[_LIVE] = LiveNeo4j.external()
+        return
+    module = server_module()
+    try:
+        started = time.monotonic()
+        server = LiveNeo4j.start()
+    except module.CannotStart as why:
+        line = f"Neo4j live suite NOT RUN ({len(live)} tests): {why}"
+        if in_ci():
+            pytest.exit(f"{line} (CI=true: the live suite must run)", returncode=1)
+        config.stash[_NOT_RUN] = line
+        config.hook.pytest_deselected(items=live)
+        items[:] = [item for item in items if not item.get_closest_marker(NEO4J_SUITE)]
+        return
+    config.stash[_STARTED] = time.monotonic() - started
+    config.stash[_LIVE] = server
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    line = config.stash.get(_NOT_RUN, None)
+    if line:
+        terminalreporter.write_line(line, yellow=True, bold=True)
+        return
+    server = config.stash.get(_LIVE, None)
+    if server is None:
+        return
+    counts = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        counts[outcome] = sum(1 for report in terminalreporter.stats.get(outcome, [])
+                              if NEO4J_SUITE in getattr(report, "keywords", {}) and report.when in ("call", "setup"))
+    where = f"{server.version} at {server.uri}"
+    if server.controllable:
+        where += f" (started by this run in {config.stash.get(_STARTED, 0):.0f} s)"
+    terminalreporter.write_line(
+        f"Neo4j live suite: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors,"
+        f" {counts['skipped']} skipped, against {where}", green=not (counts["failed"] or counts["error"]),
+        bold=True)
+
+
+def pytest_unconfigure(config):
+    server = config.stash.get(_LIVE, None)
+    if server is not None:
+        server.stop()
+
+
+_LIVE = pytest.StashKey()
+_NOT_RUN = pytest.StashKey()
+_STARTED = pytest.StashKey()
+
+
+@pytest.fixture(scope="session")
+def neo4j_live(request):
+    """The session's live Neo4j + GDS server (tests marked ``neo4j`` only)."""
+    server = request.config.stash.get(_LIVE, None)
+    assert server is not None, "the neo4j fixture is for tests marked neo4j"
+    return server
+
+
+@pytest.fixture
+def neo4j_env(neo4j_live, monkeypatch):
+    """The environment a user sets for the CLI and the flows: credentials, no leftover
+    GRAPHLABEL_NEO4J_* settings; returns the store URI."""
+    for name in list(os.environ):
+        if name.startswith("GRAPHLABEL_NEO4J_") or name in ("NEO4J_DATABASE", "GRAPHLABEL_STORE"):
+            monkeypatch.delenv(name)
+    for name, value in neo4j_live.environment().items():
+        monkeypatch.setenv(name, value)
+    return neo4j_live.uri

@@ -1,17 +1,12 @@
-"""The Neo4j store and the labelling flow against a live Neo4j 5 server with GDS.
-
-Runs only when ``NEO4J_URI`` is set (credentials from ``NEO4J_USER`` / ``NEO4J_PASSWORD``,
-database from ``NEO4J_DATABASE``):
-
-    docker compose up -d neo4j
-    NEO4J_URI=bolt://localhost:7687 NEO4J_PASSWORD=graphlabel-dev make test-neo4j
+"""The Neo4j store against a live Neo4j 5.26 server with GDS 2.13 (tests/live_neo4j.py
+starts it for the session): the adapter's queries, GDS kNN, write-back, the cookbook
+queries, runs and explain, and which relationships graphlabel may touch.
 
 Each test works in datasets of its own (random names) and deletes their nodes after.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import numpy as np
@@ -19,27 +14,27 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-NEO4J_URI = os.environ.get("NEO4J_URI")
-HOW_TO_RUN = ("needs a live Neo4j with GDS: `docker compose up -d neo4j` then "
-              "`NEO4J_URI=bolt://localhost:7687 make test-neo4j`")
+from graphstore.identifiers import render
+from graphstore.neo4j_store import Neo4jGraphConfig
+from graphstore.queries import CYPHER_DIR, load_query, split_statements
 
-pytestmark = [pytest.mark.neo4j, pytest.mark.skipif(not NEO4J_URI, reason=HOW_TO_RUN)]
+pytestmark = pytest.mark.neo4j
 
 
-def _delete_dataset(store, dataset: str) -> None:
+def delete_dataset(driver, dataset: str, database=None) -> None:
     # Test clean-up only (the package's Cypher lives in cypher/): the dataset's nodes,
-    # their relationships and its runs.
-    store._driver.execute_query("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",
-                                parameters_={"dataset": dataset}, database_=store.database)
-    store._driver.execute_query("MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
-                                parameters_={"dataset": dataset}, database_=store.database)
+    # their relationships, its runs and its graph build.
+    for query in ("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",
+                  "MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
+                  "MATCH (g:GraphBuild {dataset: $dataset}) DELETE g"):
+        driver.execute_query(query, parameters_={"dataset": dataset}, database_=database)
 
 
 @pytest.fixture
-def neo4j_store():
+def neo4j_store(neo4j_env):
     from graphstore import open_store
 
-    with open_store(NEO4J_URI, batch_size=64) as store:  # small batches: several per write
+    with open_store(neo4j_env, batch_size=64) as store:  # small batches: several per write
         yield store
 
 
@@ -47,7 +42,7 @@ def neo4j_store():
 def dataset(neo4j_store):
     name = f"it-{uuid.uuid4().hex[:10]}"
     yield name
-    _delete_dataset(neo4j_store, name)
+    delete_dataset(neo4j_store._driver, name, neo4j_store.database)
 
 
 def digits_nodes(n=240, every=6, wrong=(0,)):
@@ -145,8 +140,6 @@ def _label(store, dataset, run_id, solver="harmonic", **params):
 
 
 def test_write_back_and_the_readme_queries(neo4j_store, dataset):
-    from graphstore.queries import load_query
-
     nodes, X, y = digits_nodes(240)
     neo4j_store.write_nodes(dataset, nodes)
     neo4j_store.build_knn_edges(dataset, k=8, weights="gaussian", deterministic=True)
@@ -181,12 +174,12 @@ def test_write_back_and_the_readme_queries(neo4j_store, dataset):
     assert shifted.to_dict("records") == [{"shifted": len(keys), "runs": 1}]
 
 
-def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_store, dataset):
+def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_env, neo4j_store, dataset):
     from flows.labelling import labelling_flow
 
     nodes, _, y = digits_nodes(300, every=5, wrong=())
     neo4j_store.write_nodes(dataset, nodes)
-    summary = labelling_flow(dataset=dataset, store_uri=NEO4J_URI, k=8, solver="harmonic")
+    summary = labelling_flow(dataset=dataset, store_uri=neo4j_env, k=8, solver="harmonic")
     assert summary["n_nodes"] == 300 and summary["n_labeled"] == 60
     assert summary["n_edges"] > 0
     frame = neo4j_store.query(
@@ -204,7 +197,6 @@ def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_store, dataset
 def test_runs_retention_and_explain_on_neo4j(neo4j_store, dataset):
     from graphstore import LabelRunRecord
     from graphstore.base import NotFound
-    from graphstore.queries import load_query
 
     nodes, _, _ = digits_nodes(120)
     neo4j_store.write_nodes(dataset, nodes)
@@ -245,3 +237,90 @@ def test_runs_retention_and_explain_on_neo4j(neo4j_store, dataset):
     assert dict(zip(shares["label"], shares["class_weight"])) == pytest.approx(expected)
     with pytest.raises(NotFound, match="no node with key 'nope'"):
         neo4j_store.explain(dataset, "nope")
+
+
+# -- every query file, planned by the server ----------------------------------------------
+
+CONFIGS = {
+    "defaults": Neo4jGraphConfig(),
+    "own graph": Neo4jGraphConfig(node_label="Person", key="pid", dataset=None, features=("age", "income"),
+                                  given_label="segment", relationship="LOOKS_LIKE", weight="score",
+                                  run_label="Run", edge_marker="by_graphlabel"),
+}
+
+
+@pytest.mark.parametrize("config_name", sorted(CONFIGS))
+def test_every_query_file_is_planned_by_the_server_without_deprecations(neo4j_live, config_name):
+    """The server's own parser and planner (EXPLAIN: planned, not run) on every rendered
+    Neo4j template and example, with notifications on, so that a deprecated syntax or
+    procedure in graphlabel's Cypher shows here before a Neo4j upgrade removes it."""
+    from neo4j import NotificationMinimumSeverity
+
+    fragments = CONFIGS[config_name].fragments()
+    files = sorted(CYPHER_DIR.rglob("*.neo4j.cypher")) + sorted(
+        p for p in CYPHER_DIR.rglob("*.cypher") if p.name.count(".") == 1)
+    assert len(files) > 30
+    deprecated = []
+    with neo4j_live.driver() as driver:
+        for path in files:
+            name = path.relative_to(CYPHER_DIR).as_posix().split(".")[0]
+            for statement in split_statements(render(load_query(name, "neo4j"), fragments)):
+                if statement.startswith("CREATE CONSTRAINT"):
+                    continue  # schema commands have no plan; ensure_schema runs them for real
+                with driver.session(notifications_min_severity=NotificationMinimumSeverity.INFORMATION) as session:
+                    summary = session.run("EXPLAIN " + statement).consume()
+                deprecated += [(name, status.status_description) for status in summary.gql_status_objects
+                               if status.classification.name == "DEPRECATION"]
+    assert deprecated == []
+
+
+# -- which relationships graphlabel may touch ---------------------------------------------
+
+
+def test_a_users_relationships_of_the_same_type_are_never_deleted_or_built_into(neo4j_env, dataset):
+    """A user whose own relationships use the configured type (here SIMILAR between the
+    dataset's nodes): build-graph is refused before anything is deleted, and labelling
+    over them (no build) works; graphlabel's builds go to a type of their own."""
+    from graphstore import StoreSetupError, open_store
+
+    nodes, X, y = digits_nodes(90)
+    with open_store(neo4j_env) as store:
+        store.write_nodes(dataset, nodes)
+        store._driver.execute_query(
+            "MATCH (a:Entity {dataset: $ds}), (b:Entity {dataset: $ds})"
+            " WHERE toInteger(substring(a.key, 1)) + 1 = toInteger(substring(b.key, 1))"
+            " CREATE (a)-[:SIMILAR {weight: 0.5, since: 2020}]->(b)", parameters_={"ds": dataset})
+        mine = store.query("MATCH (:Entity {dataset: $ds})-[r:SIMILAR]->() RETURN count(r) AS n", {"ds": dataset})
+        assert mine["n"].item() == 89
+        with pytest.raises(StoreSetupError, match="holds 89 relationships .* graphlabel did not create"):
+            store.build_knn_edges(dataset, k=5)
+        with pytest.raises(StoreSetupError, match="graphlabel did not create"):
+            store.replace_edges(dataset, pa.table({"source": ["d0"], "target": ["d5"], "weight": [1.0]}))
+        graph = store.read_subgraph(dataset)  # labelling over the user's own relationships
+        assert len(graph.source) == 89 and np.all(graph.weight == 0.5)
+    # graphlabel's build in a type of its own leaves the user's relationships as they were
+    with open_store(neo4j_env, relationship="GRAPHLABEL_KNN") as store:
+        assert store.build_knn_edges(dataset, k=5, deterministic=True) == 90 * 5
+        after = store.query("MATCH (:Entity {dataset: $ds})-[r:SIMILAR]->() RETURN count(r) AS n,"
+                            " collect(DISTINCT r.since) AS since, collect(DISTINCT r.weight) AS w", {"ds": dataset})
+        assert after.to_dict("records") == [{"n": 89, "since": [2020], "w": [0.5]}]
+        store.build_knn_edges(dataset, k=3, deterministic=True)  # a rebuild replaces only its own
+        counts = store.query("MATCH (:Entity {dataset: $ds})-[r]->() RETURN type(r) AS t, count(r) AS n"
+                             " ORDER BY t", {"ds": dataset})
+        assert counts.to_dict("records") == [{"t": "GRAPHLABEL_KNN", "n": 270}, {"t": "SIMILAR", "n": 89}]
+
+
+def test_a_graph_build_that_stopped_half_way_is_refused_until_rebuilt(neo4j_store, dataset):
+    from graphstore import StoreSetupError
+
+    nodes, _, _ = digits_nodes(60)
+    neo4j_store.write_nodes(dataset, nodes)
+    neo4j_store.build_knn_edges(dataset, k=4, deterministic=True)
+    # what a build killed between gds.knn.write and the weights leaves: scores, no weights
+    neo4j_store._driver.execute_query(
+        "MATCH (a:Entity {dataset: $ds})-[r:SIMILAR]->() WITH r LIMIT 7 REMOVE r.weight",
+        parameters_={"ds": dataset})
+    with pytest.raises(StoreSetupError, match="half built .7 relationships without a 'weight'"):
+        neo4j_store.read_subgraph(dataset)
+    neo4j_store.build_knn_edges(dataset, k=4, deterministic=True)
+    assert len(neo4j_store.read_subgraph(dataset).source) > 0
