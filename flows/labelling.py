@@ -44,19 +44,35 @@ from .tasks import (
 )
 
 
-def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weights: str = "gaussian",
-               delta: float | None = None, sigma: float | None = None) -> dict[str, Any]:
-    """The similarity-graph parameters as the `similarity_graph` task takes them."""
+#: What a graph build uses for the kNN parameters nobody gave.
+KNN_DEFAULTS = {"k": 10, "metric": "euclidean", "weights": "gaussian"}
+
+
+def graph_spec(graph: str = "knn", k: int | None = 10, metric: str | None = "euclidean",
+               weights: str | None = "gaussian", delta: float | None = None,
+               sigma: float | None = None) -> dict[str, Any]:
+    """The similarity-graph parameters as the `similarity_graph` task takes them. A kNN
+    parameter given as None means "as the dataset's graph was built" to an incremental run
+    (``flows.incremental.graph_parameters``) and the default to a build (``KNN_DEFAULTS``)."""
     if graph == "knn":
         return {"graph": "knn", "k": k, "metric": metric, "weights": weights, "sigma": sigma}
+    metric = metric or KNN_DEFAULTS["metric"]
     if graph == "delta":
         if delta is None:
             raise ValueError("a δ-graph needs --delta")
         return {"graph": "delta", "delta": delta, "metric": metric,
-                "weights": "binary" if weights == "gaussian" and sigma is None else weights, "sigma": sigma}
+                "weights": "binary" if weights in (None, "gaussian") and sigma is None else weights,
+                "sigma": sigma}
     if graph in ("mincut3", "delta0", "delta_half"):
         return {"graph": graph, "metric": metric}
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {graph!r}")
+
+
+def with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec a build uses: the kNN parameters not given take ``KNN_DEFAULTS``."""
+    if spec["graph"] != "knn":
+        return spec
+    return {**spec, **{name: value for name, value in KNN_DEFAULTS.items() if spec.get(name) is None}}
 
 
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
@@ -99,6 +115,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
 def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> int:
     """The build-edges stage: the database's own kNN where it has one (``store.native_knn``,
     e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise."""
+    spec = with_defaults(spec)
     if store.native_knn and spec["graph"] == "knn":
         n_edges = clock("build_edges", native_knn_edges, store, dataset,
                         {k: v for k, v in spec.items() if k != "graph"})
@@ -164,12 +181,16 @@ def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock:
 @flow(name="label-dataset")
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
-                   graph: str = "knn", k: int = 10, metric: str = "euclidean", weights: str = "gaussian",
-                   delta: float | None = None, sigma: float | None = None,
+                   graph: str = "knn", k: int | None = None, metric: str | None = None,
+                   weights: str | None = None, delta: float | None = None, sigma: float | None = None,
                    split_components: bool = True, batch_nodes: int = BATCH_NODES, full: bool = False,
                    hops: int = 2, holdout_fraction: float = 0.0, holdout_seed: int = 0,
                    keep_runs: int | None = None, publish: bool = True) -> dict:
     """Label the nodes of ``dataset`` and record the run.
+
+    ``k``, ``metric`` and ``weights`` not given (None) are those the dataset's graph was
+    built with for an incremental run, and ``KNN_DEFAULTS`` for a build; given, and
+    different from the recorded build, they make an incremental run a full one.
 
     Full run (``full=True``): (re)build the similarity graph when ``build_graph``, export
     it, hide a ``holdout_fraction`` of the given labels to score the run on, solve (per
@@ -197,6 +218,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
+        if build_graph:
+            store.check_edge_builder(spec["graph"])  # e.g. GDS missing: say so before writing anything
         run = LabelRunRecord(run_id=run_id, dataset=dataset, solver=solver, parameters=parameters, metrics={},
                              timings={}, started_at=pd.Timestamp.now(tz="UTC"), finished_at=None, n_nodes=0,
                              n_labeled=0, n_flagged=0, status="running",
@@ -210,6 +233,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             _failed(store, run, error, clock)
             raise
         exported, prediction, holdout, extra = outcome
+        # provenance: the graph the run used is the one recorded when it was built (a run
+        # that did not build it asked for no k), not the flow's defaults
+        parameters = {**parameters, **graph_used(store, dataset)}
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
@@ -233,6 +259,14 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
     }
+
+
+def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
+    """The recorded build's graph, k, metric, weights and σ (what the run labelled over);
+    nothing when the dataset has no record (a user's own relationships)."""
+    build = store.read_graph_build(dataset) or {}
+    return {name: build[name] for name in ("graph", "k", "metric", "weights", "sigma", "delta")
+            if build.get(name) is not None}
 
 
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],

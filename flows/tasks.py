@@ -17,7 +17,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 from prefect import task
 from prefect.tasks import exponential_backoff
-from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 import similarity
 import solvers
@@ -44,9 +44,12 @@ def retry_transient(task, task_run, state) -> bool:
     return is_transient(error)
 
 
-# Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter) on transient errors only.
+# Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter) on transient errors only;
+# never cached (reads must see the store as it is now, writes must happen), which also
+# keeps Prefect from hashing the store argument: a Neo4j store holds the driver's locks,
+# and the failed hash logged a 30-line traceback per task on every Neo4j run.
 STORE_RETRIES = dict(retries=3, retry_delay_seconds=exponential_backoff(backoff_factor=1),
-                     retry_jitter_factor=0.5, retry_condition_fn=retry_transient)
+                     retry_jitter_factor=0.5, retry_condition_fn=retry_transient, cache_policy=NO_CACHE)
 GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
 
 

@@ -66,9 +66,11 @@ def _user_errors():
     """Errors that are the input's fault: shown as one clear line, not a traceback."""
     from graphlabel.problems import NotEnoughLabels
     from graphlabel.records import NoValidRecords
+    from graphstore.base import StoreSetupError
     from graphstore.secrets import StoreConnectionError
 
-    return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError)
+    return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError,
+            StoreSetupError)
 
 
 @app.command()
@@ -166,7 +168,8 @@ def label(
     solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
-    k: int = typer.Option(10, help="Neighbours per node when rebuilding."),
+    k: Optional[int] = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
+                                    " --rebuild-graph, a k other than the graph's makes the run a full one."),
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
     holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"

@@ -27,12 +27,29 @@ class ExportedProblem:
     classes: np.ndarray
 
 
+def in_key_order(graph: SubGraph) -> SubGraph:
+    """The graph with its nodes sorted by key. Stores return nodes in an order of their own
+    (Kùzu by insertion, Neo4j by internal id); solvers that draw random numbers per node
+    position (mincut's resampling, the cross-validation folds) then gave the same data
+    different confidences on different stores. In key order they give the same answer."""
+    keys = pa.array(graph.keys, pa.string())
+    order = np.asarray(pa.compute.sort_indices(keys), dtype=np.int64)
+    if np.all(order[1:] > order[:-1]):
+        return graph
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    features = graph.features[order] if graph.features is not None else None
+    return SubGraph(graph.keys[order], graph.labels[order], features, position[graph.source],
+                    position[graph.target], graph.weight)
+
+
 def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     """Build the solver's problem: W from the relationships, y from the given labels
-    (classes in sorted order).
+    (classes in sorted order), nodes in key order (``in_key_order`` says why).
 
     W_ij = max(w(i→j), w(j→i)): the local builder stores one relationship per pair, GDS kNN
     writes one per direction found, and the maximum reads both the same way."""
+    graph = in_key_order(graph)
     n = graph.n_nodes
     if n == 0:
         raise NotEnoughLabels(f"dataset {dataset!r} has no nodes: ingest records first")

@@ -394,6 +394,11 @@ class GraphStore(ABC):
     def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
         """Run a read query typed by a user and return its rows."""
 
+    def check_edge_builder(self, graph: str) -> None:
+        """Raise ``StoreSetupError`` when this store cannot build a graph of kind ``graph``
+        as configured (Neo4j's GDS builder without the plugin); the flows ask before they
+        write anything. Stores that leave graphs to the flow's local builder can always."""
+
     def build_knn_edges(self, dataset: str, **spec: Any) -> int:
         """Build kNN relationships inside the database (stores with ``native_knn``, e.g.
         Neo4j GDS); returns the relationship count. The others leave the graph to the

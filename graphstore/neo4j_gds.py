@@ -179,6 +179,13 @@ def build_knn_for(store: Neo4jStore, dataset: str, keys: Sequence[str], *, k: in
     """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
     nodes, added next to the existing ones (nothing is deleted); returns how many."""
     gds_version(store)
+    # a node without a complete feature vector is not projected; filtered kNN refuses a
+    # source label that no projected node has, so such nodes are left out here (they get
+    # no relationships and no label, as in a full build)
+    record = store._single("keys_with_features", {"dataset": dataset, "keys": list(keys)}, READ)
+    keys = list(record["keys"]) if record is not None else []
+    if not keys:
+        return 0
     config = knn_config(store, k, metric, **knn_options)
     config.update(sourceNodeFilter=NEW_LABEL, targetNodeFilter=ANY_LABEL)
     with projection(store, "gds_project_new", dataset, new_keys=list(keys)) as graph_name:

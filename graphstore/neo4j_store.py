@@ -634,6 +634,10 @@ class Neo4jStore(GraphStore):
 
     # -- GDS kNN (graphstore/neo4j_gds.py) ---------------------------------------------
 
+    def check_edge_builder(self, graph: str) -> None:
+        if self.native_knn and graph == "knn":
+            neo4j_gds.gds_version(self)
+
     def build_knn_edges(self, dataset: str, *, k: int = 10, metric: str = "euclidean",
                         weights: str = "gaussian", sigma: float | None = None,
                         similarity_cutoff: float | None = None, delta: float | None = None,

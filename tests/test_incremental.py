@@ -383,6 +383,26 @@ def test_a_changed_given_label_is_picked_up(store_95, digits_split):
 
 
 @pytestmark_prefect
+def test_a_run_that_asks_for_no_graph_parameters_uses_and_records_the_built_graph(store_95, digits_split):
+    """`graphlabel label` without --k after `build-graph --k 7`: the run records k=7 (not the
+    flow's default 10) and the next one, after new entities, is incremental; asking for
+    another k makes it a full run."""
+    from flows.labelling import build_graph_flow
+
+    frame, _, new = digits_split
+    build_graph_flow(DATASET, store_uri=store_95, k=7)
+    first = labelling_flow(DATASET, store_uri=store_95, full=True, build_graph=False, publish=False)
+    assert first["run"].parameters["k"] == 7 and first["run"].parameters["weights"] == "gaussian"
+    with open_store(store_95) as store:
+        store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
+    summary = labelling_flow(DATASET, store_uri=store_95, publish=False)
+    assert summary["metrics"]["incremental"] and summary["metrics"]["n_new"] == new.sum()
+    assert summary["run"].parameters["k"] == 7
+    other = labelling_flow(DATASET, store_uri=store_95, k=9, build_graph=False, publish=False)
+    assert not other["metrics"]["incremental"]
+
+
+@pytestmark_prefect
 def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
     frame, _, new = digits_split
     with open_store(store_95) as store:
@@ -411,9 +431,9 @@ def test_neo4j_filtered_knn_for_new_nodes_and_the_weights_of_their_edges():
     assert store.build_knn_edges_for("toy", np.array(["n1", "n2", "n3"], dtype=object), k=K,
                                      weights="gaussian", sigma=2.5, deterministic=True) == 30
     assert queries_sent(store, driver, calls_before) == [
-        "gds_version", "gds_project_new", "gds_knn_filtered_write", "gds_drop", "gds_set_weights",
+        "gds_version", "keys_with_features", "gds_project_new", "gds_knn_filtered_write", "gds_drop", "gds_set_weights",
         "gds_set_weights"]
-    project, knn, drop = driver.calls[calls_before + 1:calls_before + 4]
+    project, knn, drop = driver.calls[calls_before + 2:calls_before + 5]
     assert project.parameters["new_keys"] == ["n1", "n2", "n3"] and project.parameters["dataset"] == "toy"
     assert "sourceNodeLabels: CASE WHEN e.`key` IN $new_keys" in project.query
     assert knn.parameters["graph_name"] == drop.parameters["graph_name"] == project.parameters["graph_name"]
@@ -432,6 +452,10 @@ def test_neo4j_filtered_knn_for_new_nodes_and_the_weights_of_their_edges():
     calls_before = len(driver.calls)
     assert store.build_knn_edges_for("toy", [], k=K, weights="binary") == 0
     assert len(driver.calls) == calls_before
+    # new nodes without features are not projected: no filtered kNN for them
+    driver.answers[store.cypher("keys_with_features")] = [{"keys": []}]
+    assert store.build_knn_edges_for("toy", ["bare"], k=K, weights="binary") == 0
+    assert "gds_knn_filtered_write" not in queries_sent(store, driver, calls_before)
 
 
 def test_neo4j_add_edges_label_state_and_graph_build():

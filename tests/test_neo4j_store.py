@@ -457,6 +457,7 @@ def gds_store(config=None, version="2.13.9", written=40, keys=("k0", "k1", "k2")
     driver.answers[store.cypher("gds_knn_write")] = [{"written": written}]
     driver.answers[store.cypher("gds_knn_filtered_write")] = [{"written": written}]
     driver.answers[store.cypher("gds_edge_scale")] = [{"sigma": 2.5}]
+    driver.answers[store.cypher("keys_with_features")] = lambda p: [{"keys": p["keys"]}]
     return store, driver
 
 
@@ -464,7 +465,7 @@ def queries_sent(store, driver, start=2):
     names = {store.cypher(name): name for name in (
         "gds_version", "node_keys", "unowned_edges", "delete_edges", "gds_project", "gds_project_new",
         "gds_knn_write", "gds_knn_filtered_write", "gds_drop", "gds_prune_edges", "gds_edge_scale",
-        "gds_set_weights")}
+        "gds_set_weights", "keys_with_features")}
     return [names.get(call.query, call.query) for call in driver.calls[start:]]
 
 

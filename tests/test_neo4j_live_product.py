@@ -1,0 +1,375 @@
+"""The whole product on a live Neo4j 5.26 + GDS 2.13, as a user runs it: the `graphlabel`
+command (a process of its own, with the environment a user sets, reporting to the test
+session's Prefect server) and the flows, on scikit-learn's digits.
+
+- ingest with rejects → build-graph (GDS kNN, euclidean and cosine; the local builder) →
+  label → report, explain, query, prune-runs;
+- every solver end to end, with the labels the same flow writes on the embedded store;
+- incremental runs: GDS filtered kNN for new entities, a changed given label, entities a
+  user created without features;
+- a graph the user already has: another label and property names, an embedding list, a
+  category property as the given label, predictions written to configured names, and the
+  user's own weighted relationships as the graph.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from test_neo4j_live import delete_dataset
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
+GRAPHLABEL = Path(sys.executable).parent / "graphlabel"
+
+
+@dataclass
+class Ran:
+    exit_code: int
+    output: str  # stdout then stderr
+
+
+def cli(*args: str, ok: bool = True) -> Ran:
+    """`graphlabel ARGS` in a process of its own, as a user runs it, with this process's
+    environment (the tests set NEO4J_* and GRAPHLABEL_NEO4J_* there) and the session's
+    Prefect server, so no command starts a temporary one."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "COLUMNS": "200", "PREFECT_API_URL": PREFECT_API_URL.value()}
+    done = subprocess.run([str(GRAPHLABEL), *map(str, args)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    ran = Ran(done.returncode, done.stdout + done.stderr)
+    if ok:
+        assert ran.exit_code == 0, ran.output
+        assert "Traceback" not in ran.output, ran.output
+    else:  # an expected condition: exit 1, ending with graphlabel's one error message
+        assert ran.exit_code == 1 and "\nerror: " in ran.output, ran.output
+        ran.output = " ".join(ran.output[ran.output.rindex("\nerror: ") + 1:].split())
+    return ran
+
+
+def run_id_of(output: str) -> str:
+    return re.search(r", run ([0-9a-f-]{36})", output).group(1)
+
+
+def digits_frame(n: int, every: int = 6, offset: int = 0, jitter: float = 0.0):
+    """The first ``n`` digits as records: key, 64 pixel columns, a label on every ``every``-th.
+    ``jitter`` adds that much fixed noise so that no two distances tie (the pixels are
+    integers: ties make the k nearest depend on the order a store returns the nodes in)."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[offset:offset + n], y[offset:offset + n]
+    X = X + jitter * np.random.default_rng(0).standard_normal(X.shape)
+    frame = pd.DataFrame(X, columns=[f"p{i:02d}" for i in range(64)])
+    frame.insert(0, "id", [f"d{offset + i}" for i in range(n)])
+    frame.insert(1, "label", [str(v) if i % every == 0 else "" for i, v in enumerate(y)])
+    return frame, X, y.astype(str)
+
+
+def stored(store, dataset: str, *names: str) -> pd.DataFrame:
+    columns = ", ".join(f"e.{name} AS {name}" for name in names)
+    return store.query(f"MATCH (e:Entity) WHERE e.dataset = $ds RETURN e.key AS key, {columns}",
+                       {"ds": dataset}).set_index("key")
+
+
+@pytest.fixture
+def dataset(neo4j_env):
+    name = f"it-{uuid.uuid4().hex[:10]}"
+    yield name
+    from graphstore import open_store
+
+    with open_store(neo4j_env) as store:
+        delete_dataset(store._driver, name, store.database)
+
+
+def neighbour_recall(store, dataset: str, X: np.ndarray, k: int, metric: str) -> float:
+    """Share of each node's exact k nearest (scikit-learn) that the stored graph holds."""
+    from sklearn.neighbors import NearestNeighbors
+
+    graph = store.read_subgraph(dataset)
+    order = np.argsort([int(key[1:]) for key in graph.keys])
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    pairs = set(zip(position[graph.source].tolist(), position[graph.target].tolist()))
+    pairs |= {(b, a) for a, b in pairs}
+    _, idx = NearestNeighbors(n_neighbors=k + 1, metric=metric).fit(X).kneighbors(X)
+    exact = [(i, j) for i in range(len(X)) for j in idx[i, 1:] if j != i]
+    return float(np.mean([pair in pairs for pair in exact]))
+
+
+def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
+    from graphstore import open_store
+
+    frame, X, y = digits_frame(420)
+    bad = pd.DataFrame([["", "3", *[0.0] * 64], ["bad-1", "", "oops", *[0.0] * 63]],
+                       columns=frame.columns)
+    csv = tmp_path / "digits.csv"
+    pd.concat([frame, bad]).to_csv(csv, index=False)
+    rejects = tmp_path / "rejects.csv"
+    out = cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+              "--rejects", rejects, "--store", neo4j_env).output
+    assert f"stored 420 nodes in dataset '{dataset}'" in out and "rejected 2 rows" in out
+    assert pd.read_csv(rejects)["reason"].tolist() == ["missing key", "non-numeric feature p00='oops'"]
+
+    out = cli("build-graph", "--dataset", dataset, "--k", "8", "--store", neo4j_env).output
+    assert "wrote 3360 similarity relationships" in out  # GDS writes k per node, each direction
+    with open_store(neo4j_env) as store:
+        assert neighbour_recall(store, dataset, X, 8, "euclidean") >= 0.95
+
+    out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    assert f"labelled 420 nodes of '{dataset}' with harmonic (70 given labels" in out
+    run_id = run_id_of(out)
+    with open_store(neo4j_env) as store:
+        written = stored(store, dataset, "predicted_label", "label_confidence", "label_run_id", "label_solver")
+        hidden = frame.set_index("id")["label"] == ""
+        truth = pd.Series(y, index=frame["id"])
+        accuracy = (written["predicted_label"][hidden] == truth[hidden]).mean()
+        assert accuracy >= 0.85  # 0.877 on the embedded store with the same data and k
+        assert set(written["label_run_id"]) == {run_id} and set(written["label_solver"]) == {"harmonic"}
+        run = store.read_runs(run_id=run_id).iloc[0]
+        assert run["status"] == "completed" and run["n_nodes"] == 420 and run["n_labeled"] == 70
+        assert run["versions"]["neo4j"] and "graphdatascience" not in run["versions"]
+        assert run["parameters"]["k"] == 10 or run["parameters"]["k"] == 8
+
+    out = cli("report", "--dataset", dataset, "--store", neo4j_env).output
+    assert run_id in out and "completed" in out
+    out = cli("report", "--run", run_id, "--store", neo4j_env).output
+    assert f"run {run_id}: {dataset}, harmonic, completed" in out
+    key = written["label_confidence"].idxmin()
+    out = cli("explain", key, "--dataset", dataset, "--store", neo4j_env).output
+    assert key in out and "share" in out
+    # the README's quickstart query, written for the dataset, on Neo4j
+    out = cli("query", f"MATCH (e:Entity) WHERE e.dataset = '{dataset}' AND e.label_noise RETURN e.key,"
+              " e.given_label, e.predicted_label, e.label_confidence", "--store", neo4j_env).output
+    with open_store(neo4j_env) as store:
+        flagged = stored(store, dataset, "label_noise")["label_noise"].fillna(False).astype(bool).sum()
+    assert f"{flagged} rows" in out
+
+    # a second run, then retention keeps the newest and the one the nodes point to
+    second = cli("label", "--dataset", dataset, "--full", "--store", neo4j_env).output
+    second_id = run_id_of(second)
+    out = cli("prune-runs", "--dataset", dataset, "--keep-last", "1", "--store", neo4j_env).output
+    assert "deleted 1 LabelRun node" in out
+    with open_store(neo4j_env) as store:
+        assert store.read_runs(dataset)["run_id"].tolist() == [second_id]
+
+
+def test_cosine_gds_knn_and_the_local_builder_on_neo4j(neo4j_env, dataset, tmp_path, monkeypatch):
+    from graphstore import open_store
+
+    frame, X, _ = digits_frame(300)
+    csv = tmp_path / "digits.csv"
+    frame.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+        "--store", neo4j_env)
+    cli("build-graph", "--dataset", dataset, "--k", "6", "--metric", "cosine", "--weights", "cosine",
+        "--store", neo4j_env)
+    with open_store(neo4j_env) as store:
+        assert neighbour_recall(store, dataset, X, 6, "cosine") >= 0.95
+        graph = store.read_subgraph(dataset)
+        a, b = graph.features[graph.source], graph.features[graph.target]
+        cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+        np.testing.assert_allclose(graph.weight, np.maximum(cosine, 0), rtol=1e-9)
+    monkeypatch.setenv("GRAPHLABEL_NEO4J_EDGE_BUILDER", "local")
+    out = cli("build-graph", "--dataset", dataset, "--k", "6", "--store", neo4j_env).output
+    written = int(re.search(r"wrote (\d+) similarity relationships", out).group(1))
+    with open_store(neo4j_env) as store:
+        # exact search: every exact neighbour (up to ties among equal distances, which the
+        # store's node order breaks), one relationship per pair, each marked as graphlabel's
+        assert neighbour_recall(store, dataset, X, 6, "euclidean") >= 0.995
+        assert len(store.read_subgraph(dataset).source) == written
+        marked = store.query("MATCH (:Entity {dataset: $ds})-[r:SIMILAR]->() RETURN count(r) AS all,"
+                             " count(r.graphlabel_similarity) AS marked", {"ds": dataset})
+        assert marked.to_dict("records") == [{"all": written, "marked": written}]
+
+
+SOLVERS = [
+    # solver, graph kind, solver parameters, accuracy it must reach on the hidden digits
+    ("harmonic", "knn", {}, 0.9),
+    ("mincut", "delta_half", {}, 0.3),
+    ("lcsnc", "knn", {"cv": 3}, 0.5),
+    ("spectral", "knn", {}, 0.85),
+    ("maxmargin", "knn", {}, 0.85),
+    ("nmf", "knn", {}, 0.85),
+]
+
+
+@pytest.mark.parametrize("solver, graph, params, floor", SOLVERS, ids=[s[0] for s in SOLVERS])
+def test_every_solver_writes_on_neo4j_what_it_writes_on_the_embedded_store(
+        neo4j_env, dataset, store_path, monkeypatch, solver, graph, params, floor):
+    """The same flow, data and (exact, locally built) graph on Neo4j and on Kùzu: the labels
+    and confidences written must agree, and beat the floor on the hidden labels."""
+    from flows.labelling import ingest_parsed, labelling_flow
+    from graphlabel.records import parse_records
+    from graphstore import open_store
+
+    frame, X, y = digits_frame(360, every=5, jitter=1e-3)
+    records = parse_records(frame, key="id", features="p*", label="label")
+    monkeypatch.setenv("GRAPHLABEL_NEO4J_EDGE_BUILDER", "local")  # both graphs by the same builder
+    written = {}
+    for uri in (neo4j_env, store_path):
+        with open_store(uri) as store:
+            ingest_parsed(store, dataset, records, None)
+        summary = labelling_flow(dataset, store_uri=uri, solver=solver, solver_params=params, graph=graph,
+                                 k=8, full=True)
+        assert summary["n_nodes"] == 360
+        with open_store(uri) as store:
+            written[uri] = stored(store, dataset, "predicted_label", "label_confidence",
+                                  "label_solver").sort_index()
+    on_neo4j, on_kuzu = written[neo4j_env], written[store_path]
+    assert set(on_neo4j["label_solver"]) == {solver}
+    assert on_neo4j["predicted_label"].tolist() == on_kuzu["predicted_label"].tolist()
+    np.testing.assert_allclose(on_neo4j["label_confidence"], on_kuzu["label_confidence"], atol=1e-6)
+    truth = pd.Series(y, index=frame["id"]).loc[on_neo4j.index]
+    hidden = frame.set_index("id")["label"].loc[on_neo4j.index] == ""
+    assert (on_neo4j["predicted_label"][hidden] == truth[hidden]).mean() >= floor
+
+
+def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_path):
+    from graphstore import open_store
+
+    frame, X, y = digits_frame(630)
+    first, later = frame.iloc[:600], frame.iloc[600:]
+    truth = pd.Series(y, index=frame["id"])
+    csv = tmp_path / "first.csv"
+    first.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+        "--store", neo4j_env)
+    cli("build-graph", "--dataset", dataset, "--k", "8", "--store", neo4j_env)
+    cli("label", "--dataset", dataset, "--store", neo4j_env)
+
+    # 30 new entities: edges from GDS filtered kNN, weighted with the recorded σ
+    csv = tmp_path / "later.csv"
+    later.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+        "--store", neo4j_env)
+    out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    assert "incremental run: 30 changed nodes (30 new)" in out
+    new_keys = later["id"].tolist()
+    with open_store(neo4j_env) as store:
+        sigma = store.read_graph_build(dataset)["sigma"]
+        edges = store.query(
+            "MATCH (a:Entity {dataset: $ds})-[r:SIMILAR]->(b:Entity) WHERE a.key IN $keys"
+            " RETURN a.key AS a, b.key AS b, r.weight AS w, r.graphlabel_similarity AS score",
+            {"ds": dataset, "keys": new_keys})
+        assert edges.groupby("a").size().to_dict() == {key: 8 for key in new_keys}
+        features = frame.set_index("id")[[f"p{i:02d}" for i in range(64)]]
+        d = np.linalg.norm(features.loc[edges["a"]].to_numpy() - features.loc[edges["b"]].to_numpy(), axis=1)
+        np.testing.assert_allclose(edges["w"], np.exp(-d ** 2 / (2 * sigma ** 2)), rtol=1e-9)
+        incremental = stored(store, dataset, "predicted_label")["predicted_label"]
+    # the labels a full run on the same graph gives the new entities
+    cli("label", "--dataset", dataset, "--full", "--store", neo4j_env)
+    with open_store(neo4j_env) as store:
+        full = stored(store, dataset, "predicted_label")["predicted_label"]
+    # the embedded store, same data and k, exact neighbours: 0.90 agreement, 0.77 accuracy
+    # (0.87 for the full run): the region's boundary is clamped at hard labels
+    assert (incremental[new_keys] == full[new_keys]).mean() >= 0.85
+    assert (incremental[new_keys] == truth[new_keys]).mean() >= 0.7
+
+    # a changed given label is picked up by the next incremental run
+    changed = frame.iloc[[1]].copy()
+    changed["label"] = str((int(y[1]) + 1) % 10)
+    changed.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+        "--store", neo4j_env)
+    out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    assert "incremental run: 1 changed nodes (0 new)" in out
+    with open_store(neo4j_env) as store:
+        node = stored(store, dataset, "given_label", "labelled_at", "updated_at").loc["d1"]
+        assert node["given_label"] == changed["label"].item() and node["labelled_at"] > node["updated_at"]
+
+    # entities a user created without features: no edges, no label, said in the run
+    with open_store(neo4j_env) as store:
+        store._driver.execute_query("UNWIND ['bare-1', 'bare-2'] AS k CREATE (:Entity {dataset: $ds, key: k})",
+                                    parameters_={"ds": dataset})
+    out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    with open_store(neo4j_env) as store:
+        bare = stored(store, dataset, "predicted_label", "label_confidence").loc[["bare-1", "bare-2"]]
+        assert bare["predicted_label"].isna().all() and (bare["label_confidence"] == 0).all()
+        run = store.read_runs(dataset, limit=1).iloc[0]
+        assert run["status"] == "completed" and run["metrics"]["n_unreachable"] >= 2
+
+
+def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_live, monkeypatch):
+    """Nodes created the way a user would (label Customer_…, key cid, an embedding list, a
+    `segment` category on some), labelled through GRAPHLABEL_NEO4J_* settings into the
+    user's property names; then the user's own weighted KNOWS relationships as the graph."""
+    from sklearn.datasets import load_digits
+    from sklearn.neighbors import kneighbors_graph
+
+    import solvers
+    from graphstore import open_store
+
+    tag = uuid.uuid4().hex[:8]
+    label, knows, similar = f"Customer_{tag}", f"KNOWS_{tag}", f"GL_SIMILAR_{tag}"
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300], y[:300]
+    names = np.array(["bronze", "silver", "gold"])
+    segment = names[y % 3]
+    given = np.arange(300) % 7 == 0
+    rows = [{"cid": f"c{i}", "embedding": X[i].tolist(), "segment": segment[i] if given[i] else None}
+            for i in range(300)]
+    with neo4j_live.driver() as driver:
+        driver.execute_query(f"UNWIND $rows AS row CREATE (c:`{label}` {{cid: row.cid, embedding: row.embedding}})"
+                             " SET c.segment = row.segment", parameters_={"rows": rows})
+        W = kneighbors_graph(X, 6, mode="connectivity", include_self=False)
+        W = W.maximum(W.T).tocoo()
+        pairs = [{"a": f"c{i}", "b": f"c{j}", "s": 0.5 + (i + j) % 5 / 10} for i, j in zip(W.row, W.col) if i < j]
+        driver.execute_query(f"UNWIND $pairs AS p MATCH (a:`{label}` {{cid: p.a}}), (b:`{label}` {{cid: p.b}})"
+                             f" CREATE (a)-[:`{knows}` {{strength: p.s}}]->(b)", parameters_={"pairs": pairs})
+    settings = {"NODE_LABEL": label, "KEY": "cid", "DATASET": "", "FEATURES": "embedding",
+                "GIVEN_LABEL": "segment", "RELATIONSHIP": similar, "PREDICTED_LABEL": "segment_guess",
+                "LABEL_CONFIDENCE": "segment_confidence", "LABEL_NOISE": "segment_suspect",
+                "RUN_LABEL": f"SegmentRun_{tag}"}
+    for name, value in settings.items():
+        monkeypatch.setenv(f"GRAPHLABEL_NEO4J_{name}", value)
+    try:
+        cli("build-graph", "--dataset", "customers", "--k", "8", "--store", neo4j_env)
+        out = cli("label", "--dataset", "customers", "--store", neo4j_env).output
+        assert "labelled 300 nodes of 'customers' with harmonic (43 given labels" in out
+        with neo4j_live.driver() as driver:
+            written = driver.execute_query(
+                f"MATCH (c:`{label}`) RETURN c.cid AS cid, c.segment_guess AS guess, c.segment_confidence AS conf,"
+                " c.predicted_label AS default_name", result_transformer_=lambda r: r.to_df()).set_index("cid")
+            runs = driver.execute_query(f"MATCH (r:`SegmentRun_{tag}`) RETURN r.dataset AS ds, r.status AS status",
+                                        result_transformer_=lambda r: r.to_df())
+        truth = pd.Series(segment, index=[f"c{i}" for i in range(300)])
+        assert written["default_name"].isna().all()  # nothing written under graphlabel's own names
+        assert (written["guess"] == truth.loc[written.index]).mean() >= 0.85
+        assert runs.to_dict("records") == [{"ds": "customers", "status": "completed"}]
+
+        # the user's own relationships as the graph: read, never written or deleted
+        monkeypatch.setenv("GRAPHLABEL_NEO4J_RELATIONSHIP", knows)
+        monkeypatch.setenv("GRAPHLABEL_NEO4J_WEIGHT", "strength")
+        out = cli("build-graph", "--dataset", "customers", "--store", neo4j_env, ok=False).output
+        assert "graphlabel did not create" in out
+        cli("label", "--dataset", "customers", "--full", "--store", neo4j_env)
+        with open_store(neo4j_env) as store:
+            graph = store.read_subgraph("customers")
+            assert len(graph.source) == len(pairs)
+            from graphlabel.problems import label_problem
+
+            exported = label_problem(graph, "customers")
+            expected = exported.classes[solvers.solve(exported.problem, "harmonic").labels]
+            now = store.query(f"MATCH (c:`{label}`) RETURN c.cid AS cid, c.segment_guess AS guess")
+            assert dict(zip(now["cid"], now["guess"])) == dict(zip(exported.keys, expected))
+            after = store.query(f"MATCH ()-[r:`{knows}`]->() RETURN count(r) AS n, sum(r.strength) AS s,"
+                                " count(r.graphlabel_similarity) AS marked")
+            assert after.to_dict("records") == [{"n": len(pairs), "s": pytest.approx(sum(p["s"] for p in pairs)),
+                                                 "marked": 0}]
+    finally:
+        with neo4j_live.driver() as driver:
+            driver.execute_query(f"MATCH (c:`{label}`) DETACH DELETE c")
+            driver.execute_query(f"MATCH (r:`SegmentRun_{tag}`) DELETE r")
+            driver.execute_query("MATCH (g:GraphBuild {dataset: 'customers'}) DELETE g")
