@@ -62,6 +62,23 @@ def _timings_table(timings: dict[str, float]) -> Table:
     return table
 
 
+def _store_down(error: BaseException) -> str:
+    """The one line for a store that stopped answering after the store tasks' retries."""
+    from graphstore.secrets import PASSWORD_ENV, redact
+
+    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV)).splitlines()[0]
+    return (f"the store stopped answering ({message}); what it had written stays and the run is not"
+            " marked completed: run the command again when the store is back")
+
+
+def _is_transient(error: BaseException) -> bool:
+    """The store stopped answering (``flows.tasks.is_transient``): an operational
+    condition, told in one line, not a bug."""
+    from flows.tasks import is_transient
+
+    return is_transient(error)
+
+
 def _user_errors():
     """Errors that are the input's fault: shown as one clear line, not a traceback."""
     from graphlabel.problems import NotEnoughLabels
@@ -133,6 +150,10 @@ def ingest(
         _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
     except _user_errors() as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     console.print(f"stored {summary['stored']} nodes in dataset {dataset!r}")
     if summary["rejected"]:
         kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
@@ -158,6 +179,10 @@ def build_graph(
                                        weights=weights, delta=delta)
     except _user_errors() as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
     console.print(_timings_table(summary["timings"]))
 
@@ -200,6 +225,10 @@ def label(
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     console.print(f"labelled {summary['n_nodes']} nodes of {dataset!r} with {solver}"
                   f" ({summary['n_labeled']} given labels, {summary['n_flagged']} flagged as noisy),"
                   f" run {summary['run_id']}")
@@ -235,6 +264,10 @@ def query(
         opened = open_store(store)
     except _user_errors() as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     with opened as graph_store:
         try:
             frame = graph_store.query(cypher, parameters)
@@ -270,6 +303,10 @@ def report(
                 runs = graph_store.read_runs(dataset=dataset, limit=limit)
     except (NotFound, *_user_errors()) as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     if run is None:
         if runs.empty:
             _fail(f"no runs of dataset {dataset!r} in the store")
@@ -302,6 +339,10 @@ def prune_runs(
             deleted = graph_store.prune_runs(dataset, keep_last)
     except _user_errors() as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     console.print(f"deleted {deleted} LabelRun node{'s' * (deleted != 1)} of {dataset!r}"
                   f" (kept the newest {keep_last} completed, running ones and the current one)")
 
@@ -327,6 +368,10 @@ def explain(
             node, neighbours = graph_store.explain(dataset, key, limit)
     except (NotFound, *_user_errors()) as error:
         _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
     for renderable in explanation_renderables(node, neighbours):
         console.print(renderable)
     if not node["n_neighbours"]:

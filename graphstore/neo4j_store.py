@@ -29,9 +29,11 @@ Open decisions and the choices made here
   edge marker property (``edge_marker``, default ``graphlabel_similarity``). A build into a
   type that holds a user's relationships between the dataset's nodes is refused; reading
   (labelling over the user's own relationships) needs no marker.
-- Bounded waits: ``from_uri`` gives the driver a 10 s connection timeout and 15 s of
-  managed-transaction retries (the driver's defaults are 30 s each), so a dead server
-  fails a store task within seconds and Prefect's task retries (1, 2, 4 s) decide the rest.
+- Bounded waits: ``from_uri`` gives the driver a 5 s connection timeout and 5 s of
+  managed-transaction retries (the driver's defaults are 30 s each). Prefect's task
+  retries (1, 2, 4 s) come on top, so with the defaults a server killed mid-run failed the
+  command after 128 s (four task attempts of 30 s); now it is about 40 s
+  (tests/test_neo4j_live_faults.py measures it).
 - Export: Cypher returning parallel columns (one record holding a list per column:
   ``collect(...)``), turned into Arrow/numpy arrays whole; no Record object per node or
   edge. GDS ``relationshipProperty.stream`` was not used because it needs a projection
@@ -109,7 +111,7 @@ EDGE_BUILDERS = ("gds", "local")
 #: driver logs each one as a 1,000-character WARNING ("the label does not exist" on a
 #: fresh database, "parameter missing" on EXPLAIN); the live suite checks graphlabel's
 #: queries for deprecations with notifications on instead.
-DRIVER_OPTIONS = {"connection_timeout": 10.0, "max_transaction_retry_time": 15.0,
+DRIVER_OPTIONS = {"connection_timeout": 5.0, "max_transaction_retry_time": 5.0,
                   "notifications_min_severity": "OFF"}
 READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
 ENV_PREFIX = "GRAPHLABEL_NEO4J_"

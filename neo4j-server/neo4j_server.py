@@ -197,7 +197,8 @@ def assemble(settings: Settings) -> None:
     (home / "conf" / "neo4j.conf").write_text(configuration(settings))
     if not (home / "data" / "dbms" / "auth.ini").exists():
         done = subprocess.run(
-            ["java", "-cp", _classpath(settings), ADMIN_COMMAND, "dbms", "set-initial-password", settings.password],
+            ["java", "-cp", _classpath(settings), ADMIN_COMMAND, "dbms", "set-initial-password", "--",
+             settings.password],  # "--": a password may start with "-"
             env=_environment(home), capture_output=True, text=True)
         if done.returncode != 0:
             raise CannotStart("could not set the initial password: " + (done.stdout + done.stderr).strip()[-300:])

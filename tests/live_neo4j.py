@@ -115,4 +115,5 @@ class LiveNeo4j:
     def driver(self):
         import neo4j
 
-        return neo4j.GraphDatabase.driver(self.uri, auth=(self.user, self.password))
+        return neo4j.GraphDatabase.driver(self.uri, auth=(self.user, self.password),
+                                          notifications_min_severity="OFF")

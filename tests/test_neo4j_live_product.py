@@ -53,8 +53,9 @@ def cli(*args: str, ok: bool = True) -> Ran:
         assert ran.exit_code == 0, ran.output
         assert "Traceback" not in ran.output, ran.output
     else:  # an expected condition: exit 1, ending with graphlabel's one error message
-        assert ran.exit_code == 1 and "\nerror: " in ran.output, ran.output
-        ran.output = " ".join(ran.output[ran.output.rindex("\nerror: ") + 1:].split())
+        text = "\n" + ran.output
+        assert ran.exit_code == 1 and "\nerror: " in text, ran.output
+        ran.output = " ".join(text[text.rindex("\nerror: ") + 1:].split())
     return ran
 
 

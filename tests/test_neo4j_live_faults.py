@@ -1,0 +1,170 @@
+"""Faults on a live Neo4j, through the `graphlabel` command as a user meets them: the server
+killed during write back and restarted, a wrong password, a server without GDS, a server
+that is gone, hostile names. The tests that kill or stop a server start servers of their
+own (tests/live_neo4j.py), so the session's server is never disturbed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from live_neo4j import LiveNeo4j
+from test_neo4j_live_product import GRAPHLABEL, cli, digits_frame, run_id_of
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
+
+
+@pytest.fixture
+def own_server(monkeypatch):
+    """A server of this test's own, which it may kill; the environment points at it."""
+    server = LiveNeo4j.start()
+    for name, value in server.environment().items():
+        monkeypatch.setenv(name, value)
+    yield server
+    server.stop()
+
+
+def ingest_digits(uri: str, dataset: str, tmp_path, n: int = 1797, **frame_options) -> tuple[pd.DataFrame, np.ndarray]:
+    frame, X, y = digits_frame(n, **frame_options)
+    csv = tmp_path / f"{dataset}.csv"
+    frame.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label", "--store", uri)
+    return frame, y
+
+
+def test_a_server_killed_during_write_back_never_leaves_a_completed_run(own_server, tmp_path, monkeypatch):
+    """kill -9 of the Java process while the predictions are being written, then a restart:
+    the run is not `completed`, and running the command again ends with the labels of one
+    clean run on every node."""
+    import solvers
+    from graphlabel.problems import label_problem
+    from graphstore import open_store
+
+    uri, dataset, n = own_server.uri, "killed", 600
+    ingest_digits(uri, dataset, tmp_path, n=n)
+    cli("build-graph", "--dataset", dataset, "--k", "8", "--store", uri)
+    monkeypatch.setenv("GRAPHLABEL_NEO4J_BATCH_SIZE", "4")  # 150 write-back transactions
+    from prefect.settings import PREFECT_API_URL
+
+
+    run = subprocess.Popen([str(GRAPHLABEL), "label", "--dataset", dataset, "--full", "--store", uri],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env={**os.environ, "COLUMNS": "200", "PREFECT_API_URL": PREFECT_API_URL.value()})
+    written = 0
+    with own_server.driver() as driver:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and run.poll() is None:
+            written = driver.execute_query(
+                "MATCH (e:Entity {dataset: $ds}) WHERE e.label_run_id IS NOT NULL RETURN count(e) AS n",
+                parameters_={"ds": dataset}).records[0]["n"]
+            if written:
+                break
+            time.sleep(0.02)
+    assert 0 < written < n, f"write back not caught mid-way ({written} nodes written)"
+    own_server.kill()
+    killed = time.monotonic()
+    output, _ = run.communicate(timeout=300)
+    # bounded waits: 37 s measured (5 s of driver retries per attempt, 4 task attempts);
+    # with the driver's default 30 s it was 128 s
+    assert time.monotonic() - killed < 75, f"the command took {time.monotonic() - killed:.0f} s to give up"
+    assert run.returncode == 1, output
+    tail = " ".join(output[output.rindex("\nerror: ") + 1:].split())
+    assert tail.startswith("error: the store stopped answering") and "Traceback" not in tail
+
+    own_server.restart()
+    with open_store(uri) as store:
+        runs = store.read_runs(dataset)
+        assert len(runs) == 1 and runs.iloc[0]["status"] != "completed"
+        half = store.query("MATCH (e:Entity {dataset: $ds}) WHERE e.label_run_id IS NOT NULL RETURN count(e) AS n",
+                           {"ds": dataset})["n"].item()
+        assert 0 < half < n  # the write back really stopped half way
+    monkeypatch.delenv("GRAPHLABEL_NEO4J_BATCH_SIZE")
+    again = cli("label", "--dataset", dataset, "--full", "--store", uri).output
+    run_id = run_id_of(again)
+    with open_store(uri) as store:
+        exported = label_problem(store.read_subgraph(dataset), dataset)
+        clean = dict(zip(exported.keys, exported.classes[solvers.solve(exported.problem, "harmonic").labels]))
+        now = store.query("MATCH (e:Entity {dataset: $ds}) RETURN e.key AS key, e.predicted_label AS p,"
+                          " e.label_run_id AS run", {"ds": dataset})
+        assert set(now["run"]) == {run_id}
+        assert dict(zip(now["key"], now["p"])) == clean
+        assert store.read_runs(run_id=run_id).iloc[0]["status"] == "completed"
+
+
+def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypatch, tmp_path):
+    from prefect.client.orchestration import get_client
+
+    secret = f"not-the-password-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("NEO4J_PASSWORD", secret)
+    for command in (["report", "--dataset", "x"], ["query", "RETURN 1"], ["label", "--dataset", "x"],
+                    ["build-graph", "--dataset", "x"]):
+        out = cli(*command, "--store", neo4j_env, ok=False).output
+        assert out.startswith("error: could not open the Neo4j store at") and "AuthError" in out, out
+        assert "Traceback" not in out and secret not in out
+    # nor in what Prefect keeps of the runs: parameters, states, logs
+
+    async def everything() -> str:
+        async with get_client() as client:
+            runs = await client.read_flow_runs()
+            logs = await client.read_logs()
+        return " ".join([str(run.parameters) + str(run.state) for run in runs] + [log.message for log in logs])
+
+    import asyncio
+
+    assert secret not in asyncio.run(everything())
+
+
+def test_a_server_without_gds_is_named_before_anything_is_written(monkeypatch, tmp_path):
+    server = LiveNeo4j.start(gds=False)
+    try:
+        for name, value in server.environment().items():
+            monkeypatch.setenv(name, value)
+        uri = server.uri
+        ingest_digits(uri, "nogds", tmp_path, n=300)
+        for command in (["build-graph", "--dataset", "nogds"], ["label", "--dataset", "nogds", "--rebuild-graph"]):
+            out = cli(*command, "--store", uri, ok=False).output
+            assert "the Graph Data Science (GDS) plugin is not installed" in out
+            assert "GRAPHLABEL_NEO4J_EDGE_BUILDER=local" in out
+        with server.driver() as driver:
+            counts = driver.execute_query(
+                "MATCH (n) RETURN count(n) AS nodes, sum(CASE WHEN n:Entity THEN 0 ELSE 1 END) AS others,"
+                " COUNT { ()-[]->() } AS relationships").records[0].data()
+        assert counts == {"nodes": 300, "others": 0, "relationships": 0}  # no run, build or edge
+        # the local builder needs no GDS: the whole path runs
+        monkeypatch.setenv("GRAPHLABEL_NEO4J_EDGE_BUILDER", "local")
+        cli("build-graph", "--dataset", "nogds", "--k", "6", "--store", uri)
+        assert "labelled 300 nodes" in cli("label", "--dataset", "nogds", "--store", uri).output
+
+        # a server that is gone: one line, soon
+        server.stop()
+        for command, bound in ((["report", "--dataset", "nogds"], 30), (["label", "--dataset", "nogds"], 90)):
+            started = time.monotonic()
+            out = cli(*command, "--store", uri, ok=False).output
+            assert time.monotonic() - started < bound, (command, time.monotonic() - started)
+            assert out.startswith("error: could not open the Neo4j store at") and "ServiceUnavailable" in out
+    finally:
+        server.stop()
+
+
+HOSTILE = ["Entity`) DETACH DELETE e //", "Entity` {x: 1}", "a b"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_identifiers_are_refused_before_any_query(neo4j_env, neo4j_live, monkeypatch, name):
+    with neo4j_live.driver() as driver:
+        before = driver.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"]
+        for variable in ("GRAPHLABEL_NEO4J_NODE_LABEL", "GRAPHLABEL_NEO4J_RELATIONSHIP", "GRAPHLABEL_NEO4J_KEY"):
+            monkeypatch.setenv(variable, name)
+            out = cli("report", "--dataset", "x", "--store", neo4j_env, ok=False).output
+            assert variable in out and "invalid" in out
+            monkeypatch.delenv(variable)
+        out = cli("label", "--dataset", "x' OR 1=1", "--store", neo4j_env, ok=False).output
+        assert "invalid dataset name" in out
+        assert driver.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"] == before
