@@ -1,11 +1,13 @@
 # The two commands of the README's Quickstart: `make demo` and `make test`.
-# Everything a bare machine needs (Python 3.11 and make) is installed from requirements.lock.
+# Everything a bare machine needs (Python 3.11 and make) is installed from requirements.lock;
+# with Java 17+ and Maven, `make test` also assembles Neo4j 5.26 + GDS 2.13 from Maven Central
+# and runs the live Neo4j suite against it (tests/live_neo4j.py; without them it says so).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-neo4j bench lock clean
+.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "graphlabel needs Python 3.11, found " + sys.version'
@@ -19,10 +21,19 @@ demo: $(STAMP)
 	$(BIN)/graphlabel demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not neo4j"
+	$(BIN)/python -m pytest
 
+# Only the live Neo4j suite (a server of its own, or the one NEO4J_URI names).
 test-neo4j: $(STAMP)
 	$(BIN)/python -m pytest -m neo4j
+
+# A local Neo4j 5.26 + GDS 2.13 for people: bolt://127.0.0.1:7687, password $$NEO4J_PASSWORD
+# (default graphlabel-dev), data kept in neo4j-server/target/home between runs.
+neo4j-up:
+	$(PYTHON) neo4j-server/neo4j_server.py up
+
+neo4j-down:
+	$(PYTHON) neo4j-server/neo4j_server.py down
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
@@ -33,4 +44,4 @@ lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .graphlabel .pytest_cache
+	rm -rf $(VENV) .graphlabel .pytest_cache neo4j-server/target
