@@ -44,14 +44,18 @@ StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=
                                 " credentials (NEO4J_USER, NEO4J_PASSWORD or GRAPHLABEL_NEO4J_PASSWORD_BLOCK).")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _escape(message: str) -> str:
     from rich.markup import escape
 
     from graphstore.secrets import PASSWORD_ENV, redact
 
     # Errors are redacted where they are raised; this is the last line of defence for
     # every message the CLI prints (and keeps "[...]" in messages from reading as markup).
-    err.print(f"[bold red]error:[/] {escape(redact(message, os.environ.get(PASSWORD_ENV)))}")
+    return escape(redact(message, os.environ.get(PASSWORD_ENV)))
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {_escape(message)}")
     raise typer.Exit(code)
 
 
@@ -336,20 +340,24 @@ def serve(
     config: str = typer.Option(..., "--config", help="TOML schedule (see graphlabel.example.toml)."),
     check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs and exit."),
 ) -> None:
-    """Run the labelling flow on cron schedules from a TOML file, until stopped (Prefect serve)."""
-    from graphlabel.schedule import load_schedule
+    """Run the labelling flow on the cron or interval schedules of a TOML file, until
+    stopped (Prefect serve)."""
+    from graphlabel.reporting import jobs_renderables
+    from graphlabel.schedule import ScheduleError, load_schedule
     from graphlabel.schedule import serve as serve_jobs
 
     try:
         jobs = load_schedule(config)
-    except (FileNotFoundError, ValueError) as error:
+    except ScheduleError as error:
+        if len(error.problems) > 1:
+            err.print(f"{len(error.problems)} problems in {_escape(config)}:")
+        for problem in error.problems[:-1]:
+            err.print(f"[bold red]error:[/] {_escape(problem)}")
+        _fail(error.problems[-1])
+    except FileNotFoundError as error:
         _fail(str(error))
-    table = Table("deployment", "dataset", "solver", "cron (UTC)", "graph", "k", "store", title="scheduled jobs",
-                  title_justify="left")
-    for job in jobs:
-        table.add_row(job.name, job.dataset, job.solver, job.cron, job.graph, str(job.k),
-                      job.store_uri or "$GRAPHLABEL_STORE")
-    console.print(table)
+    for renderable in jobs_renderables(jobs):
+        console.print(renderable)
     if check:
         return
     serve_jobs(jobs)

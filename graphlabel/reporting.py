@@ -307,3 +307,25 @@ def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -
                           _text(format_value(row.given_label)), _text(format_value(row.predicted_label)),
                           "yes" if row.agrees else "no")
     return [about, shares, strongest]
+
+
+def jobs_renderables(jobs) -> list:
+    """The jobs of a schedule (``graphlabel.schedule.Job``) as rich tables, one per job with
+    every field, so ``serve --check`` shows what will run in 80 columns."""
+    from rich.table import Table
+
+    out = []
+    for job in jobs:
+        table = Table("field", title=_text(f"job {job.name}"), title_justify="left", show_edge=False)
+        table.add_column("value", overflow="fold")  # a long store path wraps, never cut
+        rows = (("dataset", job.dataset), ("schedule", job.schedule), ("solver", job.solver),
+                ("solver params", job.solver_params or None), ("graph", job.graph), ("k", job.k),
+                ("delta", job.delta), ("runs", "full" if job.full or job.holdout else
+                                      "incremental (first run full)" if job.full is None else "incremental"),
+                ("holdout", f"{job.holdout:.0%} of the given labels" if job.holdout else None),
+                ("keep runs", job.keep_runs if job.keep_runs else "all"),
+                ("store", job.store_uri or "$GRAPHLABEL_STORE (else .graphlabel)"))
+        for name, value in rows:
+            table.add_row(name, _text(format_value(value)))
+        out.append(table)
+    return out

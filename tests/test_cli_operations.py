@@ -102,3 +102,30 @@ def test_serve_check_validates_and_lists_without_serving(tmp_path):
     assert result.exit_code == 1 and "k must be a positive integer, got 'five'" in result.output
     result = invoke("serve", "--config", str(tmp_path / "missing.toml"))
     assert result.exit_code == 1 and "missing.toml" in result.output
+
+
+def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = "five"\nsolver = "magic"\n\n'
+                   '[[jobs]]\ndataset = "other"\ninterval = 0\n')
+    result = runner.invoke(app, ["serve", "--config", str(bad), "--check"], env={"COLUMNS": "80"})
+    assert result.exit_code == 1
+    assert "3 problems in" in result.output
+    for text in ("got 'five'", "got 'magic'", "jobs[1] (dataset 'other'): interval must be"):
+        assert text in " ".join(result.output.split()), text
+    good = tmp_path / "good.toml"
+    store = "/a/store/folder/whose/path/is/longer/than/any/terminal/is/wide/graphlabel-store-of-products"
+    good.write_text(f'[[jobs]]\nname = "products-nightly"\ndataset = "products"\ncron = "0 3 * * *"\n'
+                    f'solver = "mincut"\nsolver_params = {{ alpha = 0.1 }}\nk = 15\nholdout = 0.1\n'
+                    f'keep_runs = 30\nstore = "{store}"\n')
+    result = runner.invoke(app, ["serve", "--config", str(good), "--check"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    text = " ".join(result.output.split())
+    for field, value in (("dataset", "products"), ("schedule", "cron 0 3 * * * (UTC)"), ("solver", "mincut"),
+                         ("solver params", '{"alpha": 0.1}'), ("graph", "knn"), ("k", "15"), ("runs", "full"),
+                         ("holdout", "10% of the given labels"), ("keep runs", "30")):
+        assert f" {field} │ {value} " in text, field
+    # the store path is wrapped, never cut with an ellipsis
+    assert "…" not in result.output and store.replace("/", "") in "".join(result.output.split()).replace("/", "").replace("│", "")
