@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from prefect import flow, get_run_logger, unmapped
-from prefect.runtime import flow_run
 
 from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
 from graphlabel.problems import ExportedProblem
@@ -26,7 +24,7 @@ from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_stor
 from graphstore.secrets import PASSWORD_ENV, redact
 from solvers import Prediction
 
-from .artifacts import publish_artifacts, publish_ingest_report
+from .direct import flow, in_flow_run, run_logger
 from .incremental import label_changed, record_graph_build
 from .tasks import (
     GRAPH_KINDS,
@@ -70,7 +68,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
         records.rejects.to_csv(rejects_path, index=False)
         summary["rejects_file"] = str(rejects_path)
     if len(records.rejects):
-        get_run_logger().warning(
+        run_logger().warning(
             "%d of %d records rejected (%s): %s", len(records.rejects), stored + len(records.rejects),
             ", ".join(f"{kind}: {n}" for kind, n in records.reject_counts.items()),
             "; ".join(records.rejects["reason"].head(5)),
@@ -78,7 +76,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
     return summary
 
 
-@flow(name="ingest-records")
+@flow("ingest-records")
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
                 classes: list[str] | None = None) -> dict:
@@ -92,7 +90,10 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri) as store:
         summary = ingest_parsed(store, dataset, records, rejects)
-    publish_ingest_report(summary)
+    if in_flow_run():  # a run without a server has no UI to show it in
+        from .artifacts import publish_ingest_report
+
+        publish_ingest_report(summary)
     return summary
 
 
@@ -112,7 +113,7 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
     return n_edges
 
 
-@flow(name="build-similarity-graph")
+@flow("build-similarity-graph")
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None) -> dict:
@@ -140,7 +141,8 @@ def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str,
         return solve_problem(problem, solver, params)
     plan = plan_components(problem, batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
-    predictions = solve_problem.map([part.problem for part in parts], unmapped(solver), unmapped(params)).result()
+    names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
+    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
     return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
 
 
@@ -148,6 +150,15 @@ def _scalars(info: dict[str, Any]) -> dict[str, Any]:
     """The JSON-friendly scalars of a solver's metadata (arrays and models stay out of the run node)."""
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in info.items()
             if isinstance(v, (int, float, str, bool, np.generic))}
+
+
+def _flow_run_id() -> str | None:
+    """The Prefect flow run's id inside a run (the run id is then the UI's), else None."""
+    if not in_flow_run():
+        return None
+    from prefect.runtime import flow_run
+
+    return flow_run.id
 
 
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> None:
@@ -158,14 +169,14 @@ def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock:
         store.write_run(replace(run, status="failed", error=message, timings=dict(clock.seconds),
                                 finished_at=pd.Timestamp.now(tz="UTC")))
     except Exception as store_error:  # noqa: BLE001 - the original error is the one to raise
-        get_run_logger().error("could not mark run %s failed: %s", run.run_id, redact(store_error))
+        run_logger().error("could not mark run %s failed: %s", run.run_id, redact(store_error))
 
 
-@flow(name="label-dataset")
+@flow("label-dataset")
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
-                   graph: str = "knn", k: int = 10, metric: str = "euclidean", weights: str = "gaussian",
-                   delta: float | None = None, sigma: float | None = None,
+                   graph: str | None = None, k: int | None = None, metric: str | None = None,
+                   weights: str | None = None, delta: float | None = None, sigma: float | None = None,
                    split_components: bool = True, batch_nodes: int = BATCH_NODES, full: bool = False,
                    hops: int = 2, holdout_fraction: float = 0.0, holdout_seed: int = 0,
                    keep_runs: int | None = None, publish: bool = True) -> dict:
@@ -177,7 +188,13 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     prediction (a run with a holdout is always full). Incremental run (``full=False``, the default): label only what changed since the nodes
     were last labelled (``flows.incremental.label_changed``: new entities get edges to the
     existing graph, the region around the changes is solved with its boundary fixed);
-    falls back to a full run when there is no previous run or the graph must be rebuilt.
+    falls back to a full run when there is no previous run or the graph must be rebuilt,
+    and records why (``full_run_reason``).
+
+    Graph parameters (``graph``, ``k``, ``metric``, ``weights``, ``delta``, ``sigma``) left
+    None mean "the graph as it was built" (the dataset's ``GraphBuild`` record) for an
+    incremental run, and the defaults (kNN, k = 10, Euclidean, Gaussian) when the graph is
+    (re)built; the run records the parameters of the graph it used, read from the record.
 
     The ``LabelRun`` node is written ``running`` first, then ``completed`` with metrics,
     timings and versions, or ``failed`` with the (redacted) error; a half-written run is
@@ -190,8 +207,10 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # a scored run needs every label in play: it is a full run
     full = full or bool(holdout_fraction)
     solver_params = dict(solver_params or {})
-    spec = graph_spec(graph, k, metric, weights, delta, sigma)
-    run_id = str(flow_run.id or uuid.uuid4())
+    requested = {name: value for name, value in (("graph", graph), ("k", k), ("metric", metric),
+                 ("weights", weights), ("delta", delta), ("sigma", sigma)) if value is not None}
+    spec = graph_spec(graph or "knn", k or 10, metric or "euclidean", weights or "gaussian", delta, sigma)
+    run_id = str(_flow_run_id() or uuid.uuid4())
     clock = StageClock()
     parameters = {"solver_params": _scalars(solver_params), "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
@@ -203,7 +222,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                              versions=versions(store=store.dialect, solver=solver))
         record_run(store, run)
         try:
-            outcome = _label(store, dataset, solver, solver_params, spec, clock, run_id, build_graph=build_graph,
+            outcome = _label(store, dataset, solver, solver_params, spec, requested, clock, run_id,
+                             build_graph=build_graph,
                              full=full, hops=hops, split=split_components, batch_nodes=batch_nodes,
                              holdout_fraction=holdout_fraction, holdout_seed=holdout_seed)
         except BaseException as error:
@@ -218,14 +238,17 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_single_class_nodes": plan["n_single_class_nodes"],
                    **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO}}
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
-                      parameters={**parameters, "solver_params": _scalars(prediction.params)},
+                      parameters={**parameters, **graph_used(store, dataset),
+                                  "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,
                       n_labeled=int(exported.problem.labeled.sum()), n_flagged=int(prediction.noisy.sum()))
         clock("record_run", record_run, store, run)
         if keep_runs is not None:
             store.prune_runs(dataset, keep_runs)
     artifacts = {}
-    if publish:
+    if publish and in_flow_run():
+        from .artifacts import publish_artifacts
+
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None
         artifacts = publish_artifacts(run, reliability)
     return {
@@ -235,13 +258,33 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     }
 
 
+def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
+    """The parameters of the dataset's similarity graph as its ``GraphBuild`` record has
+    them (what the run used, not the flow's defaults); empty when nothing was recorded."""
+    try:
+        build = store.read_graph_build(dataset)
+    except NotImplementedError:
+        build = None
+    if not build:
+        return {}
+    used = {name: build.get(name) for name in ("graph", "k", "metric", "weights", "sigma")}
+    used["graph_built_at"] = None if build.get("built_at") is None else str(build["built_at"])
+    return used
+
+
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
-           clock: StageClock, run_id: str, *, build_graph: bool, full: bool, hops: int, split: bool,
-           batch_nodes: int, holdout_fraction: float, holdout_seed: int):
+           requested: dict[str, Any], clock: StageClock, run_id: str, *, build_graph: bool, full: bool,
+           hops: int, split: bool, batch_nodes: int, holdout_fraction: float, holdout_seed: int):
     """The run's stages; returns the exported problem, the prediction, the holdout and
-    extra metrics. Only the nodes of the exported problem are written back."""
+    extra metrics. Only the nodes of the exported problem are written back. ``spec`` is
+    the graph a rebuild makes, ``requested`` the parameters the caller gave (an
+    incremental run compares them with the recorded build)."""
+    reason = "asked for (--full)" if full else None
     if not full:
-        changed = clock("incremental", label_changed, store, dataset, solver, solver_params, spec, hops)
+        reasons: list[str] = []
+        changed = clock("incremental", label_changed, store, dataset, solver, solver_params, requested, hops,
+                        reasons=reasons)
+        reason = "; ".join(reasons) or None
         if changed is not None:
             if len(changed.keys):
                 clock("write_back", write_predictions, store, dataset, changed.exported, changed.prediction,
@@ -252,7 +295,8 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     # ingested while the graph was built or the solver ran is then newer than its label,
     # and the next incremental run picks it up
     read_at = pd.Timestamp.now(tz="UTC")
-    extra: dict[str, Any] = {"incremental": False}
+    extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
+    run_logger().info("full run: %s", reason)
     if build_graph:
         extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
     exported = clock("export", export_problem, store, dataset)

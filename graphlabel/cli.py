@@ -19,7 +19,7 @@ from rich.table import Table
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 # Tracebacks never list local variables: one of them could hold a store password.
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0],
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0], rich_markup_mode=None,
                   pretty_exceptions_show_locals=False)
 console = Console()
 err = Console(stderr=True)
@@ -85,11 +85,12 @@ def demo(
     solver: str = typer.Option("harmonic", help="Solver to run."),
 ) -> None:
     """Label scikit-learn's handwritten digits end to end and score the result."""
-    from flows.demo import demo_flow
+    from flows.demo import DATASET, demo_flow
+    from flows.direct import run_flow
 
     with console.status("running the labelling flow on the digits..."):
-        result = demo_flow(store_uri=store, per_class=per_class, flip_fraction=flip, seed=seed, k=k,
-                           solver=solver)
+        result = run_flow(demo_flow, ["graphlabel", DATASET, solver, "demo"], store_uri=store,
+                          per_class=per_class, flip_fraction=flip, seed=seed, k=k, solver=solver)
     noise = result["noise"]
     console.rule("[bold]graphlabel demo: handwritten digits")
     console.print(f"nodes: {result['n_nodes']}   given labels: {result['n_given']}"
@@ -117,6 +118,7 @@ def ingest(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
+    from flows.direct import run_flow
     from flows.labelling import ingest_flow
     from graphlabel.records import NoValidRecords
 
@@ -127,8 +129,9 @@ def ingest(
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
     try:
         with console.status(f"ingesting {file} into {dataset!r}..."):
-            summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects,
-                                  classes=allowed)
+            summary = run_flow(ingest_flow, ["graphlabel", dataset, "ingest"], source=file, dataset=dataset,
+                               key=key, features=features, label=label, store_uri=store, rejects_path=rejects,
+                               classes=allowed)
     except NoValidRecords as error:
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
@@ -152,12 +155,13 @@ def build_graph(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
+    from flows.direct import run_flow
     from flows.labelling import build_graph_flow
 
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
-            summary = build_graph_flow(dataset, store_uri=store, graph=graph, k=k, metric=metric,
-                                       weights=weights, delta=delta)
+            summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], dataset=dataset,
+                               store_uri=store, graph=graph, k=k, metric=metric, weights=weights, delta=delta)
     except _user_errors() as error:
         _fail(str(error))
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
@@ -170,7 +174,8 @@ def label(
     solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
-    k: int = typer.Option(10, help="Neighbours per node when rebuilding."),
+    k: Optional[int] = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
+                                    " --rebuild-graph the graph is used as it was built."),
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
     holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"
@@ -184,19 +189,27 @@ def label(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Label the dataset's nodes and write predictions back as node properties."""
+    from contextlib import nullcontext
+
+    from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
 
     try:
         solver_params = json.loads(params)
-        run = labelling_flow
+        flow, cluster = labelling_flow, nullcontext()
         if dask or dask_address:
-            from flows.runners import dask_runner
+            from flows.runners import dask_client, dask_runner
 
-            run = labelling_flow.with_options(task_runner=dask_runner(dask_address))
-        with console.status(f"labelling {dataset!r} with {solver}..."):
-            summary = run(dataset, store_uri=store, solver=solver, solver_params=solver_params,
-                          build_graph=rebuild_graph, k=k, split_components=split_components, full=full,
-                          holdout_fraction=holdout, keep_runs=keep_runs)
+            if prefect_api_configured():
+                flow = labelling_flow.with_options(task_runner=dask_runner(dask_address))
+            else:
+                cluster = dask_client(dask_address)
+        kind = "full" if full or holdout else "incremental"
+        with console.status(f"labelling {dataset!r} with {solver}..."), cluster:
+            summary = run_flow(flow, ["graphlabel", dataset, solver, kind], dataset=dataset, store_uri=store,
+                               solver=solver, solver_params=solver_params, build_graph=rebuild_graph, k=k,
+                               split_components=split_components, full=full, holdout_fraction=holdout,
+                               keep_runs=keep_runs)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:

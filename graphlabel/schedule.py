@@ -361,6 +361,8 @@ def deployments(jobs: list[Job]) -> list:
         A job passes a parameter this version of the flow does not take (``full`` before
         incremental runs exist): refused here rather than failing every scheduled run.
     """
+    from prefect.deployments.runner import EntrypointType
+
     from flows.labelling import labelling_flow
 
     accepted = set(inspect.signature(labelling_flow.fn).parameters)
@@ -372,13 +374,16 @@ def deployments(jobs: list[Job]) -> list:
             raise ScheduleError(f"job {job.name!r}: the labelling flow takes no parameter(s) {missing}")
         when = {"cron": job.cron} if job.cron is not None else {"interval": timedelta(seconds=job.interval)}
         kind = "every node (full)" if job.full or job.holdout else "what changed since the last run (incremental)"
-        out.append(labelling_flow.to_deployment(
-            name=job.name, parameters=parameters, tags=job.tags, **when,
+        deployment = labelling_flow.to_deployment(
+            name=job.name, parameters=parameters, tags=job.tags, **when, entrypoint_type=EntrypointType.MODULE_PATH,
             description=f"Label dataset {job.dataset!r} with {job.solver}, {job.schedule}: relabels {kind}"
                         f" on the {job.graph} graph (k={job.k})."
                         + (f" Scores each run on {job.holdout:.0%} of the given labels." if job.holdout else "")
                         + (f" Keeps the newest {job.keep_runs} runs." if job.keep_runs else ""),
-        ))
+        )
+        # the engine that starts a served run imports a Prefect flow from here (flows/served.py)
+        deployment.entrypoint = "flows.served.labelling_flow"
+        out.append(deployment)
     return out
 
 

@@ -156,6 +156,10 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
     assert [d.name for d in made] == ["label-products-mincut", "digits-delta"]
     assert [[s.schedule.cron for s in d.schedules] for d in made] == [["0 3 * * *"], ["*/30 * * * 1-5"]]
     assert made[0].flow_name == labelling_flow.name
+    # a served run's engine imports its flow from the entrypoint: a Prefect flow must be there
+    from prefect.flows import load_flow_from_entrypoint
+
+    assert load_flow_from_entrypoint(made[0].entrypoint, use_placeholder_flow=False).name == "label-dataset"
     assert made[0].parameters == {"dataset": "products", "store_uri": "neo4j://graph.example:7687",
                                   "solver": "mincut", "solver_params": {"gamma_g": 0.1, "tol": 1e-6},
                                   "graph": "knn", "k": 15}
