@@ -231,11 +231,15 @@ def query(
     cypher: str = typer.Argument(..., help="A Cypher query."),
     param: list[str] = typer.Option([], "--param", "-p", help="A query parameter NAME=VALUE (JSON values"
                                     " are parsed, anything else is a string); repeat for several."),
+    output: str = typer.Option("table", "--format", help="table (for reading), csv or json (every value in"
+                               " full, nulls empty in CSV and null in JSON: for other programs)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Run a Cypher query against the store and print its rows."""
     from graphstore import open_store
 
+    if output not in ("table", "csv", "json"):
+        _fail(f"--format must be table, csv or json, got {output!r}")
     parameters = {}
     for item in param:
         name, sep, value = item.partition("=")
@@ -254,11 +258,18 @@ def query(
             frame = graph_store.query(cypher, parameters)
         except RuntimeError as error:
             _fail(f"query failed: {error}")
-    table = Table(*[str(c) for c in frame.columns])
-    for row in frame.itertuples(index=False):
-        table.add_row(*[str(v) for v in row])
-    console.print(table)
-    console.print(f"{len(frame)} rows")
+    if output == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif output == "json":
+        from graphlabel.reporting import query_records
+
+        json.dump(query_records(frame), sys.stdout, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        from graphlabel.reporting import query_table
+
+        console.print(query_table(frame))
+        console.print(f"{len(frame)} row{'s' * (len(frame) != 1)}", highlight=False)
 
 
 @app.command()

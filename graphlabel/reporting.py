@@ -329,3 +329,37 @@ def jobs_renderables(jobs) -> list:
             table.add_row(name, _text(format_value(value)))
         out.append(table)
     return out
+
+
+def _query_cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT:
+        return MISSING
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return str(value)
+
+
+def query_table(frame: pd.DataFrame):
+    """A query's rows as a rich table: every value in full (long ones wrap, never cut with
+    an ellipsis), nulls as a dash."""
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for column in frame.columns:
+        table.add_column(str(column), overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_text(_query_cell(value)) for value in row))
+    return table
+
+
+def query_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A query's rows as JSON-ready dicts: floats in full, nulls as None, timestamps in ISO
+    8601 (``json.dump(..., default=str)`` writes the rest)."""
+    def value(v: Any) -> Any:
+        if v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if isinstance(v, pd.Timestamp):
+            return v.isoformat()
+        return v.item() if hasattr(v, "item") and not isinstance(v, (bytes, str)) else v
+
+    return [{str(k): value(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]

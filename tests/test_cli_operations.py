@@ -1,6 +1,9 @@
 """The operating commands (report, prune-runs, explain, serve --check) on a real Kùzu
 store; none of them starts a flow, so no Prefect server is needed."""
 
+import io
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -129,3 +132,27 @@ def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path)
         assert f" {field} │ {value} " in text, field
     # the store path is wrapped, never cut with an ellipsis
     assert "…" not in result.output and store.replace("/", "") in "".join(result.output.split()).replace("/", "").replace("│", "")
+
+
+def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_runs):
+    cypher = ("MATCH (e:Entity) WHERE e.dataset = 'toy' RETURN e.key AS key, e.given_label AS given,"
+              " e.label_confidence AS confidence, e.label_noise AS noise ORDER BY e.key")
+    long_key = "a-key-much-longer-than-any-column-of-an-eighty-column-table-could-show-at-once"
+    with open_store(store_with_runs) as store:
+        store.write_nodes("toy", pa.table({"key": [long_key], "features": [[3.0]], "label": ["y"]}).cast(NODE_SCHEMA))
+    result = runner.invoke(app, ["query", cypher, "--store", store_with_runs], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output and "None" not in result.output and "nan" not in result.output
+    assert long_key in "".join(line.split("│")[0].strip() for line in result.output.splitlines())
+    assert "4 rows" in result.output and " — " in result.output  # a's given label is null
+    result = invoke("query", cypher, "--format", "csv", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(io.StringIO(result.output), keep_default_na=False)
+    assert frame.columns.tolist() == ["key", "given", "confidence", "noise"]
+    assert frame.loc[0].tolist() == ["a", "", "0.6", ""]  # nulls are empty cells
+    result = invoke("query", cypher, "--format", "json", "--store", store_with_runs)
+    rows = json.loads(result.output)
+    assert rows[0] == {"key": "a", "given": None, "confidence": 0.6, "noise": None}
+    assert rows[1] == {"key": long_key, "given": "y", "confidence": None, "noise": None}
+    result = invoke("query", cypher, "--format", "xml", "--store", store_with_runs)
+    assert result.exit_code == 1 and "--format must be table, csv or json" in result.output
