@@ -51,7 +51,7 @@ def score_run(store, truth: pd.Series, kept: pd.Series, flipped: pd.Series) -> d
     return {"accuracy_hidden": accuracy, "n_hidden": int(hidden.sum()), "noise": noise}
 
 
-@flow("graphlabel-demo")
+@flow("graphlabel-demo", flow_run_name="digits · {solver} · demo")
 def demo_flow(store_uri: str | None = None, per_class: int = 10, flip_fraction: float = 0.1,
               seed: int = 0, k: int = 10, solver: str = "harmonic") -> dict:
     """Ingest the digits, build the kNN graph, label, write back, and score against the truth."""

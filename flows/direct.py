@@ -30,6 +30,9 @@ from typing import Any
 
 #: The logger of stages run without a flow run (warnings reach the terminal).
 LOGGER = logging.getLogger("graphlabel")
+#: (task run name, task run id) of the stages a flow run ran, in order, when the flow asks
+#: for them (``record_stages``): the run report links each, without asking the server.
+STAGE_RUNS: ContextVar[list[tuple[str, str]] | None] = ContextVar("graphlabel_stage_runs", default=None)
 #: The Dask client a run without a server sends its solve batches to
 #: (``flows.runners.dask_client``); None: they run in this process.
 DIRECT_CLIENT: ContextVar[Any] = ContextVar("graphlabel_dask_client", default=None)
@@ -106,7 +109,9 @@ class Task:
     def prefect(self):  # cached: one Prefect task per stage, as the decorator would make
         from prefect import task
 
-        options: dict[str, Any] = {"name": self.name, "description": (self.fn.__doc__ or "").strip() or None}
+        # task runs named by what they do ("export"), not "export-1a7"
+        options: dict[str, Any] = {"name": self.name, "task_run_name": self.name,
+                                   "description": (self.fn.__doc__ or "").strip() or None}
         if self.retry_delays:
             retry_if = self.retry_if or (lambda error: True)
 
@@ -121,7 +126,9 @@ class Task:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if in_flow_run():
-            return self.prefect(*args, **kwargs)
+            state = self.prefect(*args, return_state=True, **kwargs)
+            _record_stage(self.name, state.state_details.task_run_id)
+            return state.result()
         for attempt, delay in enumerate((*self.retry_delays, None)):
             try:
                 return self.fn(*args, **kwargs)
@@ -138,14 +145,22 @@ class Task:
         one after the other here, or on the cluster of ``flows.runners.dask_client``."""
         items = list(items)
         if in_flow_run():
-            futures = [self.prefect.with_options(task_run_name=name).submit(item, *args)
-                       for item, name in zip(items, names)]
+            futures = []
+            for item, name in zip(items, names):
+                futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
+                _record_stage(name, futures[-1].task_run_id)
             return [future.result() for future in futures]
         client = DIRECT_CLIENT.get()
         if client is None:
             return [self.fn(item, *args) for item in items]
         fn = self.fn
         return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
+
+
+def _record_stage(name: str, task_run_id: Any) -> None:
+    stages = STAGE_RUNS.get()
+    if stages is not None and task_run_id is not None:
+        stages.append((name, str(task_run_id)))
 
 
 def task(name: str, **options: Any) -> Callable[[Callable], Task]:

@@ -24,7 +24,7 @@ from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_stor
 from graphstore.secrets import PASSWORD_ENV, redact
 from solvers import Prediction
 
-from .direct import flow, in_flow_run, run_logger
+from .direct import STAGE_RUNS, flow, in_flow_run, run_logger
 from .incremental import label_changed, record_graph_build
 from .tasks import (
     GRAPH_KINDS,
@@ -60,6 +60,7 @@ def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weigh
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
     """Store the valid records and write the rejected ones (with reasons) to ``rejects_path``."""
     stored = ingest_records(store, dataset, records)
+    run_logger().info("stored %d nodes in dataset %r, rejected %d rows", stored, dataset, len(records.rejects))
     # reject_reasons: rejected rows per kind of reason, for run reports (see records.REJECT_KINDS)
     summary = {"dataset": dataset, "stored": stored, "rejected": len(records.rejects),
                "reject_reasons": records.reject_counts, "rejects_file": None}
@@ -76,7 +77,24 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
     return summary
 
 
-@flow("ingest-records")
+def _run_name(what: str):
+    """A flow run name from the run's parameters: ``wine · harmonic · full``, ``wine · ingest``."""
+    def name() -> str:
+        from prefect.runtime import flow_run
+
+        parameters = flow_run.parameters
+        if what == "label":
+            kind = "full" if parameters.get("full") or parameters.get("holdout_fraction") else "incremental"
+            return f"{parameters['dataset']} · {parameters.get('solver', 'harmonic')} · {kind}"
+        if what == "build-graph":
+            k = f" k={parameters['k']}" if parameters.get("graph", "knn") == "knn" else ""
+            return f"{parameters['dataset']} · {parameters.get('graph', 'knn')} graph{k}"
+        return f"{parameters.get('dataset', 'digits')} · {what}"
+
+    return name
+
+
+@flow("ingest-records", flow_run_name=_run_name("ingest"))
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
                 classes: list[str] | None = None) -> dict:
@@ -110,10 +128,14 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
     n_edges = clock("write_edges", write_edges, store, dataset, keys, W)
     # what incremental runs need to give new entities edges weighted like these
     record_graph_build(store, dataset, spec, sigma)
+    run_logger().info("built the %s graph of %r: %d edges over %d nodes (%s)", spec["graph"], dataset, n_edges,
+                      len(keys), ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                           for k, v in {**spec, "sigma": sigma}.items()
+                                           if k != "graph" and v is not None))
     return n_edges
 
 
-@flow("build-similarity-graph")
+@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"))
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None) -> dict:
@@ -141,6 +163,9 @@ def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str,
         return solve_problem(problem, solver, params)
     plan = plan_components(problem, batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
+    run_logger().info("%d connected components: %d solver batches; %d nodes in one-class components (no solve"
+                      " needed); %d components without a label", plan.n_components, len(parts),
+                      len(plan.single_class_nodes), plan.n_unlabeled_components)
     names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
     predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
     return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
@@ -161,18 +186,35 @@ def _flow_run_id() -> str | None:
     return flow_run.id
 
 
-def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> None:
-    """Mark the run failed (best effort: the store may be what failed). The message is
-    redacted: a store URI or password in an exception never reaches the run node."""
+def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> LabelRunRecord:
+    """Mark the run failed (best effort: the store may be what failed) and return the failed
+    record. The message is redacted: a store URI or password in an exception never reaches
+    the run node."""
     message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:2000]
+    failed = replace(run, status="failed", error=message, timings=dict(clock.seconds),
+                     finished_at=pd.Timestamp.now(tz="UTC"))
     try:
-        store.write_run(replace(run, status="failed", error=message, timings=dict(clock.seconds),
-                                finished_at=pd.Timestamp.now(tz="UTC")))
+        store.write_run(failed)
     except Exception as store_error:  # noqa: BLE001 - the original error is the one to raise
         run_logger().error("could not mark run %s failed: %s", run.run_id, redact(store_error))
+    return failed
 
 
-@flow("label-dataset")
+def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) -> dict[str, str]:
+    """Publish the run's artifacts (inside a flow run; a run without a server has no UI)."""
+    if not in_flow_run():
+        return {}
+    import time
+
+    from .artifacts import publish_artifacts
+
+    start = time.perf_counter()
+    ids = publish_artifacts(run, reliability, list(stages))
+    run_logger().info("published the run's report, numbers and plot in %.2f s", time.perf_counter() - start)
+    return ids
+
+
+@flow("label-dataset", flow_run_name=_run_name("label"))
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
                    graph: str | None = None, k: int | None = None, metric: str | None = None,
@@ -221,14 +263,23 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                              n_labeled=0, n_flagged=0, status="running",
                              versions=versions(store=store.dialect, solver=solver))
         record_run(store, run)
+        stages: list[tuple[str, str]] = []
+        token = STAGE_RUNS.set(stages)
         try:
             outcome = _label(store, dataset, solver, solver_params, spec, requested, clock, run_id,
                              build_graph=build_graph,
                              full=full, hops=hops, split=split_components, batch_nodes=batch_nodes,
                              holdout_fraction=holdout_fraction, holdout_seed=holdout_seed)
         except BaseException as error:
-            _failed(store, run, error, clock)
+            failed = _failed(store, run, error, clock)
+            if publish:
+                try:  # the latest report must say the run failed, not show the last success
+                    _publish(failed, None, stages)
+                except Exception as publish_error:  # noqa: BLE001 - the run's error is the one to raise
+                    run_logger().error("could not publish the failed run's report: %s", redact(publish_error))
             raise
+        finally:
+            STAGE_RUNS.reset(token)
         exported, prediction, holdout, extra = outcome
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
@@ -245,17 +296,26 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         clock("record_run", record_run, store, run)
         if keep_runs is not None:
             store.prune_runs(dataset, keep_runs)
+    _log_outcome(run)
     artifacts = {}
-    if publish and in_flow_run():
-        from .artifacts import publish_artifacts
-
+    if publish:
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None
-        artifacts = publish_artifacts(run, reliability)
+        artifacts = _publish(run, reliability, stages)
     return {
         "run_id": run_id, "dataset": dataset, "solver": solver, "n_nodes": run.n_nodes,
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
     }
+
+
+def _log_outcome(run: LabelRunRecord) -> None:
+    """The run's headline at INFO and each statistics warning at WARNING."""
+    from graphlabel.reporting import headline_text, statistics_warnings
+
+    logger = run_logger()
+    logger.info("%s", headline_text(run))
+    for warning in statistics_warnings(run):
+        logger.warning("%s", warning)
 
 
 def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
@@ -289,6 +349,9 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
             if len(changed.keys):
                 clock("write_back", write_predictions, store, dataset, changed.exported, changed.prediction,
                       run_id, changed.read_at)
+            run_logger().info("incremental run: %d changed nodes (%d new), %d edges added, %d nodes relabelled"
+                              " with %d fixed around them", changed.n_changed, changed.n_new, changed.n_edges_added,
+                              changed.n_region, changed.n_boundary)
             return changed.exported, changed.prediction, None, {**changed.summary(), **{
                 f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}
     # labelled_at is when the data was read, not when the answer was written: an entity
@@ -300,9 +363,16 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     if build_graph:
         extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
     exported = clock("export", export_problem, store, dataset)
+    problem = exported.problem
+    run_logger().info("exported %d nodes, %d edges, %d given labels in %d classes", problem.n_nodes,
+                      problem.W.nnz // 2, int(problem.labeled.sum()), problem.n_classes)
     holdout = None
     if holdout_fraction:
         exported, holdout = hold_out(exported, holdout_fraction, holdout_seed)
+        run_logger().info("held out %d of the given labels to score the run", len(holdout.nodes))
     prediction = clock("solve", solve_by_component, exported, solver, solver_params, split, batch_nodes)
-    clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
+    run_logger().info("solved with %s: %d nodes labelled, %d given labels flagged as noisy", solver,
+                      int((prediction.labels >= 0).sum()), int(prediction.noisy.sum()))
+    written = clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
+    run_logger().info("wrote %s predictions", written)
     return exported, prediction, holdout, extra

@@ -132,7 +132,14 @@ def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> Componen
 @task("solve")
 def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
     """Run one solver on one (batch) problem."""
-    return solvers.solve(problem, method=solver, **params)
+    from .direct import run_logger
+
+    start = time.perf_counter()
+    prediction = solvers.solve(problem, method=solver, **params)
+    # one line per batch: the progress of a long solve stage
+    run_logger().info("solved %d nodes (%d given labels) with %s in %.2f s", problem.n_nodes,
+                      int(problem.labeled.sum()), solver, time.perf_counter() - start)
+    return prediction
 
 
 @task("write-predictions", **STORE_RETRIES)

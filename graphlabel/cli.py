@@ -274,14 +274,16 @@ def query(
 
 @app.command()
 def report(
-    run: Optional[str] = typer.Option(None, "--run", help="Run id: print that run's summary."),
+    run: Optional[str] = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
+                                      " run's summary."),
     dataset: Optional[str] = typer.Option(None, help="Dataset: list its recent runs (without --run)."),
     limit: int = typer.Option(20, help="Runs listed with --dataset."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the run's summary as markdown."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
-    from graphlabel.reporting import run_report_markdown, run_report_renderables, run_summary, runs_table
+    from graphlabel.reporting import (failed_runs, run_report_markdown, run_report_renderables, run_summary,
+                                      runs_table)
     from graphstore import open_store
     from graphstore.base import NotFound
 
@@ -299,7 +301,10 @@ def report(
         if runs.empty:
             _fail(f"no runs of dataset {dataset!r} in the store")
         console.print(runs_table(runs, title=f"runs of {dataset!r}, newest first"))
-        console.print("a run's summary: graphlabel report --run RUN_ID", highlight=False)
+        for run_id, error in failed_runs(runs):
+            console.print(f"[bold red]{run_id} failed:[/] {_escape(error)}", highlight=False)
+        console.print(f"a run's summary: graphlabel report --run {str(runs['run_id'].iloc[0])[:8]}"
+                      " (any unique start of its id)", highlight=False)
         return
     if dataset is not None and summary["dataset"] != dataset:
         _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")

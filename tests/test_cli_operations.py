@@ -42,22 +42,41 @@ def store_with_runs(store_path):
 
 
 def test_report_lists_a_datasets_runs_newest_first(store_with_runs):
-    result = invoke("report", "--dataset", "toy", "--store", store_with_runs)
+    result = runner.invoke(app, ["report", "--dataset", "toy", "--store", store_with_runs], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if "run-" in line]
-    assert [line.split()[1] for line in lines] == ["run-3", "run-2", "run-1", "run-0"]
-    assert "failed" in lines[2] and "0.750" in lines[0]
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    lines = [line for line in result.output.splitlines() if line.startswith("run-") and "failed:" not in line]
+    assert [line.split()[0] for line in lines] == ["run-3", "run-2", "run-1", "run-0"]
+    assert "0.750" in lines[0] and "3" in lines[0].split()
+    # a failed run: its numbers are dashes, its error is said under the table
+    assert "failed" in lines[2] and "0.750" not in lines[2] and lines[2].count("—") == 3
+    assert "run-1 failed: boom" in result.output
+    assert "graphlabel report --run run-3" in result.output
 
 
 def test_report_of_one_run_in_the_terminal_and_as_markdown(store_with_runs):
-    result = invoke("report", "--run", "run-3", "--store", store_with_runs)
+    result = runner.invoke(app, ["report", "--run", "run-3", "--store", store_with_runs], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    for text in ("run run-3: toy, harmonic, completed", "accuracy on the held-out slice", "0.750",
-                 "unlabeled", "1 (33.3% of nodes)", "0.125", "0.11.3", "30.0 s"):
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    for text in ("run run-3: toy · harmonic, completed", "accuracy on held-out labels", "0.750",
+                 "unlabeled nodes reached", "1 of 1 (100.0%)", "0.125", "0.11.3", "30.0 s"):
         assert text in result.output, text
+    # the headline comes before everything else
+    assert result.output.index("headline") < result.output.index("class distribution")
     result = invoke("report", "--run", "run-1", "--markdown", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
     assert "| status | failed |" in result.output and "| error | boom |" in result.output
+
+
+def test_report_takes_a_unique_start_of_a_run_id(store_with_runs):
+    with open_store(store_with_runs) as store:
+        store.write_run(LabelRunRecord("3f2a1b9c-0000-4000-8000-000000000000", "toy", "harmonic", {}, {}, {},
+                                       T0 + pd.Timedelta(hours=9), T0 + pd.Timedelta(hours=9, seconds=3), 3, 2, 0))
+    result = invoke("report", "--run", "3f2a", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    assert "run 3f2a1b9c: toy · harmonic, completed" in result.output
+    result = invoke("report", "--run", "run-", "--store", store_with_runs)
+    assert result.exit_code == 1 and "is the start of 4 runs" in result.output
 
 
 def test_report_errors_are_one_clear_line(store_with_runs):
