@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -69,8 +70,12 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, subproc
     return time.perf_counter() - start, done
 
 
+PUBLISHED = re.compile(r"published the run's report, numbers and plot in ([0-9.]+) s")
+STAGE_ROW = re.compile(r"│ ([a-z_]+)\s+│ ([0-9.]+)\s+│")
+
+
 def one_repeat(folder: Path, data: Path, env: dict[str, str], times: dict[str, list[float]],
-               failures: list[str]) -> None:
+               failures: list[str], publishing: dict[str, list[tuple[float, float]]]) -> None:
     graphlabel = str(Path(sys.executable).with_name("graphlabel"))
     store = folder / "store"
     run_id = None
@@ -84,6 +89,10 @@ def one_repeat(folder: Path, data: Path, env: dict[str, str], times: dict[str, l
         args = [a.replace("{run}", str(run_id)) for a in args]
         seconds, done = run([graphlabel, *args], env, folder)
         times.setdefault(name, []).append(seconds)
+        published = PUBLISHED.search(done.stdout + done.stderr)
+        if published:  # with a server: what publishing cost beside the labelling's own stages
+            stages = sum(float(t) for stage, t in STAGE_ROW.findall(done.stdout) if stage != "record_run")
+            publishing.setdefault(name, []).append((stages, float(published.group(1))))
         if done.returncode != 0:
             failures.append(f"{name}: exit {done.returncode}: {(done.stderr or done.stdout).strip()[-300:]}")
     seconds, done = run([sys.executable, str(Path(__file__).with_name("_sklearn_script.py")), str(data),
@@ -96,6 +105,7 @@ def one_repeat(folder: Path, data: Path, env: dict[str, str], times: dict[str, l
 def measure(repeats: int, api_url: str | None, report: Report, heading: str) -> None:
     times: dict[str, list[float]] = {}
     failures: list[str] = []
+    publishing: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         root = Path(tmp)
         data = root / "data.csv"
@@ -107,7 +117,7 @@ def measure(repeats: int, api_url: str | None, report: Report, heading: str) -> 
             env.update(PREFECT_HOME=str(folder / "prefect-home"), COLUMNS="80")
             if api_url:
                 env["PREFECT_API_URL"] = api_url
-            one_repeat(folder, data, env, times, failures)
+            one_repeat(folder, data, env, times, failures, publishing)
             shutil.rmtree(folder / "store", ignore_errors=True)
     peer = statistics.median(times["plain scikit-learn script"])
     rows = []
@@ -118,6 +128,13 @@ def measure(repeats: int, api_url: str | None, report: Report, heading: str) -> 
                      "× script": median / peer, "target s": target,
                      "meets": "" if target is None else ("yes" if median < target else "NO")})
     report.table(heading, pd.DataFrame(rows), floatfmt=".2f")
+    if publishing:
+        rows = [{"command": name, "labelling stages s": statistics.median(s for s, _ in pairs),
+                 "publishing artifacts s": statistics.median(p for _, p in pairs),
+                 "publishing / labelling": statistics.median(p / s for s, p in pairs)}
+                for name, pairs in publishing.items()]
+        report.table(f"{heading}: publishing the run's artifacts against the labelling stages (medians)",
+                     pd.DataFrame(rows), floatfmt=".3f")
     for failure in failures:
         report.note(f"- failed: {failure}")
 

@@ -202,12 +202,37 @@ def subflow(flow_: Flow, *args: Any, **kwargs: Any) -> Any:
     return flow_(*args, **kwargs) if in_flow_run() else flow_.fn(*args, **kwargs)
 
 
-def run_flow(flow_: Flow, run_tags: Iterable[str] = (), **parameters: Any) -> Any:
-    """Run ``flow_``: as a Prefect flow run tagged ``run_tags`` when a server is configured,
-    else its function directly (module docstring)."""
-    if prefect_api_configured():
-        from prefect import tags
+class _WithoutTraceback(logging.Filter):
+    """Drops the traceback of an expected error (bad input, no labels) from the records a
+    console handler prints; the server's copy of the log keeps it."""
 
+    def __init__(self, expected: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.expected = expected
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.expected):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[BaseException], ...] = (),
+             **parameters: Any) -> Any:
+    """Run ``flow_``: as a Prefect flow run tagged ``run_tags`` when a server is configured,
+    else its function directly (module docstring). Errors of the ``expected`` types are the
+    caller's to say in one line: Prefect's console log shows them without a traceback."""
+    if not prefect_api_configured():
+        return flow_.fn(**parameters)
+    from prefect import tags
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    consoles = [handler for handler in logging.getLogger().handlers if isinstance(handler, PrefectConsoleHandler)]
+    quiet = _WithoutTraceback(expected)
+    for handler in consoles:
+        handler.addFilter(quiet)
+    try:
         with tags(*run_tags):
             return flow_(**parameters)
-    return flow_.fn(**parameters)
+    finally:
+        for handler in consoles:
+            handler.removeFilter(quiet)

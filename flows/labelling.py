@@ -200,6 +200,23 @@ def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock:
     return failed
 
 
+def _warm_publishing() -> None:
+    """Import what publishing needs (matplotlib: 0.4 to 0.9 s cold) in a background thread
+    while the run labels, so the artifacts cost their drawing and three API calls at the end
+    (bench/cli.py --with-server)."""
+    import importlib
+    import threading
+
+    def warm() -> None:
+        importlib.import_module("flows.artifacts")
+        import matplotlib
+
+        matplotlib.use("Agg")
+        importlib.import_module("matplotlib.pyplot")
+
+    threading.Thread(target=warm, name="graphlabel-warm-publishing", daemon=True).start()
+
+
 def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) -> dict[str, str]:
     """Publish the run's artifacts (inside a flow run; a run without a server has no UI)."""
     if not in_flow_run():
@@ -263,6 +280,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                              n_labeled=0, n_flagged=0, status="running",
                              versions=versions(store=store.dialect, solver=solver))
         record_run(store, run)
+        if publish and in_flow_run():
+            _warm_publishing()
         stages: list[tuple[str, str]] = []
         token = STAGE_RUNS.set(stages)
         try:
@@ -339,7 +358,8 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     extra metrics. Only the nodes of the exported problem are written back. ``spec`` is
     the graph a rebuild makes, ``requested`` the parameters the caller gave (an
     incremental run compares them with the recorded build)."""
-    reason = "asked for (--full)" if full else None
+    reason = ("a run scored on a holdout is always full" if holdout_fraction else "asked for (--full)") if full \
+        else None
     if not full:
         reasons: list[str] = []
         changed = clock("incremental", label_changed, store, dataset, solver, solver_params, requested, hops,

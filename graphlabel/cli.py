@@ -129,9 +129,9 @@ def ingest(
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
     try:
         with console.status(f"ingesting {file} into {dataset!r}..."):
-            summary = run_flow(ingest_flow, ["graphlabel", dataset, "ingest"], source=file, dataset=dataset,
-                               key=key, features=features, label=label, store_uri=store, rejects_path=rejects,
-                               classes=allowed)
+            summary = run_flow(ingest_flow, ["graphlabel", dataset, "ingest"], _user_errors(), source=file,
+                               dataset=dataset, key=key, features=features, label=label, store_uri=store,
+                               rejects_path=rejects, classes=allowed)
     except NoValidRecords as error:
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
@@ -160,8 +160,9 @@ def build_graph(
 
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
-            summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], dataset=dataset,
-                               store_uri=store, graph=graph, k=k, metric=metric, weights=weights, delta=delta)
+            summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], _user_errors(),
+                               dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
+                               delta=delta)
     except _user_errors() as error:
         _fail(str(error))
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
@@ -206,8 +207,8 @@ def label(
                 cluster = dask_client(dask_address)
         kind = "full" if full or holdout else "incremental"
         with console.status(f"labelling {dataset!r} with {solver}..."), cluster:
-            summary = run_flow(flow, ["graphlabel", dataset, solver, kind], dataset=dataset, store_uri=store,
-                               solver=solver, solver_params=solver_params, build_graph=rebuild_graph, k=k,
+            summary = run_flow(flow, ["graphlabel", dataset, solver, kind], _user_errors(), dataset=dataset,
+                               store_uri=store, solver=solver, solver_params=solver_params, build_graph=rebuild_graph, k=k,
                                split_components=split_components, full=full, holdout_fraction=holdout,
                                keep_runs=keep_runs)
     except json.JSONDecodeError as error:
