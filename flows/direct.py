@@ -87,6 +87,14 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter:
 # -- tasks and flows, made on first use ---------------------------------------------------
 
 
+def _importable_as_attribute(fn: Callable) -> None:
+    """The module attribute ``fn.__name__`` becomes the wrapper; pickle finds a function by
+    its qualified name, so ``fn`` is named as the wrapper's ``fn`` attribute (``solve_problem.fn``).
+    Pickle then sends it by reference, as it did the decorated function (a Dask worker
+    imports it), not by value with everything its globals reach."""
+    fn.__qualname__ = f"{fn.__qualname__}.fn"
+
+
 class Task:
     """A pipeline stage: its plain function ``fn``, and ``prefect``, the Prefect task it runs
     as inside a flow run (made on first use, so a run without a server never imports Prefect).
@@ -101,6 +109,7 @@ class Task:
                  retry_if: Callable[[BaseException], bool] | None = None,
                  prefect_options: Callable[[], dict[str, Any]] | None = None) -> None:
         functools.update_wrapper(self, fn)
+        _importable_as_attribute(fn)
         self.fn, self.name = fn, name
         self.retry_delays, self.retry_if = tuple(retry_delays), retry_if
         self._prefect_options = prefect_options
@@ -175,6 +184,7 @@ class Flow:
 
     def __init__(self, fn: Callable, name: str, **options: Any) -> None:
         functools.update_wrapper(self, fn)
+        _importable_as_attribute(fn)
         self.fn, self.name, self._options = fn, name, options
 
     @functools.cached_property

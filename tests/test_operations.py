@@ -79,13 +79,15 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     assert (width, height) == (800, 550)
     # the flow run is named by what it does, its task runs by their stage
     from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
     texts = ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
              "wrote 1797 predictions", "published the run's report")
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(result["run_id"])
         for _ in range(20):  # logs reach the API in batches, after the flow returns
-            logs = [log.message for log in client.read_logs() if str(log.flow_run_id) == result["run_id"]]
+            logs = [log.message for log in client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[result["run_id"]])))]
             if all(any(text in message for message in logs) for text in texts):
                 break
             time.sleep(0.5)
