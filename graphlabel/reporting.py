@@ -28,6 +28,8 @@ from graphstore.base import LabelRunRecord, NotFound
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
                  "n_holdout", "holdout_ece", "full_run_reason", "incremental")
 MISSING = "—"
+#: Characters of a run id the runs table shows; ``report --run`` takes any unique prefix.
+RUN_ID_SHOWN = 8
 #: Fewer held-out labels than this: the accuracy is said to be uncertain (its 95% interval
 #: is wider than ±0.1 at an accuracy of 0.9 below about 35 labels).
 MIN_HOLDOUT = 30
@@ -351,8 +353,9 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
         A ``#`` title and one ``##`` table per section of ``report_sections``.
     """
     summary = summarise_run(run)
-    lines = [f"# Labelling run `{summary['run_id']}`: {summary['dataset']}, {summary['solver']},"
-             f" {summary['status']}", "", headline_text(summary), ""]
+    # the whole id is in the run section; the title stays one line in the UI
+    lines = [f"# {summary['dataset']} · {summary['solver']}, {summary['status']}"
+             f" (run `{str(summary['run_id'])[:RUN_ID_SHOWN]}`)", "", headline_text(summary), ""]
     for title, headers, rows in report_sections(summary):
         lines += [f"## {title.capitalize()}", "",
                   "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -392,10 +395,6 @@ def run_report_renderables(summary: Mapping[str, Any]) -> list:
             table.add_row(*(_text(cell, emphasis) for cell in row))
         out.append(table)
     return out
-
-
-#: Characters of a run id the runs table shows; ``report --run`` takes any unique prefix.
-RUN_ID_SHOWN = 8
 
 
 def runs_table(runs: pd.DataFrame, title: str = "runs"):

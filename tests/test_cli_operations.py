@@ -175,3 +175,12 @@ def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_
     assert rows[1] == {"key": long_key, "given": "y", "confidence": None, "noise": None}
     result = invoke("query", cypher, "--format", "xml", "--store", store_with_runs)
     assert result.exit_code == 1 and "--format must be table, csv or json" in result.output
+
+
+@pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",
+                                     "explain", "serve"])
+def test_help_reads_plainly_in_80_columns(command):
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80

@@ -46,7 +46,7 @@ def test_summary_derives_counts_shares_and_duration():
 
 def test_markdown_report_has_every_section_and_escapes_cells():
     text = run_report_markdown(record(status="failed", error="bad | value\nsecond line"))
-    assert text.startswith("# Labelling run `run-7`: digits, harmonic, failed")
+    assert text.startswith("# digits · harmonic, failed (run `run-7`)")
     lines = text.splitlines()
     assert lines[2] == "digits · harmonic: failed: bad | value second line"
     for line in ("| status | failed |", "| error | bad \\| value second line |",
