@@ -9,9 +9,11 @@ Artifact keys are ``label-DATASET-metrics`` / ``-report`` / ``-reliability`` (lo
 as Prefect requires), so the Artifacts page keeps one history per dataset; each
 description carries the run's headline.
 
-Publishing is three API calls and one small figure: 0.1 to 0.4 s (bench/cli.py
+Publishing is three API calls and one small figure: about 0.2 s (bench/cli.py
 ``--with-server`` measures it beside the labelling), no waiting for the server to list the
-task runs (their ids are recorded as the flow runs them, ``flows.direct.STAGE_RUNS``).
+task runs (their ids are recorded as the flow runs them, ``flows.direct.STAGE_RUNS``). An
+incremental run that relabelled nothing publishes no new plot: the predictions it would
+draw are the last one's.
 """
 
 from __future__ import annotations
@@ -120,16 +122,20 @@ def publish_artifacts(run: LabelRunRecord, reliability: pd.DataFrame | None,
     report = run_report_markdown(summary)
     if stages:
         report += "\n\n## Stages\n\n" + "\n".join(f"- [{name}]({url})" for name, url in stage_links(stages))
+    ids = {
+        "metrics": create_table_artifact(metrics_rows(summary), key=artifact_key(dataset, "metrics"),
+                                         description=headline),
+        "report": create_markdown_artifact(report, key=artifact_key(dataset, "report"), description=headline),
+    }
+    if summary["incremental"] and not summary["metrics"].get("n_region"):
+        # nothing relabelled: the stored predictions, and so the last plot, are unchanged;
+        # drawing it again would cost more than the run (matplotlib's import, bench/cli.py)
+        return {name: str(value) for name, value in ids.items()}
     if summary["status"] == "failed":
         png = failed_png(f"run {run.run_id[:8]} failed: {summary['error']}")
     else:
         png = plot_png(reliability, summary["confidence_histogram"], summary["holdout_ece"],
                        title=f"{dataset} · {run.solver}: ")
-    ids = {
-        "metrics": create_table_artifact(metrics_rows(summary), key=artifact_key(dataset, "metrics"),
-                                         description=headline),
-        "report": create_markdown_artifact(report, key=artifact_key(dataset, "report"), description=headline),
-        "plot": create_image_artifact("data:image/png;base64," + base64.b64encode(png).decode(),
-                                      key=artifact_key(dataset, "reliability"), description=headline),
-    }
+    ids["plot"] = create_image_artifact("data:image/png;base64," + base64.b64encode(png).decode(),
+                                        key=artifact_key(dataset, "reliability"), description=headline)
     return {name: str(value) for name, value in ids.items()}

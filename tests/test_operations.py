@@ -166,6 +166,16 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     assert (after_failure["run"] == rerun["run_id"]).all()
 
 
+def test_an_incremental_run_that_changed_nothing_publishes_no_new_plot(digits_store):
+    store_path, _ = digits_store
+    labelling_flow("digits", store_uri=store_path)
+    again = labelling_flow("digits", store_uri=store_path)
+    assert again["metrics"]["incremental"] and again["metrics"]["n_region"] == 0
+    artifacts = _artifacts(again["run_id"])
+    assert set(artifacts) == {"label-digits-metrics", "label-digits-report"}
+    assert "incremental: 0 changed" in artifacts["label-digits-report"].data
+
+
 def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
     store_path, _ = digits_store
     labelling_flow("digits", store_uri=store_path)  # a success first: its report must not outlive the failure
