@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import textwrap
 
 import pandas as pd
 from prefect import task
@@ -90,8 +91,9 @@ def failed_png(message: str) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(8, 2))
-    fig.text(0.02, 0.5, message[:120], fontsize=12, color="#b00020", va="center")
+    lines = textwrap.wrap(message, 80)[:8]
+    fig = plt.figure(figsize=(8, 0.6 + 0.3 * len(lines)))
+    fig.text(0.02, 0.5, "\n".join(lines), fontsize=12, color="#b00020", va="center")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
