@@ -50,6 +50,9 @@ def test_every_command_runs_without_a_server_and_starts_none(tmp_path):
     assert list(runs["status"]) == ["completed", "completed"] and written["n"][0] == 300
     # the second run was incremental (nothing changed), and kept the graph it was given
     assert runs["metrics"].iloc[0]["incremental"] is True
+    # both record the graph they used (built with k 8), not the label command's default
+    assert [parameters["k"] for parameters in runs["parameters"]] == [8, 8]
+    assert runs["metrics"].iloc[1]["full_run_reason"] == "asked for (--full)"
 
 
 def test_a_command_without_a_server_never_imports_prefect(tmp_path):
