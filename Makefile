@@ -1,5 +1,5 @@
 # The two commands of the README's Quickstart: `make demo` and `make test`.
-# Everything a bare machine needs (Python 3.11 and make) is installed from requirements.lock;
+# Everything a bare machine needs (Python 3.11 to 3.13 and make) is installed from requirements.lock;
 # with Java 17+ and Maven, `make test` also assembles Neo4j 5.26 + GDS 2.13 from Maven Central
 # and runs the live Neo4j suite against it (tests/live_neo4j.py; without them it says so).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -7,10 +7,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean
+.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean test-all
 
 $(STAMP): requirements.lock pyproject.toml
-	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "graphlabel needs Python 3.11, found " + sys.version'
+	$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "graphlabel needs Python 3.11 to 3.13, found " + sys.version'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.lock
@@ -39,9 +39,23 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # Re-pin every dependency after editing pyproject.toml (needs network; uv comes from the venv).
+# One universal lock: the same pins on every supported Python, with markers where a version
+# needs its own (`make test-all` installs and tests it on each).
 lock: $(STAMP)
 	$(BIN)/pip install --quiet uv
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .graphlabel .pytest_cache neo4j-server/target
+	rm -rf $(VENV) .venv-3.* .graphlabel .pytest_cache neo4j-server/target
+
+# The suite on every CPython the lock supports, each in a venv of its own (.venv-3.12, ...):
+# python3.X from PATH, else pyenv's newest 3.X.
+PYTHONS := 3.11 3.12 3.13
+test-all:
+	@set -e; for v in $(PYTHONS); do \
+	  py=$$(python$$v -c 'import sys; print(sys.executable)' 2>/dev/null || \
+	       PYENV_VERSION=$$(pyenv versions --bare 2>/dev/null | grep "^$$v\." | tail -1) \
+	       python$$v -c 'import sys; print(sys.executable)'); \
+	  echo "== Python $$v: $$py"; \
+	  $(MAKE) --no-print-directory test PYTHON=$$py VENV=.venv-$$v; \
+	done

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from prefect import flow
 from sklearn.datasets import load_digits
 
 from graphlabel.evaluation import noise_scores
@@ -14,6 +13,7 @@ from graphlabel.records import parse_records
 from graphlabel.sampling import flip_labels, keep_per_class
 from graphstore import LabelRunRecord, open_store
 
+from .direct import flow, subflow
 from .labelling import ingest_parsed, labelling_flow
 from .tasks import StageClock, record_run
 
@@ -51,7 +51,7 @@ def score_run(store, truth: pd.Series, kept: pd.Series, flipped: pd.Series) -> d
     return {"accuracy_hidden": accuracy, "n_hidden": int(hidden.sum()), "noise": noise}
 
 
-@flow(name="graphlabel-demo")
+@flow("graphlabel-demo", flow_run_name="digits · {solver} · demo")
 def demo_flow(store_uri: str | None = None, per_class: int = 10, flip_fraction: float = 0.1,
               seed: int = 0, k: int = 10, solver: str = "harmonic") -> dict:
     """Ingest the digits, build the kNN graph, label, write back, and score against the truth."""
@@ -60,7 +60,7 @@ def demo_flow(store_uri: str | None = None, per_class: int = 10, flip_fraction: 
     records = parse_records(frame, key="key", features="pixel_*", label="label")
     with open_store(store_uri) as store:
         clock("ingest", ingest_parsed, store, DATASET, records, None)
-    summary = labelling_flow(DATASET, store_uri=store_uri, solver=solver, k=k, full=True)
+    summary = subflow(labelling_flow, DATASET, store_uri=store_uri, solver=solver, k=k, full=True)
     index = pd.Index(frame["key"])
     with open_store(store_uri) as store:
         scores = score_run(store, pd.Series(truth, index=index), pd.Series(kept, index=index),

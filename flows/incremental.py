@@ -386,7 +386,7 @@ def dataset_classes(changes: ChangeSet, boundary: np.ndarray) -> np.ndarray:
 
 def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
                   solver_params: dict[str, Any] | None = None, spec: dict[str, Any] | None = None,
-                  hops: int = 2) -> IncrementalResult | None:
+                  hops: int = 2, reasons: list[str] | None = None) -> IncrementalResult | None:
     """Label what changed since the last run, on the region it reaches.
 
     Parameters
@@ -401,6 +401,9 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
         the recorded build. None: use the recorded build as it is.
     hops : int, default 2
         How far around the changed nodes the labels are recomputed.
+    reasons : list, optional
+        Where to append, when the result is None, why the run must be full (for the
+        run's record and log).
 
     Returns
     -------
@@ -419,11 +422,15 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
         finally:
             timings[stage] = round(timings.get(stage, 0.0) + time.perf_counter() - start, 4)
 
+    why = reasons if reasons is not None else []
     changes = timed("read_changes", read_changes, store, dataset)
     if not changes.labelled.any():
+        why.append("no node was labelled before (first run)")
         return None
     build = timed("graph_parameters", graph_parameters, store, dataset, spec, changes)
     if build is None:
+        why.append(f"the graph cannot be extended: not a kNN graph, or built with other parameters than"
+                   f" {({k: v for k, v in (spec or {}).items() if v is not None})}")
         return None
     n_changed = int(changes.changed.sum())
     n_new = int(changes.new.sum())
@@ -442,6 +449,7 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
                                  n_new, n_added, 0, 0, build, changes.read_at, timings)
     problem = timed("export", region_problem, changes, W, region, boundary, classes)
     if len(set(problem.problem.y[problem.problem.labeled].tolist())) < 2:
+        why.append("the changed region and its boundary hold fewer than two classes")
         return None
     prediction = timed("solve", solve_region, problem, solver, dict(solver_params or {}))
     n_region = int(region.sum())

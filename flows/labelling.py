@@ -14,8 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from prefect import flow, get_run_logger, unmapped
-from prefect.runtime import flow_run
 
 from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
 from graphlabel.problems import ExportedProblem
@@ -26,7 +24,7 @@ from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_stor
 from graphstore.secrets import PASSWORD_ENV, redact
 from solvers import Prediction
 
-from .artifacts import publish_artifacts, publish_ingest_report
+from .direct import STAGE_RUNS, flow, in_flow_run, run_logger
 from .incremental import label_changed, record_graph_build
 from .tasks import (
     GRAPH_KINDS,
@@ -44,40 +42,25 @@ from .tasks import (
 )
 
 
-#: What a graph build uses for the kNN parameters nobody gave.
-KNN_DEFAULTS = {"k": 10, "metric": "euclidean", "weights": "gaussian"}
-
-
-def graph_spec(graph: str = "knn", k: int | None = 10, metric: str | None = "euclidean",
-               weights: str | None = "gaussian", delta: float | None = None,
-               sigma: float | None = None) -> dict[str, Any]:
-    """The similarity-graph parameters as the `similarity_graph` task takes them. A kNN
-    parameter given as None means "as the dataset's graph was built" to an incremental run
-    (``flows.incremental.graph_parameters``) and the default to a build (``KNN_DEFAULTS``)."""
+def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weights: str = "gaussian",
+               delta: float | None = None, sigma: float | None = None) -> dict[str, Any]:
+    """The similarity-graph parameters as the `similarity_graph` task takes them."""
     if graph == "knn":
         return {"graph": "knn", "k": k, "metric": metric, "weights": weights, "sigma": sigma}
-    metric = metric or KNN_DEFAULTS["metric"]
     if graph == "delta":
         if delta is None:
             raise ValueError("a δ-graph needs --delta")
         return {"graph": "delta", "delta": delta, "metric": metric,
-                "weights": "binary" if weights in (None, "gaussian") and sigma is None else weights,
-                "sigma": sigma}
+                "weights": "binary" if weights == "gaussian" and sigma is None else weights, "sigma": sigma}
     if graph in ("mincut3", "delta0", "delta_half"):
         return {"graph": graph, "metric": metric}
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {graph!r}")
 
 
-def with_defaults(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec a build uses: the kNN parameters not given take ``KNN_DEFAULTS``."""
-    if spec["graph"] != "knn":
-        return spec
-    return {**spec, **{name: value for name, value in KNN_DEFAULTS.items() if spec.get(name) is None}}
-
-
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
     """Store the valid records and write the rejected ones (with reasons) to ``rejects_path``."""
     stored = ingest_records(store, dataset, records)
+    run_logger().info("stored %d nodes in dataset %r, rejected %d rows", stored, dataset, len(records.rejects))
     # reject_reasons: rejected rows per kind of reason, for run reports (see records.REJECT_KINDS)
     summary = {"dataset": dataset, "stored": stored, "rejected": len(records.rejects),
                "reject_reasons": records.reject_counts, "rejects_file": None}
@@ -86,7 +69,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
         records.rejects.to_csv(rejects_path, index=False)
         summary["rejects_file"] = str(rejects_path)
     if len(records.rejects):
-        get_run_logger().warning(
+        run_logger().warning(
             "%d of %d records rejected (%s): %s", len(records.rejects), stored + len(records.rejects),
             ", ".join(f"{kind}: {n}" for kind, n in records.reject_counts.items()),
             "; ".join(records.rejects["reason"].head(5)),
@@ -94,7 +77,24 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
     return summary
 
 
-@flow(name="ingest-records")
+def _run_name(what: str):
+    """A flow run name from the run's parameters: ``wine · harmonic · full``, ``wine · ingest``."""
+    def name() -> str:
+        from prefect.runtime import flow_run
+
+        parameters = flow_run.parameters
+        if what == "label":
+            kind = "full" if parameters.get("full") or parameters.get("holdout_fraction") else "incremental"
+            return f"{parameters['dataset']} · {parameters.get('solver', 'harmonic')} · {kind}"
+        if what == "build-graph":
+            k = f" k={parameters['k']}" if parameters.get("graph", "knn") == "knn" else ""
+            return f"{parameters['dataset']} · {parameters.get('graph', 'knn')} graph{k}"
+        return f"{parameters.get('dataset', 'digits')} · {what}"
+
+    return name
+
+
+@flow("ingest-records", flow_run_name=_run_name("ingest"))
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
                 classes: list[str] | None = None) -> dict:
@@ -108,14 +108,16 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri) as store:
         summary = ingest_parsed(store, dataset, records, rejects)
-    publish_ingest_report(summary)
+    if in_flow_run():  # a run without a server has no UI to show it in
+        from .artifacts import publish_ingest_report
+
+        publish_ingest_report(summary)
     return summary
 
 
 def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> int:
     """The build-edges stage: the database's own kNN where it has one (``store.native_knn``,
     e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise."""
-    spec = with_defaults(spec)
     if store.native_knn and spec["graph"] == "knn":
         n_edges = clock("build_edges", native_knn_edges, store, dataset,
                         {k: v for k, v in spec.items() if k != "graph"})
@@ -126,10 +128,14 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
     n_edges = clock("write_edges", write_edges, store, dataset, keys, W)
     # what incremental runs need to give new entities edges weighted like these
     record_graph_build(store, dataset, spec, sigma)
+    run_logger().info("built the %s graph of %r: %d edges over %d nodes (%s)", spec["graph"], dataset, n_edges,
+                      len(keys), ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                           for k, v in {**spec, "sigma": sigma}.items()
+                                           if k != "graph" and v is not None))
     return n_edges
 
 
-@flow(name="build-similarity-graph")
+@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"))
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None) -> dict:
@@ -157,7 +163,11 @@ def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str,
         return solve_problem(problem, solver, params)
     plan = plan_components(problem, batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
-    predictions = solve_problem.map([part.problem for part in parts], unmapped(solver), unmapped(params)).result()
+    run_logger().info("%d connected components: %d solver batches; %d nodes in one-class components (no solve"
+                      " needed); %d components without a label", plan.n_components, len(parts),
+                      len(plan.single_class_nodes), plan.n_unlabeled_components)
+    names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
+    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
     return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
 
 
@@ -167,30 +177,69 @@ def _scalars(info: dict[str, Any]) -> dict[str, Any]:
             if isinstance(v, (int, float, str, bool, np.generic))}
 
 
-def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> None:
-    """Mark the run failed (best effort: the store may be what failed). The message is
-    redacted: a store URI or password in an exception never reaches the run node."""
+def _flow_run_id() -> str | None:
+    """The Prefect flow run's id inside a run (the run id is then the UI's), else None."""
+    if not in_flow_run():
+        return None
+    from prefect.runtime import flow_run
+
+    return flow_run.id
+
+
+def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> LabelRunRecord:
+    """Mark the run failed (best effort: the store may be what failed) and return the failed
+    record. The message is redacted: a store URI or password in an exception never reaches
+    the run node."""
     message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:2000]
+    failed = replace(run, status="failed", error=message, timings=dict(clock.seconds),
+                     finished_at=pd.Timestamp.now(tz="UTC"))
     try:
-        store.write_run(replace(run, status="failed", error=message, timings=dict(clock.seconds),
-                                finished_at=pd.Timestamp.now(tz="UTC")))
+        store.write_run(failed)
     except Exception as store_error:  # noqa: BLE001 - the original error is the one to raise
-        get_run_logger().error("could not mark run %s failed: %s", run.run_id, redact(store_error))
+        run_logger().error("could not mark run %s failed: %s", run.run_id, redact(store_error))
+    return failed
 
 
-@flow(name="label-dataset")
+def _warm_publishing() -> None:
+    """Import what publishing needs (matplotlib: 0.4 to 0.9 s cold) in a background thread
+    while the run labels, so the artifacts cost their drawing and three API calls at the end
+    (bench/cli.py --with-server)."""
+    import importlib
+    import threading
+
+    def warm() -> None:
+        importlib.import_module("flows.artifacts")
+        import matplotlib
+
+        matplotlib.use("Agg")
+        importlib.import_module("matplotlib.pyplot")
+
+    threading.Thread(target=warm, name="graphlabel-warm-publishing", daemon=True).start()
+
+
+def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) -> dict[str, str]:
+    """Publish the run's artifacts (inside a flow run; a run without a server has no UI)."""
+    if not in_flow_run():
+        return {}
+    import time
+
+    from .artifacts import publish_artifacts
+
+    start = time.perf_counter()
+    ids = publish_artifacts(run, reliability, list(stages))
+    run_logger().info("published the run's report, numbers and plot in %.2f s", time.perf_counter() - start)
+    return ids
+
+
+@flow("label-dataset", flow_run_name=_run_name("label"))
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
-                   graph: str = "knn", k: int | None = None, metric: str | None = None,
+                   graph: str | None = None, k: int | None = None, metric: str | None = None,
                    weights: str | None = None, delta: float | None = None, sigma: float | None = None,
                    split_components: bool = True, batch_nodes: int = BATCH_NODES, full: bool = False,
                    hops: int = 2, holdout_fraction: float = 0.0, holdout_seed: int = 0,
                    keep_runs: int | None = None, publish: bool = True) -> dict:
     """Label the nodes of ``dataset`` and record the run.
-
-    ``k``, ``metric`` and ``weights`` not given (None) are those the dataset's graph was
-    built with for an incremental run, and ``KNN_DEFAULTS`` for a build; given, and
-    different from the recorded build, they make an incremental run a full one.
 
     Full run (``full=True``): (re)build the similarity graph when ``build_graph``, export
     it, hide a ``holdout_fraction`` of the given labels to score the run on, solve (per
@@ -198,7 +247,13 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     prediction (a run with a holdout is always full). Incremental run (``full=False``, the default): label only what changed since the nodes
     were last labelled (``flows.incremental.label_changed``: new entities get edges to the
     existing graph, the region around the changes is solved with its boundary fixed);
-    falls back to a full run when there is no previous run or the graph must be rebuilt.
+    falls back to a full run when there is no previous run or the graph must be rebuilt,
+    and records why (``full_run_reason``).
+
+    Graph parameters (``graph``, ``k``, ``metric``, ``weights``, ``delta``, ``sigma``) left
+    None mean "the graph as it was built" (the dataset's ``GraphBuild`` record) for an
+    incremental run, and the defaults (kNN, k = 10, Euclidean, Gaussian) when the graph is
+    (re)built; the run records the parameters of the graph it used, read from the record.
 
     The ``LabelRun`` node is written ``running`` first, then ``completed`` with metrics,
     timings and versions, or ``failed`` with the (redacted) error; a half-written run is
@@ -211,8 +266,10 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # a scored run needs every label in play: it is a full run
     full = full or bool(holdout_fraction)
     solver_params = dict(solver_params or {})
-    spec = graph_spec(graph, k, metric, weights, delta, sigma)
-    run_id = str(flow_run.id or uuid.uuid4())
+    requested = {name: value for name, value in (("graph", graph), ("k", k), ("metric", metric),
+                 ("weights", weights), ("delta", delta), ("sigma", sigma)) if value is not None}
+    spec = graph_spec(graph or "knn", k or 10, metric or "euclidean", weights or "gaussian", delta, sigma)
+    run_id = str(_flow_run_id() or uuid.uuid4())
     clock = StageClock()
     parameters = {"solver_params": _scalars(solver_params), "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
@@ -225,17 +282,26 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                              n_labeled=0, n_flagged=0, status="running",
                              versions=versions(store=store.dialect, solver=solver))
         record_run(store, run)
+        if publish and in_flow_run():
+            _warm_publishing()
+        stages: list[tuple[str, str]] = []
+        token = STAGE_RUNS.set(stages)
         try:
-            outcome = _label(store, dataset, solver, solver_params, spec, clock, run_id, build_graph=build_graph,
+            outcome = _label(store, dataset, solver, solver_params, spec, requested, clock, run_id,
+                             build_graph=build_graph,
                              full=full, hops=hops, split=split_components, batch_nodes=batch_nodes,
                              holdout_fraction=holdout_fraction, holdout_seed=holdout_seed)
         except BaseException as error:
-            _failed(store, run, error, clock)
+            failed = _failed(store, run, error, clock)
+            if publish:
+                try:  # the latest report must say the run failed, not show the last success
+                    _publish(failed, None, stages)
+                except Exception as publish_error:  # noqa: BLE001 - the run's error is the one to raise
+                    run_logger().error("could not publish the failed run's report: %s", redact(publish_error))
             raise
+        finally:
+            STAGE_RUNS.reset(token)
         exported, prediction, holdout, extra = outcome
-        # provenance: the graph the run used is the one recorded when it was built (a run
-        # that did not build it asked for no k), not the flow's defaults
-        parameters = {**parameters, **graph_used(store, dataset)}
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
@@ -244,16 +310,18 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_single_class_nodes": plan["n_single_class_nodes"],
                    **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO}}
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
-                      parameters={**parameters, "solver_params": _scalars(prediction.params)},
+                      parameters={**parameters, **graph_used(store, dataset),
+                                  "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,
                       n_labeled=int(exported.problem.labeled.sum()), n_flagged=int(prediction.noisy.sum()))
         clock("record_run", record_run, store, run)
         if keep_runs is not None:
             store.prune_runs(dataset, keep_runs)
+    _log_outcome(run)
     artifacts = {}
     if publish:
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None
-        artifacts = publish_artifacts(run, reliability)
+        artifacts = _publish(run, reliability, stages)
     return {
         "run_id": run_id, "dataset": dataset, "solver": solver, "n_nodes": run.n_nodes,
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
@@ -261,38 +329,72 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     }
 
 
+def _log_outcome(run: LabelRunRecord) -> None:
+    """The run's headline at INFO and each statistics warning at WARNING."""
+    from graphlabel.reporting import headline_text, statistics_warnings
+
+    logger = run_logger()
+    logger.info("%s", headline_text(run))
+    for warning in statistics_warnings(run):
+        logger.warning("%s", warning)
+
+
 def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
-    """The recorded build's graph, k, metric, weights and σ (what the run labelled over);
-    nothing when the dataset has no record (a user's own relationships)."""
-    build = store.read_graph_build(dataset) or {}
-    return {name: build[name] for name in ("graph", "k", "metric", "weights", "sigma", "delta")
-            if build.get(name) is not None}
+    """The parameters of the dataset's similarity graph as its ``GraphBuild`` record has
+    them (what the run used, not the flow's defaults); empty when nothing was recorded."""
+    try:
+        build = store.read_graph_build(dataset)
+    except NotImplementedError:
+        build = None
+    if not build:
+        return {}
+    used = {name: build.get(name) for name in ("graph", "k", "metric", "weights", "sigma")}
+    used["graph_built_at"] = None if build.get("built_at") is None else str(build["built_at"])
+    return used
 
 
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
-           clock: StageClock, run_id: str, *, build_graph: bool, full: bool, hops: int, split: bool,
-           batch_nodes: int, holdout_fraction: float, holdout_seed: int):
+           requested: dict[str, Any], clock: StageClock, run_id: str, *, build_graph: bool, full: bool,
+           hops: int, split: bool, batch_nodes: int, holdout_fraction: float, holdout_seed: int):
     """The run's stages; returns the exported problem, the prediction, the holdout and
-    extra metrics. Only the nodes of the exported problem are written back."""
+    extra metrics. Only the nodes of the exported problem are written back. ``spec`` is
+    the graph a rebuild makes, ``requested`` the parameters the caller gave (an
+    incremental run compares them with the recorded build)."""
+    reason = ("a run scored on a holdout is always full" if holdout_fraction else "asked for (--full)") if full \
+        else None
     if not full:
-        changed = clock("incremental", label_changed, store, dataset, solver, solver_params, spec, hops)
+        reasons: list[str] = []
+        changed = clock("incremental", label_changed, store, dataset, solver, solver_params, requested, hops,
+                        reasons=reasons)
+        reason = "; ".join(reasons) or None
         if changed is not None:
             if len(changed.keys):
                 clock("write_back", write_predictions, store, dataset, changed.exported, changed.prediction,
                       run_id, changed.read_at)
+            run_logger().info("incremental run: %d changed nodes (%d new), %d edges added, %d nodes relabelled"
+                              " with %d fixed around them", changed.n_changed, changed.n_new, changed.n_edges_added,
+                              changed.n_region, changed.n_boundary)
             return changed.exported, changed.prediction, None, {**changed.summary(), **{
                 f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}
     # labelled_at is when the data was read, not when the answer was written: an entity
     # ingested while the graph was built or the solver ran is then newer than its label,
     # and the next incremental run picks it up
     read_at = pd.Timestamp.now(tz="UTC")
-    extra: dict[str, Any] = {"incremental": False}
+    extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
+    run_logger().info("full run: %s", reason)
     if build_graph:
         extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
     exported = clock("export", export_problem, store, dataset)
+    problem = exported.problem
+    run_logger().info("exported %d nodes, %d edges, %d given labels in %d classes", problem.n_nodes,
+                      problem.W.nnz // 2, int(problem.labeled.sum()), problem.n_classes)
     holdout = None
     if holdout_fraction:
         exported, holdout = hold_out(exported, holdout_fraction, holdout_seed)
+        run_logger().info("held out %d of the given labels to score the run", len(holdout.nodes))
     prediction = clock("solve", solve_by_component, exported, solver, solver_params, split, batch_nodes)
-    clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
+    run_logger().info("solved with %s: %d nodes labelled, %d given labels flagged as noisy", solver,
+                      int((prediction.labels >= 0).sum()), int(prediction.noisy.sum()))
+    written = clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
+    run_logger().info("wrote %s predictions", written)
     return exported, prediction, holdout, extra

@@ -2,7 +2,8 @@
 
 Store I/O tasks declare retries (a database can hiccup); the pure, expensive graph
 computation declares a cache on its inputs, so re-running a flow on unchanged features
-does not search neighbours again.
+does not search neighbours again (inside a flow run: Prefect keeps the cache). The
+decorator is ``flows.direct.task``: Prefect's options, Prefect imported on first use.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
-from prefect import task
-from prefect.tasks import exponential_backoff
-from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
 import similarity
 import solvers
@@ -26,6 +24,8 @@ from graphlabel.components import ComponentPlan
 from graphlabel.problems import ExportedProblem, label_problem, prediction_rows
 from graphlabel.records import ParsedRecords
 from graphstore import GraphStore, LabelRunRecord
+
+from .direct import task
 
 def is_transient(error: BaseException | None) -> bool:
     """Errors worth retrying: the store could not be reached or asked to try again
@@ -38,28 +38,27 @@ def is_transient(error: BaseException | None) -> bool:
     return isinstance(error, RuntimeError) and "lock" in str(error).lower() and "file" in str(error).lower()
 
 
-def retry_transient(task, task_run, state) -> bool:
-    """Prefect's ``retry_condition_fn``: retry a store task only on a transient error."""
-    error = state.data if isinstance(state.data, BaseException) else state.result(raise_on_failure=False)
-    return is_transient(error)
+def _never_cached() -> dict[str, Any]:
+    from prefect.cache_policies import NO_CACHE
+
+    return dict(cache_policy=NO_CACHE)
 
 
-# Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter) on transient errors only;
-# never cached (reads must see the store as it is now, writes must happen), which also
-# keeps Prefect from hashing the store argument: a Neo4j store holds the driver's locks,
-# and the failed hash logged a 30-line traceback per task on every Neo4j run.
-STORE_RETRIES = dict(retries=3, retry_delay_seconds=exponential_backoff(backoff_factor=1),
-                     retry_jitter_factor=0.5, retry_condition_fn=retry_transient, cache_policy=NO_CACHE)
+# Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter in a flow run) on transient
+# errors only; never cached (reads must see the store as it is now, writes must happen),
+# which also keeps Prefect from hashing the store argument: a Neo4j store holds the
+# driver's locks, and the failed hash logged a 30-line traceback per task on every Neo4j run.
+STORE_RETRIES = dict(retry_delays=(1, 2, 4), retry_if=is_transient, prefect_options=_never_cached)
 GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
 
 
-@task(name="ingest", **STORE_RETRIES)
+@task("ingest", **STORE_RETRIES)
 def ingest_records(store: GraphStore, dataset: str, records: ParsedRecords) -> int:
     """Write the valid records as nodes (upsert by key)."""
     return store.write_nodes(dataset, records.nodes)
 
 
-@task(name="read-features", **STORE_RETRIES)
+@task("read-features", **STORE_RETRIES)
 def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Node keys, feature matrix and given labels (None where absent) of a dataset."""
     graph = store.read_subgraph(dataset, with_features=True)
@@ -70,12 +69,13 @@ def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarr
     return graph.keys, graph.features, graph.labels
 
 
-@task(
-    name="similarity-graph",
-    cache_policy=INPUTS + TASK_SOURCE,
-    cache_expiration=timedelta(days=7),
-    persist_result=True,
-)
+def _cached_on_inputs() -> dict[str, Any]:
+    from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+    return dict(cache_policy=INPUTS + TASK_SOURCE, cache_expiration=timedelta(days=7), persist_result=True)
+
+
+@task("similarity-graph", prefect_options=_cached_on_inputs)
 def similarity_graph(features: np.ndarray, labels: np.ndarray,
                      spec: dict[str, Any]) -> tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted graph from the features: kNN, δ, or one of Blum & Chawla's graphs
@@ -113,37 +113,44 @@ def edge_table(keys: np.ndarray, W: sp.spmatrix) -> pa.Table:
     )
 
 
-@task(name="write-edges", **STORE_RETRIES)
+@task("write-edges", **STORE_RETRIES)
 def write_edges(store: GraphStore, dataset: str, keys: np.ndarray, W: sp.spmatrix) -> int:
     """Replace the dataset's similarity relationships with the graph's edges."""
     return store.replace_edges(dataset, edge_table(keys, W))
 
 
-@task(name="native-knn", **STORE_RETRIES)
+@task("native-knn", **STORE_RETRIES)
 def native_knn_edges(store: GraphStore, dataset: str, spec: dict[str, Any]) -> int:
     """Let the database build the kNN relationships itself where it can (Neo4j GDS)."""
     return store.build_knn_edges(dataset, **spec)
 
 
-@task(name="export", **STORE_RETRIES)
+@task("export", **STORE_RETRIES)
 def export_problem(store: GraphStore, dataset: str) -> ExportedProblem:
     """Read the dataset's subgraph into a LabelProblem; stops on missing or one-class labels."""
     return label_problem(store.read_subgraph(dataset, with_features=True), dataset)
 
 
-@task(name="plan-components")
+@task("plan-components")
 def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> ComponentPlan:
     """Split the graph into connected components, packed into solver batches."""
     return components.plan_components(problem, batch_nodes)
 
 
-@task(name="solve")
+@task("solve")
 def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
     """Run one solver on one (batch) problem."""
-    return solvers.solve(problem, method=solver, **params)
+    from .direct import run_logger
+
+    start = time.perf_counter()
+    prediction = solvers.solve(problem, method=solver, **params)
+    # one line per batch: the progress of a long solve stage
+    run_logger().info("solved %d nodes (%d given labels) with %s in %.2f s", problem.n_nodes,
+                      int(problem.labeled.sum()), solver, time.perf_counter() - start)
+    return prediction
 
 
-@task(name="write-predictions", **STORE_RETRIES)
+@task("write-predictions", **STORE_RETRIES)
 def write_predictions(
     store: GraphStore, dataset: str, exported: ExportedProblem, prediction: solvers.Prediction,
     run_id: str, labelled_at: pd.Timestamp,
@@ -153,7 +160,7 @@ def write_predictions(
     return store.write_predictions(dataset, prediction_rows(exported, prediction, run_id, labelled_at))
 
 
-@task(name="record-run", **STORE_RETRIES)
+@task("record-run", **STORE_RETRIES)
 def record_run(store: GraphStore, run: LabelRunRecord) -> None:
     """Write the run's LabelRun node (idempotent: keyed by run id)."""
     store.write_run(run)

@@ -19,7 +19,7 @@ from rich.table import Table
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 # Tracebacks never list local variables: one of them could hold a store password.
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0],
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0], rich_markup_mode=None,
                   pretty_exceptions_show_locals=False)
 console = Console()
 err = Console(stderr=True)
@@ -44,14 +44,18 @@ StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=
                                 " credentials (NEO4J_USER, NEO4J_PASSWORD or GRAPHLABEL_NEO4J_PASSWORD_BLOCK).")
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _escape(message: str) -> str:
     from rich.markup import escape
 
     from graphstore.secrets import PASSWORD_ENV, redact
 
     # Errors are redacted where they are raised; this is the last line of defence for
     # every message the CLI prints (and keeps "[...]" in messages from reading as markup).
-    err.print(f"[bold red]error:[/] {escape(redact(message, os.environ.get(PASSWORD_ENV)))}")
+    return escape(redact(message, os.environ.get(PASSWORD_ENV)))
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {_escape(message)}")
     raise typer.Exit(code)
 
 
@@ -100,11 +104,12 @@ def demo(
     solver: str = typer.Option("harmonic", help="Solver to run."),
 ) -> None:
     """Label scikit-learn's handwritten digits end to end and score the result."""
-    from flows.demo import demo_flow
+    from flows.demo import DATASET, demo_flow
+    from flows.direct import run_flow
 
     with console.status("running the labelling flow on the digits..."):
-        result = demo_flow(store_uri=store, per_class=per_class, flip_fraction=flip, seed=seed, k=k,
-                           solver=solver)
+        result = run_flow(demo_flow, ["graphlabel", DATASET, solver, "demo"], store_uri=store,
+                          per_class=per_class, flip_fraction=flip, seed=seed, k=k, solver=solver)
     noise = result["noise"]
     console.rule("[bold]graphlabel demo: handwritten digits")
     console.print(f"nodes: {result['n_nodes']}   given labels: {result['n_given']}"
@@ -132,6 +137,7 @@ def ingest(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
+    from flows.direct import run_flow
     from flows.labelling import ingest_flow
     from graphlabel.records import NoValidRecords
 
@@ -142,8 +148,9 @@ def ingest(
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
     try:
         with console.status(f"ingesting {file} into {dataset!r}..."):
-            summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects,
-                                  classes=allowed)
+            summary = run_flow(ingest_flow, ["graphlabel", dataset, "ingest"], _user_errors(), source=file,
+                               dataset=dataset, key=key, features=features, label=label, store_uri=store,
+                               rejects_path=rejects, classes=allowed)
     except NoValidRecords as error:
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
@@ -171,12 +178,14 @@ def build_graph(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
+    from flows.direct import run_flow
     from flows.labelling import build_graph_flow
 
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
-            summary = build_graph_flow(dataset, store_uri=store, graph=graph, k=k, metric=metric,
-                                       weights=weights, delta=delta)
+            summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], _user_errors(),
+                               dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
+                               delta=delta)
     except _user_errors() as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -194,7 +203,7 @@ def label(
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
     k: Optional[int] = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
-                                    " --rebuild-graph, a k other than the graph's makes the run a full one."),
+                                    " --rebuild-graph the graph is used as it was built."),
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
     holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"
@@ -208,19 +217,27 @@ def label(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Label the dataset's nodes and write predictions back as node properties."""
+    from contextlib import nullcontext
+
+    from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
 
     try:
         solver_params = json.loads(params)
-        run = labelling_flow
+        flow, cluster = labelling_flow, nullcontext()
         if dask or dask_address:
-            from flows.runners import dask_runner
+            from flows.runners import dask_client, dask_runner
 
-            run = labelling_flow.with_options(task_runner=dask_runner(dask_address))
-        with console.status(f"labelling {dataset!r} with {solver}..."):
-            summary = run(dataset, store_uri=store, solver=solver, solver_params=solver_params,
-                          build_graph=rebuild_graph, k=k, split_components=split_components, full=full,
-                          holdout_fraction=holdout, keep_runs=keep_runs)
+            if prefect_api_configured():
+                flow = labelling_flow.with_options(task_runner=dask_runner(dask_address))
+            else:
+                cluster = dask_client(dask_address)
+        kind = "full" if full or holdout else "incremental"
+        with console.status(f"labelling {dataset!r} with {solver}..."), cluster:
+            summary = run_flow(flow, ["graphlabel", dataset, solver, kind], _user_errors(), dataset=dataset,
+                               store_uri=store, solver=solver, solver_params=solver_params, build_graph=rebuild_graph, k=k,
+                               split_components=split_components, full=full, holdout_fraction=holdout,
+                               keep_runs=keep_runs)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:
@@ -246,11 +263,15 @@ def query(
     cypher: str = typer.Argument(..., help="A Cypher query."),
     param: list[str] = typer.Option([], "--param", "-p", help="A query parameter NAME=VALUE (JSON values"
                                     " are parsed, anything else is a string); repeat for several."),
+    output: str = typer.Option("table", "--format", help="table (for reading), csv or json (every value in"
+                               " full, nulls empty in CSV and null in JSON: for other programs)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Run a Cypher query against the store and print its rows."""
     from graphstore import open_store
 
+    if output not in ("table", "csv", "json"):
+        _fail(f"--format must be table, csv or json, got {output!r}")
     parameters = {}
     for item in param:
         name, sep, value = item.partition("=")
@@ -273,23 +294,32 @@ def query(
             frame = graph_store.query(cypher, parameters)
         except RuntimeError as error:
             _fail(f"query failed: {error}")
-    table = Table(*[str(c) for c in frame.columns])
-    for row in frame.itertuples(index=False):
-        table.add_row(*[str(v) for v in row])
-    console.print(table)
-    console.print(f"{len(frame)} rows")
+    if output == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif output == "json":
+        from graphlabel.reporting import query_records
+
+        json.dump(query_records(frame), sys.stdout, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        from graphlabel.reporting import query_table
+
+        console.print(query_table(frame))
+        console.print(f"{len(frame)} row{'s' * (len(frame) != 1)}", highlight=False)
 
 
 @app.command()
 def report(
-    run: Optional[str] = typer.Option(None, "--run", help="Run id: print that run's summary."),
+    run: Optional[str] = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
+                                      " run's summary."),
     dataset: Optional[str] = typer.Option(None, help="Dataset: list its recent runs (without --run)."),
     limit: int = typer.Option(20, help="Runs listed with --dataset."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the run's summary as markdown."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
-    from graphlabel.reporting import run_report_markdown, run_report_renderables, run_summary, runs_table
+    from graphlabel.reporting import (failed_runs, run_report_markdown, run_report_renderables, run_summary,
+                                      runs_table)
     from graphstore import open_store
     from graphstore.base import NotFound
 
@@ -311,7 +341,10 @@ def report(
         if runs.empty:
             _fail(f"no runs of dataset {dataset!r} in the store")
         console.print(runs_table(runs, title=f"runs of {dataset!r}, newest first"))
-        console.print("a run's summary: graphlabel report --run RUN_ID", highlight=False)
+        for run_id, error in failed_runs(runs):
+            console.print(f"[bold red]{run_id} failed:[/] {_escape(error)}", highlight=False)
+        console.print(f"a run's summary: graphlabel report --run {str(runs['run_id'].iloc[0])[:8]}"
+                      " (any unique start of its id)", highlight=False)
         return
     if dataset is not None and summary["dataset"] != dataset:
         _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")
@@ -384,20 +417,24 @@ def serve(
     config: str = typer.Option(..., "--config", help="TOML schedule (see graphlabel.example.toml)."),
     check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs and exit."),
 ) -> None:
-    """Run the labelling flow on cron schedules from a TOML file, until stopped (Prefect serve)."""
-    from graphlabel.schedule import load_schedule
+    """Run the labelling flow on the cron or interval schedules of a TOML file, until
+    stopped (Prefect serve)."""
+    from graphlabel.reporting import jobs_renderables
+    from graphlabel.schedule import ScheduleError, load_schedule
     from graphlabel.schedule import serve as serve_jobs
 
     try:
         jobs = load_schedule(config)
-    except (FileNotFoundError, ValueError) as error:
+    except ScheduleError as error:
+        if len(error.problems) > 1:
+            err.print(f"{len(error.problems)} problems in {_escape(config)}:")
+        for problem in error.problems[:-1]:
+            err.print(f"[bold red]error:[/] {_escape(problem)}")
+        _fail(error.problems[-1])
+    except FileNotFoundError as error:
         _fail(str(error))
-    table = Table("deployment", "dataset", "solver", "cron (UTC)", "graph", "k", "store", title="scheduled jobs",
-                  title_justify="left")
-    for job in jobs:
-        table.add_row(job.name, job.dataset, job.solver, job.cron, job.graph, str(job.k),
-                      job.store_uri or "$GRAPHLABEL_STORE")
-    console.print(table)
+    for renderable in jobs_renderables(jobs):
+        console.print(renderable)
     if check:
         return
     serve_jobs(jobs)

@@ -25,8 +25,17 @@ import pandas as pd
 from graphstore.base import LabelRunRecord, NotFound
 
 #: Metrics shown in their own rows or table; the others go to "other metrics".
-SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable")
+SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
+                 "n_holdout", "holdout_ece", "full_run_reason", "incremental")
 MISSING = "—"
+#: Characters of a run id the runs table shows; ``report --run`` takes any unique prefix.
+RUN_ID_SHOWN = 8
+#: Fewer held-out labels than this: the accuracy is said to be uncertain (its 95% interval
+#: is wider than ±0.1 at an accuracy of 0.9 below about 35 labels).
+MIN_HOLDOUT = 30
+#: A larger share of flagged given labels is said to point at the graph or the classes,
+#: not at a few wrong labels.
+MAX_FLAGGED_SHARE = 0.2
 
 Section = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
 
@@ -109,20 +118,32 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
         "mean_confidence": _number(metrics.get("mean_confidence")),
         "holdout_accuracy": _number(metrics.get("holdout_accuracy")),
         "n_unreachable": None if _number(metrics.get("n_unreachable")) is None else int(metrics["n_unreachable"]),
+        "n_holdout": None if _number(metrics.get("n_holdout")) is None else int(metrics["n_holdout"]),
+        "holdout_ece": _number(metrics.get("holdout_ece")),
+        "confidence_histogram": {str(k): int(v) for k, v in (metrics.get("confidence_histogram") or {}).items()},
+        "incremental": bool(metrics.get("incremental")),
+        "full_run_reason": metrics.get("full_run_reason"),
         "class_distribution": distribution,
         "other_metrics": {k: v for k, v in sorted(metrics.items()) if k not in SHOWN_METRICS},
     }
 
 
 def run_summary(store, run_id: str) -> dict[str, Any]:
-    """``summarise_run`` of the run ``run_id`` read from ``store`` (a ``GraphStore``).
+    """``summarise_run`` of the run ``run_id`` (its whole id, or the start of one run's id)
+    read from ``store`` (a ``GraphStore``).
 
     Raises
     ------
     NotFound
-        The store has no ``LabelRun`` with that id.
+        The store has no ``LabelRun`` with that id, or the prefix starts several.
     """
     runs = store.read_runs(run_id=run_id, limit=1)
+    if runs.empty and run_id:  # a unique prefix, as the runs table shows them
+        every = store.read_runs(limit=1_000_000)
+        runs = every[every["run_id"].astype(str).str.startswith(run_id)]
+        if len(runs) > 1:
+            raise NotFound(f"run id {run_id!r} is the start of {len(runs)} runs"
+                           f" ({', '.join(runs['run_id'].astype(str).head(3))}, ...): give more of it")
     if runs.empty:
         raise NotFound(f"no run {run_id!r} in the store (graphlabel report --dataset NAME lists the runs)")
     return summarise_run(runs.iloc[0].to_dict())
@@ -163,41 +184,154 @@ def _flatten(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str
     return rows
 
 
+def _count(n: int | None) -> str:
+    return MISSING if n is None else f"{n:,}"
+
+
+def _of(part: int | None, whole: int | None, what: str = "") -> str:
+    if part is None:
+        return MISSING
+    if not whole:
+        return f"{part:,}"
+    return f"{part:,} of {whole:,}{' ' + what if what else ''} ({part / whole:.1%})"
+
+
+def run_kind(s: Mapping[str, Any]) -> str:
+    """full or incremental, with the counts or the reason a person needs."""
+    metrics = s["metrics"]
+    if s["incremental"]:
+        return (f"incremental: {_count(metrics.get('n_changed'))} changed ({_count(metrics.get('n_new'))} new),"
+                f" {_count(metrics.get('n_region'))} relabelled of {_count(metrics.get('n_nodes'))}")
+    return "full" + (f" ({s['full_run_reason']})" if s["full_run_reason"] else "")
+
+
+def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What a person watching the job reads first: the accuracy on the held-out labels and
+    its size, the flagged labels and their share, the unlabeled nodes reached, coverage."""
+    s = summarise_run(summary)
+    rows = [("status", s["status"])]
+    if s["error"]:
+        rows.append(("error", s["error"]))
+        return rows
+    if s["holdout_accuracy"] is not None:
+        rows.append(("accuracy on held-out labels", f"{s['holdout_accuracy']:.3f} on {_count(s['n_holdout'])} labels"
+                     + (f" (ECE {s['holdout_ece']:.3f})" if s["holdout_ece"] is not None else "")))
+    rows.append(("labels flagged as noisy", _of(s["n_flagged"], s["n_labeled"], "given")))
+    unreachable = s["n_unreachable"] or 0
+    if s["n_unlabeled"] is not None:
+        rows.append(("unlabeled nodes reached", _of(max(s["n_unlabeled"] - unreachable, 0), s["n_unlabeled"])))
+    if s["n_nodes"] is not None:
+        rows.append(("coverage", _of(s["n_nodes"] - unreachable, s["n_nodes"], "nodes labelled")))
+    rows.append(("mean confidence", format_value(s["mean_confidence"])))
+    rows.append(("run", run_kind(s)))
+    return rows
+
+
+def statistics_warnings(summary: Mapping[str, Any]) -> list[str]:
+    """Plain words where the numbers cannot carry the weight a reader may give them."""
+    s = summarise_run(summary)
+    out = []
+    n, accuracy = s["n_holdout"], s["holdout_accuracy"]
+    if accuracy is not None and n is not None and n < MIN_HOLDOUT:
+        margin = 1.96 * math.sqrt(max(accuracy * (1 - accuracy), 0.25 / max(n, 1)) / max(n, 1))
+        out.append(f"the accuracy rests on only {n} held-out labels: it is uncertain by about ±{margin:.2f}"
+                   f" (95%); hold out {MIN_HOLDOUT} or more before trusting it")
+    if s["noise_share"] is not None and s["noise_share"] > MAX_FLAGGED_SHARE:
+        out.append(f"{s['noise_share']:.0%} of the given labels are flagged as noisy (more than"
+                   f" {MAX_FLAGGED_SHARE:.0%}): the graph or the classes are more likely wrong than that many labels")
+    if s["n_unreachable"] and s["n_nodes"]:
+        out.append(f"{s['n_unreachable']:,} nodes ({s['n_unreachable'] / s['n_nodes']:.1%}) are reached by no"
+                   f" label and have no prediction")
+    return out
+
+
+def _metric(value: Any) -> str:
+    """A metric's cell: 4 significant digits, counts with thousands separators."""
+    if isinstance(value, bool) or value is None:
+        return format_value(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return format_value(value)
+
+
+GRAPH_PARAMETERS = ("graph", "k", "metric", "weights", "delta", "sigma", "graph_built_at")
+
+
 def report_sections(summary: Mapping[str, Any]) -> list[Section]:
-    """The report as ``(title, column headers, rows)`` sections, every cell a string.
-    Empty sections (a run that recorded no timings, say) are left out."""
+    """The report as ``(title, column headers, rows)`` sections, every cell a string: the
+    headline and any warnings first, then the run, the distributions, stage times, graph,
+    parameters, versions and the other metrics. Empty sections are left out."""
     s = summarise_run(summary)
     duration = s["duration_seconds"]
     run_rows = [("run id", format_value(s["run_id"])), ("dataset", format_value(s["dataset"])),
                 ("solver", format_value(s["solver"])), ("status", s["status"]),
                 ("started", format_value(s["started_at"])), ("finished", format_value(s["finished_at"])),
-                ("duration", MISSING if duration is None else f"{duration:.1f} s")]
-    if s["error"]:
-        run_rows.append(("error", s["error"]))
-    labeled_share = (s["n_labeled"] / s["n_nodes"]) if s["n_labeled"] is not None and s["n_nodes"] else None
-    unlabeled_share = (s["n_unlabeled"] / s["n_nodes"]) if s["n_unlabeled"] is not None and s["n_nodes"] else None
-    metric_rows = [
-        ("nodes", format_value(s["n_nodes"])),
-        ("given labels", _count_with_share(s["n_labeled"], labeled_share, "nodes")),
-        ("unlabeled", _count_with_share(s["n_unlabeled"], unlabeled_share, "nodes")),
-        ("flagged as noisy", _count_with_share(s["n_flagged"], s["noise_share"], "given labels")),
-        ("mean confidence", format_value(s["mean_confidence"])),
-    ]
-    if s["holdout_accuracy"] is not None:
-        metric_rows.append(("accuracy on the held-out slice", format_value(s["holdout_accuracy"])))
-    if s["n_unreachable"] is not None:
-        metric_rows.append(("no label reachable", format_value(s["n_unreachable"])))
+                ("duration", MISSING if duration is None else f"{duration:.1f} s"),
+                ("nodes", _count(s["n_nodes"])), ("given labels", _of(s["n_labeled"], s["n_nodes"], "nodes"))]
+    histogram = s["confidence_histogram"]
+    total = sum(histogram.values())
+    graph = {name: s["parameters"][name] for name in GRAPH_PARAMETERS if s["parameters"].get(name) is not None}
     sections: list[Section] = [
+        ("headline", ("what", "value"), headline_rows(s)),
+        ("warnings", ("warning",), [(text,) for text in statistics_warnings(s)]),
         ("run", ("field", "value"), run_rows),
-        ("metrics", ("metric", "value"), metric_rows),
         ("class distribution (predicted)", ("class", "nodes", "share"),
-         [(label, str(n), f"{share:.1%}") for label, n, share in s["class_distribution"]]),
+         [(label, f"{n:,}", f"{share:.1%}") for label, n, share in s["class_distribution"]]),
+        ("confidence", ("confidence", "nodes", "share"),
+         [(bin_, f"{n:,}", f"{n / total:.1%}") for bin_, n in histogram.items()] if total else []),
         ("time per stage", ("stage", "seconds"), [(stage, f"{sec:.3f}") for stage, sec in s["timings"].items()]),
-        ("parameters", ("parameter", "value"), _flatten(s["parameters"])),
+        ("graph used", ("parameter", "value"), _flatten(graph)),
+        ("parameters", ("parameter", "value"),
+         _flatten({k: v for k, v in s["parameters"].items() if k not in GRAPH_PARAMETERS})),
         ("versions", ("library", "version"), [(name, version) for name, version in s["versions"].items()]),
-        ("other metrics", ("metric", "value"), _flatten(s["other_metrics"])),
+        ("other metrics", ("metric", "value"), [(name, _metric(value)) for name, value in
+                                                _flatten_values(s["other_metrics"])]),
     ]
     return [section for section in sections if section[2]]
+
+
+def _flatten_values(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for name, value in values.items():
+        if isinstance(value, Mapping) and value:
+            rows.extend(_flatten_values(value, f"{prefix}{name}."))
+        else:
+            rows.append((f"{prefix}{name}", value))
+    return rows
+
+
+def metrics_rows(summary: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The run's numbers as named, rounded rows, headline first (the Prefect table
+    artifact): headline, warnings, predicted classes, confidence bins, then the rest."""
+    rows = [{"metric": name, "value": value} for name, value in headline_rows(summary)]
+    rows += [{"metric": "warning", "value": text} for text in statistics_warnings(summary)]
+    for title, _, section in report_sections(summary):
+        if title == "class distribution (predicted)":
+            rows += [{"metric": f"predicted {label}", "value": f"{n} ({share})"} for label, n, share in section]
+        elif title == "confidence":
+            rows += [{"metric": f"confidence {bin_}", "value": f"{n} nodes ({share})"} for bin_, n, share in section]
+        elif title == "other metrics":
+            rows += [{"metric": name, "value": value} for name, value in section]
+    return rows
+
+
+def headline_text(summary: Mapping[str, Any]) -> str:
+    """The headline in one line (artifact descriptions, the CLI's last line)."""
+    s = summarise_run(summary)
+    name = f"{s['dataset']} · {s['solver']}"
+    if s["error"]:
+        return f"{name}: failed: {' '.join(s['error'].split())[:200]}"
+    parts = []
+    if s["holdout_accuracy"] is not None:
+        parts.append(f"accuracy {s['holdout_accuracy']:.3f} on {_count(s['n_holdout'])} held-out labels")
+    parts.append(f"{_count(s['n_flagged'])} labels flagged"
+                 + (f" ({s['noise_share']:.1%})" if s["noise_share"] is not None else ""))
+    if s["n_nodes"]:
+        parts.append(f"{(s['n_nodes'] - (s['n_unreachable'] or 0)) / s['n_nodes']:.1%} of {s['n_nodes']:,} nodes"
+                     " labelled")
+    return f"{name}: " + "; ".join(parts)
 
 
 def _markdown_cell(text: str) -> str:
@@ -219,8 +353,9 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
         A ``#`` title and one ``##`` table per section of ``report_sections``.
     """
     summary = summarise_run(run)
-    lines = [f"# Labelling run `{summary['run_id']}`: {summary['dataset']}, {summary['solver']},"
-             f" {summary['status']}", ""]
+    # the whole id is in the run section; the title stays one line in the UI
+    lines = [f"# {summary['dataset']} · {summary['solver']}, {summary['status']}"
+             f" (run `{str(summary['run_id'])[:RUN_ID_SHOWN]}`)", "", headline_text(summary), ""]
     for title, headers, rows in report_sections(summary):
         lines += [f"## {title.capitalize()}", "",
                   "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -249,34 +384,49 @@ def run_report_renderables(summary: Mapping[str, Any]) -> list:
 
     summary = summarise_run(summary)
     style = STATUS_STYLE.get(summary["status"], "")
-    title = Text.assemble((f"run {summary['run_id']}", "bold"), f": {summary['dataset']}, {summary['solver']}, ",
-                          (summary["status"], style))
+    title = Text.assemble((f"run {str(summary['run_id'])[:RUN_ID_SHOWN]}", "bold"),
+                          f": {summary['dataset']} · {summary['solver']}, ", (summary["status"], style))
     out: list = [Rule(title)]
     for name, headers, rows in report_sections(summary):
         table = Table(*headers, title=name, title_justify="left", show_edge=False)
         for row in rows:
-            emphasis = style if name == "run" and row[0] in ("status", "error") else ""
+            emphasis = style if name in ("run", "headline") and row[0] in ("status", "error") else \
+                "yellow" if name == "warnings" else ""
             table.add_row(*(_text(cell, emphasis) for cell in row))
         out.append(table)
     return out
 
 
 def runs_table(runs: pd.DataFrame, title: str = "runs"):
-    """A rich table of ``read_runs`` rows, newest first, one line per run."""
+    """A rich table of ``read_runs`` rows, newest first, one line per run, in 80 columns:
+    run ids cut to their first characters (a unique prefix is enough for ``report --run``),
+    a failed run's numbers as dashes (its error: ``failed_runs``)."""
+    from rich import box
     from rich.table import Table
 
-    table = Table("run id", "status", "solver", "started (UTC)", "duration", "nodes", "given", "flagged",
-                  "mean conf.", "holdout acc.", title=title, title_justify="left")
+    table = Table(title=f"{title} (times in UTC)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+                  pad_edge=False, show_edge=False)
+    for name in ("run", "started", "status", "solver", "kind", "nodes", "flagged", "acc.", "time"):
+        table.add_column(name, no_wrap=True, justify="right" if name in ("nodes", "flagged", "time") else "left")
     for row in runs.to_dict("records"):
         s = summarise_run(row)
         duration = s["duration_seconds"]
-        table.add_row(_text(str(s["run_id"])), _text(s["status"], STATUS_STYLE.get(s["status"], "")),
-                      _text(format_value(s["solver"])),
-                      MISSING if s["started_at"] is None else f"{s['started_at']:%Y-%m-%d %H:%M}",
-                      MISSING if duration is None else f"{duration:.1f} s",
-                      format_value(s["n_nodes"]), format_value(s["n_labeled"]), format_value(s["n_flagged"]),
-                      format_value(s["mean_confidence"]), format_value(s["holdout_accuracy"]))
+        failed = s["status"] == "failed"
+        table.add_row(_text(str(s["run_id"])[:RUN_ID_SHOWN]),
+                      MISSING if s["started_at"] is None else f"{s['started_at']:%m-%d %H:%M}",
+                      _text(s["status"], STATUS_STYLE.get(s["status"], "")), _text(format_value(s["solver"])),
+                      "incr." if s["incremental"] else "full",
+                      MISSING if failed else _count(s["n_nodes"]),
+                      MISSING if failed else _count(s["n_flagged"]),
+                      MISSING if failed or s["holdout_accuracy"] is None else f"{s['holdout_accuracy']:.3f}",
+                      MISSING if duration is None else f"{duration:.1f} s")
     return table
+
+
+def failed_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """(run id prefix, error) of the failed runs among ``read_runs`` rows."""
+    return [(str(row["run_id"])[:RUN_ID_SHOWN], row.get("error") or "no error recorded")
+            for row in runs.to_dict("records") if row.get("status") == "failed"]
 
 
 def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -> list:
@@ -307,3 +457,59 @@ def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -
                           _text(format_value(row.given_label)), _text(format_value(row.predicted_label)),
                           "yes" if row.agrees else "no")
     return [about, shares, strongest]
+
+
+def jobs_renderables(jobs) -> list:
+    """The jobs of a schedule (``graphlabel.schedule.Job``) as rich tables, one per job with
+    every field, so ``serve --check`` shows what will run in 80 columns."""
+    from rich.table import Table
+
+    out = []
+    for job in jobs:
+        table = Table("field", title=_text(f"job {job.name}"), title_justify="left", show_edge=False)
+        table.add_column("value", overflow="fold")  # a long store path wraps, never cut
+        rows = (("dataset", job.dataset), ("schedule", job.schedule), ("solver", job.solver),
+                ("solver params", job.solver_params or None), ("graph", job.graph), ("k", job.k),
+                ("delta", job.delta), ("runs", "full" if job.full or job.holdout else
+                                      "incremental (first run full)" if job.full is None else "incremental"),
+                ("holdout", f"{job.holdout:.0%} of the given labels" if job.holdout else None),
+                ("keep runs", job.keep_runs if job.keep_runs else "all"),
+                ("store", job.store_uri or "$GRAPHLABEL_STORE (else .graphlabel)"))
+        for name, value in rows:
+            table.add_row(name, _text(format_value(value)))
+        out.append(table)
+    return out
+
+
+def _query_cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT:
+        return MISSING
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return str(value)
+
+
+def query_table(frame: pd.DataFrame):
+    """A query's rows as a rich table: every value in full (long ones wrap, never cut with
+    an ellipsis), nulls as a dash."""
+    from rich.table import Table
+
+    table = Table(show_edge=False)
+    for column in frame.columns:
+        table.add_column(str(column), overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_text(_query_cell(value)) for value in row))
+    return table
+
+
+def query_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A query's rows as JSON-ready dicts: floats in full, nulls as None, timestamps in ISO
+    8601 (``json.dump(..., default=str)`` writes the rest)."""
+    def value(v: Any) -> Any:
+        if v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
+            return None
+        if isinstance(v, pd.Timestamp):
+            return v.isoformat()
+        return v.item() if hasattr(v, "item") and not isinstance(v, (bytes, str)) else v
+
+    return [{str(k): value(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]

@@ -1,4 +1,5 @@
-"""Scheduled labelling: a TOML file of jobs, served as Prefect deployments on cron schedules.
+"""Scheduled labelling: a TOML file of jobs, served as Prefect deployments on cron or
+interval schedules.
 
 ``graphlabel serve --config graphlabel.toml`` and the compose ``labeller`` container
 (``docker/serve_labelling.py``) both go through ``deployments(jobs)`` and
@@ -12,7 +13,8 @@ The file (see ``graphlabel.example.toml``)::
 
     [[jobs]]
     dataset = "products"                  # required
-    cron = "0 3 * * *"                    # required, UTC
+    cron = "0 3 * * *"                    # a schedule is required: cron (UTC) ...
+    # interval = 600                      # ... or seconds between runs
     solver = "harmonic"                   # default "harmonic"
     solver_params = { gamma_g = 0.1 }     # default {}
     k = 10                                # default 10
@@ -21,7 +23,8 @@ The file (see ``graphlabel.example.toml``)::
     name = "products-nightly"             # optional, default "label-DATASET-SOLVER"
 
 Every field is checked when the file is loaded, so a typo fails at start-up with the file,
-the job and the field named, not at three in the morning.
+the job and the field named, not at three in the morning; every problem in the file is
+reported at once, not only the first.
 """
 
 from __future__ import annotations
@@ -33,32 +36,40 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from graphstore.base import check_dataset_name
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
-JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "k", "graph", "delta", "full", "store",
-            "keep_runs", "holdout"}
+JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "full",
+            "store", "keep_runs", "holdout"}
 DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 class ScheduleError(ValueError):
-    """A schedule file (or environment) that cannot be served; the message says where."""
+    """A schedule file (or environment) that cannot be served: ``problems`` lists every
+    problem found, each naming the file, the job and the field; the message has one a line."""
+
+    def __init__(self, problems: str | list[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 @dataclass(frozen=True)
 class Job:
-    """One scheduled labelling run: ``labelling_flow`` parameters and a cron schedule.
+    """One scheduled labelling run: ``labelling_flow`` parameters and a cron or interval schedule.
 
     Parameters
     ----------
     name : str
         Deployment name, unique within a schedule.
     dataset : str
-    cron : str
+    cron : str or None
         Five-field cron expression, evaluated in UTC.
+    interval : float or None
+        Seconds between runs (exactly one of ``cron`` and ``interval`` is set).
     solver : str
         One of ``solvers.METHODS``.
     solver_params : dict
@@ -82,7 +93,8 @@ class Job:
 
     name: str
     dataset: str
-    cron: str
+    cron: str | None = None
+    interval: float | None = None
     solver: str = "harmonic"
     solver_params: dict[str, Any] = field(default_factory=dict)
     k: int = 10
@@ -92,6 +104,24 @@ class Job:
     store_uri: str | None = None
     keep_runs: int | None = None
     holdout: float = 0.0
+
+    @property
+    def schedule(self) -> str:
+        """The schedule as a person reads it: ``cron 0 3 * * * (UTC)`` or ``every 10 min``."""
+        if self.cron is not None:
+            return f"cron {self.cron} (UTC)"
+        seconds = self.interval or 0
+        for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+            if seconds >= size and seconds % size == 0:
+                return f"every {seconds / size:g} {unit}"
+        return f"every {seconds:g} s"
+
+    @property
+    def tags(self) -> list[str]:
+        """The tags of the job's flow runs, as the CLI gives its own runs
+        (``flows.labelling.run_tags``)."""
+        return ["graphlabel", self.dataset, self.solver, "full" if self.full or self.holdout else "incremental",
+                "scheduled"]
 
     def parameters(self) -> dict[str, Any]:
         """The ``labelling_flow`` parameters of this job's runs."""
@@ -125,77 +155,96 @@ def _check_cron(cron: str) -> str | None:
     return None
 
 
-def _check_store(uri: Any, where: str) -> None:
+def _store_problem(uri: Any) -> str | None:
+    """Why ``uri`` cannot be a job's store, or None."""
     from graphstore.secrets import check_store_uri, redact_uri
 
     if not isinstance(uri, str) or not uri.strip():
-        raise ScheduleError(f"{where}: store must be a store URI (a folder, neo4j:// or bolt://),"
-                            f" got {redact_uri(uri) if isinstance(uri, str) else uri!r}")
+        return (f"store must be a store URI (a folder, neo4j:// or bolt://),"
+                f" got {redact_uri(uri) if isinstance(uri, str) else uri!r}")
     try:
         # a password in the URI would be kept in every deployment's parameters on the server
         check_store_uri(uri)
     except ValueError as exc:
-        raise ScheduleError(f"{where}: {exc}") from None
+        return str(exc)
+    return None
 
 
-def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], graph_kinds: tuple[str, ...]) -> Job:
+def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], graph_kinds: tuple[str, ...],
+         problems: list[str]) -> Job | None:
+    """The job of one ``[[jobs]]`` table; every problem found is appended to ``problems``
+    (named by ``where`` and the field) and the job is then None."""
     if not isinstance(raw, Mapping):
-        raise ScheduleError(f"{where}: a job must be a table ([[jobs]]), got {type(raw).__name__}")
+        problems.append(f"{where}: a job must be a table ([[jobs]]), got {type(raw).__name__}")
+        return None
+    found: list[str] = []
     unknown = sorted(set(raw) - JOB_KEYS)
     if unknown:
-        raise ScheduleError(f"{where}: unknown field(s) {unknown}; a job takes {sorted(JOB_KEYS)}")
-    for required in ("dataset", "cron"):
-        if required not in raw:
-            raise ScheduleError(f"{where}: missing required field {required!r}")
+        found.append(f"unknown field(s) {unknown}; a job takes {sorted(JOB_KEYS)}")
+    if "dataset" not in raw:
+        found.append("missing required field 'dataset'")
+    if "cron" not in raw and "interval" not in raw:
+        found.append("needs a schedule: cron = \"0 3 * * *\" (UTC) or interval = SECONDS")
+    elif "cron" in raw and "interval" in raw:
+        found.append("has both cron and interval; give one")
 
-    def bad(name: str, message: str) -> ScheduleError:
-        return ScheduleError(f"{where}: {name} {message}, got {raw[name]!r}")
+    def bad(name: str, message: str) -> None:
+        found.append(f"{name} {message}, got {raw[name]!r}")
 
-    try:
-        dataset = check_dataset_name(raw["dataset"])
-    except ValueError as exc:
-        raise ScheduleError(f"{where}: {exc}") from None
-    where = f"{where} (dataset {dataset!r})"
-    cron = raw["cron"]
-    if not isinstance(cron, str):
-        raise bad("cron", "must be a string such as \"0 3 * * *\"")
-    reason = _check_cron(cron)
-    if reason:
-        raise ScheduleError(f"{where}: cron {cron!r} {reason}")
+    dataset = raw.get("dataset")
+    if "dataset" in raw:
+        try:
+            dataset = check_dataset_name(raw["dataset"])
+            where = f"{where} (dataset {dataset!r})"
+        except ValueError as exc:
+            found.append(str(exc))
+    cron = raw.get("cron")
+    if cron is not None:
+        if not isinstance(cron, str):
+            bad("cron", "must be a string such as \"0 3 * * *\"")
+        elif reason := _check_cron(cron):
+            found.append(f"cron {cron!r} {reason}")
+    interval = raw.get("interval")
+    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, (int, float))
+                                 or not interval >= 1):
+        bad("interval", "must be a number of seconds >= 1")
     solver = raw.get("solver", "harmonic")
     if solver not in solvers:
-        raise bad("solver", f"must be one of {list(solvers)}")
+        bad("solver", f"must be one of {list(solvers)}")
     solver_params = raw.get("solver_params", {})
     if not isinstance(solver_params, Mapping):
-        raise bad("solver_params", "must be a table such as { gamma_g = 0.1 }")
+        bad("solver_params", "must be a table such as { gamma_g = 0.1 }")
     k = raw.get("k", 10)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise bad("k", "must be a positive integer")
+        bad("k", "must be a positive integer")
     graph = raw.get("graph", "knn")
     if graph not in graph_kinds:
-        raise bad("graph", f"must be one of {list(graph_kinds)}")
+        bad("graph", f"must be one of {list(graph_kinds)}")
     delta = raw.get("delta")
     if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float)) or not delta > 0):
-        raise bad("delta", "must be a positive number")
+        bad("delta", "must be a positive number")
     if graph == "delta" and delta is None:
-        raise ScheduleError(f"{where}: graph \"delta\" needs delta = <distance threshold>")
+        found.append("graph \"delta\" needs delta = <distance threshold>")
     full = raw.get("full")
     if full is not None and not isinstance(full, bool):
-        raise bad("full", "must be true or false")
+        bad("full", "must be true or false")
     keep_runs = raw.get("keep_runs")
     if keep_runs is not None and (isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 1):
-        raise bad("keep_runs", "must be a positive integer")
+        bad("keep_runs", "must be a positive integer")
     holdout = raw.get("holdout", 0.0)
     if isinstance(holdout, bool) or not isinstance(holdout, (int, float)) or not 0 <= holdout < 1:
-        raise bad("holdout", "must be a number in [0, 1)")
-    job_store = raw.get("store", store)
-    if "store" in raw:
-        _check_store(raw["store"], where)
+        bad("holdout", "must be a number in [0, 1)")
+    if "store" in raw and (reason := _store_problem(raw["store"])):
+        found.append(reason)
     name = raw.get("name", f"label-{dataset}-{solver}")
     if not isinstance(name, str) or not DEPLOYMENT_NAME.match(name):
-        raise ScheduleError(f"{where}: name must be 1-100 letters, digits, '_', '.' or '-', got {name!r}")
-    return Job(name=name, dataset=dataset, cron=cron, solver=solver, solver_params=dict(solver_params),
-               k=k, graph=graph, delta=None if delta is None else float(delta), full=full, store_uri=job_store,
+        found.append(f"name must be 1-100 letters, digits, '_', '.' or '-', got {name!r}")
+    if found:
+        problems.extend(f"{where}: {problem}" for problem in found)
+        return None
+    return Job(name=name, dataset=dataset, cron=cron, interval=None if interval is None else float(interval),
+               solver=solver, solver_params=dict(solver_params), k=k, graph=graph,
+               delta=None if delta is None else float(delta), full=full, store_uri=raw.get("store", store),
                keep_runs=keep_runs, holdout=float(holdout))
 
 
@@ -205,29 +254,34 @@ def parse_schedule(document: Mapping[str, Any], source: str = "schedule") -> lis
     Raises
     ------
     ScheduleError
-        The first problem found, naming ``source``, the job and the field.
+        Every problem found (``ScheduleError.problems``, one line each in the message),
+        each naming ``source``, the job and the field.
     """
     from flows.tasks import GRAPH_KINDS
     from solvers.registry import METHODS
 
     if not isinstance(document, Mapping):
-        raise ScheduleError(f"{source}: a schedule must be a table, got {type(document).__name__}")
+        raise ScheduleError([f"{source}: a schedule must be a table, got {type(document).__name__}"])
+    problems: list[str] = []
     unknown = sorted(set(document) - TOP_LEVEL_KEYS)
     if unknown:
-        raise ScheduleError(f"{source}: unknown top-level field(s) {unknown}; a schedule takes"
-                            f" {sorted(TOP_LEVEL_KEYS)}")
+        problems.append(f"{source}: unknown top-level field(s) {unknown}; a schedule takes"
+                        f" {sorted(TOP_LEVEL_KEYS)}")
     store = document.get("store")
-    if store is not None:
-        _check_store(store, source)
+    if store is not None and (reason := _store_problem(store)):
+        problems.append(f"{source}: {reason}")
     raw_jobs = document.get("jobs")
     if not isinstance(raw_jobs, list) or not raw_jobs:
-        raise ScheduleError(f"{source}: no jobs: add at least one [[jobs]] table with dataset and cron")
-    jobs = [_job(raw, f"{source}: jobs[{i}]", store, tuple(METHODS), tuple(GRAPH_KINDS))
+        problems.append(f"{source}: no jobs: add at least one [[jobs]] table with dataset and cron or interval")
+        raw_jobs = []
+    jobs = [_job(raw, f"{source}: jobs[{i}]", store, tuple(METHODS), tuple(GRAPH_KINDS), problems)
             for i, raw in enumerate(raw_jobs)]
-    names = [job.name for job in jobs]
+    names = [job.name for job in jobs if job is not None]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise ScheduleError(f"{source}: job names must be unique, {duplicates} repeat(s); set name = \"...\"")
+        problems.append(f"{source}: job names must be unique, {duplicates} repeat(s); set name = \"...\"")
+    if problems:
+        raise ScheduleError(problems)
     return jobs
 
 
@@ -298,7 +352,8 @@ def jobs_from_env(environ: Mapping[str, str] | None = None) -> list[Job]:
 
 
 def deployments(jobs: list[Job]) -> list:
-    """One ``RunnerDeployment`` of ``labelling_flow`` per job, on the job's cron schedule.
+    """One ``RunnerDeployment`` of ``labelling_flow`` per job, on the job's cron or interval
+    schedule.
 
     Raises
     ------
@@ -306,6 +361,8 @@ def deployments(jobs: list[Job]) -> list:
         A job passes a parameter this version of the flow does not take (``full`` before
         incremental runs exist): refused here rather than failing every scheduled run.
     """
+    from prefect.deployments.runner import EntrypointType
+
     from flows.labelling import labelling_flow
 
     accepted = set(inspect.signature(labelling_flow.fn).parameters)
@@ -315,10 +372,18 @@ def deployments(jobs: list[Job]) -> list:
         missing = sorted(set(parameters) - accepted)
         if missing:
             raise ScheduleError(f"job {job.name!r}: the labelling flow takes no parameter(s) {missing}")
-        out.append(labelling_flow.to_deployment(
-            name=job.name, cron=job.cron, parameters=parameters, tags=["graphlabel", job.dataset],
-            description=f"Label dataset {job.dataset!r} with {job.solver} on cron {job.cron!r} (UTC).",
-        ))
+        when = {"cron": job.cron} if job.cron is not None else {"interval": timedelta(seconds=job.interval)}
+        kind = "every node (full)" if job.full or job.holdout else "what changed since the last run (incremental)"
+        deployment = labelling_flow.to_deployment(
+            name=job.name, parameters=parameters, tags=job.tags, **when, entrypoint_type=EntrypointType.MODULE_PATH,
+            description=f"Label dataset {job.dataset!r} with {job.solver}, {job.schedule}: relabels {kind}"
+                        f" on the {job.graph} graph (k={job.k})."
+                        + (f" Scores each run on {job.holdout:.0%} of the given labels." if job.holdout else "")
+                        + (f" Keeps the newest {job.keep_runs} runs." if job.keep_runs else ""),
+        )
+        # the engine that starts a served run imports a Prefect flow from here (flows/served.py)
+        deployment.entrypoint = "flows.served.labelling_flow"
+        out.append(deployment)
     return out
 
 

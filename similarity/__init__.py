@@ -1,19 +1,31 @@
 """Similarity graphs built locally from feature vectors (the embedded store's edge builder,
-and the reference the Neo4j/GDS builder is checked against)."""
+and the reference the Neo4j/GDS builder is checked against).
 
-from .cut_graphs import DELTA_RULES, delta_rule, delta_rule_graph, mincut3_graph
-from .knn import (delta_graph, gaussian_sigma_from_edges, knn_edges_for, knn_graph, nearest_neighbors,
-                  symmetrise_graph)
+The names below are imported on first use: the modules load scikit-learn (about 1 s), which
+a command that only labels or reads the store never needs (bench/cli.py).
+"""
 
-__all__ = [
-    "knn_graph",
-    "knn_edges_for",
-    "gaussian_sigma_from_edges",
-    "delta_graph",
-    "nearest_neighbors",
-    "symmetrise_graph",
-    "mincut3_graph",
-    "delta_rule",
-    "delta_rule_graph",
-    "DELTA_RULES",
-]
+from __future__ import annotations
+
+import importlib
+
+_HOMES = {
+    "knn_graph": "knn", "knn_edges_for": "knn", "gaussian_sigma_from_edges": "knn", "delta_graph": "knn",
+    "nearest_neighbors": "knn", "symmetrise_graph": "knn",
+    "mincut3_graph": "cut_graphs", "delta_rule": "cut_graphs", "delta_rule_graph": "cut_graphs",
+    "DELTA_RULES": "cut_graphs",
+}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

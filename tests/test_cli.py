@@ -38,7 +38,7 @@ def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
     assert result.exit_code == 0 and "40" in result.output
     result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.key = $key AND e.label_confidence >= $lo"
                                  " RETURN e.given_label AS given", "-p", "key=n1", "-p", "lo=0", "--store", store_path])
-    assert result.exit_code == 0 and "p" in result.output and "1 rows" in result.output
+    assert result.exit_code == 0 and "p" in result.output and "1 row" in result.output
 
 
 def test_ingest_with_nothing_valid_exits_non_zero_and_writes_rejects(tmp_path, store_path):

@@ -1,6 +1,9 @@
 """The operating commands (report, prune-runs, explain, serve --check) on a real Kùzu
 store; none of them starts a flow, so no Prefect server is needed."""
 
+import io
+import json
+
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -39,22 +42,41 @@ def store_with_runs(store_path):
 
 
 def test_report_lists_a_datasets_runs_newest_first(store_with_runs):
-    result = invoke("report", "--dataset", "toy", "--store", store_with_runs)
+    result = runner.invoke(app, ["report", "--dataset", "toy", "--store", store_with_runs], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if "run-" in line]
-    assert [line.split()[1] for line in lines] == ["run-3", "run-2", "run-1", "run-0"]
-    assert "failed" in lines[2] and "0.750" in lines[0]
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    lines = [line for line in result.output.splitlines() if line.startswith("run-") and "failed:" not in line]
+    assert [line.split()[0] for line in lines] == ["run-3", "run-2", "run-1", "run-0"]
+    assert "0.750" in lines[0] and "3" in lines[0].split()
+    # a failed run: its numbers are dashes, its error is said under the table
+    assert "failed" in lines[2] and "0.750" not in lines[2] and lines[2].count("—") == 3
+    assert "run-1 failed: boom" in result.output
+    assert "graphlabel report --run run-3" in result.output
 
 
 def test_report_of_one_run_in_the_terminal_and_as_markdown(store_with_runs):
-    result = invoke("report", "--run", "run-3", "--store", store_with_runs)
+    result = runner.invoke(app, ["report", "--run", "run-3", "--store", store_with_runs], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    for text in ("run run-3: toy, harmonic, completed", "accuracy on the held-out slice", "0.750",
-                 "unlabeled", "1 (33.3% of nodes)", "0.125", "0.11.3", "30.0 s"):
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    for text in ("run run-3: toy · harmonic, completed", "accuracy on held-out labels", "0.750",
+                 "unlabeled nodes reached", "1 of 1 (100.0%)", "0.125", "0.11.3", "30.0 s"):
         assert text in result.output, text
+    # the headline comes before everything else
+    assert result.output.index("headline") < result.output.index("class distribution")
     result = invoke("report", "--run", "run-1", "--markdown", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
     assert "| status | failed |" in result.output and "| error | boom |" in result.output
+
+
+def test_report_takes_a_unique_start_of_a_run_id(store_with_runs):
+    with open_store(store_with_runs) as store:
+        store.write_run(LabelRunRecord("3f2a1b9c-0000-4000-8000-000000000000", "toy", "harmonic", {}, {}, {},
+                                       T0 + pd.Timedelta(hours=9), T0 + pd.Timedelta(hours=9, seconds=3), 3, 2, 0))
+    result = invoke("report", "--run", "3f2a", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    assert "run 3f2a1b9c: toy · harmonic, completed" in result.output
+    result = invoke("report", "--run", "run-", "--store", store_with_runs)
+    assert result.exit_code == 1 and "is the start of 4 runs" in result.output
 
 
 def test_report_errors_are_one_clear_line(store_with_runs):
@@ -102,3 +124,63 @@ def test_serve_check_validates_and_lists_without_serving(tmp_path):
     assert result.exit_code == 1 and "k must be a positive integer, got 'five'" in result.output
     result = invoke("serve", "--config", str(tmp_path / "missing.toml"))
     assert result.exit_code == 1 and "missing.toml" in result.output
+
+
+def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = "five"\nsolver = "magic"\n\n'
+                   '[[jobs]]\ndataset = "other"\ninterval = 0\n')
+    result = runner.invoke(app, ["serve", "--config", str(bad), "--check"], env={"COLUMNS": "80"})
+    assert result.exit_code == 1
+    assert "3 problems in" in result.output
+    for text in ("got 'five'", "got 'magic'", "jobs[1] (dataset 'other'): interval must be"):
+        assert text in " ".join(result.output.split()), text
+    good = tmp_path / "good.toml"
+    store = "/a/store/folder/whose/path/is/longer/than/any/terminal/is/wide/graphlabel-store-of-products"
+    good.write_text(f'[[jobs]]\nname = "products-nightly"\ndataset = "products"\ncron = "0 3 * * *"\n'
+                    f'solver = "mincut"\nsolver_params = {{ alpha = 0.1 }}\nk = 15\nholdout = 0.1\n'
+                    f'keep_runs = 30\nstore = "{store}"\n')
+    result = runner.invoke(app, ["serve", "--config", str(good), "--check"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    text = " ".join(result.output.split())
+    for field, value in (("dataset", "products"), ("schedule", "cron 0 3 * * * (UTC)"), ("solver", "mincut"),
+                         ("solver params", '{"alpha": 0.1}'), ("graph", "knn"), ("k", "15"), ("runs", "full"),
+                         ("holdout", "10% of the given labels"), ("keep runs", "30")):
+        assert f" {field} │ {value} " in text, field
+    # the store path is wrapped, never cut with an ellipsis
+    assert "…" not in result.output and store.replace("/", "") in "".join(result.output.split()).replace("/", "").replace("│", "")
+
+
+def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_runs):
+    cypher = ("MATCH (e:Entity) WHERE e.dataset = 'toy' RETURN e.key AS key, e.given_label AS given,"
+              " e.label_confidence AS confidence, e.label_noise AS noise ORDER BY e.key")
+    long_key = "a-key-much-longer-than-any-column-of-an-eighty-column-table-could-show-at-once"
+    with open_store(store_with_runs) as store:
+        store.write_nodes("toy", pa.table({"key": [long_key], "features": [[3.0]], "label": ["y"]}).cast(NODE_SCHEMA))
+    result = runner.invoke(app, ["query", cypher, "--store", store_with_runs], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output and "None" not in result.output and "nan" not in result.output
+    assert long_key in "".join(line.split("│")[0].strip() for line in result.output.splitlines())
+    assert "4 rows" in result.output and " — " in result.output  # a's given label is null
+    result = invoke("query", cypher, "--format", "csv", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(io.StringIO(result.output), keep_default_na=False)
+    assert frame.columns.tolist() == ["key", "given", "confidence", "noise"]
+    assert frame.loc[0].tolist() == ["a", "", "0.6", ""]  # nulls are empty cells
+    result = invoke("query", cypher, "--format", "json", "--store", store_with_runs)
+    rows = json.loads(result.output)
+    assert rows[0] == {"key": "a", "given": None, "confidence": 0.6, "noise": None}
+    assert rows[1] == {"key": long_key, "given": "y", "confidence": None, "noise": None}
+    result = invoke("query", cypher, "--format", "xml", "--store", store_with_runs)
+    assert result.exit_code == 1 and "--format must be table, csv or json" in result.output
+
+
+@pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",
+                                     "explain", "serve"])
+def test_help_reads_plainly_in_80_columns(command):
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80

@@ -3,6 +3,8 @@ against solving the whole graph at once."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -132,7 +134,8 @@ def _predictions(store_path):
                            "RETURN e.key AS key, e.predicted_label AS label").set_index("key")["label"].sort_index()
 
 
-def _solve_task_runs(flow_run_id: str) -> int:
+def _solve_task_runs(flow_run_id: str) -> list[str]:
+    """The names of the flow run's solve task runs, sorted."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, TaskRunFilter, TaskRunFilterName
 
@@ -140,7 +143,7 @@ def _solve_task_runs(flow_run_id: str) -> int:
         runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
             task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="solve")))
-    return sum(run.name.startswith("solve-") for run in runs)
+    return sorted(run.name for run in runs if run.name.startswith("solve"))
 
 
 @pytest.mark.usefixtures("prefect_harness")
@@ -152,11 +155,14 @@ def test_flow_maps_the_solve_over_component_batches(island_store):
                            solver_params={"detect_noise": False})
     assert split["metrics"]["n_components"] == 12
     assert split["metrics"]["n_solver_batches"] == 4  # 12 islands of 60 nodes, ~150 per batch
-    assert _solve_task_runs(split["run_id"]) == 4
+    # one task run per batch, named by its place and size
+    names = _solve_task_runs(split["run_id"])
+    sizes = [re.fullmatch(rf"solve\[{i}/4: (\d+) nodes\]", name) for i, name in enumerate(names, 1)]
+    assert all(sizes) and sum(int(m.group(1)) for m in sizes) % 60 == 0, names
     split_labels = _predictions(store_path)
     whole = labelling_flow("islands", store_uri=store_path, build_graph=False, split_components=False,
                            solver_params={"detect_noise": False})
-    assert _solve_task_runs(whole["run_id"]) == 1
+    assert len(_solve_task_runs(whole["run_id"])) == 1
     assert split_labels.equals(_predictions(store_path))
 
 
@@ -170,6 +176,26 @@ def test_a_dask_cluster_solves_the_batches_without_code_changes(island_store):
     on_threads = _predictions(store_path)
     dask_flow = labelling_flow.with_options(task_runner=dask_runner(n_workers=2))
     on_dask = dask_flow("islands", store_uri=store_path, build_graph=False, batch_nodes=150)
-    assert _solve_task_runs(on_dask["run_id"]) == 4
+    assert len(_solve_task_runs(on_dask["run_id"])) == 4
     assert on_dask["metrics"]["class_counts"] == threads["metrics"]["class_counts"]
     assert _predictions(store_path).equals(on_threads)
+
+
+def test_without_a_server_the_batches_run_here_or_on_a_dask_client(island_store):
+    """No Prefect server: the flow's function runs directly, its batches in this process or,
+    with ``dask_client``, on a local Dask cluster; the same labels either way."""
+    from flows.labelling import labelling_flow
+    from flows.runners import dask_client
+
+    store_path, _, _ = island_store
+    here = labelling_flow.fn("islands", store_uri=store_path, build_graph=False, batch_nodes=150)
+    on_here = _predictions(store_path)
+    from distributed import get_task_stream
+
+    with dask_client(n_workers=2) as client:
+        with get_task_stream(client) as stream:
+            on_dask = labelling_flow.fn("islands", store_uri=store_path, build_graph=False, batch_nodes=150)
+        assert len(client.scheduler_info()["workers"]) == 2
+    assert len(stream.data) == 4  # one Dask task per batch
+    assert here["metrics"]["n_solver_batches"] == on_dask["metrics"]["n_solver_batches"] == 4
+    assert _predictions(store_path).equals(on_here)

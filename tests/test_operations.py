@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ def _artifacts(flow_run_id: str) -> dict:
 
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
-    return {a.key: a for a in found}
+    return {a.key: a for a in found if a.key}  # keyless ones: results Prefect keeps itself
 
 
 def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
@@ -58,13 +59,42 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     artifacts = _artifacts(result["run_id"])
     assert set(artifacts) == {"label-digits-metrics", "label-digits-report", "label-digits-reliability"}
     table = artifacts["label-digits-metrics"].data
-    rows = {row["metric"]: row["value"] for row in (json.loads(table) if isinstance(table, str) else table)}
-    assert float(rows["holdout_accuracy"]) == pytest.approx(metrics["holdout_accuracy"])
+    rows = [(row["metric"], row["value"]) for row in (json.loads(table) if isinstance(table, str) else table)]
+    # headline first, named and rounded: the accuracy with the size it rests on
+    assert rows[:2] == [("status", "completed"), ("accuracy on held-out labels",
+                                                   f"{metrics['holdout_accuracy']:.3f} on 50 labels"
+                                                   f" (ECE {metrics['holdout_ece']:.3f})")]
+    assert [name for name, _ in rows[2:5]] == ["labels flagged as noisy", "unlabeled nodes reached", "coverage"]
+    assert all(len(value) < 60 for _, value in rows)  # no 17-digit floats
+    description = artifacts["label-digits-metrics"].description
+    assert description.startswith(f"digits · harmonic: accuracy {metrics['holdout_accuracy']:.3f} on 50")
     report = artifacts["label-digits-report"].data
-    assert result["run_id"] in report and "/runs/task-run/" in report and "[solve" in report
+    assert result["run_id"] in report and "/runs/task-run/" in report and "[solve[1/1: 1,797 nodes]]" in report
+    assert report.index("## Headline") < report.index("## Run")
     image = artifacts["label-digits-reliability"].data
     assert image.startswith("data:image/png;base64,")
-    assert base64.b64decode(image.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    png = base64.b64decode(image.split(",", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (800, 550)
+    # the flow run is named by what it does, its task runs by their stage
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    texts = ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
+             "wrote 1797 predictions", "published the run's report")
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(result["run_id"])
+        for _ in range(20):  # logs reach the API in batches, after the flow returns
+            logs = [log.message for log in client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[result["run_id"]])))]
+            if all(any(text in message for message in logs) for text in texts):
+                break
+            time.sleep(0.5)
+    assert flow_run.name == "digits · harmonic · full"
+    for text in ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
+                 "wrote 1797 predictions", "published the run's report"):
+        assert any(text in message for message in logs), (text, logs)
     with open_store(store_path) as store:
         run = store.read_runs(run_id=result["run_id"]).iloc[0]
     assert run["status"] == "completed" and run["metrics"]["holdout_accuracy"] == metrics["holdout_accuracy"]
@@ -134,6 +164,31 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     after_failure, clean_run = _predictions(store_path), _predictions(clean_path)
     assert after_failure["label"].equals(clean_run["label"])
     assert (after_failure["run"] == rerun["run_id"]).all()
+
+
+def test_an_incremental_run_that_changed_nothing_publishes_no_new_plot(digits_store):
+    store_path, _ = digits_store
+    labelling_flow("digits", store_uri=store_path)
+    again = labelling_flow("digits", store_uri=store_path)
+    assert again["metrics"]["incremental"] and again["metrics"]["n_region"] == 0
+    artifacts = _artifacts(again["run_id"])
+    assert set(artifacts) == {"label-digits-metrics", "label-digits-report"}
+    assert "incremental: 0 changed" in artifacts["label-digits-report"].data
+
+
+def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
+    store_path, _ = digits_store
+    labelling_flow("digits", store_uri=store_path)  # a success first: its report must not outlive the failure
+    flaky(failures=10, error=RuntimeError)
+    with pytest.raises(RuntimeError, match="injected"):
+        labelling_flow("digits", store_uri=store_path, full=True)
+    with open_store(store_path) as store:
+        failed_id = store.read_runs("digits")["run_id"][0]
+    artifacts = _artifacts(failed_id)
+    assert set(artifacts) == {"label-digits-metrics", "label-digits-report", "label-digits-reliability"}
+    report = artifacts["label-digits-report"].data
+    assert "| status | failed |" in report and "store went away (injected)" in report
+    assert artifacts["label-digits-metrics"].description.startswith("digits · harmonic: failed: RuntimeError")
 
 
 def test_bad_input_is_not_retried(digits_store, flaky):

@@ -6,10 +6,13 @@ import pytest
 from rich.console import Console
 
 from graphlabel.reporting import (
+    headline_text,
+    metrics_rows,
     report_sections,
     run_report_markdown,
     run_report_renderables,
     run_summary,
+    statistics_warnings,
     summarise_run,
 )
 from graphstore import LabelRunRecord
@@ -43,17 +46,51 @@ def test_summary_derives_counts_shares_and_duration():
 
 def test_markdown_report_has_every_section_and_escapes_cells():
     text = run_report_markdown(record(status="failed", error="bad | value\nsecond line"))
-    assert text.startswith("# Labelling run `run-7`: digits, harmonic, failed")
+    assert text.startswith("# digits · harmonic, failed (run `run-7`)")
+    lines = text.splitlines()
+    assert lines[2] == "digits · harmonic: failed: bad | value second line"
     for line in ("| status | failed |", "| error | bad \\| value second line |",
-                 "| given labels | 12 (11.8% of nodes) |", "| unlabeled | 90 (88.2% of nodes) |",
-                 "| flagged as noisy | 3 (25.0% of given labels) |", "| mean confidence | 0.875 |",
-                 "| accuracy on the held-out slice | 0.912 |", "| b | 60 | 60.0% |", "| solve | 1.500 |",
+                 "| given labels | 12 of 102 nodes (11.8%) |", "| b | 60 | 60.0% |", "| solve | 1.500 |",
                  "| solver_params.gamma_g | 1e-05 |", "| numpy | 2.4.6 |", "| n_edges | 512 |",
-                 "| duration | 90.0 s |", "## Class distribution (predicted)", "## Versions"):
-        assert line in text.splitlines(), line
+                 "| k | 10 |", "| duration | 90.0 s |", "## Class distribution (predicted)", "## Versions",
+                 "## Graph used"):
+        assert line in lines, line
+    # a failed run's headline is its status and error, not numbers it never finished
+    assert "| labels flagged as noisy |" not in text
     # a run without a held-out slice or timings has no such row or section
     bare = run_report_markdown(record(metrics={}, timings={}))
     assert "held-out" not in bare and "## Time per stage" not in bare and "| mean confidence | — |" in bare
+
+
+def test_headline_comes_first_with_counts_and_shares():
+    run = record(n_flagged=2, metrics={"class_counts": {"a": 30, "b": 70}, "mean_confidence": 0.875,
+                                       "holdout_accuracy": 0.9125,
+                          "n_holdout": 80, "holdout_ece": 0.0412, "n_unreachable": 2, "incremental": False,
+                          "full_run_reason": "no node was labelled before (first run)"})
+    sections = report_sections(summarise_run(run))
+    assert [title for title, _, _ in sections][:3] == ["headline", "warnings", "run"]
+    assert sections[1][2] == [("2 nodes (2.0%) are reached by no label and have no prediction",)]
+    assert sections[0][2] == [
+        ("status", "completed"), ("accuracy on held-out labels", "0.912 on 80 labels (ECE 0.041)"),
+        ("labels flagged as noisy", "2 of 12 given (16.7%)"), ("unlabeled nodes reached", "88 of 90 (97.8%)"),
+        ("coverage", "100 of 102 nodes labelled (98.0%)"), ("mean confidence", "0.875"),
+        ("run", "full (no node was labelled before (first run))")]
+    rows = metrics_rows(summarise_run(run))
+    assert [row["metric"] for row in rows[:7]] == [name for name, _ in sections[0][2]]
+    assert {"metric": "predicted b", "value": "70 (70.0%)"} in rows
+    assert headline_text(run) == ("digits · harmonic: accuracy 0.912 on 80 held-out labels; 2 labels flagged"
+                                  " (16.7%); 98.0% of 102 nodes labelled")
+
+
+def test_small_holdouts_and_many_flags_are_said_plainly():
+    run = record(n_flagged=3, n_labeled=12, metrics={"holdout_accuracy": 0.9, "n_holdout": 10,
+                                                      "n_unreachable": 0})
+    warnings = statistics_warnings(run)
+    assert len(warnings) == 2
+    assert warnings[0].startswith("the accuracy rests on only 10 held-out labels: it is uncertain by about ±0.19")
+    assert warnings[1].startswith("25% of the given labels are flagged as noisy (more than 20%)")
+    assert ("warning",) == report_sections(summarise_run(run))[1][1]
+    assert statistics_warnings(record(n_flagged=2, metrics={"holdout_accuracy": 0.9, "n_holdout": 30})) == []
 
 
 def test_terminal_and_markdown_show_the_same_cells():

@@ -66,7 +66,10 @@ def job_with(**fields):
 @pytest.mark.parametrize("fields, message", [
     ({"dataset": "1bad name"}, r"jobs\[0\]: invalid dataset name '1bad name'"),
     ({"dataset": None}, r"jobs\[0\]: missing required field 'dataset'"),
-    ({"cron": None}, r"missing required field 'cron'"),
+    ({"cron": None}, r"needs a schedule: cron = .* or interval = SECONDS"),
+    ({"interval": 600}, r"has both cron and interval; give one"),
+    ({"cron": None, "interval": 0.5}, r"interval must be a number of seconds >= 1, got 0.5"),
+    ({"cron": None, "interval": "10m"}, r"interval must be a number of seconds >= 1, got '10m'"),
     ({"cron": "every night"}, r"dataset 'products'\): cron 'every night' must have 5 fields"),
     ({"cron": "61 3 * * *"}, r"cron '61 3 \* \* \*' Invalid cron string"),
     ({"cron": 3}, r"cron must be a string"),
@@ -105,6 +108,39 @@ def test_invalid_schedules_are_refused(document, message):
     assert "s3cret" not in str(raised.value)
 
 
+def test_every_problem_in_the_file_is_reported_not_only_the_first():
+    document = {"stores": "x", "jobs": [
+        {"dataset": "toy", "cron": "61 3 * * *", "k": "five", "solver": "magic"},
+        {"dataset": "1bad", "interval": 0.5},
+        {"dataset": "ok", "interval": 60},
+    ]}
+    with pytest.raises(ScheduleError) as raised:
+        parse_schedule(document, "s.toml")
+    assert raised.value.problems == [
+        "s.toml: unknown top-level field(s) ['stores']; a schedule takes ['jobs', 'store']",
+        "s.toml: jobs[0] (dataset 'toy'): cron '61 3 * * *' Invalid cron string: \"61 3 * * *\"",
+        "s.toml: jobs[0] (dataset 'toy'): solver must be one of"
+        " ['harmonic', 'mincut', 'lcsnc', 'spectral', 'maxmargin', 'nmf'], got 'magic'",
+        "s.toml: jobs[0] (dataset 'toy'): k must be a positive integer, got 'five'",
+        "s.toml: jobs[1]: invalid dataset name '1bad': use 1-64 letters, digits, '_', '.' or '-',"
+        " starting with a letter",
+        "s.toml: jobs[1]: interval must be a number of seconds >= 1, got 0.5",
+    ]
+    assert str(raised.value) == "\n".join(raised.value.problems)
+
+
+def test_an_interval_job_becomes_an_interval_deployment():
+    (job,) = parse_schedule(job_with(cron=None, interval=90), "s.toml")
+    assert (job.cron, job.interval, job.schedule) == (None, 90.0, "every 90 s")
+    assert parse_schedule(job_with(cron=None, interval=600), "s.toml")[0].schedule == "every 10 min"
+    assert parse_schedule(job_with(), "s.toml")[0].schedule == "cron 0 3 * * * (UTC)"
+    (made,) = deployments([job])
+    (schedule_,) = made.schedules
+    assert schedule_.schedule.interval.total_seconds() == 90
+    assert made.tags == ["graphlabel", "products", "harmonic", "incremental", "scheduled"]
+    assert "every 90 s" in made.description and "incremental" in made.description
+
+
 def test_a_file_that_is_not_toml_is_named(tmp_path):
     path = write(tmp_path, "[[jobs]\ndataset = ")
     with pytest.raises(ScheduleError, match=r"schedule.toml: not valid TOML"):
@@ -120,6 +156,10 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
     assert [d.name for d in made] == ["label-products-mincut", "digits-delta"]
     assert [[s.schedule.cron for s in d.schedules] for d in made] == [["0 3 * * *"], ["*/30 * * * 1-5"]]
     assert made[0].flow_name == labelling_flow.name
+    # a served run's engine imports its flow from the entrypoint: a Prefect flow must be there
+    from prefect.flows import load_flow_from_entrypoint
+
+    assert load_flow_from_entrypoint(made[0].entrypoint, use_placeholder_flow=False).name == "label-dataset"
     assert made[0].parameters == {"dataset": "products", "store_uri": "neo4j://graph.example:7687",
                                   "solver": "mincut", "solver_params": {"gamma_g": 0.1, "tol": 1e-6},
                                   "graph": "knn", "k": 15}

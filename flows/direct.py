@@ -1,0 +1,248 @@
+"""How a flow runs: recorded by a Prefect server when one is configured, directly otherwise.
+
+With a Prefect API configured (``PREFECT_API_URL`` in the environment or the active Prefect
+profile), ``run_flow`` runs the flow as Prefect does: a flow run with its task runs, logs
+and artifacts in the UI. Without one, Prefect would start a temporary server for every
+command and wait for it: 9 to 15 s on this 2-core VM for a flow whose work takes one
+second, and a command that fails outright when the server is slow to start ("Timed out
+while attempting to connect to ephemeral Prefect API server"). So without a server the
+flow's function is called directly and each stage runs as its plain function, with the
+same retries on transient store errors; the run is recorded where it always is, on the
+store's ``LabelRun`` node (``graphlabel report``), and nothing is sent to Prefect.
+
+Importing Prefect alone takes about 1 s, a third of a command's budget (bench/cli.py), so
+the flows and tasks are declared with ``flow`` and ``task`` below: the same options as
+Prefect's decorators, and the Prefect object is made on first use (a flow called, served
+or deployed; a task called inside a flow run). A run without a server never imports Prefect.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+#: The logger of stages run without a flow run (warnings reach the terminal).
+LOGGER = logging.getLogger("graphlabel")
+#: (task run name, task run id) of the stages a flow run ran, in order, when the flow asks
+#: for them (``record_stages``): the run report links each, without asking the server.
+STAGE_RUNS: ContextVar[list[tuple[str, str]] | None] = ContextVar("graphlabel_stage_runs", default=None)
+#: The Dask client a run without a server sends its solve batches to
+#: (``flows.runners.dask_client``); None: they run in this process.
+DIRECT_CLIENT: ContextVar[Any] = ContextVar("graphlabel_dask_client", default=None)
+
+
+# -- is there a server? -------------------------------------------------------------------
+
+
+def _settings_files() -> list[Path]:
+    """Files besides the environment that can set Prefect's API URL (Prefect 3's settings
+    sources): the profiles file, and prefect.toml, .env or pyproject.toml in this folder."""
+    home = Path(os.environ.get("PREFECT_HOME", "~/.prefect")).expanduser()
+    profiles = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
+    return [path for path in (profiles, Path("prefect.toml"), Path(".env"), Path("pyproject.toml"))
+            if path.is_file()]
+
+
+def prefect_api_configured() -> bool:
+    """A Prefect server is configured: ``PREFECT_API_URL`` in the environment, or in a
+    settings file (then Prefect's own settings decide, at the cost of importing it)."""
+    if "prefect.settings" in sys.modules:  # already imported: its settings (and their context) decide
+        from prefect.settings import PREFECT_API_URL
+
+        return bool(PREFECT_API_URL.value())
+    if "PREFECT_API_URL" in os.environ:
+        return bool(os.environ["PREFECT_API_URL"].strip())
+    if not any("PREFECT_API_URL" in path.read_text(errors="replace") for path in _settings_files()):
+        return False
+    from prefect.settings import PREFECT_API_URL
+
+    return bool(PREFECT_API_URL.value())
+
+
+def in_flow_run() -> bool:
+    """Running inside a Prefect flow (or task) run, which has a server to report to."""
+    if "prefect.context" not in sys.modules:  # Prefect not even imported: no run
+        return False
+    from prefect.context import FlowRunContext, TaskRunContext
+
+    return FlowRunContext.get() is not None or TaskRunContext.get() is not None
+
+
+def run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The flow run's logger inside a run (its lines reach the UI), else ``graphlabel``'s."""
+    if in_flow_run():
+        from prefect import get_run_logger
+
+        return get_run_logger()
+    return LOGGER
+
+
+# -- tasks and flows, made on first use ---------------------------------------------------
+
+
+def _importable_as_attribute(fn: Callable) -> None:
+    """The module attribute ``fn.__name__`` becomes the wrapper; pickle finds a function by
+    its qualified name, so ``fn`` is named as the wrapper's ``fn`` attribute (``solve_problem.fn``).
+    Pickle then sends it by reference, as it did the decorated function (a Dask worker
+    imports it), not by value with everything its globals reach."""
+    fn.__qualname__ = f"{fn.__qualname__}.fn"
+
+
+class Task:
+    """A pipeline stage: its plain function ``fn``, and ``prefect``, the Prefect task it runs
+    as inside a flow run (made on first use, so a run without a server never imports Prefect).
+
+    ``retry_delays`` (seconds) and ``retry_if`` (a predicate on the error) declare retries:
+    Prefect's ``retries``/``retry_delay_seconds``/``retry_condition_fn`` (with 50% jitter)
+    inside a flow run, the same delays without jitter outside one. ``prefect_options``
+    returns further options of Prefect's ``@task`` that need Prefect (cache policies).
+    """
+
+    def __init__(self, fn: Callable, name: str, retry_delays: Iterable[float] = (),
+                 retry_if: Callable[[BaseException], bool] | None = None,
+                 prefect_options: Callable[[], dict[str, Any]] | None = None) -> None:
+        functools.update_wrapper(self, fn)
+        _importable_as_attribute(fn)
+        self.fn, self.name = fn, name
+        self.retry_delays, self.retry_if = tuple(retry_delays), retry_if
+        self._prefect_options = prefect_options
+
+    @functools.cached_property
+    def prefect(self):  # cached: one Prefect task per stage, as the decorator would make
+        from prefect import task
+
+        # task runs named by what they do ("export"), not "export-1a7"
+        options: dict[str, Any] = {"name": self.name, "task_run_name": self.name,
+                                   "description": (self.fn.__doc__ or "").strip() or None}
+        if self.retry_delays:
+            retry_if = self.retry_if or (lambda error: True)
+
+            def retry_condition(task, task_run, state) -> bool:
+                error = state.data if isinstance(state.data, BaseException) else state.result(raise_on_failure=False)
+                return retry_if(error)
+
+            options.update(retries=len(self.retry_delays), retry_delay_seconds=list(self.retry_delays),
+                           retry_jitter_factor=0.5, retry_condition_fn=retry_condition)
+        options.update(self._prefect_options() if self._prefect_options else {})
+        return task(**options)(self.fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if in_flow_run():
+            state = self.prefect(*args, return_state=True, **kwargs)
+            _record_stage(self.name, state.state_details.task_run_id)
+            return state.result()
+        for attempt, delay in enumerate((*self.retry_delays, None)):
+            try:
+                return self.fn(*args, **kwargs)
+            except Exception as error:
+                if delay is None or self.retry_if is None or not self.retry_if(error):
+                    raise
+                LOGGER.warning("%s failed (%s), retry %d of %d in %g s", self.name, error, attempt + 1,
+                               len(self.retry_delays), delay)
+                time.sleep(delay)
+
+    def map_named(self, items: Iterable[Any], names: Iterable[str], *args: Any) -> list[Any]:
+        """``self(item, *args)`` for every item: inside a flow run, one task run each named
+        from ``names``, run by the flow's task runner (threads, or a Dask cluster); outside,
+        one after the other here, or on the cluster of ``flows.runners.dask_client``."""
+        items = list(items)
+        if in_flow_run():
+            futures = []
+            for item, name in zip(items, names):
+                futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
+                _record_stage(name, futures[-1].task_run_id)
+            return [future.result() for future in futures]
+        client = DIRECT_CLIENT.get()
+        if client is None:
+            return [self.fn(item, *args) for item in items]
+        fn = self.fn
+        return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
+
+
+def _record_stage(name: str, task_run_id: Any) -> None:
+    stages = STAGE_RUNS.get()
+    if stages is not None and task_run_id is not None:
+        stages.append((name, str(task_run_id)))
+
+
+def task(name: str, **options: Any) -> Callable[[Callable], Task]:
+    """``@task(name, retry_delays=..., retry_if=..., prefect_options=...)``: see ``Task``."""
+    return lambda fn: Task(fn, name, **options)
+
+
+class Flow:
+    """A flow: its plain function ``fn`` and ``prefect``, the Prefect flow (made on first
+    use). Calling it runs the Prefect flow, as calling a ``@flow`` function does; every
+    other attribute (``with_options``, ``to_deployment``, ...) is the Prefect flow's."""
+
+    def __init__(self, fn: Callable, name: str, **options: Any) -> None:
+        functools.update_wrapper(self, fn)
+        _importable_as_attribute(fn)
+        self.fn, self.name, self._options = fn, name, options
+
+    @functools.cached_property
+    def prefect(self):  # cached: one Prefect flow, as the decorator would make
+        from prefect import flow
+
+        return flow(name=self.name, **self._options)(self.fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.prefect(*args, **kwargs)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or attribute in ("fn", "name", "_options"):
+            raise AttributeError(attribute)
+        return getattr(self.prefect, attribute)
+
+
+def flow(name: str, **options: Any) -> Callable[[Callable], Flow]:
+    """``@flow(name, **options of Prefect's @flow)``: see ``Flow``."""
+    return lambda fn: Flow(fn, name, **options)
+
+
+def subflow(flow_: Flow, *args: Any, **kwargs: Any) -> Any:
+    """Call ``flow_`` from a flow: a Prefect subflow run inside a run, its function outside."""
+    return flow_(*args, **kwargs) if in_flow_run() else flow_.fn(*args, **kwargs)
+
+
+class _WithoutTraceback(logging.Filter):
+    """Drops the traceback of an expected error (bad input, no labels) from the records a
+    console handler prints; the server's copy of the log keeps it."""
+
+    def __init__(self, expected: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.expected = expected
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.expected):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[BaseException], ...] = (),
+             **parameters: Any) -> Any:
+    """Run ``flow_``: as a Prefect flow run tagged ``run_tags`` when a server is configured,
+    else its function directly (module docstring). Errors of the ``expected`` types are the
+    caller's to say in one line: Prefect's console log shows them without a traceback."""
+    if not prefect_api_configured():
+        return flow_.fn(**parameters)
+    from prefect import tags
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    consoles = [handler for handler in logging.getLogger().handlers if isinstance(handler, PrefectConsoleHandler)]
+    quiet = _WithoutTraceback(expected)
+    for handler in consoles:
+        handler.addFilter(quiet)
+    try:
+        with tags(*run_tags):
+            return flow_(**parameters)
+    finally:
+        for handler in consoles:
+            handler.removeFilter(quiet)

@@ -1,0 +1,110 @@
+"""Commands without a Prefect server: the flows' functions run directly, no temporary
+server is started (nor Prefect imported), and the run is recorded on the store."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from flows.direct import Task
+from graphstore import open_store
+
+GRAPHLABEL = str(Path(sys.executable).with_name("graphlabel"))
+
+
+def no_server_env(tmp_path, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPHLABEL_"))}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect-home"), COLUMNS="80", **extra)
+    return env
+
+
+def graphlabel(tmp_path, *args, env=None):
+    return subprocess.run([GRAPHLABEL, *args, "--store", str(tmp_path / "store")], cwd=tmp_path,
+                          env=env or no_server_env(tmp_path), capture_output=True, text=True, timeout=300)
+
+
+def test_every_command_runs_without_a_server_and_starts_none(tmp_path):
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(300, centers=3, random_state=0)
+    frame = pd.DataFrame(X, columns=["x0", "x1"])
+    frame.insert(0, "key", [f"k{i}" for i in range(300)])
+    frame.insert(1, "label", np.where(np.arange(300) < 30, np.array(["a", "b", "c"])[y], None))
+    frame.to_csv(tmp_path / "blobs.csv", index=False)
+    steps = [["ingest", "blobs.csv", "--dataset", "blobs", "--key", "key", "--features", "x0,x1", "--label", "label"],
+             ["build-graph", "--dataset", "blobs", "--k", "8"],
+             ["label", "--dataset", "blobs", "--full"],
+             ["label", "--dataset", "blobs"]]
+    for step in steps:
+        done = graphlabel(tmp_path, *step)
+        assert done.returncode == 0, (step, done.stdout, done.stderr)
+    # no temporary server: it would have made its database in PREFECT_HOME
+    assert not (tmp_path / "prefect-home").exists() or not list((tmp_path / "prefect-home").glob("*.db"))
+    with open_store(str(tmp_path / "store")) as store:
+        runs = store.read_runs(dataset="blobs")
+        written = store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS n")
+    assert list(runs["status"]) == ["completed", "completed"] and written["n"][0] == 300
+    # the second run was incremental (nothing changed), and kept the graph it was given
+    assert runs["metrics"].iloc[0]["incremental"] is True
+    # both record the graph they used (built with k 8), not the label command's default
+    assert [parameters["k"] for parameters in runs["parameters"]] == [8, 8]
+    assert runs["metrics"].iloc[1]["full_run_reason"] == "asked for (--full)"
+
+
+def test_a_command_without_a_server_never_imports_prefect(tmp_path):
+    code = ("import sys\nfrom graphlabel.cli import app\ntry:\n    app(['label', '--dataset', 'nothing',"
+            f" '--store', {str(tmp_path / 'store')!r}])\nexcept SystemExit as stop:\n"
+            "    print(stop.code, 'prefect' in sys.modules, 'sklearn' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], env=no_server_env(tmp_path), capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.stdout.split()[-3:] == ["1", "False", "False"], done.stdout + done.stderr
+
+
+def test_stages_retry_transient_errors_without_a_server():
+    calls = []
+
+    def flaky(error):
+        calls.append(error)
+        if len(calls) < 3:
+            raise error
+        return len(calls)
+
+    stage = Task(flaky, "flaky", retry_delays=(0, 0, 0), retry_if=lambda e: isinstance(e, ConnectionError))
+    assert stage(ConnectionError("down")) == 3
+    calls.clear()
+    with pytest.raises(ValueError):
+        stage(ValueError("bad input"))  # not transient: one attempt
+    assert len(calls) == 1
+    calls.clear()
+    always = Task(lambda: calls.append(1) or (_ for _ in ()).throw(ConnectionError("down")), "down",
+                  retry_delays=(0, 0, 0), retry_if=lambda e: True)
+    with pytest.raises(ConnectionError):
+        always()
+    assert len(calls) == 4  # the first attempt and three retries, as in a flow run
+
+
+def configured(tmp_path, **env):
+    """``prefect_api_configured()`` in a fresh process (Prefect reads its settings once)."""
+    code = ("import sys\nfrom flows.direct import prefect_api_configured\n"
+            "print(prefect_api_configured(), 'prefect' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], env={**no_server_env(tmp_path), **env},
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    return tuple(word == "True" for word in done.stdout.split())
+
+
+def test_a_server_is_configured_by_the_environment_or_a_profile(tmp_path):
+    url = "http://127.0.0.1:4200/api"
+    assert configured(tmp_path, PREFECT_API_URL=url) == (True, False)
+    assert configured(tmp_path, PREFECT_API_URL="") == (False, False)
+    # no settings file at all: no server, and Prefect is not even imported to ask
+    assert configured(tmp_path) == (False, False)
+    # a profile that sets the URL: Prefect's own settings decide
+    (tmp_path / "prefect-home").mkdir()
+    (tmp_path / "prefect-home" / "profiles.toml").write_text(
+        f'active = "local"\n\n[profiles.local]\nPREFECT_API_URL = "{url}"\n')
+    assert configured(tmp_path) == (True, True)
+    assert configured(tmp_path, PREFECT_PROFILE="other") == (False, True)

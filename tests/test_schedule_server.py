@@ -1,0 +1,87 @@
+"""Schedules, end to end, with nothing mocked: a real Prefect server started from this
+venv, ``graphlabel serve`` with an interval job, and the scheduler's own run labelling a
+real Kùzu store. This is the guard that a re-lock cannot bring back a server that
+registers deployments but never schedules their runs (SQLAlchemy 2.1 beside Prefect 3.8.8:
+"Can't evaluate bulk DML statement" every minute, no run created)."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from graphstore import open_store
+
+from prefect_server import PrefectServer, stop
+
+SERVE_SECONDS = 240
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    with PrefectServer(tmp_path_factory.mktemp("prefect-server")) as server:
+        yield server
+
+
+def ingest_moons(tmp_path: Path, store: str) -> None:
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(200, noise=0.08, random_state=0)
+    frame = pd.DataFrame({"id": [f"m{i}" for i in range(200)], "x": X[:, 0], "y": X[:, 1]})
+    frame["label"] = np.where(np.arange(200) < 12, np.where(y == 0, "upper", "lower"), "")
+    frame.to_csv(tmp_path / "moons.csv", index=False)
+    graphlabel = Path(sys.executable).with_name("graphlabel")
+    done = subprocess.run([str(graphlabel), "ingest", str(tmp_path / "moons.csv"), "--dataset", "moons",
+                           "--key", "id", "--features", "x,y", "--label", "label", "--store", store],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def flow_runs(server: PrefectServer) -> list[dict]:
+    return server.post("/flow_runs/filter", {"sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+
+
+def test_an_interval_job_runs_on_its_own_and_writes_predictions(prefect_server, tmp_path):
+    store = str(tmp_path / "store")
+    ingest_moons(tmp_path, store)
+    config = tmp_path / "schedule.toml"
+    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "moons-often"\ndataset = "moons"\n'
+                      'interval = 15\nk = 6\nholdout = 0.25\n')
+    graphlabel = Path(sys.executable).with_name("graphlabel")
+    log = (tmp_path / "serve.log").open("wb")
+    serve = subprocess.Popen([str(graphlabel), "serve", "--config", str(config)], cwd=tmp_path,
+                             env=prefect_server.env(PREFECT_RUNNER_POLL_FREQUENCY="2"), stdout=log,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+    completed = None
+    try:
+        deadline = time.monotonic() + SERVE_SECONDS
+        while time.monotonic() < deadline and completed is None:
+            time.sleep(2)
+            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            runs = flow_runs(prefect_server)
+            completed = next((r for r in runs if r["auto_scheduled"] and r["state_type"] == "COMPLETED"), None)
+            failed = [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")]
+            assert not failed, (failed[0]["state"], (tmp_path / "serve.log").read_text()[-3000:])
+    finally:
+        stop(serve)
+        log.close()
+    assert completed is not None, (
+        f"no scheduled run completed in {SERVE_SECONDS} s; runs: "
+        f"{[(r['name'], r['state_type'], r['auto_scheduled']) for r in flow_runs(prefect_server)]}\n"
+        f"server log:\n{prefect_server.log_text()}\nserve log:\n{(tmp_path / 'serve.log').read_text()[-3000:]}")
+    deployment = prefect_server.post("/deployments/filter", {"deployments": {"name": {"any_": ["moons-often"]}}})
+    assert [d["id"] for d in deployment] == [completed["deployment_id"]]
+    assert {"graphlabel", "moons", "harmonic", "full", "scheduled"} <= set(completed["tags"])
+    with open_store(store) as graph_store:
+        written = graph_store.query(
+            "MATCH (e:Entity) WHERE e.dataset = 'moons' RETURN e.label_run_id AS run, e.predicted_label AS p")
+        runs = graph_store.read_runs(dataset="moons")
+    # the run the scheduler made wrote every node's prediction, and its LabelRun says completed
+    assert completed["id"] in set(runs["run_id"])
+    mine = runs.set_index("run_id").loc[completed["id"]]
+    assert mine["status"] == "completed" and mine["n_nodes"] == 200
+    assert written["p"].notna().all() and len(written) == 200
+    assert set(written["run"]) <= set(runs["run_id"])
