@@ -10,13 +10,11 @@
 UNWIND $keys AS node_key
 MATCH (a:${node_label} {${key}: node_key})-[r:${rel_type}]->(:${node_label})
 WHERE ${a_in_dataset} AND r.${edge_marker} IS NOT NULL AND r.${weight} IS NULL
-WITH r, r.${edge_marker} AS s
-WITH r, s,
-     CASE $metric WHEN 'cosine' THEN 2.0 - 2.0 * s ELSE 1.0 / s - 1.0 END AS distance,
-     2.0 * s - 1.0 AS cosine
+WITH r, r.${edge_marker} AS s,
+     CASE $metric WHEN 'cosine' THEN 2.0 - 2.0 * r.${edge_marker} ELSE 1.0 / r.${edge_marker} - 1.0 END AS distance
 SET r.${weight} = CASE $weights
     WHEN 'gaussian' THEN exp(-(distance * distance) / (2.0 * $sigma * $sigma))
-    WHEN 'cosine' THEN CASE WHEN cosine > 0.0 THEN cosine ELSE 0.0 END
+    WHEN 'cosine' THEN CASE WHEN s > 0.5 THEN 2.0 * s - 1.0 ELSE 0.0 END
     WHEN 'binary' THEN 1.0
     ELSE s
   END

@@ -295,3 +295,19 @@ def test_example_label_shares_and_explain_match_the_solvers_graph(labelled_kuzu_
     assert node["given_label"] == "7" and next(iter(node["class_shares"])) == node["predicted_label"] != "7"
     with pytest.raises(NotFound, match="no node with key 'nope' in dataset 'digits'"):
         store.explain("digits", "nope")
+
+
+def test_the_readmes_queries_are_the_example_files():
+    """Every Cypher block of the README is an example file as it stands (comments aside), so
+    the live suite, which runs the files on labelled data (tests/test_neo4j_live.py), runs
+    the README's queries."""
+    readme = (CYPHER_DIR.parent / "README.md").read_text()
+    blocks = re.findall(r"```cypher\n(.*?)```", readme, flags=re.S)
+    def words(text: str) -> str:
+        return " ".join(text.split())
+
+    examples = {words(load_query(query_name(p), "neo4j")): p.name
+                for p in CYPHER_DIR.joinpath("examples").glob("*.cypher")}
+    assert len(blocks) >= 6
+    for block in blocks:
+        assert words(block) in examples, block
