@@ -1,0 +1,119 @@
+"""Issue 14: bad input that got through an adversarial run, each defect reproduced with the
+commands of the issue, through the command line, against a real Kùzu store in a temporary
+folder and a real Prefect server (the session's test harness).
+
+Most commands run in-process with typer's runner (the same ``app`` the console script
+calls). Where the process itself matters (a second process holding the store's lock, a
+``kill -9``, what a user sees on the terminal: Prefect's own log lines, tracebacks), the
+real console script runs as a subprocess, pointed at the harness's Prefect server.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from graphlabel.cli import app
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+runner = CliRunner()
+GRAPHLABEL = Path(sys.executable).parent / "graphlabel"
+
+
+def cli(*args, env: dict | None = None):
+    """Run ``graphlabel ARGS`` in-process; the result has ``exit_code`` and ``output``."""
+    return runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200", **(env or {})})
+
+
+def cli_process(*args, cwd, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run the real console script, as a user's shell would, against the harness's server."""
+    from prefect.settings import PREFECT_API_URL
+
+    environment = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "COLUMNS": "200",
+                   **(env or {})}
+    return subprocess.run([str(GRAPHLABEL), *map(str, args)], cwd=cwd, env=environment, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def two_blobs(n: int = 60, labelled: int = 20, dim: int = 3, seed: int = 0) -> pd.DataFrame:
+    """``n`` records in two separated blobs, ``labelled`` of them with their class."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, dim))
+    X[n // 2:] += 4.0
+    label = np.array(["a"] * (n // 2) + ["b"] * (n - n // 2), dtype=object)
+    label[rng.permutation(n)[labelled:]] = ""
+    frame = pd.DataFrame(X, columns=[f"x{j + 1}" for j in range(dim)])
+    frame.insert(0, "id", [f"n{i}" for i in range(n)])
+    frame["label"] = label
+    return frame
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> Path:
+    frame.to_csv(path, index=False)
+    return path
+
+
+# -- 14, 15: hostile input and secrets ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["base\n", "base\r\n", "\nbase"])
+def test_14_a_dataset_name_with_a_newline_is_refused(tmp_path, store_path, name):
+    csv = write_csv(tmp_path / "base.csv", two_blobs())
+    result = cli("ingest", csv, "--dataset", name, "--key", "id", "--features", "x*", "--label", "label",
+                 "--store", store_path)
+    assert result.exit_code == 1, result.output
+    assert "invalid dataset name" in result.output
+    assert not Path(store_path).exists()  # refused before the store was opened
+
+
+def test_14_every_identifier_check_matches_the_whole_name():
+    from graphstore import check_dataset_name
+    from graphstore.identifiers import check_identifier
+
+    for good in ("base", "Entity"):
+        assert check_dataset_name(good) == good and check_identifier(good) == good
+    for bad in ("base\n", "Entity\n"):
+        with pytest.raises(ValueError):
+            check_dataset_name(bad)
+        with pytest.raises(ValueError):
+            check_identifier(bad)
+
+
+@pytest.mark.parametrize("uri", ["neo4j://127.0.0.1:1?password=hunter2",
+                                 "bolt://127.0.0.1:1/?policy=eu&Auth_Token=hunter2",
+                                 "neo4j://127.0.0.1:1?pwd=hunter2#frag"])
+def test_15_a_password_in_the_uri_query_is_refused_and_never_shown(uri):
+    result = cli("query", "RETURN 1", "--store", uri)
+    assert result.exit_code == 2, result.output
+    assert "holds credentials" in result.output
+    assert "hunter2" not in result.output
+
+
+def test_15_any_query_string_is_redacted_in_messages():
+    from graphstore.secrets import check_store_uri, redact, redact_uri
+
+    assert redact_uri("neo4j://db:7687?policy=eu") == "neo4j://db:7687?***"
+    assert redact("cannot reach bolt://db:7687/x?a=1&b=2 now") == "cannot reach bolt://db:7687/x?*** now"
+    assert redact_uri("neo4j://alice:pw@db?token=t") == "neo4j://alice:***@db?***"
+    assert check_store_uri("neo4j://db:7687?policy=eu") == "neo4j://db:7687?policy=eu"  # routing context
+    for uri in ("neo4j://db?password=x", "neo4j://db?credentials=x", "bolt://db?secret=x", "neo4j://db?key=x"):
+        with pytest.raises(ValueError, match="holds credentials"):
+            check_store_uri(uri)
+
+
+def test_15_a_refused_uri_never_reaches_prefect(tmp_path):
+    from prefect import get_client
+
+    csv = write_csv(tmp_path / "base.csv", two_blobs())
+    result = cli("ingest", csv, "--dataset", "secretive15", "--key", "id", "--features", "x*",
+                 "--store", "neo4j://127.0.0.1:1?password=hunter2")
+    assert result.exit_code == 2 and "hunter2" not in result.output
+    with get_client(sync_client=True) as client:
+        assert not [run for run in client.read_flow_runs() if run.parameters.get("dataset") == "secretive15"]
