@@ -41,7 +41,7 @@ from graphstore.base import check_dataset_name
 TOP_LEVEL_KEYS = {"store", "jobs"}
 JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "k", "graph", "delta", "full", "store",
             "keep_runs", "holdout"}
-DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: `$` accepts a final "\n"
 
 
 class ScheduleError(ValueError):
@@ -192,7 +192,7 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
     if "store" in raw:
         _check_store(raw["store"], where)
     name = raw.get("name", f"label-{dataset}-{solver}")
-    if not isinstance(name, str) or not DEPLOYMENT_NAME.match(name):
+    if not isinstance(name, str) or not DEPLOYMENT_NAME.fullmatch(name):
         raise ScheduleError(f"{where}: name must be 1-100 letters, digits, '_', '.' or '-', got {name!r}")
     return Job(name=name, dataset=dataset, cron=cron, solver=solver, solver_params=dict(solver_params),
                k=k, graph=graph, delta=None if delta is None else float(delta), full=full, store_uri=job_store,

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-DATASET_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+# Matched with fullmatch: `$` alone would also accept a trailing newline ("base\n").
+DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 NODE_SCHEMA = pa.schema(
     [("key", pa.string()), ("features", pa.list_(pa.float64())), ("label", pa.string())]
@@ -44,7 +45,7 @@ PREDICTION_SCHEMA = pa.schema(
 
 def check_dataset_name(dataset: str) -> str:
     """Dataset names become part of keys and queries' parameters: keep them plain."""
-    if not isinstance(dataset, str) or not DATASET_NAME.match(dataset):
+    if not isinstance(dataset, str) or not DATASET_NAME.fullmatch(dataset):
         raise ValueError(
             f"invalid dataset name {dataset!r}: use 1-64 letters, digits, '_', '.' or '-',"
             " starting with a letter"
