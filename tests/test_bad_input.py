@@ -117,3 +117,57 @@ def test_15_a_refused_uri_never_reaches_prefect(tmp_path):
     assert result.exit_code == 2 and "hunter2" not in result.output
     with get_client(sync_client=True) as client:
         assert not [run for run in client.read_flow_runs() if run.parameters.get("dataset") == "secretive15"]
+
+
+# -- 4, 5: the query command ----------------------------------------------------------------
+
+
+@pytest.fixture
+def two_datasets(tmp_path, store_path):
+    """A store holding datasets ``base`` and ``other``, 60 nodes each."""
+    csv = write_csv(tmp_path / "base.csv", two_blobs())
+    for dataset in ("base", "other"):
+        result = cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "x*", "--label", "label",
+                     "--store", store_path)
+        assert result.exit_code == 0, result.output
+    return store_path
+
+
+def count_nodes(store: str) -> int:
+    result = cli("query", "MATCH (e:Entity) RETURN count(e) AS n", "--store", store)
+    assert result.exit_code == 0, result.output
+    return int(result.output.split("│")[-2]) if "│" in result.output else int(result.output.split()[-3])
+
+
+def test_04_a_query_with_an_unbound_parameter_is_refused_naming_it(two_datasets):
+    result = cli("query", "MATCH (e:Entity) WHERE e.dataset=$ds RETURN count(e)", "--store", two_datasets)
+    assert result.exit_code == 1, result.output
+    assert "$ds" in result.output and "-p ds=" in result.output
+    result = cli("query", "MATCH (e:Entity) WHERE e.dataset=$ds RETURN count(e) AS n", "-p", "ds=base",
+                 "--store", two_datasets)
+    assert result.exit_code == 0 and " 60 " in result.output, result.output
+    # '$ds' in a string or a comment is not a parameter
+    result = cli("query", "MATCH (e:Entity) WHERE e.key <> '$ds' // $x\nRETURN count(e) AS n",
+                 "--store", two_datasets)
+    assert result.exit_code == 0 and " 120 " in result.output, result.output
+
+
+def test_05_several_statements_are_refused_and_nothing_is_deleted(two_datasets):
+    result = cli("query", 'MATCH (e:Entity) WHERE e.dataset="other" RETURN count(e); MATCH (e) DETACH DELETE e',
+                 "--store", two_datasets)
+    assert result.exit_code == 1, result.output
+    assert "one statement" in result.output and "Traceback" not in result.output
+    assert count_nodes(two_datasets) == 120
+    result = cli("query", "MATCH (e:Entity) RETURN count(e) AS n;", "--store", two_datasets)  # a final ';' is fine
+    assert result.exit_code == 0 and " 120 " in result.output, result.output
+
+
+def test_05_query_is_read_only_unless_write_is_given(two_datasets):
+    write = "MATCH (e:Entity) WHERE e.dataset = 'other' DETACH DELETE e"
+    result = cli("query", write, "--store", two_datasets)
+    assert result.exit_code == 1, result.output
+    assert "--write" in result.output
+    assert count_nodes(two_datasets) == 120
+    result = cli("query", write, "--write", "--store", two_datasets)
+    assert result.exit_code == 0, result.output
+    assert count_nodes(two_datasets) == 60
