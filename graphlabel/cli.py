@@ -214,9 +214,11 @@ def query(
     cypher: str = typer.Argument(..., help="A Cypher query."),
     param: list[str] = typer.Option([], "--param", "-p", help="A query parameter NAME=VALUE (JSON values"
                                     " are parsed, anything else is a string); repeat for several."),
+    write: bool = typer.Option(False, "--write", help="Allow the query to change the store (default:"
+                               " read-only, a writing query is refused)."),
     store: Optional[str] = StoreOption,
 ) -> None:
-    """Run a Cypher query against the store and print its rows."""
+    """Run one Cypher statement against the store and print its rows (read-only unless --write)."""
     from graphstore import open_store
 
     parameters = {}
@@ -234,7 +236,9 @@ def query(
         _fail(str(error))
     with opened as graph_store:
         try:
-            frame = graph_store.query(cypher, parameters)
+            frame = graph_store.query(cypher, parameters, write=write)
+        except ValueError as error:  # several statements, an unbound parameter, a refused write
+            _fail(str(error))
         except RuntimeError as error:
             _fail(f"query failed: {error}")
     table = Table(*[str(c) for c in frame.columns])

@@ -84,6 +84,18 @@ RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_
 NEIGHBOUR_COLUMNS = ("key", "weight", "share", "given_label", "predicted_label", "label", "agrees")
 
 
+WRITE_REFUSED = ("this query writes to the store, and queries are read-only unless asked to write"
+                 " (graphlabel query --write)")
+
+
+class WriteRefused(ValueError):
+    """A query typed by a user would have written to a store opened for reading (the
+    message is ``WRITE_REFUSED``); nothing was changed."""
+
+    def __init__(self, message: str = WRITE_REFUSED) -> None:
+        super().__init__(message)
+
+
 class NotFound(LookupError):
     """A run or node the caller named is not in the store (the message names it).
 
@@ -386,8 +398,13 @@ class GraphStore(ABC):
         """
 
     @abstractmethod
-    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
-        """Run a read query typed by a user and return its rows."""
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        """Run one statement typed by a user and return its rows.
+
+        The statement is checked first (``queries.user_statement``: one statement, every
+        ``$parameter`` given a value). It runs read-only unless ``write``: a statement
+        that writes raises ``WriteRefused`` and changes nothing.
+        """
 
     def build_knn_edges(self, dataset: str, **spec: Any) -> int:
         """Build kNN relationships inside the database (stores with ``native_knn``, e.g.

@@ -22,6 +22,7 @@ from .base import (
     GraphStore,
     LabelRunRecord,
     SubGraph,
+    WriteRefused,
     check_dataset_name,
     check_limit,
     conform_table,
@@ -31,7 +32,7 @@ from .base import (
     subgraph_from_tables,
 )
 from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
-from .queries import load_query, split_statements
+from .queries import load_query, split_statements, user_statement
 
 DATABASE_FILE = "graph.kuzu"
 
@@ -58,6 +59,13 @@ def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
     raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
     return pa.ListArray.from_arrays(pa.array((offsets - offsets[0]) // 8, pa.int64()).cast(pa.int32()),
                                     pa.array(raw.view("<f8").astype(np.float64)))
+
+
+def _frame(result) -> pd.DataFrame:
+    """A query result's rows; a statement that returns no columns (a write) gives none."""
+    if not result.get_column_names():
+        return pd.DataFrame()
+    return result.get_as_arrow().to_pandas()
 
 
 def _uids(dataset: str, keys: pa.Array) -> pa.Array:
@@ -228,8 +236,22 @@ class KuzuStore(GraphStore):
         neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
         return explanation(node[0], neighbours, dataset, key)
 
-    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
-        return self._conn.execute(cypher, parameters or {}).get_as_arrow().to_pandas()
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        statement = user_statement(cypher, parameters)
+        if write:
+            return _frame(self._conn.execute(statement, parameters or {}))
+        # Kùzu refuses any write inside a read-only transaction, whatever the statement's
+        # clauses (CREATE, SET, DELETE, COPY, CALL of a writing procedure...)
+        self._conn.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            frame = _frame(self._conn.execute(statement, parameters or {}))
+        except RuntimeError as error:
+            self._conn.execute("ROLLBACK")
+            if "read-only transaction" in str(error):
+                raise WriteRefused() from None
+            raise
+        self._conn.execute("COMMIT")
+        return frame
 
     def close(self) -> None:
         self._conn.close()

@@ -91,6 +91,7 @@ from .base import (
     GraphStore,
     LabelRunRecord,
     SubGraph,
+    WriteRefused,
     check_dataset_name,
     check_limit,
     conform_table,
@@ -102,7 +103,7 @@ from .base import (
 )
 from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
 from .identifiers import Fragment, check_identifier, compose, join, literal, prop, quote, render
-from .queries import load_query, split_statements
+from .queries import load_query, split_statements, user_statement
 from .secrets import StoreConnectionError, check_store_uri, neo4j_credentials, redact, redact_uri
 
 MIN_GDS_VERSION = (2, 4, 0)  # the gds.graph.project Cypher aggregation used for projecting
@@ -308,6 +309,17 @@ class Neo4jGraphConfig:
             return value
         return check_identifier(value, what)
 
+
+
+def _read_only_result(result):
+    """``execute_query``'s result transformer for read-only user queries: the eager result,
+    or ``WriteRefused`` (raised inside the transaction, which is then rolled back) when
+    the statement changed anything."""
+    eager = result.to_eager_result()
+    counters = eager.summary.counters
+    if counters.contains_updates or counters.contains_system_updates:
+        raise WriteRefused()
+    return eager
 
 
 def _batches(table: pa.Table, size: int):
@@ -608,8 +620,16 @@ class Neo4jStore(GraphStore):
                                 {"dataset": dataset, "key": key, "max_rows": limit}, READ).records
         return explanation(node.data(), [record.data() for record in records], dataset, key)
 
-    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
-        result = self._execute(cypher, parameters or {}, READ)
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        statement = user_statement(cypher, parameters)
+        if write:
+            result = self._execute(statement, parameters or {}, WRITE)
+        else:
+            # Routed to a reader, and checked inside the transaction: a statement whose
+            # summary counts any update raises there, so the driver rolls it back (on a
+            # single server the access mode alone may not stop a write).
+            result = self._driver.execute_query(statement, parameters_=parameters or {}, routing_=READ,
+                                                database_=self.database, result_transformer_=_read_only_result)
         return pd.DataFrame([record.data() for record in result.records], columns=list(result.keys))
 
     # -- GDS ------------------------------------------------------------------------------

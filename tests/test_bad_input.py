@@ -171,3 +171,62 @@ def test_05_query_is_read_only_unless_write_is_given(two_datasets):
     result = cli("query", write, "--write", "--store", two_datasets)
     assert result.exit_code == 0, result.output
     assert count_nodes(two_datasets) == 60
+
+
+class _Counters:
+    def __init__(self, updates: bool):
+        self.contains_updates, self.contains_system_updates = updates, False
+
+
+class _TransformingDriver:
+    """A fake driver that, like the real ``execute_query``, hands its result to the
+    ``result_transformer_`` inside the (here imaginary) transaction."""
+
+    def __init__(self, updates: bool):
+        self.updates, self.calls = updates, []
+
+    def execute_query(self, query_, parameters_=None, routing_="w", database_=None, result_transformer_=None, **kw):
+        import neo4j
+
+        self.calls.append((query_, routing_))
+        summary = type("Summary", (), {"counters": _Counters(self.updates)})()
+        eager = neo4j.EagerResult([neo4j.Record({"n": 1})], summary, ["n"])
+        result = type("Result", (), {"to_eager_result": lambda self: eager})()
+        return result_transformer_(result) if result_transformer_ else eager
+
+
+def test_05_the_neo4j_adapter_refuses_writes_inside_the_transaction_and_one_statement_only():
+    from graphstore.base import WriteRefused
+    from graphstore.neo4j_store import Neo4jStore
+
+    store = Neo4jStore(_TransformingDriver(updates=False), ensure_schema=False)
+    assert store.query("MATCH (e) RETURN 1 AS n")["n"].tolist() == [1]
+    assert store._driver.calls == [("MATCH (e) RETURN 1 AS n", "r")]
+    store = Neo4jStore(_TransformingDriver(updates=True), ensure_schema=False)
+    with pytest.raises(WriteRefused, match="--write"):
+        store.query("MATCH (e) SET e.x = 1 RETURN 1 AS n")
+    store.query("MATCH (e) SET e.x = 1 RETURN 1 AS n", write=True)  # asked to write: the write route
+    assert store._driver.calls[-1] == ("MATCH (e) SET e.x = 1 RETURN 1 AS n", "w")
+    for bad, message in (("RETURN 1; MATCH (e) DETACH DELETE e", "2 statements"), ("RETURN $x", r"\$x")):
+        with pytest.raises(ValueError, match=message):
+            store.query(bad)
+    assert len(store._driver.calls) == 2  # the refused ones never reached the driver
+
+
+@pytest.mark.parametrize("text, statements, names", [
+    ("RETURN 1", 1, []), ("RETURN 1;", 1, []), ("RETURN 1; ; // done", 1, []),
+    ("RETURN ';' AS a, \"x;y\" AS b", 1, []), ("RETURN 1 /* ; $a */ AS one", 1, []),
+    ("MATCH (e) WHERE e.a = $a AND e.b = $`b c` RETURN $a", 1, ["a", "b c"]),
+    ("RETURN 'it\\'s $no' AS s", 1, []), ("RETURN 1; RETURN 2", 2, []),
+])
+def test_05_user_statements_are_counted_outside_strings_and_comments(text, statements, names):
+    from graphstore.queries import user_statement
+
+    if statements > 1:
+        with pytest.raises(ValueError, match=f"{statements} statements"):
+            user_statement(text, {})
+        return
+    assert user_statement(text, {name: 1 for name in names}) == text
+    for name in names:
+        with pytest.raises(ValueError, match="without a value"):
+            user_statement(text, {other: 1 for other in names if other != name})

@@ -169,7 +169,7 @@ def test_read_runs_newest_first_filtered_and_limited(kuzu_store):
 def label_nodes_with(store, run_id):
     store.write_nodes("toy", nodes(["a", "b"], ["x", None]))
     store.query("MATCH (e:Entity) WHERE e.dataset = 'toy' SET e.label_run_id = $run RETURN count(e)",
-                {"run": run_id})
+                {"run": run_id}, write=True)
 
 
 def test_prune_runs_keeps_the_newest_completed_running_and_current_runs(kuzu_store):
