@@ -230,3 +230,75 @@ def test_05_user_statements_are_counted_outside_strings_and_comments(text, state
     for name in names:
         with pytest.raises(ValueError, match="without a value"):
             user_statement(text, {other: 1 for other in names if other != name})
+
+
+# -- 11, 13: opening the store --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["query", "MATCH (e:Entity) RETURN count(e)"], ["report", "--dataset", "base"],
+    ["explain", "n0", "--dataset", "base"], ["prune-runs", "--dataset", "base", "--keep-last", "1"],
+    ["build-graph", "--dataset", "base"], ["label", "--dataset", "base"],
+])
+def test_13_read_commands_refuse_a_store_that_does_not_exist(tmp_path, command):
+    typo = tmp_path / "typo" / "deep" / "store"
+    result = cli(*command, "--store", typo)
+    assert result.exit_code == 1, result.output
+    assert "no store at" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "typo").exists()  # nothing was created
+    afile = tmp_path / "afile"
+    afile.write_text("not a store")
+    result = cli(*command, "--store", afile)
+    assert result.exit_code == 1, result.output
+    assert "is a file" in result.output and "FileExistsError" not in result.output
+
+
+def test_13_ingest_creates_the_store(tmp_path):
+    csv = write_csv(tmp_path / "base.csv", two_blobs())
+    store = tmp_path / "new" / "store"
+    result = cli("ingest", csv, "--dataset", "base", "--key", "id", "--features", "x*", "--store", store)
+    assert result.exit_code == 0, result.output
+    assert count_nodes(str(store)) == 60
+
+
+HOLD_LOCK = """
+import sys, time, kuzu
+db = kuzu.Database(sys.argv[1])
+conn = kuzu.Connection(db)
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def hold_lock(store: str, seconds: float) -> subprocess.Popen:
+    """Another process holding the store's Kùzu file for ``seconds``."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(Path(store) / "graph.kuzu"), str(seconds)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_11_a_locked_store_is_waited_for_with_a_message_then_one_clear_line(two_datasets, tmp_path):
+    holder = hold_lock(two_datasets, 120)
+    try:
+        for command in (["query", "MATCH (e:Entity) RETURN count(e)"], ["label", "--dataset", "base"]):
+            done = cli_process(*command, "--store", two_datasets, cwd=tmp_path,
+                               env={"GRAPHLABEL_LOCK_TIMEOUT": "3"})
+            assert done.returncode == 1, done.stderr
+            assert "in use by another process" in done.stderr and "waiting up to 3 s" in done.stderr
+            assert "Traceback" not in done.stderr + done.stdout
+            assert done.stderr.strip().splitlines()[-1].startswith("error: the store")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_11_the_wait_ends_when_the_other_process_lets_go(two_datasets, tmp_path):
+    holder = hold_lock(two_datasets, 2)
+    try:
+        done = cli_process("query", "MATCH (e:Entity) RETURN count(e) AS n", "--store", two_datasets, cwd=tmp_path,
+                           env={"GRAPHLABEL_LOCK_TIMEOUT": "60"})
+    finally:
+        holder.wait()
+    assert done.returncode == 0, done.stderr
+    assert "waiting up to 60 s" in done.stderr and " 120 " in done.stdout
