@@ -90,7 +90,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     check_dataset_name(dataset)
     records = parse_records(source, key=key, features=features, label=label, classes=classes)
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
-    with open_store(store_uri) as store:
+    with open_store(store_uri, create=True) as store:
         summary = ingest_parsed(store, dataset, records, rejects)
     publish_ingest_report(summary)
     return summary

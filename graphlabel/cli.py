@@ -51,7 +51,8 @@ def _fail(message: str, code: int = 1) -> None:
 
     # Errors are redacted where they are raised; this is the last line of defence for
     # every message the CLI prints (and keeps "[...]" in messages from reading as markup).
-    err.print(f"[bold red]error:[/] {escape(redact(message, os.environ.get(PASSWORD_ENV)))}")
+    # soft_wrap: one line however long (a terminal wraps it; a log file keeps it whole)
+    err.print(f"[bold red]error:[/] {escape(redact(message, os.environ.get(PASSWORD_ENV)))}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -71,6 +72,14 @@ def _user_errors():
     return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError)
 
 
+def _quiet_expected_errors() -> None:
+    """Keep the tracebacks of expected errors off the console once a flow module (and so
+    Prefect's logging) is loaded: the command's last line says what went wrong."""
+    from graphlabel.console import hide_expected_tracebacks
+
+    hide_expected_tracebacks(_user_errors())
+
+
 @app.command()
 def demo(
     store: Optional[str] = StoreOption,
@@ -82,6 +91,8 @@ def demo(
 ) -> None:
     """Label scikit-learn's handwritten digits end to end and score the result."""
     from flows.demo import demo_flow
+
+    _quiet_expected_errors()
 
     with console.status("running the labelling flow on the digits..."):
         result = demo_flow(store_uri=store, per_class=per_class, flip_fraction=flip, seed=seed, k=k,
@@ -115,6 +126,8 @@ def ingest(
     """Ingest records as nodes; every rejected row is reported with its reason."""
     from flows.labelling import ingest_flow
     from graphlabel.records import NoValidRecords
+
+    _quiet_expected_errors()
 
     allowed = None
     if classes is not None:
@@ -150,6 +163,8 @@ def build_graph(
     """Build the dataset's similarity relationships in the store."""
     from flows.labelling import build_graph_flow
 
+    _quiet_expected_errors()
+
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = build_graph_flow(dataset, store_uri=store, graph=graph, k=k, metric=metric,
@@ -181,6 +196,8 @@ def label(
 ) -> None:
     """Label the dataset's nodes and write predictions back as node properties."""
     from flows.labelling import labelling_flow
+
+    _quiet_expected_errors()
 
     try:
         solver_params = json.loads(params)

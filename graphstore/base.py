@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .secrets import StoreConnectionError
+
 # Matched with fullmatch: `$` alone would also accept a trailing newline ("base\n").
 DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
@@ -94,6 +96,16 @@ class WriteRefused(ValueError):
 
     def __init__(self, message: str = WRITE_REFUSED) -> None:
         super().__init__(message)
+
+
+class StoreNotFound(FileNotFoundError):
+    """No store where the URI points (a folder that does not exist, or a file): commands
+    that read never create one (only ingesting does)."""
+
+
+class StoreLocked(StoreConnectionError):
+    """Another process holds the store (Kùzu lets one process open a database at a time)
+    and did not let go within the time allowed."""
 
 
 class NotFound(LookupError):

@@ -184,7 +184,7 @@ def labelled_kuzu_store(tmp_path_factory):
     keys = np.array([f"d{i}" for i in range(len(y))], dtype=object)
     given = [str(v) if i % 5 == 0 else None for i, v in enumerate(y)]
     given[0] = "7"  # digit 0 given the wrong label
-    store = open_store(str(tmp_path_factory.mktemp("examples") / "store"))
+    store = open_store(str(tmp_path_factory.mktemp("examples") / "store"), create=True)
     store.write_nodes("digits", pa.table({"key": keys.tolist(), "features": X.tolist(), "label": given})
                       .cast(NODE_SCHEMA))
     store.replace_edges("digits", edge_table(keys, similarity.knn_graph(X, 8)))

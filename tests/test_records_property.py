@@ -220,7 +220,7 @@ def test_a_real_store_holds_exactly_the_valid_rows(batch, classes):
     frame, rows, features = batch
     parsed, expected, rejects = check_parse(frame, rows, features, classes=classes, list_column=False)
     # a store of its own per example (a pytest fixture would be shared by all examples)
-    with tempfile.TemporaryDirectory() as folder, open_store(folder) as store:
+    with tempfile.TemporaryDirectory() as folder, open_store(folder, create=True) as store:
         if parsed is not None:
             assert store.write_nodes("batch", parsed.nodes) == parsed.n_valid
         graph = store.read_subgraph("batch")
