@@ -27,6 +27,12 @@ runner = CliRunner()
 GRAPHLABEL = Path(sys.executable).parent / "graphlabel"
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """Commands write DATASET.rejects.csv in the working folder: keep it in the test's."""
+    monkeypatch.chdir(tmp_path)
+
+
 def cli(*args, env: dict | None = None):
     """Run ``graphlabel ARGS`` in-process; the result has ``exit_code`` and ``output``."""
     return runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200", **(env or {})})
@@ -302,3 +308,65 @@ def test_11_the_wait_ends_when_the_other_process_lets_go(two_datasets, tmp_path)
         holder.wait()
     assert done.returncode == 0, done.stderr
     assert "waiting up to 60 s" in done.stderr and " 120 " in done.stdout
+
+
+# -- 2, 7: which columns are features, and when two keys or labels are the same ------------
+
+
+def test_02_feature_globs_never_take_the_key_or_label_column(tmp_path, store_path):
+    csv = write_csv(tmp_path / "base.csv", two_blobs())
+    result = cli("ingest", csv, "--dataset", "star", "--key", "id", "--features", "*", "--label", "label",
+                 "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "stored 60 nodes" in result.output and "rejected" not in result.output
+    (tmp_path / "lab.csv").write_text("id,x,x_label\n1,0.5,a\n2,0.7,b\n3,0.1,\n")
+    result = cli("ingest", tmp_path / "lab.csv", "--dataset", "gl", "--key", "id", "--features", "x*",
+                 "--label", "x_label", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "stored 3 nodes" in result.output
+    result = cli("query", "MATCH (e:Entity) WHERE e.dataset = 'gl' RETURN e.key AS k, octet_length(e.features) AS b,"
+                 " e.given_label AS l ORDER BY k", "--store", store_path)
+    assert result.output.split().count("8") == 3, result.output  # one feature (8 bytes) per node
+    # naming the key or label column as a feature explicitly is a mistake, said as such
+    result = cli("ingest", tmp_path / "lab.csv", "--dataset", "gl", "--key", "id", "--features", "x,x_label",
+                 "--label", "x_label", "--store", store_path)
+    assert result.exit_code == 1 and "label column" in result.output, result.output
+
+
+KEY_SPELLINGS = pd.DataFrame({"id": ["7", " 7 ", "7.0", "8", "9.50", "007"],
+                              "x": [1.0, 1.0, 1.0, 2.0, 3.0, 4.0],
+                              "label": ["1", "1.0", " 1 ", "2.0", "2", "1.00"]})
+
+
+def stored(store: str, dataset: str) -> dict:
+    from graphstore import open_store
+
+    with open_store(store) as graph_store:
+        graph = graph_store.read_subgraph(dataset)
+    return dict(zip(graph.keys, graph.labels))
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet-text", "parquet-numbers"])
+def test_07_keys_and_labels_follow_one_rule_in_csv_and_parquet(tmp_path, store_path, kind):
+    frame = KEY_SPELLINGS.copy()
+    if kind == "csv":
+        path = write_csv(tmp_path / "keys.csv", frame)
+    else:
+        if kind == "parquet-numbers":  # numbers as numbers, where they are numbers
+            frame = frame.iloc[[0, 2, 3, 4]].assign(id=[7, 7.0, 8, 9.5], label=[1, 1.0, 2.0, 2])
+            frame["id"], frame["label"] = frame["id"].astype(float), frame["label"].astype(float)
+        path = tmp_path / "keys.parquet"
+        frame.to_parquet(path)
+    result = cli("ingest", path, "--dataset", "keys", "--key", "id", "--features", "x", "--label", "label",
+                 "--classes", "1,2", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    held = stored(store_path, "keys")
+    # 7, ' 7 ' and 7.0 are one key (the first is stored, the same values again are repeats);
+    # labels 1, 1.0 and ' 1 ' one class, and --classes 1,2 takes 1.0 and 2.0
+    assert held["7"] == "1" and held["8"] == "2"
+    assert "label not in classes" not in result.output
+    if kind != "parquet-numbers":
+        assert held["007"] == "1" and held["9.50"] == "2"  # not integral: written as given
+        assert set(held) == {"7", "8", "9.50", "007"}
+    else:
+        assert set(held) == {"7", "8", "9.5"}
