@@ -336,10 +336,12 @@ def explain(
     Read from the stored similarity relationships: a neighbour counts with its given label,
     else its predicted one.
     """
+    from graphlabel.records import key_text
     from graphlabel.reporting import explanation_renderables
     from graphstore import open_store
     from graphstore.base import NotFound
 
+    key = key_text(key) or key  # the key as ingest stored it (" 7 " and "7.0" are "7")
     try:
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)

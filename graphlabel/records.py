@@ -27,12 +27,19 @@ as repeats of it, so a file concatenated twice loses nothing. When the copies di
 first would silently keep a label the file may have corrected further down. (Across
 batches the store upserts by key: a later ingest replaces the earlier values.)
 
-Keys and labels are compared as text: surrounding blanks are stripped and an integral
-float is written without its ``.0`` (a label column with gaps reads as floats from CSV),
-so ``3``, ``3.0`` and ``" 3 "`` are the same key. In CSV/TSV files only an empty field is
-a missing key or label: ``NA``, ``None`` or ``null`` there are ordinary text (a product
-code, a country) rather than pandas' default missing-value markers, which feature columns
-keep.
+Keys and labels: one rule (``key_text``), whatever the file type. They are compared as
+text; surrounding blanks are stripped; a number with an all-zero fraction loses it,
+written as text (``"7.0"``, ``"7."``, ``"-3.00"``) or stored as a number (``7.0`` in a
+Parquet float column), so ``7``, ``7.0`` and ``" 7 "`` are one key and labels ``1`` and
+``1.0`` one class (``--classes 1,2`` takes ``1.0``). Nothing else changes: ``007`` stays
+``007``, ``+7`` stays ``+7``, ``9.50`` stays ``9.50`` (a non-integral float stored as a
+number is written as Python writes it, ``9.5``), and ``1e3`` stays ``1e3``. In CSV/TSV
+files only an empty field is a missing key or label: ``NA``, ``None`` or ``null`` there
+are ordinary text (a product code, a country) rather than pandas' default missing-value
+markers, which feature columns keep.
+
+Feature columns never include the key or the label column: a glob (``*``, ``x*``) skips
+them, and naming one of them as a feature is refused.
 """
 
 from __future__ import annotations
@@ -132,33 +139,51 @@ def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None) -
     raise ValueError(f"unsupported file type {suffix!r}: use .csv, .tsv or .parquet")
 
 
-def resolve_feature_columns(frame: pd.DataFrame, features: str | list[str]) -> list[str]:
-    """Feature columns from a list, a comma-separated string, or glob patterns ('pixel_*')."""
+def resolve_feature_columns(frame: pd.DataFrame, features: str | list[str],
+                            exclude: dict[str, str] | None = None) -> list[str]:
+    """Feature columns from a list, a comma-separated string, or glob patterns ('pixel_*').
+
+    ``exclude`` maps the key and label columns to their role: a glob never takes them
+    (``*`` would put the label among the features), and naming one is an error."""
     patterns = features.split(",") if isinstance(features, str) else list(features)
     patterns = [p.strip() for p in patterns if p.strip()]
     if not patterns:
         raise ValueError("features must name at least one column")
+    exclude = {column: role for column, role in (exclude or {}).items() if column}
     columns: list[str] = []
     for pattern in patterns:
-        matched = [c for c in frame.columns if fnmatch.fnmatchcase(str(c), pattern)]
+        if pattern in exclude:
+            raise ValueError(f"feature {pattern!r} is the {exclude[pattern]} column: a column is a feature, the"
+                             " key or the label, not two of them")
+        matched = [c for c in frame.columns if fnmatch.fnmatchcase(str(c), pattern) and c not in exclude]
         if not matched:
-            raise ValueError(f"no column matches feature {pattern!r}; columns are {list(frame.columns)[:20]}")
+            raise ValueError(f"no column matches feature {pattern!r} (the key and label columns never do);"
+                             f" columns are {list(frame.columns)[:20]}")
         columns.extend(c for c in matched if c not in columns)
     return columns
 
 
-def _text_or_none(value) -> str | None:
-    if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
-        return None
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))  # a label column with gaps reads as floats from CSV: 3.0 → "3"
-    text = str(value).strip()
-    return text or None
+# A decimal numeral whose fraction is all zeros: "7.0", "7.", "-3.00" (not "+7", "1e3", "9.50")
+_INTEGRAL_DECIMAL = r"^(-?\d+)\.0*$"
+
+
+def key_text(value) -> str | None:
+    """The one rule for keys and labels (module docstring): stripped text, an all-zero
+    fraction dropped, None for a missing or blank value."""
+    return _as_text(pd.Series([value], dtype=object)).iloc[0]
 
 
 def _as_text(values: pd.Series) -> pd.Series:
-    """Keys and labels as strings (object dtype, None where missing)."""
-    return pd.Series(np.array([_text_or_none(v) for v in values], dtype=object), dtype=object)
+    """Keys and labels by ``key_text``'s rule, as strings (object dtype, None where missing)."""
+    values = pd.Series(values, dtype=object).reset_index(drop=True)
+    missing = values.isna().to_numpy()
+    floats = values.map(lambda v: isinstance(v, (float, np.floating))).to_numpy(dtype=bool) & ~missing
+    text = values.where(missing | floats, values.astype(str))
+    if floats.any():  # an integral float as an integer (7.0 → "7"), others as Python writes them
+        text[floats] = values[floats].map(lambda v: str(int(v)) if float(v).is_integer() else repr(float(v)))
+    text = text.str.strip().str.replace(_INTEGRAL_DECIMAL, r"\1", regex=True)
+    text = text.where(~missing & (text != ""), None)
+    return text.astype(object)
 
 
 def _check_classes(classes: Iterable[str] | None) -> list[str] | None:
@@ -172,7 +197,7 @@ def _check_classes(classes: Iterable[str] | None) -> list[str] | None:
         items = list(classes)
     except TypeError:
         raise TypeError(f"classes must be a list of labels, got {type(classes).__name__}") from None
-    names = [_text_or_none(c) for c in items]
+    names = _as_text(pd.Series(items, dtype=object)).tolist()
     if not names or any(name is None for name in names):
         raise ValueError(f"classes must be a non-empty list of non-empty labels, got {items!r}")
     return list(dict.fromkeys(names))
@@ -324,7 +349,7 @@ def parse_records(
     for column in (key, label):
         if column and column not in frame.columns:
             raise ValueError(f"no column {column!r}; columns are {list(frame.columns)[:20]}")
-    columns = resolve_feature_columns(frame, features)
+    columns = resolve_feature_columns(frame, features, exclude={key: "key", label: "label"})
     keys = _as_text(frame[key])
     labels = _as_text(frame[label]) if label else pd.Series(np.full(len(frame), None, dtype=object))
     reasons: Reasons = [[] for _ in range(len(frame))]

@@ -12,6 +12,7 @@ what the store holds afterwards is exactly the valid rows.
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from collections import Counter, defaultdict
 
@@ -56,7 +57,7 @@ def cells(with_lists: bool):
 
 # a few repeated keys to make duplicates likely, blank and missing keys, and any text
 key_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=6)
-key = st.integers(0, 9).flatmap(lambda i: st.sampled_from(["a", "b", " a ", "007"]) if i < 3 else key_text
+key = st.integers(0, 9).flatmap(lambda i: st.sampled_from(["a", "b", " a ", "007", "7", "7.0", " 7. "]) if i < 3 else key_text
                                  if i < 8 else st.one_of(st.none(), st.sampled_from(["", "   "])))
 label = st.one_of(st.none(), st.sampled_from(["cat", "dog", " cat", "bird", "Dog", ""]))
 
@@ -94,11 +95,13 @@ def list_batches(draw):
 
 
 def text(value):
-    """Keys and labels as the records module documents them: stripped text, None if blank."""
+    """Keys and labels as the records module documents them: stripped text, None if blank,
+    an all-zero fraction dropped ("7.0" is "7")."""
     if value is None:
         return None
     value = str(value).strip()
-    return value or None
+    integral = re.fullmatch(r"(-?\d+)\.0*", value)
+    return (integral.group(1) if integral else value) or None
 
 
 def cell_value(value, csv=False):
