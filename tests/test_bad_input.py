@@ -370,3 +370,77 @@ def test_07_keys_and_labels_follow_one_rule_in_csv_and_parquet(tmp_path, store_p
         assert set(held) == {"7", "8", "9.50", "007"}
     else:
         assert set(held) == {"7", "8", "9.5"}
+
+
+# -- 12: malformed CSV lines ------------------------------------------------------------------
+
+
+def ingest_file(path, dataset, store, *extra):
+    return cli("ingest", path, "--dataset", dataset, "--key", "id", "--features", "x1,x2", "--label", "label",
+               *extra, "--store", store)
+
+
+def rejects_of(tmp_path, dataset) -> pd.DataFrame:
+    return pd.read_csv(tmp_path / f"{dataset}.rejects.csv", keep_default_na=False)
+
+
+@pytest.mark.parametrize("bad_line, reason", [
+    (b"b,1,2,3,q", "line 3 has 5 fields, the header 4"),
+    (b'b,"1,2,q', "line 3: a quote opened on this line is never closed"),
+    (b"b\xe9,1,2,q", "line 3 is not valid utf-8"),
+])
+def test_12_a_malformed_line_is_rejected_with_its_line_number_and_the_rest_is_stored(tmp_path, store_path,
+                                                                                     bad_line, reason):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"id,x1,x2,label\na,1,2,p\n" + bad_line + b"\nc,2,3,\n\nd,4,5,q\n")
+    result = ingest_file(path, "t12", store_path)
+    assert result.exit_code == 0, result.output
+    assert "stored 3 nodes" in result.output and "rejected 1 rows" in result.output
+    rejects = rejects_of(tmp_path, "t12")
+    assert rejects["row"].tolist() == [3]
+    assert reason in rejects["reason"][0]
+    assert set(stored(store_path, "t12")) == {"a", "c", "d"}
+
+
+def test_12_an_undecodable_line_names_the_encoding_option_and_passing_it_stores_everything(tmp_path, store_path):
+    path = tmp_path / "latin.csv"
+    path.write_bytes("id,x1,x2,label\na,1,2,p\nbé,1,2,q\nc,2,3,\n".encode("latin-1"))
+    result = ingest_file(path, "latin", store_path)
+    assert result.exit_code == 0 and "--encoding" in rejects_of(tmp_path, "latin")["reason"][0], result.output
+    result = ingest_file(path, "latin", store_path, "--encoding", "latin-1")
+    assert result.exit_code == 0 and "stored 3 nodes" in result.output, result.output
+    assert set(stored(store_path, "latin")) == {"a", "bé", "c"}
+
+
+def test_12_a_file_in_another_encoding_fails_naming_the_file_and_the_option(tmp_path, store_path):
+    path = tmp_path / "utf16.csv"
+    path.write_bytes("id,x1,x2,label\na,1,2,p\nb,1,2,q\n".encode("utf-16"))
+    result = ingest_file(path, "u16", store_path)
+    assert result.exit_code == 1, result.output
+    assert "utf16.csv" in result.output and "--encoding" in result.output
+    assert not (tmp_path / "u16.rejects.csv").exists()
+    result = ingest_file(path, "u16", store_path, "--encoding", "utf-16")
+    assert result.exit_code == 0 and "stored 2 nodes" in result.output, result.output
+
+
+def test_12_a_header_only_file_says_no_rows_and_writes_no_rejects_file(tmp_path, store_path):
+    path = tmp_path / "header.csv"
+    path.write_text("id,x1,x2,label\n")
+    result = ingest_file(path, "hdr", store_path)
+    assert result.exit_code == 1, result.output
+    assert "no rows" in result.output
+    assert not (tmp_path / "hdr.rejects.csv").exists()
+    (tmp_path / "empty.csv").write_bytes(b"")
+    result = ingest_file(tmp_path / "empty.csv", "hdr", store_path)
+    assert result.exit_code == 1 and "empty" in result.output, result.output
+
+
+def test_12_reject_rows_are_file_line_numbers(tmp_path, store_path):
+    # a blank line, a quoted line break and CRLF endings before the bad rows
+    path = tmp_path / "lines.csv"
+    path.write_bytes(b'id,x1,x2,label\r\na,1,2,p\r\n\r\n"b\r\nb",1,2,q\r\nc,oops,3,\r\nd,4,5,q,extra\r\ne,5,6,p\r\n')
+    result = ingest_file(path, "ln", store_path)
+    assert result.exit_code == 0, result.output
+    rejects = rejects_of(tmp_path, "ln")
+    assert dict(zip(rejects["row"], rejects["kind"])) == {6: "non-numeric feature", 7: "malformed line"}
+    assert set(stored(store_path, "ln")) == {"a", "b\r\nb", "e"}
