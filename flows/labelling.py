@@ -81,14 +81,15 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
 @flow(name="ingest-records")
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
-                classes: list[str] | None = None) -> dict:
+                classes: list[str] | None = None, encoding: str = "utf-8") -> dict:
     """Ingest a CSV/Parquet file: valid rows become nodes, rejected rows go to the rejects file.
 
-    ``classes`` lists the allowed labels (None: any); see ``graphlabel.records.parse_records``.
+    ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's;
+    see ``graphlabel.records.parse_records``.
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
-    records = parse_records(source, key=key, features=features, label=label, classes=classes)
+    records = parse_records(source, key=key, features=features, label=label, classes=classes, encoding=encoding)
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri, create=True) as store:
         summary = ingest_parsed(store, dataset, records, rejects)

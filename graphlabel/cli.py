@@ -121,6 +121,7 @@ def ingest(
     rejects: Optional[str] = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
     classes: Optional[str] = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
@@ -137,8 +138,10 @@ def ingest(
     try:
         with console.status(f"ingesting {file} into {dataset!r}..."):
             summary = ingest_flow(file, dataset, key, features, label, store_uri=store, rejects_path=rejects,
-                                  classes=allowed)
+                                  classes=allowed, encoding=encoding)
     except NoValidRecords as error:
+        if not len(error.rejects):  # no rows at all: nothing to write
+            _fail(str(error))
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
         _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
