@@ -444,3 +444,43 @@ def test_12_reject_rows_are_file_line_numbers(tmp_path, store_path):
     rejects = rejects_of(tmp_path, "ln")
     assert dict(zip(rejects["row"], rejects["kind"])) == {6: "non-numeric feature", 7: "malformed line"}
     assert set(stored(store_path, "ln")) == {"a", "b\r\nb", "e"}
+
+
+# -- 1: another feature count in a later ingest ------------------------------------------------
+
+
+def test_01_a_later_ingest_with_another_feature_count_is_rejected_row_by_row(tmp_path, store_path):
+    base = write_csv(tmp_path / "base.csv", two_blobs())
+    wide = two_blobs(n=10, labelled=0, dim=4, seed=1).assign(id=[f"m{i}" for i in range(10)])
+    wide = write_csv(tmp_path / "wide.csv", wide)
+    assert cli("ingest", base, "--dataset", "base", "--key", "id", "--features", "x*", "--label", "label",
+               "--store", store_path).exit_code == 0
+    result = cli("ingest", wide, "--dataset", "base", "--key", "id", "--features", "x*", "--label", "label",
+                 "--store", store_path)
+    assert result.exit_code == 1, result.output
+    assert "wrong feature length: got 4, expected 3" in result.output
+    rejects = rejects_of(tmp_path, "base")
+    assert len(rejects) == 10 and set(rejects["kind"]) == {"wrong feature length"}
+    # a list column of the wrong length in a Parquet file, mixed with good rows
+    mixed = pd.DataFrame({"id": ["p0", "p1"], "vec": [[1.0, 2.0, 3.0], [1.0, 2.0]]})
+    mixed.to_parquet(tmp_path / "mixed.parquet")
+    result = cli("ingest", tmp_path / "mixed.parquet", "--dataset", "base", "--key", "id", "--features", "vec",
+                 "--store", store_path)
+    assert result.exit_code == 0 and "stored 1 nodes" in result.output, result.output
+    result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "5", "--store", store_path)
+    assert result.exit_code == 0 and "labelled 61 nodes" in result.output, result.output
+
+
+def test_01_a_store_with_mixed_lengths_names_the_nodes(tmp_path, store_path):
+    import pyarrow as pa
+
+    from graphstore import open_store
+    from graphstore.base import NODE_SCHEMA
+
+    with open_store(store_path, create=True) as store:  # a store written before lengths were checked
+        store.write_nodes("base", pa.table({"key": [f"n{i}" for i in range(6)] + ["odd"],
+                                            "features": [[float(i), 0.0] for i in range(6)] + [[1.0, 2.0, 3.0]],
+                                            "label": ["a", "b"] + [None] * 5}).cast(NODE_SCHEMA))
+    result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "2", "--store", store_path)
+    assert result.exit_code == 1, result.output
+    assert "6 of length 2, 1 of length 3" in result.output and "'odd'" in result.output
