@@ -89,9 +89,13 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
-    records = parse_records(source, key=key, features=features, label=label, classes=classes, encoding=encoding)
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri, create=True) as store:
+        # rows must have the length the dataset's nodes already have (the most common one,
+        # should an older store hold several): a mixed dataset cannot be labelled
+        stored = store.feature_lengths(dataset)
+        records = parse_records(source, key=key, features=features, label=label, classes=classes,
+                                encoding=encoding, expected_dim=next(iter(stored), None))
         summary = ingest_parsed(store, dataset, records, rejects)
     publish_ingest_report(summary)
     return summary

@@ -63,7 +63,7 @@ def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarr
     if graph.n_nodes == 0:
         raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
     if graph.features is None:
-        raise ValueError(f"dataset {dataset!r} has nodes with features of different lengths")
+        raise ValueError(graph.mixed_lengths(dataset))
     return graph.keys, graph.features, graph.labels
 
 

@@ -61,6 +61,8 @@ class SubGraph:
 
     ``source``/``target`` are positions into ``keys``; each undirected pair appears once.
     ``labels`` holds the given label strings, ``None`` where a node has none.
+    ``features`` is None when not read, or when the nodes' feature lists differ in length;
+    ``feature_lengths`` then holds each node's length (see ``mixed_lengths``).
     """
 
     keys: np.ndarray
@@ -69,10 +71,23 @@ class SubGraph:
     source: np.ndarray
     target: np.ndarray
     weight: np.ndarray
+    feature_lengths: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
         return len(self.keys)
+
+    def mixed_lengths(self, dataset: str, shown: int = 5) -> str:
+        """What is wrong when the feature lengths differ, naming the nodes: how many nodes
+        have each length, and keys of the nodes whose length is not the most common."""
+        lengths, counts = np.unique(self.feature_lengths, return_counts=True)
+        usual = lengths[np.argmax(counts)]
+        odd = self.keys[self.feature_lengths != usual]
+        listed = ", ".join(repr(k) for k in odd[:shown]) + (", ..." if len(odd) > shown else "")
+        spread = ", ".join(f"{n} of length {length}" for length, n in zip(lengths, counts))
+        return (f"dataset {dataset!r} has nodes with features of different lengths: {spread} (not of length"
+                f" {usual}: {listed}); ingest those nodes again with {usual} features, or the dataset under a"
+                " new name")
 
 
 #: Life cycle of a run: written "running" when it starts, then "completed" or "failed".
@@ -306,19 +321,19 @@ def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
     (source, target, weight) given by key; edges to nodes outside the table are dropped."""
     keys = nodes.column("key").to_numpy(zero_copy_only=False).astype(object)
     labels = nodes.column("label").to_numpy(zero_copy_only=False).astype(object)
-    features = None
+    features = lengths = None
     if "features" in nodes.column_names and nodes.num_rows:
         flat = nodes.column("features").combine_chunks()
-        lengths = pa.compute.list_value_length(flat).to_numpy(zero_copy_only=False)
-        if len(set(lengths.tolist())) == 1:
-            features = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1)
+        lengths = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False)
+        if lengths.min() == lengths.max():
+            features, lengths = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1), None
     # Arrow's hash lookup, in C over the key strings: no Python object per relationship.
     key_set = nodes.column("key").combine_chunks()
     src = _positions(edges.column("source"), key_set)
     dst = _positions(edges.column("target"), key_set)
     weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
     inside = (src >= 0) & (dst >= 0)
-    return SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside])
+    return SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside], lengths)
 
 
 class GraphStore(ABC):
@@ -343,6 +358,12 @@ class GraphStore(ABC):
     @abstractmethod
     def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
         """Read the dataset's nodes, given labels, features and relationships."""
+
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        """Feature-list length → number of the dataset's nodes with that length (one entry
+        when the dataset is sound, none when it has no nodes), most common first. Ingest
+        rejects rows of another length than the dataset's."""
+        raise NotImplementedError(f"{type(self).__name__} does not report feature lengths")
 
     @abstractmethod
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:

@@ -252,6 +252,11 @@ class KuzuStore(GraphStore):
         edges = self._run("read_edges", {"dataset": dataset}).get_as_arrow()
         return subgraph_from_tables(nodes, edges)
 
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        check_dataset_name(dataset)
+        rows = self._run("feature_lengths", {"dataset": dataset}).get_as_arrow().to_pylist()
+        return {int(row["length"]): int(row["nodes"]) for row in rows if row["length"] is not None}
+
     def count_nodes(self, dataset: str) -> int:
         check_dataset_name(dataset)
         return int(self._run("count_nodes", {"dataset": dataset}).get_next()[0])

@@ -77,7 +77,7 @@ import os
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -340,7 +340,7 @@ def one_row_per_pair(graph: SubGraph) -> SubGraph:
     first = np.ones(len(lo), dtype=bool)
     first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
     keep = first & (lo != hi)
-    return SubGraph(graph.keys, graph.labels, graph.features, lo[keep], hi[keep], weight[keep])
+    return replace(graph, source=lo[keep], target=hi[keep], weight=weight[keep])
 
 
 def _check_knn_spec(k, metric: str, weights: str) -> None:
@@ -573,6 +573,11 @@ class Neo4jStore(GraphStore):
     def count_nodes(self, dataset: str) -> int:
         check_dataset_name(dataset)
         return int(self._single("count_nodes", {"dataset": dataset}, READ)["nodes"])
+
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        check_dataset_name(dataset)
+        records = self._execute(self.cypher("feature_lengths"), {"dataset": dataset}, READ).records
+        return {int(record["length"]): int(record["nodes"]) for record in records if record["length"] is not None}
 
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         """Set the prediction properties; returns how many nodes were matched by key."""

@@ -484,3 +484,26 @@ def test_01_a_store_with_mixed_lengths_names_the_nodes(tmp_path, store_path):
     result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "2", "--store", store_path)
     assert result.exit_code == 1, result.output
     assert "6 of length 2, 1 of length 3" in result.output and "'odd'" in result.output
+
+
+class _AnsweringDriver:
+    """A fake driver answering every query with ``rows`` (and recording the calls)."""
+
+    def __init__(self, rows):
+        self.rows, self.calls = rows, []
+
+    def execute_query(self, query_, parameters_=None, routing_="w", database_=None, **kw):
+        import neo4j
+
+        self.calls.append((query_, dict(parameters_ or {}), routing_))
+        return neo4j.EagerResult([neo4j.Record(row) for row in self.rows], None, list(self.rows[0]) if self.rows else [])
+
+
+def test_01_the_neo4j_adapter_reports_feature_lengths():
+    from graphstore.neo4j_store import Neo4jStore
+
+    driver = _AnsweringDriver([{"length": 3, "nodes": 60}, {"length": 4, "nodes": 10}, {"length": None, "nodes": 2}])
+    store = Neo4jStore(driver, ensure_schema=False)
+    assert store.feature_lengths("base") == {3: 60, 4: 10}
+    query, parameters, routing = driver.calls[-1]
+    assert "size(e.`features`) AS length" in query and parameters == {"dataset": "base"} and routing == "r"
