@@ -507,3 +507,120 @@ def test_01_the_neo4j_adapter_reports_feature_lengths():
     assert store.feature_lengths("base") == {3: 60, 4: 10}
     query, parameters, routing = driver.calls[-1]
     assert "size(e.`features`) AS length" in query and parameters == {"dataset": "base"} and routing == "r"
+
+
+# -- 3, 6, 9, 10: graphs and predictions -------------------------------------------------------
+
+
+def ingest_frame(tmp_path, store, dataset, frame, features="x*"):
+    path = write_csv(tmp_path / f"{dataset}.csv", frame)
+    result = cli("ingest", path, "--dataset", dataset, "--key", "id", "--features", features, "--label", "label",
+                 "--store", store)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def edge_weights(store: str, dataset: str, keys=None) -> np.ndarray:
+    from graphstore import open_store
+
+    with open_store(store) as graph_store:
+        graph = graph_store.read_subgraph(dataset, with_features=False)
+    if keys is None:
+        return graph.weight
+    inside = np.isin(graph.keys[graph.source], keys) & np.isin(graph.keys[graph.target], keys)
+    return graph.weight[inside]
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_10_k_is_capped_at_n_minus_1_with_a_warning(tmp_path, store_path, n):
+    ingest_frame(tmp_path, store_path, "small", two_blobs(n=n, labelled=n))
+    result = cli("build-graph", "--dataset", "small", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert f"k = 10 is more than the {n - 1} other nodes" in result.output
+    assert len(edge_weights(store_path, "small")) == n * (n - 1) // 2  # everyone is everyone's neighbour
+    result = cli("label", "--dataset", "small", "--rebuild-graph", "--full", "--store", store_path)
+    assert result.exit_code == 0, result.output
+
+
+def test_10_one_node_is_not_a_graph(tmp_path, store_path):
+    ingest_frame(tmp_path, store_path, "one", two_blobs(n=1, labelled=1))
+    result = cli("build-graph", "--dataset", "one", "--store", store_path)
+    assert result.exit_code == 1 and "at least 2 nodes" in result.output, result.output
+
+
+def test_03_one_far_away_point_does_not_flatten_the_weights(tmp_path, store_path):
+    frame = two_blobs(n=40, labelled=10, dim=2, seed=1)
+    frame.loc[40] = ["far", 1e6, 1e6, ""]
+    ingest_frame(tmp_path, store_path, "o", frame)
+    result = cli("build-graph", "--dataset", "o", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    ordinary = edge_weights(store_path, "o", keys=frame["id"][:40].to_numpy())
+    # with the mean k-th distance as sigma every one of these was 0.9999999...
+    assert np.median(ordinary) < 0.9 and ordinary.min() < 0.5
+    assert "weights" not in result.output  # nothing degenerate to warn about
+
+
+def test_09_labelling_a_dataset_without_a_graph_builds_it_and_says_so(tmp_path, store_path):
+    ingest_frame(tmp_path, store_path, "base", two_blobs())
+    result = cli("label", "--dataset", "base", "--k", "5", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "no similarity relationships" in result.output and "built" in result.output
+    assert "labelled 60 nodes" in result.output
+    result = cli("query", "MATCH (e:Entity) WHERE e.predicted_label IS NULL RETURN count(e) AS n", "--store",
+                 store_path)
+    assert " 0 " in result.output, result.output
+
+
+def test_09_nodes_no_label_reaches_are_counted_and_said(tmp_path, store_path):
+    from graphstore import open_store
+
+    ingest_frame(tmp_path, store_path, "base", two_blobs())
+    assert cli("build-graph", "--dataset", "base", "--k", "5", "--store", store_path).exit_code == 0
+    late = two_blobs(n=10, labelled=0, seed=3).assign(id=[f"late{i}" for i in range(10)])
+    ingest_frame(tmp_path, store_path, "base", late)
+    result = cli("label", "--dataset", "base", "--full", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "10 of 70 nodes (14.3%) got no prediction" in result.output
+    assert "10 have no similarity relationship" in result.output and "--rebuild-graph" in result.output
+    with open_store(store_path) as store:
+        metrics = store.read_runs("base")["metrics"][0]
+    assert metrics["n_unreachable"] == 10 and metrics["unreached_share"] == pytest.approx(10 / 70)
+
+
+def test_06_features_that_say_nothing_give_no_flags_and_low_confidence(tmp_path, store_path):
+    from graphstore import open_store
+
+    frame = two_blobs(n=40, labelled=20, dim=2, seed=1)
+    frame[["x1", "x2"]] = 1.0  # every row the same vector
+    ingest_frame(tmp_path, store_path, "c", frame)
+    result = cli("label", "--dataset", "c", "--rebuild-graph", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "0 flagged as noisy" in result.output
+    assert "every node has the same features" in result.output
+    given = frame.loc[frame["label"] != "", "label"]
+    majority = given.value_counts(normalize=True).max()
+    with open_store(store_path) as store:
+        written = store.query("MATCH (e:Entity) WHERE e.dataset = 'c' RETURN e.label_confidence AS c,"
+                              " e.label_noise AS noise, e.predicted_label AS p")
+    assert written["c"].max() <= majority + 1e-9
+    assert not written["noise"].fillna(False).any()
+    assert written["p"].nunique() == 1  # identical entities, identical answers
+
+
+def test_06_duplicated_vectors_among_informative_ones(tmp_path, store_path):
+    from graphstore import open_store
+
+    frame = two_blobs(n=80, labelled=30, dim=2, seed=2)
+    frame.loc[:29, ["x1", "x2"]] = [2.0, 2.0]  # 30 copies of one vector (an imputed default, say)
+    ingest_frame(tmp_path, store_path, "d", frame)
+    result = cli("label", "--dataset", "d", "--rebuild-graph", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "30 nodes share their features with more than k = 10 others" in result.output
+    with open_store(store_path) as store:
+        written = store.query("MATCH (e:Entity) WHERE e.dataset = 'd' RETURN e.key AS key, e.label_confidence AS c,"
+                              " e.label_noise AS noise, e.predicted_label AS p").set_index("key")
+    copies = written.loc[frame["id"][:30]]
+    assert copies["p"].nunique() == 1 and copies["c"].nunique() == 1
+    assert not copies["noise"].fillna(False).any()
+    given = frame["label"][:30][frame["label"][:30] != ""]
+    assert copies["c"].iloc[0] == pytest.approx(given.value_counts(normalize=True).max())
