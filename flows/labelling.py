@@ -18,12 +18,14 @@ from prefect import flow, get_run_logger, unmapped
 from prefect.runtime import flow_run
 
 from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
+from graphlabel.indistinguishable import pool_copies
 from graphlabel.problems import ExportedProblem
 from graphlabel.provenance import versions
 from graphlabel.records import ParsedRecords, parse_records
 from graphlabel.run_metrics import hold_out, holdout_reliability, run_metrics
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
 from graphstore.secrets import PASSWORD_ENV, redact
+from similarity import weights_problem
 from solvers import Prediction
 
 from .artifacts import publish_artifacts, publish_ingest_report
@@ -101,20 +103,49 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     return summary
 
 
-def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> int:
+def fit_k(spec: dict[str, Any], n_nodes: int, dataset: str) -> tuple[dict[str, Any], list[str]]:
+    """A kNN spec whose k the dataset can give: at most n - 1 neighbours (with a warning
+    saying so); fewer than 2 nodes make no graph at all."""
+    if spec["graph"] != "knn":
+        return spec, []
+    if n_nodes < 2:
+        raise ValueError(f"dataset {dataset!r} has {n_nodes} node{'s' * (n_nodes != 1)}: a similarity graph needs"
+                         " at least 2 nodes")
+    if spec["k"] > n_nodes - 1:
+        return {**spec, "k": n_nodes - 1}, [f"k = {spec['k']} is more than the {n_nodes - 1} other nodes of"
+                                            f" {dataset!r}: the graph is built with k = {n_nodes - 1}"]
+    return spec, []
+
+
+def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> tuple[int, list[str]]:
     """The build-edges stage: the database's own kNN where it has one (``store.native_knn``,
-    e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise."""
+    e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise. Returns the
+    relationship count and warnings: k capped at n - 1 (``fit_k``), weights that carry
+    no information (``similarity.weights_problem``)."""
     if store.native_knn and spec["graph"] == "knn":
+        spec, notes = fit_k(spec, store.count_nodes(dataset), dataset)
         n_edges = clock("build_edges", native_knn_edges, store, dataset,
                         {k: v for k, v in spec.items() if k != "graph"})
         record_graph_build(store, dataset, spec)  # σ is read back from the weights when needed
-        return n_edges
+        return n_edges, notes
     keys, features, labels = clock("read_features", read_features, store, dataset)
+    spec, notes = fit_k(spec, len(keys), dataset)
     W, sigma = clock("build_edges", similarity_graph, features, labels, spec)
+    problem = weights_problem(W.data, sigma) if spec.get("weights") == "gaussian" else None
+    if problem:
+        notes.append(f"the similarity graph of {dataset!r}: {problem}")
     n_edges = clock("write_edges", write_edges, store, dataset, keys, W)
     # what incremental runs need to give new entities edges weighted like these
     record_graph_build(store, dataset, spec, sigma)
-    return n_edges
+    return n_edges, notes
+
+
+def _warn(notes: list[str]) -> list[str]:
+    """Log each warning on the run (the Prefect UI shows them); returns them."""
+    logger = get_run_logger()
+    for note in notes:
+        logger.warning(note)
+    return notes
 
 
 @flow(name="build-similarity-graph")
@@ -126,8 +157,8 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
     spec = graph_spec(graph, k, metric, weights, delta, sigma)
     clock = StageClock()
     with open_store(store_uri) as store:
-        edges = build_edges(store, dataset, spec, clock)
-    return {"dataset": dataset, "edges": edges, "spec": spec, "timings": clock.seconds}
+        edges, notes = build_edges(store, dataset, spec, clock)
+    return {"dataset": dataset, "edges": edges, "spec": spec, "timings": clock.seconds, "warnings": _warn(notes)}
 
 
 #: Solvers that must see the whole graph at once: maxmargin fits one classifier on the
@@ -214,9 +245,10 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         except BaseException as error:
             _failed(store, run, error, clock)
             raise
-        exported, prediction, holdout, extra = outcome
+        exported, prediction, holdout, extra, notes = outcome
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
+        notes += unreached_note(exported, prediction)
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],
@@ -237,7 +269,36 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "run_id": run_id, "dataset": dataset, "solver": solver, "n_nodes": run.n_nodes,
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
+        "warnings": _warn(notes),
     }
+
+
+def unreached_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
+    """A warning when some labelled nodes got no prediction (no given label reaches them),
+    saying how many have no relationship at all and what gives them one."""
+    unreached = prediction.labels < 0
+    if not unreached.any():
+        return []
+    n, u = len(unreached), int(unreached.sum())
+    note = f"{u} of {n} nodes ({u / n:.1%}) got no prediction: no given label reaches them"
+    isolated = int((unreached & (np.diff(exported.problem.W.indptr) == 0)).sum())
+    if isolated:
+        note += (f"; {isolated} have no similarity relationship (ingested after the last graph build?): label"
+                 " --rebuild-graph, or an inductive solver (--solver maxmargin)")
+    return [note]
+
+
+def _pool_copies(store: GraphStore, dataset: str, exported: ExportedProblem, prediction: Prediction,
+                 notes: list[str]) -> Prediction:
+    """Copies of one feature vector beyond k + 1 get one answer (graphlabel.indistinguishable);
+    only kNN graphs pick neighbours among ties."""
+    built = store.read_graph_build(dataset)
+    if not built or built.get("graph") != "knn" or built.get("k") is None:
+        return prediction
+    pooled = pool_copies(exported, prediction, int(built["k"]))
+    if pooled.message:
+        notes.append(pooled.message)
+    return pooled.prediction
 
 
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
@@ -245,25 +306,46 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
            batch_nodes: int, holdout_fraction: float, holdout_seed: int):
     """The run's stages; returns the exported problem, the prediction, the holdout and
     extra metrics. Only the nodes of the exported problem are written back."""
+    notes: list[str] = []
     if not full:
         changed = clock("incremental", label_changed, store, dataset, solver, solver_params, spec, hops)
         if changed is not None:
+            prediction = changed.prediction
             if len(changed.keys):
-                clock("write_back", write_predictions, store, dataset, changed.exported, changed.prediction,
+                prediction = _pool_copies(store, dataset, changed.exported, prediction, notes)
+                clock("write_back", write_predictions, store, dataset, changed.exported, prediction,
                       run_id, changed.read_at)
-            return changed.exported, changed.prediction, None, {**changed.summary(), **{
-                f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}
+            return changed.exported, prediction, None, {**changed.summary(), **{
+                f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}, notes
     # labelled_at is when the data was read, not when the answer was written: an entity
     # ingested while the graph was built or the solver ran is then newer than its label,
     # and the next incremental run picks it up
     read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False}
     if build_graph:
-        extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
+        extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
+        notes += built
     exported = clock("export", export_problem, store, dataset)
+    if not build_graph and exported.problem.W.nnz == 0:
+        # a dataset without a single relationship would get no prediction but on its given
+        # labels: the graph is built first, as `label --rebuild-graph` would
+        extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
+        notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({describe_graph(spec)};"
+                  f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
+        exported = clock("export", export_problem, store, dataset)
     holdout = None
     if holdout_fraction:
         exported, holdout = hold_out(exported, holdout_fraction, holdout_seed)
     prediction = clock("solve", solve_by_component, exported, solver, solver_params, split, batch_nodes)
+    prediction = _pool_copies(store, dataset, exported, prediction, notes)
     clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
-    return exported, prediction, holdout, extra
+    return exported, prediction, holdout, extra, notes
+
+
+def describe_graph(spec: dict[str, Any]) -> str:
+    """``10-NN, euclidean, gaussian weights`` and the like, for messages."""
+    if spec["graph"] == "knn":
+        return f"{spec['k']}-NN, {spec['metric']}, {spec['weights']} weights"
+    if spec["graph"] == "delta":
+        return f"δ = {spec['delta']}, {spec['metric']}, {spec['weights']} weights"
+    return f"{spec['graph']}, {spec['metric']}"

@@ -8,6 +8,7 @@ does not search neighbours again.
 from __future__ import annotations
 
 import time
+import warnings
 from datetime import timedelta
 from typing import Any
 
@@ -84,7 +85,9 @@ def similarity_graph(features: np.ndarray, labels: np.ndarray,
     codes = np.full(len(given), -1)
     codes[given.notna().to_numpy()] = pd.factorize(given.dropna())[0]
     if kind == "knn":
-        return similarity.knn_graph(features, **spec, return_sigma=True)
+        with warnings.catch_warnings():  # the flow reports it (similarity.weights_problem), once
+            warnings.simplefilter("ignore", similarity.DegenerateWeightsWarning)
+            return similarity.knn_graph(features, **spec, return_sigma=True)
     if kind == "delta":
         return similarity.delta_graph(features, **spec), None
     if kind == "mincut3":

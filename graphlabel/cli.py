@@ -56,6 +56,15 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def _print_warnings(summary: dict) -> None:
+    """A flow's warnings (k capped, weights without information, nodes no label reaches...),
+    one line each on stderr."""
+    from rich.markup import escape
+
+    for note in summary.get("warnings", ()):
+        err.print(f"[yellow]warning:[/] {escape(note)}", soft_wrap=True)
+
+
 def _timings_table(timings: dict[str, float]) -> Table:
     table = Table("stage", "seconds", title="time per stage")
     for stage, seconds in timings.items():
@@ -174,6 +183,7 @@ def build_graph(
                                        weights=weights, delta=delta)
     except _user_errors() as error:
         _fail(str(error))
+    _print_warnings(summary)
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
     console.print(_timings_table(summary["timings"]))
 
@@ -217,6 +227,7 @@ def label(
         _fail(f"--params is not valid JSON: {error}")
     except _user_errors() as error:
         _fail(str(error))
+    _print_warnings(summary)
     console.print(f"labelled {summary['n_nodes']} nodes of {dataset!r} with {solver}"
                   f" ({summary['n_labeled']} given labels, {summary['n_flagged']} flagged as noisy),"
                   f" run {summary['run_id']}")

@@ -42,7 +42,7 @@ Open decisions and the choices made here
 - GDS kNN weights: ``weights="similarity"`` keeps the score gds.knn.write wrote.
   ``"gaussian"``, ``"cosine"`` and ``"binary"`` recompute the weights of the local builder
   from the features with the GDS similarity functions (exact, not inverted from kNN's
-  score), the Gaussian σ defaulting, as locally, to the mean distance to the farthest kept
+  score), the Gaussian σ defaulting, as locally, to the median distance to the farthest kept
   neighbour. This update is one transaction per dataset (a re-run redoes it whole).
 - δ-graph on GDS: ``delta=`` runs kNN (``topK=k`` is the cap on neighbours per node) and
   then deletes the relationships longer than δ, measured exactly with the GDS distance
@@ -681,7 +681,7 @@ class Neo4jStore(GraphStore):
         weights : {"similarity", "gaussian", "cosine", "binary"}
             ``similarity`` keeps GDS's score; the others are the local builder's weights.
         sigma : float, optional
-            Gaussian bandwidth; default the mean distance to the farthest kept neighbour.
+            Gaussian bandwidth; default the median distance to the farthest kept neighbour.
         similarity_cutoff : float, optional
             ``similarityCutoff``: pairs scoring lower are not written.
         delta : float, optional

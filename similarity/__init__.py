@@ -2,8 +2,8 @@
 and the reference the Neo4j/GDS builder is checked against)."""
 
 from .cut_graphs import DELTA_RULES, delta_rule, delta_rule_graph, mincut3_graph
-from .knn import (delta_graph, gaussian_sigma_from_edges, knn_edges_for, knn_graph, nearest_neighbors,
-                  symmetrise_graph)
+from .knn import (DegenerateWeightsWarning, delta_graph, gaussian_sigma_from_edges, knn_edges_for, knn_graph,
+                  median_kth_distance, nearest_neighbors, symmetrise_graph, weights_problem)
 
 __all__ = [
     "knn_graph",
@@ -16,4 +16,7 @@ __all__ = [
     "delta_rule",
     "delta_rule_graph",
     "DELTA_RULES",
+    "DegenerateWeightsWarning",
+    "median_kth_distance",
+    "weights_problem",
 ]
