@@ -624,3 +624,56 @@ def test_06_duplicated_vectors_among_informative_ones(tmp_path, store_path):
     assert not copies["noise"].fillna(False).any()
     given = frame["label"][:30][frame["label"][:30] != ""]
     assert copies["c"].iloc[0] == pytest.approx(given.value_counts(normalize=True).max())
+
+
+# -- 8: runs killed mid-way ------------------------------------------------------------------
+
+
+def runs_of(store: str, dataset: str) -> pd.DataFrame:
+    from graphstore import open_store
+
+    with open_store(store) as graph_store:
+        return graph_store.read_runs(dataset, limit=100)
+
+
+def kill_label_run_mid_way(store: str, cwd) -> None:
+    """Start `graphlabel label` and kill -9 it once its LabelRun is written as running."""
+    import signal
+
+    from prefect.settings import PREFECT_API_URL
+
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value(), "PREFECT_LOGGING_LEVEL": "INFO"}
+    process = subprocess.Popen([str(GRAPHLABEL), "label", "--dataset", "big", "--full", "--store", store], cwd=cwd,
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stderr:  # Prefect logs each task run as it finishes
+            if "Task run 'record-run" in line and "Completed" in line:
+                break
+        else:
+            pytest.fail("the label run ended before writing its LabelRun")
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+
+
+def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, store_path):
+    frame = two_blobs(n=3000, labelled=600, dim=8)  # a run of a few seconds: time to kill it
+    ingest_frame(tmp_path, store_path, "big", frame)
+    assert cli("build-graph", "--dataset", "big", "--store", store_path).exit_code == 0
+    kill_label_run_mid_way(store_path, tmp_path)
+    killed = runs_of(store_path, "big")
+    assert killed["status"].tolist() == ["running"]  # what the store holds right after the kill
+    result = cli("report", "--dataset", "big", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    runs = runs_of(store_path, "big")
+    assert runs["status"].tolist() == ["failed"] and runs["error"][0].startswith("interrupted")
+    assert "is gone" in runs["error"][0]
+    # a second kill, then a successful run: the run marks the killed one itself
+    kill_label_run_mid_way(store_path, tmp_path)
+    result = cli("label", "--dataset", "big", "--full", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert sorted(runs_of(store_path, "big")["status"]) == ["completed", "failed", "failed"]
+    # and retention no longer keeps them as if they were running
+    result = cli("prune-runs", "--dataset", "big", "--keep-last", "1", "--store", store_path)
+    assert result.exit_code == 0 and "deleted 2 LabelRun nodes" in result.output, result.output
