@@ -19,6 +19,7 @@ from prefect.runtime import flow_run
 
 from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
 from graphlabel.indistinguishable import pool_copies
+from graphlabel.liveness import mark_interrupted_runs, this_process
 from graphlabel.problems import ExportedProblem
 from graphlabel.provenance import versions
 from graphlabel.records import ParsedRecords, parse_records
@@ -186,6 +187,15 @@ def _scalars(info: dict[str, Any]) -> dict[str, Any]:
             if isinstance(v, (int, float, str, bool, np.generic))}
 
 
+def _heartbeat(store: GraphStore, run: LabelRunRecord, clock: StageClock) -> None:
+    """The running run's sign of life after a stage, with the stage times so far (best
+    effort: a store that cannot take it fails the next stage anyway)."""
+    try:
+        store.write_run(replace(run, timings=dict(clock.seconds), heartbeat_at=pd.Timestamp.now(tz="UTC")))
+    except Exception as error:  # noqa: BLE001 - the run's own stages say what is wrong
+        get_run_logger().warning("could not write the heartbeat of run %s: %s", run.run_id, redact(error))
+
+
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> None:
     """Mark the run failed (best effort: the store may be what failed). The message is
     redacted: a store URI or password in an exception never reaches the run node."""
@@ -228,15 +238,21 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     solver_params = dict(solver_params or {})
     spec = graph_spec(graph, k, metric, weights, delta, sigma)
     run_id = str(flow_run.id or uuid.uuid4())
-    clock = StageClock()
     parameters = {"solver_params": _scalars(solver_params), "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
+        interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (graphlabel.liveness)
+        if interrupted:
+            get_run_logger().warning("marked %d earlier run(s) of %r interrupted (their process is gone): %s",
+                                     len(interrupted), dataset, ", ".join(interrupted))
+        started = pd.Timestamp.now(tz="UTC")
         run = LabelRunRecord(run_id=run_id, dataset=dataset, solver=solver, parameters=parameters, metrics={},
-                             timings={}, started_at=pd.Timestamp.now(tz="UTC"), finished_at=None, n_nodes=0,
+                             timings={}, started_at=started, finished_at=None, n_nodes=0,
                              n_labeled=0, n_flagged=0, status="running",
-                             versions=versions(store=store.dialect, solver=solver))
+                             versions=versions(store=store.dialect, solver=solver), process=this_process(),
+                             heartbeat_at=started)
+        clock = StageClock(after_stage=lambda stage: _heartbeat(store, run, clock))
         record_run(store, run)
         try:
             outcome = _label(store, dataset, solver, solver_params, spec, clock, run_id, build_graph=build_graph,

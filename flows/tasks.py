@@ -160,14 +160,19 @@ def record_run(store: GraphStore, run: LabelRunRecord) -> None:
 
 
 class StageClock:
-    """Wall time of each stage, in the order the flow ran them."""
+    """Wall time of each stage, in the order the flow ran them; ``after_stage(stage)`` is
+    called when a stage has run (the labelling flow writes its run's heartbeat there)."""
 
-    def __init__(self) -> None:
+    def __init__(self, after_stage=None) -> None:
         self.seconds: dict[str, float] = {}
+        self.after_stage = after_stage
 
     def __call__(self, stage: str, fn, *args, **kwargs):
         start = time.perf_counter()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         finally:
             self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 4)
+        if self.after_stage is not None:
+            self.after_stage(stage)
+        return result

@@ -288,6 +288,7 @@ def report(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
+    from graphlabel.liveness import mark_interrupted_runs
     from graphlabel.reporting import run_report_markdown, run_report_renderables, run_summary, runs_table
     from graphstore import open_store
     from graphstore.base import NotFound
@@ -296,6 +297,7 @@ def report(
         _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
     try:
         with open_store(store) as graph_store:
+            mark_interrupted_runs(graph_store, dataset)  # a killed run is not listed as running
             if run is not None:
                 summary = run_summary(graph_store, run)
             else:
@@ -327,10 +329,12 @@ def prune_runs(
 
     Never deletes a running run, nor the run the nodes' predictions come from.
     """
+    from graphlabel.liveness import mark_interrupted_runs
     from graphstore import open_store
 
     try:
         with open_store(store) as graph_store:
+            mark_interrupted_runs(graph_store, dataset)  # a killed run is no running run to keep
             deleted = graph_store.prune_runs(dataset, keep_last)
     except _user_errors() as error:
         _fail(str(error))

@@ -93,10 +93,11 @@ class SubGraph:
 #: Life cycle of a run: written "running" when it starts, then "completed" or "failed".
 RUN_STATUSES = ("running", "completed", "failed")
 #: LabelRun properties stored as JSON text (Neo4j properties cannot hold maps), decoded on reading.
-RUN_JSON_COLUMNS = ("parameters", "metrics", "timings", "versions")
+RUN_JSON_COLUMNS = ("parameters", "metrics", "timings", "versions", "process")
 #: Columns of ``GraphStore.read_runs``, in order.
 RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_at", "n_nodes",
-               "n_labeled", "n_flagged", "parameters", "metrics", "timings", "versions", "error")
+               "n_labeled", "n_flagged", "parameters", "metrics", "timings", "versions", "error", "process",
+               "heartbeat_at")
 #: Columns of the neighbour table of ``GraphStore.explain``, in order.
 NEIGHBOUR_COLUMNS = ("key", "weight", "share", "given_label", "predicted_label", "label", "agrees")
 
@@ -153,6 +154,13 @@ class LabelRunRecord:
         Library versions the run used (``graphlabel.provenance.versions()``).
     error : str or None
         Message of a failed run.
+    process : dict
+        Where the run runs: ``host``, ``pid`` and the process's start time ``started``
+        (seconds since the epoch), so that a run whose process is gone can be told from
+        one still running (``graphlabel.liveness``).
+    heartbeat_at : pandas.Timestamp or None
+        The last time the running run wrote a sign of life (at its start and after each
+        stage).
     """
 
     run_id: str
@@ -169,6 +177,8 @@ class LabelRunRecord:
     status: str = "completed"
     versions: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    process: dict[str, Any] = field(default_factory=dict)
+    heartbeat_at: pd.Timestamp | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -187,6 +197,8 @@ class LabelRunRecord:
             "timings": json.dumps(self.timings, sort_keys=True),
             "versions": json.dumps(self.versions, sort_keys=True, default=str),
             "error": None if self.error is None else str(self.error),
+            "process": json.dumps(self.process, sort_keys=True, default=str),
+            "heartbeat_at": naive_utc(self.heartbeat_at),
             "started_at": naive_utc(self.started_at),
             "finished_at": naive_utc(self.finished_at),
             "n_nodes": int(self.n_nodes),
@@ -222,13 +234,35 @@ def runs_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame({name: [row.get(name) for row in rows] for name in RUN_COLUMNS})
     for name in RUN_JSON_COLUMNS:
         frame[name] = [_decode_json(value) for value in frame[name]]
-    for name in ("started_at", "finished_at"):
+    for name in ("started_at", "finished_at", "heartbeat_at"):
         frame[name] = pd.to_datetime([naive_utc(value) for value in frame[name]])
     frame["status"] = frame["status"].where(frame["status"].notna(), "completed")
     frame["error"] = frame["error"].astype(object).where(frame["error"].notna(), None)
     for name in ("n_nodes", "n_labeled", "n_flagged"):
         frame[name] = pd.array(frame[name], dtype="Int64")
     return frame
+
+
+def run_record(row: Mapping[str, Any]) -> LabelRunRecord:
+    """A ``LabelRunRecord`` from one row of ``read_runs``' frame."""
+    def timestamp(value):
+        return None if value is None or pd.isna(value) else pd.Timestamp(value)
+
+    def count(value) -> int:
+        return 0 if value is None or pd.isna(value) else int(value)
+
+    return LabelRunRecord(
+        run_id=row["run_id"], dataset=row["dataset"], solver=row["solver"], parameters=dict(row["parameters"]),
+        metrics=dict(row["metrics"]), timings=dict(row["timings"]), started_at=timestamp(row["started_at"]),
+        finished_at=timestamp(row["finished_at"]), n_nodes=count(row["n_nodes"]), n_labeled=count(row["n_labeled"]),
+        n_flagged=count(row["n_flagged"]), status=row["status"], versions=dict(row["versions"]), error=row["error"],
+        process=dict(row["process"]), heartbeat_at=timestamp(row["heartbeat_at"]))
+
+
+def check_status(status: Any) -> str | None:
+    if status is not None and status not in RUN_STATUSES:
+        raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+    return status
 
 
 def check_limit(value: Any, name: str, minimum: int = 1) -> int:
@@ -375,7 +409,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     def read_runs(self, dataset: str | None = None, run_id: str | None = None,
-                  limit: int = 20) -> pd.DataFrame:
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
         """The ``LabelRun`` nodes, newest first (by ``started_at``).
 
         Parameters
@@ -386,6 +420,8 @@ class GraphStore(ABC):
             Only this run.
         limit : int, default 20
             At most this many rows.
+        status : {"running", "completed", "failed"}, optional
+            Only runs in this state.
 
         Returns
         -------
@@ -393,6 +429,13 @@ class GraphStore(ABC):
             Columns ``RUN_COLUMNS``; ``parameters``, ``metrics``, ``timings`` and
             ``versions`` decoded to dicts; no rows when nothing matches.
         """
+
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        """Mark the run ``failed`` with ``error`` (its ``finished_at`` the last sign of life
+        ``seen``), only if it is still ``running`` with that last sign of life: a run that
+        wrote again, or finished, in the meantime is left alone. Returns whether it was
+        marked."""
+        raise NotImplementedError(f"{type(self).__name__} cannot mark interrupted runs")
 
     @abstractmethod
     def prune_runs(self, dataset: str, keep_last: int) -> int:

@@ -30,8 +30,10 @@ from .base import (
     WriteRefused,
     check_dataset_name,
     check_limit,
+    check_status,
     conform_table,
     explanation,
+    naive_utc,
     runs_frame,
     runs_to_prune,
     subgraph_from_tables,
@@ -273,12 +275,17 @@ class KuzuStore(GraphStore):
         self._run("write_run", run.properties())
 
     def read_runs(self, dataset: str | None = None, run_id: str | None = None,
-                  limit: int = 20) -> pd.DataFrame:
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
         if dataset is not None:
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
-        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit})
+        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit,
+                                       "status": check_status(status)})
         return runs_frame(rows.get_as_arrow().to_pylist())
+
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        marked = self._run("interrupt_run", {"run_id": run_id, "seen": naive_utc(seen), "error": error})
+        return bool(marked.get_next()[0])
 
     def prune_runs(self, dataset: str, keep_last: int) -> int:
         check_dataset_name(dataset)

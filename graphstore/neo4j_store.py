@@ -94,6 +94,7 @@ from .base import (
     WriteRefused,
     check_dataset_name,
     check_limit,
+    check_status,
     conform_table,
     explanation,
     naive_utc,
@@ -591,13 +592,17 @@ class Neo4jStore(GraphStore):
         self._single("write_run", run.properties())
 
     def read_runs(self, dataset: str | None = None, run_id: str | None = None,
-                  limit: int = 20) -> pd.DataFrame:
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
         if dataset is not None:
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
-        records = self._execute(self.cypher("read_runs"),
-                                {"dataset": dataset, "run_id": run_id, "max_rows": limit}, READ).records
+        records = self._execute(self.cypher("read_runs"), {"dataset": dataset, "run_id": run_id, "max_rows": limit,
+                                                           "status": check_status(status)}, READ).records
         return runs_frame(record.data() for record in records)
+
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        record = self._single("interrupt_run", {"run_id": run_id, "seen": naive_utc(seen), "error": error})
+        return bool(record["marked"]) if record is not None else False
 
     def prune_runs(self, dataset: str, keep_last: int) -> int:
         check_dataset_name(dataset)

@@ -674,6 +674,70 @@ def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, s
     result = cli("label", "--dataset", "big", "--full", "--store", store_path)
     assert result.exit_code == 0, result.output
     assert sorted(runs_of(store_path, "big")["status"]) == ["completed", "failed", "failed"]
-    # and retention no longer keeps them as if they were running
-    result = cli("prune-runs", "--dataset", "big", "--keep-last", "1", "--store", store_path)
+    # and retention no longer keeps them as if they were running (the completed run stays:
+    # the nodes' predictions come from it)
+    result = cli("prune-runs", "--dataset", "big", "--keep-last", "0", "--store", store_path)
     assert result.exit_code == 0 and "deleted 2 LabelRun nodes" in result.output, result.output
+    assert runs_of(store_path, "big")["status"].tolist() == ["completed"]
+
+
+def test_08_the_liveness_rule(monkeypatch):
+    import socket
+
+    from graphlabel.liveness import this_process, why_interrupted
+
+    now = pd.Timestamp("2026-06-01 12:00")
+    silence = pd.Timedelta(hours=6)
+    me = this_process()
+    host = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    dead_process = {"host": host, "pid": dead.pid, "started": me["started"]}
+
+    def run(process, seen_hours_ago):
+        return {"process": process, "heartbeat_at": now - pd.Timedelta(hours=seen_hours_ago), "started_at": now}
+
+    assert why_interrupted(run(me, 0.1), now, silence) is None  # alive, here
+    assert "is gone" in why_interrupted(run(dead_process, 0.1), now, silence)
+    reused = {**me, "started": me["started"] - 3600}  # this pid, but a process started an hour later
+    assert "is gone" in why_interrupted(run(reused, 0.1), now, silence)
+    elsewhere = {"host": "another-host", "pid": 1, "started": 0.0}
+    assert why_interrupted(run(elsewhere, 5.9), now, silence) is None  # can't tell yet
+    assert "no sign of life on another-host since" in why_interrupted(run(elsewhere, 6.1), now, silence)
+    old = {"process": {}, "heartbeat_at": pd.NaT, "started_at": now - pd.Timedelta(hours=7)}  # before heartbeats
+    assert why_interrupted(old, now, silence).startswith("interrupted: no sign of life since")
+    monkeypatch.setenv("GRAPHLABEL_RUN_STALE_HOURS", "0")
+    from graphlabel.liveness import stale_after
+
+    with pytest.raises(ValueError, match="GRAPHLABEL_RUN_STALE_HOURS"):
+        stale_after()
+
+
+def test_08_interrupting_is_conditional_on_the_last_sign_of_life(kuzu_store):
+    from graphstore import LabelRunRecord
+
+    t0 = pd.Timestamp("2026-06-01 12:00")
+    run = LabelRunRecord("r1", "toy", "harmonic", {}, {}, {}, t0, None, 0, 0, 0, status="running",
+                         process={"host": "h", "pid": 1, "started": 0.0}, heartbeat_at=t0 + pd.Timedelta(minutes=5))
+    kuzu_store.write_run(run)
+    assert not kuzu_store.interrupt_run("r1", t0, "interrupted: stale view")  # it wrote again since
+    assert kuzu_store.read_runs(status="running")["run_id"].tolist() == ["r1"]
+    assert kuzu_store.interrupt_run("r1", run.heartbeat_at, "interrupted: gone")
+    row = kuzu_store.read_runs(run_id="r1").iloc[0]
+    assert (row["status"], row["error"], row["finished_at"]) == ("failed", "interrupted: gone", run.heartbeat_at)
+    assert row["process"] == {"host": "h", "pid": 1, "started": 0.0}
+    assert kuzu_store.read_runs(status="running").empty
+    assert not kuzu_store.interrupt_run("r1", run.heartbeat_at, "again")  # failed runs stay as they are
+
+
+def test_08_the_neo4j_adapter_interrupts_conditionally():
+    from graphstore.neo4j_store import Neo4jStore
+
+    driver = _AnsweringDriver([{"marked": 1}])
+    store = Neo4jStore(driver, ensure_schema=False)
+    assert store.interrupt_run("r1", pd.Timestamp("2026-06-01 12:05"), "interrupted: gone")
+    query, parameters, routing = driver.calls[-1]
+    assert "r.status = 'running' AND coalesce(r.heartbeat_at, r.started_at) = $seen" in query
+    assert parameters["run_id"] == "r1" and parameters["error"] == "interrupted: gone" and routing == "w"
+    store.read_runs("toy", status="running")
+    assert driver.calls[-1][1]["status"] == "running"

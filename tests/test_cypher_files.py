@@ -140,7 +140,7 @@ def _kuzu_parameters(name: str) -> dict:
     scalars = {"dataset": "d", "run_id": "r", "solver": "s", "parameters": "{}", "metrics": "{}",
                "timings": "{}", "started_at": now, "finished_at": now, "n_nodes": 1, "n_labeled": 1,
                "n_flagged": 0, "status": "completed", "versions": "{}", "error": "e", "max_rows": 1,
-               "run_ids": ["r"], "uid": "d:a", "key": "a"}
+               "run_ids": ["r"], "uid": "d:a", "key": "a", "process": "{}", "heartbeat_at": now, "seen": now}
     return tables.get(name, scalars)
 
 
