@@ -35,7 +35,7 @@ def _checked_store(uri: Optional[str]) -> Optional[str]:
         try:
             check_store_uri(uri)
         except ValueError as error:
-            raise typer.BadParameter(str(error)) from None
+            _fail(str(error), code=2)  # a usage error, said in one line (the message is redacted)
     return uri
 
 
@@ -47,8 +47,10 @@ StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=
 def _fail(message: str, code: int = 1) -> None:
     from rich.markup import escape
 
+    from graphlabel.console import settle_prefect
     from graphstore.secrets import PASSWORD_ENV, redact
 
+    settle_prefect()  # Prefect's last words come before this command's
     # Errors are redacted where they are raised; this is the last line of defence for
     # every message the CLI prints (and keeps "[...]" in messages from reading as markup).
     # soft_wrap: one line however long (a terminal wraps it; a log file keeps it whole)

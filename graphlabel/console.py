@@ -12,6 +12,7 @@ logs in the UI, formats its own copy of the record.
 from __future__ import annotations
 
 import logging
+import sys
 
 
 class _WithoutExpectedTracebacks(logging.Formatter):
@@ -46,3 +47,16 @@ def hide_expected_tracebacks(expected: tuple[type[BaseException], ...]) -> None:
                                                                             _WithoutExpectedTracebacks):
                 handler.setFormatter(_WithoutExpectedTracebacks(handler.formatter or logging.Formatter(),
                                                                 expected))
+
+
+def settle_prefect(timeout: float = 5.0) -> None:
+    """Let Prefect's background workers (the run's events and API logs) finish now, if a
+    flow ran: draining them at interpreter exit prints "Still processing items" after the
+    command's own last line, which then no longer ends the output."""
+    if "prefect.events.worker" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (EventsWorker, APILogWorker):
+        worker.drain_all(timeout=timeout)

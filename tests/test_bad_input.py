@@ -741,3 +741,46 @@ def test_08_the_neo4j_adapter_interrupts_conditionally():
     assert parameters["run_id"] == "r1" and parameters["error"] == "interrupted: gone" and routing == "w"
     store.read_runs("toy", status="running")
     assert driver.calls[-1][1]["status"] == "running"
+
+
+# -- 17: every expected condition ends with one clear line ------------------------------------
+
+
+def test_17_expected_conditions_end_with_one_clear_line_and_no_traceback(tmp_path):
+    """The real console script, as a newcomer runs it: each case exits non-zero, prints
+    no traceback, and its last line is the error."""
+    store = tmp_path / "st"
+    (tmp_path / "one.csv").write_text("id,x1,x2,label\na,1,2,p\nb,2,3,p\nc,3,4,\n")
+    (tmp_path / "none.csv").write_text("id,x1,x2,label\na,1,2,\nb,2,3,\nc,3,4,\n")
+    (tmp_path / "single.csv").write_text("id,x1,x2,label\na,1,2,p\n")
+    (tmp_path / "header.csv").write_text("id,x1,x2,label\n")
+    (tmp_path / "empty.csv").write_bytes(b"")
+    (tmp_path / "u16.csv").write_bytes("id,x1,x2,label\na,1,2,p\n".encode("utf-16"))
+    (tmp_path / "afile").write_text("not a store")
+    for name in ("one", "none", "single"):
+        assert cli("ingest", tmp_path / f"{name}.csv", "--dataset", name, "--key", "id", "--features", "x1,x2",
+                   "--label", "label", "--store", store).exit_code == 0
+    ingest = ["ingest", "--key", "id", "--features", "x1,x2", "--store", store]
+    cases = {
+        "empty file": [*ingest, tmp_path / "empty.csv", "--dataset", "e"],
+        "header only": [*ingest, tmp_path / "header.csv", "--dataset", "e"],
+        "another encoding": [*ingest, tmp_path / "u16.csv", "--dataset", "e"],
+        "hostile name": [*ingest, tmp_path / "one.csv", "--dataset", "x' OR 1=1 //"],
+        "one class": ["label", "--dataset", "one", "--store", store],
+        "no labels": ["label", "--dataset", "none", "--store", store],
+        "too few nodes for a graph": ["build-graph", "--dataset", "single", "--store", store],
+        "no such store": ["query", "RETURN 1", "--store", tmp_path / "typo"],
+        "a file as store": ["report", "--dataset", "one", "--store", tmp_path / "afile"],
+        "unbound parameter": ["query", "MATCH (e:Entity) WHERE e.dataset = $ds RETURN count(e)", "--store", store],
+        "two statements": ["query", "RETURN 1; MATCH (e) DETACH DELETE e", "--store", store],
+        "a write": ["query", "MATCH (e:Entity) DETACH DELETE e", "--store", store],
+        "credentials in the URI": ["query", "RETURN 1", "--store", "neo4j://127.0.0.1:1?password=hunter2"],
+    }
+    for case, command in cases.items():
+        done = cli_process(*command, cwd=tmp_path)
+        lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        assert done.returncode != 0, (case, done.stdout, done.stderr)
+        assert "Traceback" not in done.stdout + done.stderr, (case, done.stderr)
+        assert done.stderr.strip().splitlines()[-1].startswith("error: "), (case, done.stderr)
+        assert lines[-1].startswith("error: "), (case, lines[-3:])
+        assert "hunter2" not in done.stdout + done.stderr
