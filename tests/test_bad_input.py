@@ -674,6 +674,15 @@ def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, s
     result = cli("label", "--dataset", "big", "--full", "--store", store_path)
     assert result.exit_code == 0, result.output
     assert sorted(runs_of(store_path, "big")["status"]) == ["completed", "failed", "failed"]
+    clean = str(tmp_path / "clean")  # the re-run ends as one clean run on a fresh store does
+    ingest_frame(tmp_path, clean, "big", frame)
+    assert cli("build-graph", "--dataset", "big", "--store", clean).exit_code == 0
+    assert cli("label", "--dataset", "big", "--full", "--store", clean).exit_code == 0
+    query = "MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p, e.label_noise AS noise ORDER BY key"
+    from graphstore import open_store
+
+    with open_store(store_path) as after_kills, open_store(clean) as fresh:
+        pd.testing.assert_frame_equal(after_kills.query(query), fresh.query(query))
     # and retention no longer keeps them as if they were running (the completed run stays:
     # the nodes' predictions come from it)
     result = cli("prune-runs", "--dataset", "big", "--keep-last", "0", "--store", store_path)
@@ -784,3 +793,55 @@ def test_17_expected_conditions_end_with_one_clear_line_and_no_traceback(tmp_pat
         assert done.stderr.strip().splitlines()[-1].startswith("error: "), (case, done.stderr)
         assert lines[-1].startswith("error: "), (case, lines[-3:])
         assert "hunter2" not in done.stdout + done.stderr
+
+
+# -- what held in the adversarial run, kept under test ---------------------------------------
+
+
+def test_held_row_accounting_is_exact_with_one_percent_bad_rows(tmp_path, store_path):
+    n = 20_000
+    rng = np.random.default_rng(7)
+    frame = two_blobs(n=n, labelled=2_000, dim=4, seed=7)
+    bad = rng.choice(n, n // 100, replace=False)
+    frame["x1"] = frame["x1"].astype(object)
+    frame.loc[bad[: len(bad) // 2], "x1"] = "oops"  # non-numeric
+    frame.loc[bad[len(bad) // 2:], "id"] = ""  # missing key
+    csv = write_csv(tmp_path / "big.csv", frame)
+    result = cli("ingest", csv, "--dataset", "big", "--key", "id", "--features", "x*", "--label", "label",
+                 "--store", store_path)
+    assert result.exit_code == 0, result.output
+    rejects = rejects_of(tmp_path, "big")
+    assert f"stored {n - len(bad)} nodes" in result.output and len(rejects) == len(bad)
+    assert sorted(rejects["row"]) == sorted(bad + 2)  # file lines: the header is line 1
+
+
+def test_held_odd_but_valid_csv_files_are_read_whole(tmp_path, store_path):
+    long_key = "k" * 10_000
+    text = ("id,x1,x2,label\r\n" "a,1,2,p\r\n" '"b, with\r\na line break",2,3,q\r\n' "ünïcødé-ключ-键,3,4,\r\n"
+            f"{long_key},4,5,p\r\n")
+    path = tmp_path / "odd.csv"
+    path.write_bytes(codecs_bom() + text.encode("utf-8"))
+    result = ingest_file(path, "odd", store_path)
+    assert result.exit_code == 0 and "stored 4 nodes" in result.output and "rejected" not in result.output, \
+        result.output
+    assert set(stored(store_path, "odd")) == {"a", "b, with\r\na line break", "ünïcødé-ключ-键", long_key}
+
+
+def codecs_bom() -> bytes:
+    import codecs
+
+    return codecs.BOM_UTF8
+
+
+def test_held_two_label_runs_on_one_store_both_complete(two_datasets, tmp_path):
+    from prefect.settings import PREFECT_API_URL
+
+    assert cli("build-graph", "--dataset", "base", "--k", "5", "--store", two_datasets).exit_code == 0
+    env = {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+    runs = [subprocess.Popen([str(GRAPHLABEL), "label", "--dataset", "base", "--full", "--store", two_datasets],
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+    assert runs_of(two_datasets, "base")["status"].tolist() == ["completed", "completed"]
