@@ -21,7 +21,6 @@ import math
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -119,7 +118,7 @@ def outcome(rows, dim: int | None):
     return decided, values
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(batch(), min_size=2, max_size=4))
 def test_mixed_batches_lose_no_row_and_keep_one_feature_length(batches):
     from flows.labelling import ingest_flow
