@@ -5,6 +5,13 @@ stage as the flows record it, at two sizes so each stage's growth exponent can b
     python -m bench e2e                 # 10k and 100k entities
     python -m bench e2e --full          # 100k and 1M entities (the issue's goal: 1M < 15 min)
     python -m bench e2e --sizes 30000   # any sizes
+    python -m bench e2e --sizes 100000 --noise-flags   # the solver's defaults next to no flags
+
+Every run uses ``SOLVER_PARAMS`` (harmonic: ``detect_noise=False``, no noise flags: the
+exact leave-one-out flags cost one more solve per given label, 1,000 at 100k and 10,000
+at 1M), which the report's title states. ``--noise-flags`` runs each size twice, with
+those settings and with the solver's defaults (what ``graphlabel label`` runs), and
+reports both solves side by side.
 
 Each size runs in a fresh store in a temporary folder, in its own child process (so the
 peak memory is the run's own), through the same Prefect flows the CLI runs. The growth
@@ -54,8 +61,10 @@ def entities(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     return frame, y
 
 
-def run_one(n: int, solver: str, workdir: Path) -> dict:
-    """One end-to-end run in this process; returns stage timings and the run's numbers."""
+def run_one(n: int, solver: str, workdir: Path, solver_params: dict | None = None) -> dict:
+    """One end-to-end run in this process; returns stage timings and the run's numbers.
+    ``solver_params``: default ``SOLVER_PARAMS[solver]``; ``{}`` runs the solver's defaults."""
+    solver_params = SOLVER_PARAMS.get(solver, {}) if solver_params is None else solver_params
     from flows.labelling import build_graph_flow, ingest_flow, labelling_flow
     from graphstore import open_store
 
@@ -72,7 +81,7 @@ def run_one(n: int, solver: str, workdir: Path) -> dict:
     graph = build_graph_flow("scale", store_uri=store, k=10)
     timings.update({f"graph.{k}": v for k, v in graph["timings"].items()})
     summary = labelling_flow("scale", store_uri=store, solver=solver,
-                             solver_params=SOLVER_PARAMS.get(solver, {}), build_graph=False, full=True)
+                             solver_params=solver_params, build_graph=False, full=True)
     timings.update(summary["timings"])
     with open_store(store) as graph_store:
         written = graph_store.query(
@@ -80,8 +89,9 @@ def run_one(n: int, solver: str, workdir: Path) -> dict:
             "RETURN e.key AS key, e.predicted_label AS predicted")
     truth = pd.Series(np.char.add("c", y.astype(str)), index=frame["key"].to_numpy())
     accuracy = float((written["predicted"].to_numpy() == truth.loc[written["key"]].to_numpy()).mean())
-    return {"n": n, "solver": solver, "timings": timings, "edges": graph["edges"],
-            "accuracy": accuracy, "max_rss_mib": _max_rss_mib()}
+    return {"n": n, "solver": solver, "solver_params": solver_params, "timings": timings, "edges": graph["edges"],
+            "accuracy": accuracy, "max_rss_mib": _max_rss_mib(), "n_flagged": summary["n_flagged"],
+            "n_labeled": summary["n_labeled"]}
 
 
 def _warm_up_prefect() -> None:
@@ -112,12 +122,12 @@ def profiled_run(n: int, solver: str, workdir: Path, out: Path) -> dict:
         out.write_text(profiler.output_text(unicode=True, color=False))
 
 
-def _child(n: int, solver: str, profile: Path | None = None) -> dict:
+def _child(n: int, solver: str, profile: Path | None = None, solver_params: dict | None = None) -> dict:
     """Run one size in a fresh interpreter (fresh store, fresh peak-memory counter)."""
     with tempfile.TemporaryDirectory(prefix="graphlabel-e2e-") as tmp:
         out = Path(tmp) / "result.json"
         call = (f"profiled_run({n}, {solver!r}, Path({tmp!r}), Path({str(profile)!r}))" if profile
-                else f"run_one({n}, {solver!r}, Path({tmp!r}))")
+                else f"run_one({n}, {solver!r}, Path({tmp!r}), {solver_params!r})")
         code = ("import json, sys; from pathlib import Path; from bench.e2e import run_one, profiled_run; "
                 f"r = {call}; Path({str(out)!r}).write_text(json.dumps(r))")
         subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent,
@@ -140,10 +150,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--solver", default="harmonic")
     parser.add_argument("--profile", action="store_true",
                         help="run each size under pyinstrument; call trees in bench/results/e2e_profile_N.txt")
+    parser.add_argument("--noise-flags", action="store_true",
+                        help="also run each size with the solver's defaults (noise flags on); bench/results/"
+                             "e2e_noise_flags.md")
     args = parser.parse_args(argv)
     sizes = args.sizes or ([100_000, 1_000_000] if args.full else [10_000, 100_000])
+    if args.noise_flags:
+        return noise_flags(sizes, args.solver)
     name = "e2e_full" if args.full else "e2e"
-    report = Report(name, f"End to end on the embedded store ({args.solver}, 32-d, k = 10, 1% labeled)")
+    report = Report(name, f"End to end on the embedded store ({args.solver} with {SOLVER_PARAMS.get(args.solver, {})},"
+                          " 32-d, k = 10, 1% labeled)")
     runs = []
     for n in sizes:
         print(f"running {n} entities...", flush=True)
@@ -164,6 +180,24 @@ def main(argv: list[str]) -> None:
     report.table("Run", pd.DataFrame([{"n": r["n"], "edges": r["edges"], "accuracy": r["accuracy"],
                                         "max RSS MiB": r["max_rss_mib"]} for r in runs]))
     _plot(report, runs)
+    report.save()
+
+
+def noise_flags(sizes: list[int], solver: str) -> None:
+    """Each size with ``SOLVER_PARAMS`` and with the solver's defaults, in the same run."""
+    report = Report("e2e_noise_flags", f"End to end, {solver}: {SOLVER_PARAMS.get(solver, {})} against the"
+                                       " solver's defaults (32-d, k = 10, 1% labeled)")
+    rows = []
+    for n in sizes:
+        for params in (SOLVER_PARAMS.get(solver, {}), {}):
+            print(f"running {n} entities with {params or 'the defaults'}...", flush=True)
+            run = _child(n, solver, solver_params=params)
+            rows.append({"n": n, "solver params": str(params or "defaults"), "given labels": run["n_labeled"],
+                         "solve s": run["timings"]["solve"], "total s": sum(run["timings"].values()),
+                         "flagged": run["n_flagged"], "accuracy": run["accuracy"]})
+    frame = pd.DataFrame(rows)
+    frame["solve × no flags"] = frame["solve s"] / frame.groupby("n")["solve s"].transform("first")
+    report.table("Solve and total seconds (single run per setting)", frame, floatfmt=".3f")
     report.save()
 
 

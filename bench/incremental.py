@@ -123,14 +123,14 @@ def run_dataset(name, X, y, kept, params, repeats: int, hops_list, tmp: Path):
                                       for m in (np.ones(n, bool), ~new, new))
     # reference: full runs on 100%
     full_times = []
-    with open_store(str(tmp / f"{name}-full")) as store:
+    with open_store(str(tmp / f"{name}-full"), create=True) as store:
         store.write_nodes(DATASET, everything)
         for _ in range(repeats):
             times, reference = full_run(store, params)
             full_times.append(times)
     # the 95% store after its full run, then copies of it with the 5% ingested
     base = tmp / f"{name}-95"
-    with open_store(str(base)) as store:
+    with open_store(str(base), create=True) as store:
         store.write_nodes(DATASET, old_part)
         full_run(store, params)
     rows, stage_rows = [], []
@@ -144,7 +144,7 @@ def run_dataset(name, X, y, kept, params, repeats: int, hops_list, tmp: Path):
             copy = tmp / f"{name}-inc"
             shutil.rmtree(copy, ignore_errors=True)
             shutil.copytree(base, copy)
-            with open_store(str(copy)) as store:
+            with open_store(str(copy), create=True) as store:
                 start = time.perf_counter()
                 store.write_nodes(DATASET, new_part)
                 ingest = time.perf_counter() - start

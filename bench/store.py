@@ -47,7 +47,7 @@ def main(argv: list[str]) -> None:
     nodes, edges, preds = tables(n, 32, degree, np.random.default_rng(0))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        with open_store(str(Path(tmp) / "kuzu")) as store:
+        with open_store(str(Path(tmp) / "kuzu"), create=True) as store:
             first, _ = median_time(lambda: store.write_nodes("bench", nodes), 1)
             again, _ = median_time(lambda: store.write_nodes("bench", nodes), 1)
             edge_s, _ = median_time(lambda: store.replace_edges("bench", edges), 1)

@@ -1,10 +1,12 @@
-// The LabelRun nodes, newest first (GraphStore.read_runs); a null $dataset or $run_id
-// means any. JSON columns stay text here: the adapter decodes them (graphstore.base.runs_frame).
+// The LabelRun nodes, newest first (GraphStore.read_runs); a null $dataset, $run_id or
+// $status means any. JSON columns stay text here: the adapter decodes them (graphstore.base.runs_frame).
 MATCH (r:LabelRun)
 WHERE ($dataset IS NULL OR r.dataset = $dataset) AND ($run_id IS NULL OR r.run_id = $run_id)
+  AND ($status IS NULL OR coalesce(r.status, 'completed') = $status)
 RETURN r.run_id AS run_id, r.dataset AS dataset, r.solver AS solver, r.status AS status,
        r.started_at AS started_at, r.finished_at AS finished_at, r.n_nodes AS n_nodes,
        r.n_labeled AS n_labeled, r.n_flagged AS n_flagged, r.parameters AS parameters,
-       r.metrics AS metrics, r.timings AS timings, r.versions AS versions, r.error AS error
+       r.metrics AS metrics, r.timings AS timings, r.versions AS versions, r.error AS error,
+       r.process AS process, r.heartbeat_at AS heartbeat_at
 ORDER BY started_at DESC, run_id DESC
 LIMIT $max_rows

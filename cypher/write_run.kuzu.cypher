@@ -11,4 +11,6 @@ SET r.dataset = $dataset,
     r.n_flagged = $n_flagged,
     r.status = $status,
     r.versions = $versions,
-    r.error = $error
+    r.error = $error,
+    r.process = $process,
+    r.heartbeat_at = $heartbeat_at

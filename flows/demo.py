@@ -58,7 +58,7 @@ def demo_flow(store_uri: str | None = None, per_class: int = 10, flip_fraction: 
     frame, truth, kept, flipped = digits_records(per_class, flip_fraction, seed)
     clock = StageClock()
     records = parse_records(frame, key="key", features="pixel_*", label="label")
-    with open_store(store_uri) as store:
+    with open_store(store_uri, create=True) as store:
         clock("ingest", ingest_parsed, store, DATASET, records, None)
     summary = subflow(labelling_flow, DATASET, store_uri=store_uri, solver=solver, k=k, full=True)
     index = pd.Index(frame["key"])

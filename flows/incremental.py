@@ -64,7 +64,7 @@ Decisions the issue leaves open, and what this module does
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -266,7 +266,7 @@ def connect_new_nodes(store: GraphStore, dataset: str, changes: ChangeSet,
         added[len(graph.source):] = True
     touched[source[added]] = True
     touched[target[added]] = True
-    extended = SubGraph(graph.keys, graph.labels, graph.features, source, target, weight)
+    extended = replace(graph, source=source, target=target, weight=weight)
     changes = ChangeSet(extended, changes.changed, changes.labelled, changes.predicted, changes.read_at)
     return changes, touched, int(added.sum())
 

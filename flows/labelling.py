@@ -16,12 +16,15 @@ import numpy as np
 import pandas as pd
 
 from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
+from graphlabel.indistinguishable import pool_copies
+from graphlabel.liveness import mark_interrupted_runs, this_process
 from graphlabel.problems import ExportedProblem
 from graphlabel.provenance import versions
 from graphlabel.records import ParsedRecords, parse_records
 from graphlabel.run_metrics import hold_out, holdout_reliability, run_metrics
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
 from graphstore.secrets import PASSWORD_ENV, redact
+from similarity import weights_problem
 from solvers import Prediction
 
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger
@@ -97,16 +100,21 @@ def _run_name(what: str):
 @flow("ingest-records", flow_run_name=_run_name("ingest"))
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
-                classes: list[str] | None = None) -> dict:
+                classes: list[str] | None = None, encoding: str = "utf-8") -> dict:
     """Ingest a CSV/Parquet file: valid rows become nodes, rejected rows go to the rejects file.
 
-    ``classes`` lists the allowed labels (None: any); see ``graphlabel.records.parse_records``.
+    ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's;
+    see ``graphlabel.records.parse_records``.
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
-    records = parse_records(source, key=key, features=features, label=label, classes=classes)
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
-    with open_store(store_uri) as store:
+    with open_store(store_uri, create=True) as store:
+        # rows must have the length the dataset's nodes already have (the most common one,
+        # should an older store hold several): a mixed dataset cannot be labelled
+        stored = store.feature_lengths(dataset)
+        records = parse_records(source, key=key, features=features, label=label, classes=classes,
+                                encoding=encoding, expected_dim=next(iter(stored), None))
         summary = ingest_parsed(store, dataset, records, rejects)
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
@@ -115,16 +123,37 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     return summary
 
 
-def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> int:
+def fit_k(spec: dict[str, Any], n_nodes: int, dataset: str) -> tuple[dict[str, Any], list[str]]:
+    """A kNN spec whose k the dataset can give: at most n - 1 neighbours (with a warning
+    saying so); fewer than 2 nodes make no graph at all."""
+    if spec["graph"] != "knn":
+        return spec, []
+    if n_nodes < 2:
+        raise ValueError(f"dataset {dataset!r} has {n_nodes} node{'s' * (n_nodes != 1)}: a similarity graph needs"
+                         " at least 2 nodes")
+    if spec["k"] > n_nodes - 1:
+        return {**spec, "k": n_nodes - 1}, [f"k = {spec['k']} is more than the {n_nodes - 1} other nodes of"
+                                            f" {dataset!r}: the graph is built with k = {n_nodes - 1}"]
+    return spec, []
+
+
+def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> tuple[int, list[str]]:
     """The build-edges stage: the database's own kNN where it has one (``store.native_knn``,
-    e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise."""
+    e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise. Returns the
+    relationship count and warnings: k capped at n - 1 (``fit_k``), weights that carry
+    no information (``similarity.weights_problem``)."""
     if store.native_knn and spec["graph"] == "knn":
+        spec, notes = fit_k(spec, store.count_nodes(dataset), dataset)
         n_edges = clock("build_edges", native_knn_edges, store, dataset,
                         {k: v for k, v in spec.items() if k != "graph"})
         record_graph_build(store, dataset, spec)  # σ is read back from the weights when needed
-        return n_edges
+        return n_edges, notes
     keys, features, labels = clock("read_features", read_features, store, dataset)
+    spec, notes = fit_k(spec, len(keys), dataset)
     W, sigma = clock("build_edges", similarity_graph, features, labels, spec)
+    problem = weights_problem(W.data, sigma) if spec.get("weights") == "gaussian" else None
+    if problem:
+        notes.append(f"the similarity graph of {dataset!r}: {problem}")
     n_edges = clock("write_edges", write_edges, store, dataset, keys, W)
     # what incremental runs need to give new entities edges weighted like these
     record_graph_build(store, dataset, spec, sigma)
@@ -132,7 +161,15 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
                       len(keys), ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                            for k, v in {**spec, "sigma": sigma}.items()
                                            if k != "graph" and v is not None))
-    return n_edges
+    return n_edges, notes
+
+
+def _warn(notes: list[str]) -> list[str]:
+    """Log each warning on the run (the Prefect UI shows them); returns them."""
+    logger = run_logger()
+    for note in notes:
+        logger.warning(note)
+    return notes
 
 
 @flow("build-similarity-graph", flow_run_name=_run_name("build-graph"))
@@ -144,8 +181,8 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
     spec = graph_spec(graph, k, metric, weights, delta, sigma)
     clock = StageClock()
     with open_store(store_uri) as store:
-        edges = build_edges(store, dataset, spec, clock)
-    return {"dataset": dataset, "edges": edges, "spec": spec, "timings": clock.seconds}
+        edges, notes = build_edges(store, dataset, spec, clock)
+    return {"dataset": dataset, "edges": edges, "spec": spec, "timings": clock.seconds, "warnings": _warn(notes)}
 
 
 #: Solvers that must see the whole graph at once: maxmargin fits one classifier on the
@@ -184,6 +221,15 @@ def _flow_run_id() -> str | None:
     from prefect.runtime import flow_run
 
     return flow_run.id
+
+
+def _heartbeat(store: GraphStore, run: LabelRunRecord, clock: StageClock) -> None:
+    """The running run's sign of life after a stage, with the stage times so far (best
+    effort: a store that cannot take it fails the next stage anyway)."""
+    try:
+        store.write_run(replace(run, timings=dict(clock.seconds), heartbeat_at=pd.Timestamp.now(tz="UTC")))
+    except Exception as error:  # noqa: BLE001 - the run's own stages say what is wrong
+        run_logger().warning("could not write the heartbeat of run %s: %s", run.run_id, redact(error))
 
 
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> LabelRunRecord:
@@ -270,17 +316,23 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                  ("weights", weights), ("delta", delta), ("sigma", sigma)) if value is not None}
     spec = graph_spec(graph or "knn", k or 10, metric or "euclidean", weights or "gaussian", delta, sigma)
     run_id = str(_flow_run_id() or uuid.uuid4())
-    clock = StageClock()
     parameters = {"solver_params": _scalars(solver_params), "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
         if build_graph:
             store.check_edge_builder(spec["graph"])  # e.g. GDS missing: say so before writing anything
+        interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (graphlabel.liveness)
+        if interrupted:
+            run_logger().warning("marked %d earlier run(s) of %r interrupted (their process is gone): %s",
+                                 len(interrupted), dataset, ", ".join(interrupted))
+        started = pd.Timestamp.now(tz="UTC")
         run = LabelRunRecord(run_id=run_id, dataset=dataset, solver=solver, parameters=parameters, metrics={},
-                             timings={}, started_at=pd.Timestamp.now(tz="UTC"), finished_at=None, n_nodes=0,
+                             timings={}, started_at=started, finished_at=None, n_nodes=0,
                              n_labeled=0, n_flagged=0, status="running",
-                             versions=versions(store=store.dialect, solver=solver))
+                             versions=versions(store=store.dialect, solver=solver), process=this_process(),
+                             heartbeat_at=started)
+        clock = StageClock(after_stage=lambda stage: _heartbeat(store, run, clock))
         record_run(store, run)
         if publish and in_flow_run():
             _warm_publishing()
@@ -301,9 +353,10 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             raise
         finally:
             STAGE_RUNS.reset(token)
-        exported, prediction, holdout, extra = outcome
+        exported, prediction, holdout, extra, notes = outcome
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
+        notes += unreached_note(exported, prediction)
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],
@@ -326,6 +379,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "run_id": run_id, "dataset": dataset, "solver": solver, "n_nodes": run.n_nodes,
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
+        "warnings": _warn(notes),
     }
 
 
@@ -353,6 +407,34 @@ def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
     return used
 
 
+def unreached_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
+    """A warning when some labelled nodes got no prediction (no given label reaches them),
+    saying how many have no relationship at all and what gives them one."""
+    unreached = prediction.labels < 0
+    if not unreached.any():
+        return []
+    n, u = len(unreached), int(unreached.sum())
+    note = f"{u} of {n} nodes ({u / n:.1%}) got no prediction: no given label reaches them"
+    isolated = int((unreached & (np.diff(exported.problem.W.indptr) == 0)).sum())
+    if isolated:
+        note += (f"; {isolated} have no similarity relationship (ingested after the last graph build?): label"
+                 " --rebuild-graph, or an inductive solver (--solver maxmargin)")
+    return [note]
+
+
+def _pool_copies(store: GraphStore, dataset: str, exported: ExportedProblem, prediction: Prediction,
+                 notes: list[str]) -> Prediction:
+    """Copies of one feature vector beyond k + 1 get one answer (graphlabel.indistinguishable);
+    only kNN graphs pick neighbours among ties."""
+    built = store.read_graph_build(dataset)
+    if not built or built.get("graph") != "knn" or built.get("k") is None:
+        return prediction
+    pooled = pool_copies(exported, prediction, int(built["k"]))
+    if pooled.message:
+        notes.append(pooled.message)
+    return pooled.prediction
+
+
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
            requested: dict[str, Any], clock: StageClock, run_id: str, *, build_graph: bool, full: bool,
            hops: int, split: bool, batch_nodes: int, holdout_fraction: float, holdout_seed: int):
@@ -360,6 +442,7 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     extra metrics. Only the nodes of the exported problem are written back. ``spec`` is
     the graph a rebuild makes, ``requested`` the parameters the caller gave (an
     incremental run compares them with the recorded build)."""
+    notes: list[str] = []
     reason = ("a run scored on a holdout is always full" if holdout_fraction else "asked for (--full)") if full \
         else None
     if not full:
@@ -368,14 +451,16 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
                         reasons=reasons)
         reason = "; ".join(reasons) or None
         if changed is not None:
+            prediction = changed.prediction
             if len(changed.keys):
-                clock("write_back", write_predictions, store, dataset, changed.exported, changed.prediction,
+                prediction = _pool_copies(store, dataset, changed.exported, prediction, notes)
+                clock("write_back", write_predictions, store, dataset, changed.exported, prediction,
                       run_id, changed.read_at)
             run_logger().info("incremental run: %d changed nodes (%d new), %d edges added, %d nodes relabelled"
                               " with %d fixed around them", changed.n_changed, changed.n_new, changed.n_edges_added,
                               changed.n_region, changed.n_boundary)
-            return changed.exported, changed.prediction, None, {**changed.summary(), **{
-                f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}
+            return changed.exported, prediction, None, {**changed.summary(), **{
+                f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}, notes
     # labelled_at is when the data was read, not when the answer was written: an entity
     # ingested while the graph was built or the solver ran is then newer than its label,
     # and the next incremental run picks it up
@@ -383,8 +468,17 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
     run_logger().info("full run: %s", reason)
     if build_graph:
-        extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
+        extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
+        notes += built
     exported = clock("export", export_problem, store, dataset)
+    if not build_graph and exported.problem.W.nnz == 0:
+        # a dataset without a single relationship would get no prediction but on its given
+        # labels: the graph is built first, as `label --rebuild-graph` would
+        store.check_edge_builder(spec["graph"])
+        extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
+        notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({describe_graph(spec)};"
+                  f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
+        exported = clock("export", export_problem, store, dataset)
     problem = exported.problem
     run_logger().info("exported %d nodes, %d edges, %d given labels in %d classes", problem.n_nodes,
                       problem.W.nnz // 2, int(problem.labeled.sum()), problem.n_classes)
@@ -395,6 +489,16 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     prediction = clock("solve", solve_by_component, exported, solver, solver_params, split, batch_nodes)
     run_logger().info("solved with %s: %d nodes labelled, %d given labels flagged as noisy", solver,
                       int((prediction.labels >= 0).sum()), int(prediction.noisy.sum()))
+    prediction = _pool_copies(store, dataset, exported, prediction, notes)
     written = clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
     run_logger().info("wrote %s predictions", written)
-    return exported, prediction, holdout, extra
+    return exported, prediction, holdout, extra, notes
+
+
+def describe_graph(spec: dict[str, Any]) -> str:
+    """``10-NN, euclidean, gaussian weights`` and the like, for messages."""
+    if spec["graph"] == "knn":
+        return f"{spec['k']}-NN, {spec['metric']}, {spec['weights']} weights"
+    if spec["graph"] == "delta":
+        return f"δ = {spec['delta']}, {spec['metric']}, {spec['weights']} weights"
+    return f"{spec['graph']}, {spec['metric']}"

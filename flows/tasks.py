@@ -9,6 +9,7 @@ decorator is ``flows.direct.task``: Prefect's options, Prefect imported on first
 from __future__ import annotations
 
 import time
+import warnings
 from datetime import timedelta
 from typing import Any
 
@@ -65,7 +66,7 @@ def read_features(store: GraphStore, dataset: str) -> tuple[np.ndarray, np.ndarr
     if graph.n_nodes == 0:
         raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
     if graph.features is None:
-        raise ValueError(f"dataset {dataset!r} has nodes with features of different lengths")
+        raise ValueError(graph.mixed_lengths(dataset))
     return graph.keys, graph.features, graph.labels
 
 
@@ -87,7 +88,9 @@ def similarity_graph(features: np.ndarray, labels: np.ndarray,
     codes = np.full(len(given), -1)
     codes[given.notna().to_numpy()] = pd.factorize(given.dropna())[0]
     if kind == "knn":
-        return similarity.knn_graph(features, **spec, return_sigma=True)
+        with warnings.catch_warnings():  # the flow reports it (similarity.weights_problem), once
+            warnings.simplefilter("ignore", similarity.DegenerateWeightsWarning)
+            return similarity.knn_graph(features, **spec, return_sigma=True)
     if kind == "delta":
         return similarity.delta_graph(features, **spec), None
     if kind == "mincut3":
@@ -167,14 +170,19 @@ def record_run(store: GraphStore, run: LabelRunRecord) -> None:
 
 
 class StageClock:
-    """Wall time of each stage, in the order the flow ran them."""
+    """Wall time of each stage, in the order the flow ran them; ``after_stage(stage)`` is
+    called when a stage has run (the labelling flow writes its run's heartbeat there)."""
 
-    def __init__(self) -> None:
+    def __init__(self, after_stage=None) -> None:
         self.seconds: dict[str, float] = {}
+        self.after_stage = after_stage
 
     def __call__(self, stage: str, fn, *args, **kwargs):
         start = time.perf_counter()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         finally:
             self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 4)
+        if self.after_stage is not None:
+            self.after_stage(stage)
+        return result

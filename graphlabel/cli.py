@@ -35,7 +35,7 @@ def _checked_store(uri: Optional[str]) -> Optional[str]:
         try:
             check_store_uri(uri)
         except ValueError as error:
-            raise typer.BadParameter(str(error)) from None
+            _fail(str(error), code=2)  # a usage error, said in one line (the message is redacted)
     return uri
 
 
@@ -47,16 +47,28 @@ StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=
 def _escape(message: str) -> str:
     from rich.markup import escape
 
+    from graphlabel.console import settle_prefect
     from graphstore.secrets import PASSWORD_ENV, redact
 
+    settle_prefect()  # Prefect's last words come before this command's
     # Errors are redacted where they are raised; this is the last line of defence for
     # every message the CLI prints (and keeps "[...]" in messages from reading as markup).
     return escape(redact(message, os.environ.get(PASSWORD_ENV)))
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {_escape(message)}")
+    # soft_wrap: one line however long (a terminal wraps it; a log file keeps it whole)
+    err.print(f"[bold red]error:[/] {_escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _print_warnings(summary: dict) -> None:
+    """A flow's warnings (k capped, weights without information, nodes no label reaches...),
+    one line each on stderr."""
+    from rich.markup import escape
+
+    for note in summary.get("warnings", ()):
+        err.print(f"[yellow]warning:[/] {escape(note)}", soft_wrap=True)
 
 
 def _timings_table(timings: dict[str, float]) -> Table:
@@ -94,6 +106,14 @@ def _user_errors():
             StoreSetupError)
 
 
+def _quiet_expected_errors() -> None:
+    """Keep the tracebacks of expected errors off the console once a flow module (and so
+    Prefect's logging) is loaded: the command's last line says what went wrong."""
+    from graphlabel.console import hide_expected_tracebacks
+
+    hide_expected_tracebacks(_user_errors())
+
+
 @app.command()
 def demo(
     store: Optional[str] = StoreOption,
@@ -106,6 +126,8 @@ def demo(
     """Label scikit-learn's handwritten digits end to end and score the result."""
     from flows.demo import DATASET, demo_flow
     from flows.direct import run_flow
+
+    _quiet_expected_errors()
 
     with console.status("running the labelling flow on the digits..."):
         result = run_flow(demo_flow, ["graphlabel", DATASET, solver, "demo"], store_uri=store,
@@ -134,12 +156,15 @@ def ingest(
     rejects: Optional[str] = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
     classes: Optional[str] = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
     from flows.direct import run_flow
     from flows.labelling import ingest_flow
     from graphlabel.records import NoValidRecords
+
+    _quiet_expected_errors()
 
     allowed = None
     if classes is not None:
@@ -150,8 +175,10 @@ def ingest(
         with console.status(f"ingesting {file} into {dataset!r}..."):
             summary = run_flow(ingest_flow, ["graphlabel", dataset, "ingest"], _user_errors(), source=file,
                                dataset=dataset, key=key, features=features, label=label, store_uri=store,
-                               rejects_path=rejects, classes=allowed)
+                               rejects_path=rejects, classes=allowed, encoding=encoding)
     except NoValidRecords as error:
+        if not len(error.rejects):  # no rows at all: nothing to write
+            _fail(str(error))
         path = rejects or f"{dataset}.rejects.csv"
         error.rejects.to_csv(path, index=False)
         _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
@@ -181,6 +208,8 @@ def build_graph(
     from flows.direct import run_flow
     from flows.labelling import build_graph_flow
 
+    _quiet_expected_errors()
+
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], _user_errors(),
@@ -192,6 +221,7 @@ def build_graph(
         if not _is_transient(error):
             raise
         _fail(_store_down(error))
+    _print_warnings(summary)
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
     console.print(_timings_table(summary["timings"]))
 
@@ -222,6 +252,8 @@ def label(
     from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
 
+    _quiet_expected_errors()
+
     try:
         solver_params = json.loads(params)
         flow, cluster = labelling_flow, nullcontext()
@@ -246,6 +278,7 @@ def label(
         if not _is_transient(error):
             raise
         _fail(_store_down(error))
+    _print_warnings(summary)
     console.print(f"labelled {summary['n_nodes']} nodes of {dataset!r} with {solver}"
                   f" ({summary['n_labeled']} given labels, {summary['n_flagged']} flagged as noisy),"
                   f" run {summary['run_id']}")
@@ -265,9 +298,11 @@ def query(
                                     " are parsed, anything else is a string); repeat for several."),
     output: str = typer.Option("table", "--format", help="table (for reading), csv or json (every value in"
                                " full, nulls empty in CSV and null in JSON: for other programs)."),
+    write: bool = typer.Option(False, "--write", help="Allow the query to change the store (default:"
+                               " read-only, a writing query is refused)."),
     store: Optional[str] = StoreOption,
 ) -> None:
-    """Run a Cypher query against the store and print its rows."""
+    """Run one Cypher statement against the store and print its rows (read-only unless --write)."""
     from graphstore import open_store
 
     if output not in ("table", "csv", "json"):
@@ -291,7 +326,9 @@ def query(
         _fail(_store_down(error))
     with opened as graph_store:
         try:
-            frame = graph_store.query(cypher, parameters)
+            frame = graph_store.query(cypher, parameters, write=write)
+        except ValueError as error:  # several statements, an unbound parameter, a refused write
+            _fail(str(error))
         except RuntimeError as error:
             _fail(f"query failed: {error}")
     if output == "csv":
@@ -318,6 +355,7 @@ def report(
     store: Optional[str] = StoreOption,
 ) -> None:
     """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
+    from graphlabel.liveness import mark_interrupted_runs
     from graphlabel.reporting import (failed_runs, run_report_markdown, run_report_renderables, run_summary,
                                       runs_table)
     from graphstore import open_store
@@ -327,6 +365,7 @@ def report(
         _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
     try:
         with open_store(store) as graph_store:
+            mark_interrupted_runs(graph_store, dataset)  # a killed run is not listed as running
             if run is not None:
                 summary = run_summary(graph_store, run)
             else:
@@ -365,10 +404,12 @@ def prune_runs(
 
     Never deletes a running run, nor the run the nodes' predictions come from.
     """
+    from graphlabel.liveness import mark_interrupted_runs
     from graphstore import open_store
 
     try:
         with open_store(store) as graph_store:
+            mark_interrupted_runs(graph_store, dataset)  # a killed run is no running run to keep
             deleted = graph_store.prune_runs(dataset, keep_last)
     except _user_errors() as error:
         _fail(str(error))
@@ -392,10 +433,12 @@ def explain(
     Read from the stored similarity relationships: a neighbour counts with its given label,
     else its predicted one.
     """
+    from graphlabel.records import key_text
     from graphlabel.reporting import explanation_renderables
     from graphstore import open_store
     from graphstore.base import NotFound
 
+    key = key_text(key) or key  # the key as ingest stored it (" 7 " and "7.0" are "7")
     try:
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)

@@ -17,7 +17,14 @@ kind                       the row ...
                            the dataset's ``expected_dim``), or no feature list at all.
 ``label not in classes``   has a label outside ``classes`` (when ``classes`` is given).
 ``duplicate key``          shares its key with another row of the batch (see below).
+``malformed line``         (CSV/TSV) is a line that is no record: more fields than the
+                           header, a quote never closed (``graphlabel.textfiles``).
+``undecodable text``       (CSV/TSV) is a line that is not text in the file's encoding.
 =========================  =================================================================
+
+Where a rejected row is: ``row`` is its line in a CSV/TSV file (the header is line 1; a
+record with a quoted line break has the number of its first line), its row number from 1
+in a Parquet file, and its position from 0 in a DataFrame.
 
 Duplicate keys within one batch: duplicates are judged among the rows that are otherwise
 valid (a broken copy is rejected for its own reasons and does not count). When every
@@ -27,12 +34,19 @@ as repeats of it, so a file concatenated twice loses nothing. When the copies di
 first would silently keep a label the file may have corrected further down. (Across
 batches the store upserts by key: a later ingest replaces the earlier values.)
 
-Keys and labels are compared as text: surrounding blanks are stripped and an integral
-float is written without its ``.0`` (a label column with gaps reads as floats from CSV),
-so ``3``, ``3.0`` and ``" 3 "`` are the same key. In CSV/TSV files only an empty field is
-a missing key or label: ``NA``, ``None`` or ``null`` there are ordinary text (a product
-code, a country) rather than pandas' default missing-value markers, which feature columns
-keep.
+Keys and labels: one rule (``key_text``), whatever the file type. They are compared as
+text; surrounding blanks are stripped; a number with an all-zero fraction loses it,
+written as text (``"7.0"``, ``"7."``, ``"-3.00"``) or stored as a number (``7.0`` in a
+Parquet float column), so ``7``, ``7.0`` and ``" 7 "`` are one key and labels ``1`` and
+``1.0`` one class (``--classes 1,2`` takes ``1.0``). Nothing else changes: ``007`` stays
+``007``, ``+7`` stays ``+7``, ``9.50`` stays ``9.50`` (a non-integral float stored as a
+number is written as Python writes it, ``9.5``), and ``1e3`` stays ``1e3``. In CSV/TSV
+files only an empty field is a missing key or label: ``NA``, ``None`` or ``null`` there
+are ordinary text (a product code, a country) rather than pandas' default missing-value
+markers, which feature columns keep.
+
+Feature columns never include the key or the label column: a glob (``*``, ``x*``) skips
+them, and naming one of them as a feature is refused.
 """
 
 from __future__ import annotations
@@ -48,6 +62,8 @@ import pyarrow as pa
 
 from graphstore.base import NODE_SCHEMA
 
+from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
+
 MISSING_KEY = "missing key"
 NON_NUMERIC = "non-numeric feature"
 MISSING_FEATURE = "missing feature"
@@ -56,8 +72,8 @@ WRONG_LENGTH = "wrong feature length"
 UNKNOWN_CLASS = "label not in classes"
 DUPLICATE_KEY = "duplicate key"
 #: Every kind of rejection, in the order the summary lists them.
-REJECT_KINDS = (MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE, WRONG_LENGTH,
-                UNKNOWN_CLASS, DUPLICATE_KEY)
+REJECT_KINDS = (MALFORMED_LINE, UNDECODABLE, MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE,
+                WRONG_LENGTH, UNKNOWN_CLASS, DUPLICATE_KEY)
 
 # pandas' default missing-value markers (the ``na_values`` list of ``pandas.read_csv``),
 # kept for feature columns only: in key and label columns they are ordinary text.
@@ -78,12 +94,14 @@ class ParsedRecords:
     nodes : pyarrow.Table
         The valid rows as ``NODE_SCHEMA`` (``key``, ``features``, ``label``).
     rejects : pandas.DataFrame
-        One row per rejected record: ``row`` (0-based position of the record in the
-        input, header not counted), ``key`` (None when missing), ``kind`` (the kinds of
+        One row per rejected record, in input order: ``row`` (where it is in the input,
+        see the module docstring: a CSV line number, a Parquet row number from 1, a
+        DataFrame position from 0), ``key`` (None when missing), ``kind`` (the kinds of
         its reasons, ``"; "``-joined) and ``reason`` (the messages, ``"; "``-joined).
     rows : numpy.ndarray, optional
-        Input position of each node row, so every input row is accounted for:
-        ``rows`` and ``rejects["row"]`` together hold each position exactly once.
+        Where each node row is in the input, numbered as ``rejects["row"]``, so every
+        input record is accounted for: ``rows`` and ``rejects["row"]`` together hold each
+        record exactly once.
     """
 
     nodes: pa.Table
@@ -110,55 +128,90 @@ def reject_counts(rejects: pd.DataFrame) -> dict[str, int]:
     return {kind: int(kinds[kind]) for kind in REJECT_KINDS if kind in kinds.index}
 
 
-def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None) -> pd.DataFrame:
-    """Load records; key and label columns are read as text so '007' stays '007'."""
+@dataclass(frozen=True)
+class InputTable:
+    """The records as read: ``frame``, where each of its rows is in the input (``rows``,
+    numbered as the module docstring says), and the lines of a CSV/TSV file that are no
+    record (``rejects``, same columns as ``ParsedRecords.rejects``)."""
+
+    frame: pd.DataFrame
+    rows: np.ndarray
+    rejects: pd.DataFrame
+
+
+def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
+               encoding: str = "utf-8") -> InputTable:
+    """Load records; key and label columns are read as text so '007' stays '007'.
+    ``encoding`` is a CSV/TSV file's (Parquet files say their own)."""
     if isinstance(source, pd.DataFrame):
-        return source.reset_index(drop=True)
+        frame = source.reset_index(drop=True)
+        return InputTable(frame, np.arange(len(frame)), _no_rejects())
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
+        frame = pd.read_parquet(path)
+        return InputTable(frame, np.arange(1, len(frame) + 1), _no_rejects())
     if suffix in (".csv", ".txt", ".tsv"):
-        sep = "\t" if suffix == ".tsv" else ","
-        columns = pd.read_csv(path, sep=sep, nrows=0).columns
-        text_columns = [c for c in (key, label) if c]
-        # Per-column missing markers need keep_default_na=False (pandas applies its
-        # defaults to every column otherwise): only an empty key or label is missing.
-        na_values = {c: ([""] if c in text_columns else CSV_NA_TEXT) for c in columns}
-        return pd.read_csv(path, sep=sep, dtype={c: str for c in text_columns}, keep_default_na=False,
-                           na_values=na_values)
+        # Per-column missing markers (keep_default_na=False, or pandas applies its
+        # defaults to every column): only an empty key or label is missing.
+        table = read_text_table(path, "\t" if suffix == ".tsv" else ",", text_columns=[c for c in (key, label) if c],
+                                na_values=CSV_NA_TEXT, encoding=encoding)
+        return InputTable(table.frame, table.lines, table.rejects)
     raise ValueError(f"unsupported file type {suffix!r}: use .csv, .tsv or .parquet")
 
 
-def resolve_feature_columns(frame: pd.DataFrame, features: str | list[str]) -> list[str]:
-    """Feature columns from a list, a comma-separated string, or glob patterns ('pixel_*')."""
+def _no_rejects() -> pd.DataFrame:
+    return pd.DataFrame({"row": np.zeros(0, np.int64), "key": pd.Series([], dtype=object),
+                         "kind": pd.Series([], dtype=object), "reason": pd.Series([], dtype=object)})
+
+
+def resolve_feature_columns(frame: pd.DataFrame, features: str | list[str],
+                            exclude: dict[str, str] | None = None) -> list[str]:
+    """Feature columns from a list, a comma-separated string, or glob patterns ('pixel_*').
+
+    ``exclude`` maps the key and label columns to their role: a glob never takes them
+    (``*`` would put the label among the features), and naming one is an error."""
     patterns = features.split(",") if isinstance(features, str) else list(features)
     patterns = [p.strip() for p in patterns if p.strip()]
     if not patterns:
         raise ValueError("features must name at least one column")
+    exclude = {column: role for column, role in (exclude or {}).items() if column}
     columns: list[str] = []
     for pattern in patterns:
-        matched = [c for c in frame.columns if fnmatch.fnmatchcase(str(c), pattern)]
+        if pattern in exclude:
+            raise ValueError(f"feature {pattern!r} is the {exclude[pattern]} column: a column is a feature, the"
+                             " key or the label, not two of them")
+        matched = [c for c in frame.columns if fnmatch.fnmatchcase(str(c), pattern) and c not in exclude]
         if not matched:
-            raise ValueError(f"no column matches feature {pattern!r}; columns are {list(frame.columns)[:20]}")
+            raise ValueError(f"no column matches feature {pattern!r} (the key and label columns never do);"
+                             f" columns are {list(frame.columns)[:20]}")
         columns.extend(c for c in matched if c not in columns)
     return columns
 
 
-def _text_or_none(value) -> str | None:
-    if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
-        return None
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))  # a label column with gaps reads as floats from CSV: 3.0 → "3"
-    text = str(value).strip()
-    return text or None
+# A decimal numeral whose fraction is all zeros: "7.0", "7.", "-3.00" (not "+7", "1e3", "9.50")
+_INTEGRAL_DECIMAL = r"^(-?\d+)\.0*$"
+
+
+def key_text(value) -> str | None:
+    """The one rule for keys and labels (module docstring): stripped text, an all-zero
+    fraction dropped, None for a missing or blank value."""
+    return _as_text(pd.Series([value], dtype=object)).iloc[0]
 
 
 def _as_text(values: pd.Series) -> pd.Series:
-    """Keys and labels as strings (object dtype, None where missing)."""
-    return pd.Series(np.array([_text_or_none(v) for v in values], dtype=object), dtype=object)
+    """Keys and labels by ``key_text``'s rule, as strings (object dtype, None where missing)."""
+    values = pd.Series(values, dtype=object).reset_index(drop=True)
+    missing = values.isna().to_numpy()
+    floats = values.map(lambda v: isinstance(v, (float, np.floating))).to_numpy(dtype=bool) & ~missing
+    text = values.where(missing | floats, values.astype(str))
+    if floats.any():  # an integral float as an integer (7.0 → "7"), others as Python writes them
+        text[floats] = values[floats].map(lambda v: str(int(v)) if float(v).is_integer() else repr(float(v)))
+    text = text.str.strip().str.replace(_INTEGRAL_DECIMAL, r"\1", regex=True)
+    text = text.where(~missing & (text != ""), None)
+    return text.astype(object)
 
 
 def _check_classes(classes: Iterable[str] | None) -> list[str] | None:
@@ -172,7 +225,7 @@ def _check_classes(classes: Iterable[str] | None) -> list[str] | None:
         items = list(classes)
     except TypeError:
         raise TypeError(f"classes must be a list of labels, got {type(classes).__name__}") from None
-    names = [_text_or_none(c) for c in items]
+    names = _as_text(pd.Series(items, dtype=object)).tolist()
     if not names or any(name is None for name in names):
         raise ValueError(f"classes must be a non-empty list of non-empty labels, got {items!r}")
     return list(dict.fromkeys(names))
@@ -249,8 +302,10 @@ def _list_column(values: pd.Series, column: str, expected_dim: int | None, reaso
     return matrix
 
 
-def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, reasons: Reasons) -> None:
-    """Among the rows valid so far, reject repeated keys (the policy is in the module docstring)."""
+def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, reasons: Reasons,
+                       numbers: np.ndarray) -> None:
+    """Among the rows valid so far, reject repeated keys (the policy is in the module
+    docstring); ``numbers`` are the rows' numbers in the input, for the messages."""
     candidates = np.flatnonzero([not r for r in reasons])
     candidate_keys = keys.iloc[candidates]
     repeated = candidate_keys.duplicated(keep=False).to_numpy()
@@ -264,10 +319,10 @@ def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, r
                    for p in positions[1:])
         if same:
             for p in positions[1:]:
-                reasons[p].append((DUPLICATE_KEY, f"duplicate key {key!r}: same values as row {first},"
+                reasons[p].append((DUPLICATE_KEY, f"duplicate key {key!r}: same values as row {numbers[first]},"
                                                   " which is stored"))
             continue
-        listed = ", ".join(map(str, positions[:5])) + (", ..." if len(positions) > 5 else "")
+        listed = ", ".join(map(str, numbers[positions[:5]])) + (", ..." if len(positions) > 5 else "")
         for p in positions:
             reasons[p].append((DUPLICATE_KEY, f"duplicate key {key!r} with conflicting values in rows"
                                               f" {listed}: none of them is stored"))
@@ -281,6 +336,7 @@ def parse_records(
     label: str | None = None,
     expected_dim: int | None = None,
     classes: Iterable[str] | None = None,
+    encoding: str = "utf-8",
 ) -> ParsedRecords:
     """Validate records into node rows; every row is either a node or a reject with reasons.
 
@@ -300,6 +356,8 @@ def parse_records(
         ``label not in classes``); a row without a label is always allowed (it is an
         unlabeled entity). Classes are normalised like labels (``3`` and ``"3"`` are the
         same class). None (default) allows any label.
+    encoding : str, default "utf-8"
+        Text encoding of a CSV/TSV file (``graphlabel.textfiles``).
 
     Returns
     -------
@@ -320,11 +378,12 @@ def parse_records(
     if expected_dim is not None and (isinstance(expected_dim, bool) or not isinstance(expected_dim, (int, np.integer))
                                      or expected_dim < 1):
         raise ValueError(f"expected_dim must be a positive integer, got {expected_dim!r}")
-    frame = read_table(source, key, label)
+    table = read_table(source, key, label, encoding)
+    frame, numbers = table.frame, table.rows
     for column in (key, label):
         if column and column not in frame.columns:
             raise ValueError(f"no column {column!r}; columns are {list(frame.columns)[:20]}")
-    columns = resolve_feature_columns(frame, features)
+    columns = resolve_feature_columns(frame, features, exclude={key: "key", label: "label"})
     keys = _as_text(frame[key])
     labels = _as_text(frame[label]) if label else pd.Series(np.full(len(frame), None, dtype=object))
     reasons: Reasons = [[] for _ in range(len(frame))]
@@ -336,16 +395,19 @@ def parse_records(
         described = _describe_classes(allowed)
         for i in np.flatnonzero(outside):
             reasons[i].append((UNKNOWN_CLASS, f"label {labels.iloc[i]!r} not in classes {described}"))
-    _reject_duplicates(keys, labels, matrix, reasons)
+    _reject_duplicates(keys, labels, matrix, reasons, numbers)
 
     valid = np.array([not r for r in reasons], dtype=bool)
     bad = np.flatnonzero(~valid)
     rejects = pd.DataFrame({
-        "row": bad,
+        "row": numbers[bad],
         "key": pd.Series(keys.iloc[bad].to_numpy(), dtype=object),
         "kind": ["; ".join(dict.fromkeys(kind for kind, _ in reasons[i])) for i in bad],
         "reason": ["; ".join(message for _, message in reasons[i]) for i in bad],
     })
+    if len(table.rejects):  # lines of the file that were no record, in line order with the rest
+        rejects = pd.concat([table.rejects, rejects], ignore_index=True).sort_values("row", kind="stable")\
+            .reset_index(drop=True)
     good = np.flatnonzero(valid)
     d = matrix.shape[1]
     nodes = pa.table(
@@ -358,13 +420,14 @@ def parse_records(
         }
     ).cast(NODE_SCHEMA)
     if not len(good):
-        if len(frame):
+        if len(rejects):
             counts = ", ".join(f"{kind}: {n}" for kind, n in reject_counts(rejects).items())
-            message = (f"none of the {len(frame)} records is valid ({counts}); first reasons: "
+            message = (f"none of the {len(rejects)} records is valid ({counts}); first reasons: "
                        + "; ".join(rejects["reason"].head(3)))
         else:
-            message = "the input holds no records"
+            where = source if isinstance(source, (str, Path)) else "the input"
+            message = f"{where} has no rows: nothing to ingest"
         error = NoValidRecords(message)
         error.rejects = rejects
         raise error
-    return ParsedRecords(nodes, rejects, good)
+    return ParsedRecords(nodes, rejects, numbers[good])

@@ -64,6 +64,7 @@ def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Hold
         "n_unlabeled": int((~problem.labeled).sum()),
         "n_edges": int(problem.W.nnz // 2),
         "n_unreachable": int((~found).sum()),
+        "unreached_share": float((~found).mean()) if len(found) else 0.0,
         # entities ingested after the last graph build; only an inductive solver
         # (maxmargin) labels them, from their features
         "n_without_edges": int(np.sum(np.diff(problem.W.indptr) == 0)),

@@ -45,7 +45,7 @@ from graphstore.base import check_dataset_name
 TOP_LEVEL_KEYS = {"store", "jobs"}
 JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "full",
             "store", "keep_runs", "holdout"}
-DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: `$` accepts a final "\n"
 
 
 class ScheduleError(ValueError):
@@ -237,7 +237,7 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
     if "store" in raw and (reason := _store_problem(raw["store"])):
         found.append(reason)
     name = raw.get("name", f"label-{dataset}-{solver}")
-    if not isinstance(name, str) or not DEPLOYMENT_NAME.match(name):
+    if not isinstance(name, str) or not DEPLOYMENT_NAME.fullmatch(name):
         found.append(f"name must be 1-100 letters, digits, '_', '.' or '-', got {name!r}")
     if found:
         problems.extend(f"{where}: {problem}" for problem in found)

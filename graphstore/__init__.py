@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .base import GraphStore, LabelRunRecord, StoreSetupError, SubGraph, check_dataset_name
+from .base import GraphStore, LabelRunRecord, StoreLocked, StoreNotFound, StoreSetupError, SubGraph, check_dataset_name
 from .secrets import StoreConnectionError, check_store_uri, redact, redact_uri
 
 DEFAULT_STORE = ".graphlabel"
@@ -22,8 +22,11 @@ def default_store_uri() -> str:
     return os.environ.get("GRAPHLABEL_STORE") or DEFAULT_STORE
 
 
-def open_store(uri: str | None = None, **options) -> GraphStore:
-    """Open the store named by ``uri`` (see the module docstring)."""
+def open_store(uri: str | None = None, *, create: bool = False, **options) -> GraphStore:
+    """Open the store named by ``uri`` (see the module docstring).
+
+    ``create``: make an embedded store where there is none (``ingest`` and ``demo`` do);
+    otherwise a missing one raises ``StoreNotFound``. A Neo4j database is never created."""
     uri = uri or default_store_uri()
     scheme, sep, _ = uri.partition("://")
     if sep and f"{scheme}://" not in (*NEO4J_SCHEMES, "kuzu://"):
@@ -37,8 +40,9 @@ def open_store(uri: str | None = None, **options) -> GraphStore:
         return Neo4jStore.from_uri(uri, **options)
     from .kuzu_store import KuzuStore
 
-    return KuzuStore(uri.removeprefix("kuzu://"), **options)
+    return KuzuStore(uri.removeprefix("kuzu://"), create=create, **options)
 
 
-__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "StoreSetupError", "open_store", "default_store_uri", "check_dataset_name",
-           "StoreConnectionError", "check_store_uri", "redact", "redact_uri"]
+__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "StoreSetupError", "open_store", "default_store_uri",
+           "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
+           "redact_uri"]

@@ -23,7 +23,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-DATASET_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+from .secrets import StoreConnectionError
+
+# Matched with fullmatch: `$` alone would also accept a trailing newline ("base\n").
+DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 NODE_SCHEMA = pa.schema(
     [("key", pa.string()), ("features", pa.list_(pa.float64())), ("label", pa.string())]
@@ -44,7 +47,7 @@ PREDICTION_SCHEMA = pa.schema(
 
 def check_dataset_name(dataset: str) -> str:
     """Dataset names become part of keys and queries' parameters: keep them plain."""
-    if not isinstance(dataset, str) or not DATASET_NAME.match(dataset):
+    if not isinstance(dataset, str) or not DATASET_NAME.fullmatch(dataset):
         raise ValueError(
             f"invalid dataset name {dataset!r}: use 1-64 letters, digits, '_', '.' or '-',"
             " starting with a letter"
@@ -58,6 +61,8 @@ class SubGraph:
 
     ``source``/``target`` are positions into ``keys``; each undirected pair appears once.
     ``labels`` holds the given label strings, ``None`` where a node has none.
+    ``features`` is None when not read, or when the nodes' feature lists differ in length;
+    ``feature_lengths`` then holds each node's length (see ``mixed_lengths``).
     """
 
     keys: np.ndarray
@@ -66,19 +71,33 @@ class SubGraph:
     source: np.ndarray
     target: np.ndarray
     weight: np.ndarray
+    feature_lengths: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
         return len(self.keys)
 
+    def mixed_lengths(self, dataset: str, shown: int = 5) -> str:
+        """What is wrong when the feature lengths differ, naming the nodes: how many nodes
+        have each length, and keys of the nodes whose length is not the most common."""
+        lengths, counts = np.unique(self.feature_lengths, return_counts=True)
+        usual = lengths[np.argmax(counts)]
+        odd = self.keys[self.feature_lengths != usual]
+        listed = ", ".join(repr(k) for k in odd[:shown]) + (", ..." if len(odd) > shown else "")
+        spread = ", ".join(f"{n} of length {length}" for length, n in zip(lengths, counts))
+        return (f"dataset {dataset!r} has nodes with features of different lengths: {spread} (not of length"
+                f" {usual}: {listed}); ingest those nodes again with {usual} features, or the dataset under a"
+                " new name")
+
 
 #: Life cycle of a run: written "running" when it starts, then "completed" or "failed".
 RUN_STATUSES = ("running", "completed", "failed")
 #: LabelRun properties stored as JSON text (Neo4j properties cannot hold maps), decoded on reading.
-RUN_JSON_COLUMNS = ("parameters", "metrics", "timings", "versions")
+RUN_JSON_COLUMNS = ("parameters", "metrics", "timings", "versions", "process")
 #: Columns of ``GraphStore.read_runs``, in order.
 RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_at", "n_nodes",
-               "n_labeled", "n_flagged", "parameters", "metrics", "timings", "versions", "error")
+               "n_labeled", "n_flagged", "parameters", "metrics", "timings", "versions", "error", "process",
+               "heartbeat_at")
 #: Columns of the neighbour table of ``GraphStore.explain``, in order.
 NEIGHBOUR_COLUMNS = ("key", "weight", "share", "given_label", "predicted_label", "label", "agrees")
 
@@ -87,6 +106,28 @@ class StoreSetupError(RuntimeError):
     """The store answers but is not set up for what was asked: a plugin missing or too old
     (Neo4j without GDS), a relationship type holding a user's relationships, a graph left
     half built. An expected condition with a message that says what to do, not a bug."""
+
+
+WRITE_REFUSED = ("this query writes to the store, and queries are read-only unless asked to write"
+                 " (graphlabel query --write)")
+
+
+class WriteRefused(ValueError):
+    """A query typed by a user would have written to a store opened for reading (the
+    message is ``WRITE_REFUSED``); nothing was changed."""
+
+    def __init__(self, message: str = WRITE_REFUSED) -> None:
+        super().__init__(message)
+
+
+class StoreNotFound(FileNotFoundError):
+    """No store where the URI points (a folder that does not exist, or a file): commands
+    that read never create one (only ingesting does)."""
+
+
+class StoreLocked(StoreConnectionError):
+    """Another process holds the store (Kùzu lets one process open a database at a time)
+    and did not let go within the time allowed."""
 
 
 class NotFound(LookupError):
@@ -119,6 +160,13 @@ class LabelRunRecord:
         Library versions the run used (``graphlabel.provenance.versions()``).
     error : str or None
         Message of a failed run.
+    process : dict
+        Where the run runs: ``host``, ``pid`` and the process's start time ``started``
+        (seconds since the epoch), so that a run whose process is gone can be told from
+        one still running (``graphlabel.liveness``).
+    heartbeat_at : pandas.Timestamp or None
+        The last time the running run wrote a sign of life (at its start and after each
+        stage).
     """
 
     run_id: str
@@ -135,6 +183,8 @@ class LabelRunRecord:
     status: str = "completed"
     versions: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    process: dict[str, Any] = field(default_factory=dict)
+    heartbeat_at: pd.Timestamp | None = None
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -153,6 +203,8 @@ class LabelRunRecord:
             "timings": json.dumps(self.timings, sort_keys=True),
             "versions": json.dumps(self.versions, sort_keys=True, default=str),
             "error": None if self.error is None else str(self.error),
+            "process": json.dumps(self.process, sort_keys=True, default=str),
+            "heartbeat_at": naive_utc(self.heartbeat_at),
             "started_at": naive_utc(self.started_at),
             "finished_at": naive_utc(self.finished_at),
             "n_nodes": int(self.n_nodes),
@@ -188,13 +240,35 @@ def runs_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame({name: [row.get(name) for row in rows] for name in RUN_COLUMNS})
     for name in RUN_JSON_COLUMNS:
         frame[name] = [_decode_json(value) for value in frame[name]]
-    for name in ("started_at", "finished_at"):
+    for name in ("started_at", "finished_at", "heartbeat_at"):
         frame[name] = pd.to_datetime([naive_utc(value) for value in frame[name]])
     frame["status"] = frame["status"].where(frame["status"].notna(), "completed")
     frame["error"] = frame["error"].astype(object).where(frame["error"].notna(), None)
     for name in ("n_nodes", "n_labeled", "n_flagged"):
         frame[name] = pd.array(frame[name], dtype="Int64")
     return frame
+
+
+def run_record(row: Mapping[str, Any]) -> LabelRunRecord:
+    """A ``LabelRunRecord`` from one row of ``read_runs``' frame."""
+    def timestamp(value):
+        return None if value is None or pd.isna(value) else pd.Timestamp(value)
+
+    def count(value) -> int:
+        return 0 if value is None or pd.isna(value) else int(value)
+
+    return LabelRunRecord(
+        run_id=row["run_id"], dataset=row["dataset"], solver=row["solver"], parameters=dict(row["parameters"]),
+        metrics=dict(row["metrics"]), timings=dict(row["timings"]), started_at=timestamp(row["started_at"]),
+        finished_at=timestamp(row["finished_at"]), n_nodes=count(row["n_nodes"]), n_labeled=count(row["n_labeled"]),
+        n_flagged=count(row["n_flagged"]), status=row["status"], versions=dict(row["versions"]), error=row["error"],
+        process=dict(row["process"]), heartbeat_at=timestamp(row["heartbeat_at"]))
+
+
+def check_status(status: Any) -> str | None:
+    if status is not None and status not in RUN_STATUSES:
+        raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+    return status
 
 
 def check_limit(value: Any, name: str, minimum: int = 1) -> int:
@@ -287,19 +361,19 @@ def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
     (source, target, weight) given by key; edges to nodes outside the table are dropped."""
     keys = nodes.column("key").to_numpy(zero_copy_only=False).astype(object)
     labels = nodes.column("label").to_numpy(zero_copy_only=False).astype(object)
-    features = None
+    features = lengths = None
     if "features" in nodes.column_names and nodes.num_rows:
         flat = nodes.column("features").combine_chunks()
-        lengths = pa.compute.list_value_length(flat).to_numpy(zero_copy_only=False)
-        if len(set(lengths.tolist())) == 1:
-            features = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1)
+        lengths = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False)
+        if lengths.min() == lengths.max():
+            features, lengths = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1), None
     # Arrow's hash lookup, in C over the key strings: no Python object per relationship.
     key_set = nodes.column("key").combine_chunks()
     src = _positions(edges.column("source"), key_set)
     dst = _positions(edges.column("target"), key_set)
     weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
     inside = (src >= 0) & (dst >= 0)
-    return SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside])
+    return SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside], lengths)
 
 
 class GraphStore(ABC):
@@ -325,6 +399,12 @@ class GraphStore(ABC):
     def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
         """Read the dataset's nodes, given labels, features and relationships."""
 
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        """Feature-list length → number of the dataset's nodes with that length (one entry
+        when the dataset is sound, none when it has no nodes), most common first. Ingest
+        rejects rows of another length than the dataset's."""
+        raise NotImplementedError(f"{type(self).__name__} does not report feature lengths")
+
     @abstractmethod
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         """Set the prediction properties on the nodes, matched by key."""
@@ -335,7 +415,7 @@ class GraphStore(ABC):
 
     @abstractmethod
     def read_runs(self, dataset: str | None = None, run_id: str | None = None,
-                  limit: int = 20) -> pd.DataFrame:
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
         """The ``LabelRun`` nodes, newest first (by ``started_at``).
 
         Parameters
@@ -346,6 +426,8 @@ class GraphStore(ABC):
             Only this run.
         limit : int, default 20
             At most this many rows.
+        status : {"running", "completed", "failed"}, optional
+            Only runs in this state.
 
         Returns
         -------
@@ -353,6 +435,13 @@ class GraphStore(ABC):
             Columns ``RUN_COLUMNS``; ``parameters``, ``metrics``, ``timings`` and
             ``versions`` decoded to dicts; no rows when nothing matches.
         """
+
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        """Mark the run ``failed`` with ``error`` (its ``finished_at`` the last sign of life
+        ``seen``), only if it is still ``running`` with that last sign of life: a run that
+        wrote again, or finished, in the meantime is left alone. Returns whether it was
+        marked."""
+        raise NotImplementedError(f"{type(self).__name__} cannot mark interrupted runs")
 
     @abstractmethod
     def prune_runs(self, dataset: str, keep_last: int) -> int:
@@ -391,8 +480,13 @@ class GraphStore(ABC):
         """
 
     @abstractmethod
-    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
-        """Run a read query typed by a user and return its rows."""
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        """Run one statement typed by a user and return its rows.
+
+        The statement is checked first (``queries.user_statement``: one statement, every
+        ``$parameter`` given a value). It runs read-only unless ``write``: a statement
+        that writes raises ``WriteRefused`` and changes nothing.
+        """
 
     def check_edge_builder(self, graph: str) -> None:
         """Raise ``StoreSetupError`` when this store cannot build a graph of kind ``graph``

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# Matched with fullmatch: `$` alone would also accept a trailing newline.
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -30,7 +31,7 @@ class Fragment(str):
 
 def check_identifier(name: object, what: str = "identifier") -> str:
     """``name`` if it is a plain identifier, else a ``ValueError`` naming ``what``."""
-    if not isinstance(name, str) or not IDENTIFIER.match(name):
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise ValueError(
             f"invalid {what} {name!r}: a Neo4j label, relationship type or property name must be"
             " 1-128 ASCII letters, digits or '_', not starting with a digit"

@@ -6,6 +6,9 @@ fork with the same Python API (real-ladybug, ryugraph) is a one-line change here
 
 from __future__ import annotations
 
+import logging
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +24,27 @@ from .base import (
     PREDICTION_SCHEMA,
     GraphStore,
     LabelRunRecord,
+    StoreLocked,
+    StoreNotFound,
     SubGraph,
+    WriteRefused,
     check_dataset_name,
     check_limit,
+    check_status,
     conform_table,
     explanation,
+    naive_utc,
     runs_frame,
     runs_to_prune,
     subgraph_from_tables,
 )
 from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
-from .queries import load_query, split_statements
+from .queries import load_query, split_statements, user_statement
 
 DATABASE_FILE = "graph.kuzu"
+LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 60.0
+logger = logging.getLogger(__name__)
 
 
 def _features_to_blob(features: pa.ChunkedArray) -> pa.Array:
@@ -60,26 +71,86 @@ def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
                                     pa.array(raw.view("<f8").astype(np.float64)))
 
 
+def _frame(result) -> pd.DataFrame:
+    """A query result's rows; a statement that returns no columns (a write) gives none."""
+    if not result.get_column_names():
+        return pd.DataFrame()
+    return result.get_as_arrow().to_pandas()
+
+
 def _uids(dataset: str, keys: pa.Array) -> pa.Array:
     return pa.compute.binary_join_element_wise(dataset, keys, ":")
 
 
 
+def lock_timeout_from_env(environ=None) -> float:
+    """Seconds to wait for a store another process holds: ``$GRAPHLABEL_LOCK_TIMEOUT``, else
+    ``DEFAULT_LOCK_TIMEOUT``."""
+    raw = (os.environ if environ is None else environ).get(LOCK_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise ValueError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
+    return seconds
+
+
+def _open_database(folder: Path, timeout: float) -> kuzu.Database:
+    """The database of ``folder``, waiting up to ``timeout`` seconds while another process
+    holds its lock (Kùzu lets one process at a time open a database for writing: a
+    scheduled run and a user's ``query`` meet here). Says once that it waits, then either
+    opens or raises ``StoreLocked``."""
+    deadline, delay = None, 0.25
+    while True:
+        try:
+            return kuzu.Database(str(folder / DATABASE_FILE))
+        except RuntimeError as error:
+            if "lock" not in str(error).lower():
+                raise
+        now = time.monotonic()
+        if deadline is None:
+            deadline = now + timeout
+            logger.warning("the store %s is in use by another process (one process at a time can open it):"
+                           " waiting up to %g s (%s)", folder, timeout, LOCK_TIMEOUT_ENV)
+        if now >= deadline:
+            raise StoreLocked(f"the store {folder} is still in use by another process after {timeout:g} s: let"
+                              f" that process finish, or wait longer with {LOCK_TIMEOUT_ENV}=SECONDS")
+        time.sleep(min(delay, deadline - now))
+        delay = min(2 * delay, 2.0)
+
+
 class KuzuStore(GraphStore):
-    """A Kùzu database in the folder ``path`` (created if missing).
+    """A Kùzu database in the folder ``path``.
 
     Parameters
     ----------
     path : str or Path
         Folder of the store; the database file is ``path/graph.kuzu``.
+    create : bool, default False
+        Create the store when the folder holds none. Without it a missing store raises
+        ``StoreNotFound``: a mistyped ``--store`` must not answer "0 rows" from a store
+        made on the spot (only ingesting creates one).
+    lock_timeout : float, optional
+        Seconds to wait while another process holds the database (default
+        ``$GRAPHLABEL_LOCK_TIMEOUT``, else 60); then ``StoreLocked``.
     """
 
     dialect = "kuzu"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create: bool = False, lock_timeout: float | None = None) -> None:
         self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreNotFound(f"the store path {self.path} is a file, not a store folder: check --store"
+                                " or GRAPHLABEL_STORE")
+        if not create and not (self.path / DATABASE_FILE).exists():
+            raise StoreNotFound(f"no store at {self.path}: check --store or GRAPHLABEL_STORE (graphlabel ingest"
+                                " creates a store)")
         self.path.mkdir(parents=True, exist_ok=True)
-        self._db = kuzu.Database(str(self.path / DATABASE_FILE))
+        timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
+        self._db = _open_database(self.path, timeout)
         self._conn = kuzu.Connection(self._db)
         self.ensure_schema()
 
@@ -183,6 +254,11 @@ class KuzuStore(GraphStore):
         edges = self._run("read_edges", {"dataset": dataset}).get_as_arrow()
         return subgraph_from_tables(nodes, edges)
 
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        check_dataset_name(dataset)
+        rows = self._run("feature_lengths", {"dataset": dataset}).get_as_arrow().to_pylist()
+        return {int(row["length"]): int(row["nodes"]) for row in rows if row["length"] is not None}
+
     def count_nodes(self, dataset: str) -> int:
         check_dataset_name(dataset)
         return int(self._run("count_nodes", {"dataset": dataset}).get_next()[0])
@@ -199,12 +275,17 @@ class KuzuStore(GraphStore):
         self._run("write_run", run.properties())
 
     def read_runs(self, dataset: str | None = None, run_id: str | None = None,
-                  limit: int = 20) -> pd.DataFrame:
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
         if dataset is not None:
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
-        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit})
+        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit,
+                                       "status": check_status(status)})
         return runs_frame(rows.get_as_arrow().to_pylist())
+
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        marked = self._run("interrupt_run", {"run_id": run_id, "seen": naive_utc(seen), "error": error})
+        return bool(marked.get_next()[0])
 
     def prune_runs(self, dataset: str, keep_last: int) -> int:
         check_dataset_name(dataset)
@@ -228,8 +309,22 @@ class KuzuStore(GraphStore):
         neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
         return explanation(node[0], neighbours, dataset, key)
 
-    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
-        return self._conn.execute(cypher, parameters or {}).get_as_arrow().to_pandas()
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        statement = user_statement(cypher, parameters)
+        if write:
+            return _frame(self._conn.execute(statement, parameters or {}))
+        # Kùzu refuses any write inside a read-only transaction, whatever the statement's
+        # clauses (CREATE, SET, DELETE, COPY, CALL of a writing procedure...)
+        self._conn.execute("BEGIN TRANSACTION READ ONLY")
+        try:
+            frame = _frame(self._conn.execute(statement, parameters or {}))
+        except RuntimeError as error:
+            self._conn.execute("ROLLBACK")
+            if "read-only transaction" in str(error):
+                raise WriteRefused() from None
+            raise
+        self._conn.execute("COMMIT")
+        return frame
 
     def close(self) -> None:
         self._conn.close()

@@ -51,7 +51,8 @@ Open decisions and the choices made here
   ``similarity.knn`` and call ``replace_edges``. The flow builds δ-graphs locally.
 - GDS kNN (weights, δ-graphs, determinism, version and presence checks, the projection's
   life): see graphstore/neo4j_gds.py. Its weights are the local builder's (Gaussian by
-  default, as in the flows), recomputed exactly from the features; ``"similarity"`` keeps
+  default, as in the flows), computed exactly from kNN's score, the σ
+  the median distance to the farthest kept neighbour, as locally; ``"similarity"`` keeps
   GDS's score.
 - History: the port writes only the latest prediction. To answer "what changed between
   two runs", the Neo4j write-back first moves the node's prediction and run id to
@@ -75,7 +76,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -91,8 +92,10 @@ from .base import (
     LabelRunRecord,
     StoreSetupError,
     SubGraph,
+    WriteRefused,
     check_dataset_name,
     check_limit,
+    check_status,
     conform_table,
     explanation,
     naive_utc,
@@ -102,7 +105,7 @@ from .base import (
 )
 from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
 from .identifiers import Fragment, check_identifier, compose, join, literal, prop, quote, render
-from .queries import load_query, split_statements
+from .queries import load_query, split_statements, user_statement
 from .secrets import StoreConnectionError, check_store_uri, neo4j_credentials, redact, redact_uri
 
 EDGE_BUILDERS = ("gds", "local")
@@ -323,6 +326,17 @@ class Neo4jGraphConfig:
 
 
 
+def _read_only_result(result):
+    """``execute_query``'s result transformer for read-only user queries: the eager result,
+    or ``WriteRefused`` (raised inside the transaction, which is then rolled back) when
+    the statement changed anything."""
+    eager = result.to_eager_result()
+    counters = eager.summary.counters
+    if counters.contains_updates or counters.contains_system_updates:
+        raise WriteRefused()
+    return eager
+
+
 def _batches(table: pa.Table, size: int):
     for start in range(0, table.num_rows, size):
         yield table.slice(start, size).to_pylist()
@@ -337,7 +351,7 @@ def one_row_per_pair(graph: SubGraph) -> SubGraph:
     first = np.ones(len(lo), dtype=bool)
     first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
     keep = first & (lo != hi)
-    return SubGraph(graph.keys, graph.labels, graph.features, lo[keep], hi[keep], weight[keep])
+    return replace(graph, source=lo[keep], target=hi[keep], weight=weight[keep])
 
 
 class Neo4jStore(GraphStore):
@@ -584,6 +598,11 @@ class Neo4jStore(GraphStore):
         check_dataset_name(dataset)
         return int(self._single("count_nodes", {"dataset": dataset}, READ)["nodes"])
 
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        check_dataset_name(dataset)
+        records = self._execute(self.cypher("feature_lengths"), {"dataset": dataset}, READ).records
+        return {int(record["length"]): int(record["nodes"]) for record in records if record["length"] is not None}
+
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         """Set the prediction properties; returns how many nodes were matched by key."""
         check_dataset_name(dataset)
@@ -596,13 +615,17 @@ class Neo4jStore(GraphStore):
         self._single("write_run", run.properties())
 
     def read_runs(self, dataset: str | None = None, run_id: str | None = None,
-                  limit: int = 20) -> pd.DataFrame:
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
         if dataset is not None:
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
-        records = self._execute(self.cypher("read_runs"),
-                                {"dataset": dataset, "run_id": run_id, "max_rows": limit}, READ).records
+        records = self._execute(self.cypher("read_runs"), {"dataset": dataset, "run_id": run_id, "max_rows": limit,
+                                                           "status": check_status(status)}, READ).records
         return runs_frame(record.data() for record in records)
+
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        record = self._single("interrupt_run", {"run_id": run_id, "seen": naive_utc(seen), "error": error})
+        return bool(record["marked"]) if record is not None else False
 
     def prune_runs(self, dataset: str, keep_last: int) -> int:
         check_dataset_name(dataset)
@@ -630,8 +653,16 @@ class Neo4jStore(GraphStore):
                                 {"dataset": dataset, "key": key, "max_rows": limit}, READ).records
         return explanation(node.data(), [record.data() for record in records], dataset, key)
 
-    def query(self, cypher: str, parameters: dict[str, Any] | None = None) -> pd.DataFrame:
-        result = self._execute(cypher, parameters or {}, READ)
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        statement = user_statement(cypher, parameters)
+        if write:
+            result = self._execute(statement, parameters or {}, WRITE)
+        else:
+            # Routed to a reader, and checked inside the transaction: a statement whose
+            # summary counts any update raises there, so the driver rolls it back (on a
+            # single server the access mode alone may not stop a write).
+            result = self._driver.execute_query(statement, parameters_=parameters or {}, routing_=READ,
+                                                database_=self.database, result_transformer_=_read_only_result)
         return pd.DataFrame([record.data() for record in result.records], columns=list(result.keys))
 
     # -- GDS kNN (graphstore/neo4j_gds.py) ---------------------------------------------
@@ -660,7 +691,7 @@ class Neo4jStore(GraphStore):
             The local builder's weights, recomputed from the features; ``similarity``
             keeps GDS's score.
         sigma : float, optional
-            Gaussian bandwidth; default the mean distance to the farthest kept neighbour.
+            Gaussian bandwidth; default the median distance to the farthest kept neighbour.
         similarity_cutoff : float, optional
             ``similarityCutoff``: pairs scoring lower are not written.
         delta : float, optional

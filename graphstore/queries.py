@@ -30,3 +30,85 @@ def load_query(name: str, dialect: str) -> str:
 def split_statements(text: str) -> list[str]:
     """Statements of a multi-statement file (schema files), split on ';'."""
     return [s.strip() for s in text.split(";") if s.strip()]
+
+
+# -- queries typed by a user (``graphlabel query``, ``GraphStore.query``) ---------------------
+
+
+def _cypher_tokens(text: str):
+    """``(kind, value)`` for the parts of ``text`` that matter to ``user_statement``: each
+    ``;`` outside strings and comments (``"end"``), each ``$parameter`` (``"param"``), and
+    whether anything but blanks and comments stands between two ends (``"code"``).
+
+    A small scanner rather than a parser: it only has to know where strings ('...', "...",
+    with backslash escapes), quoted names (`...`) and comments (// and /* */) begin and
+    end, which both dialects share; the database parses the statement itself."""
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char in "'\"`":
+            end = i + 1
+            while end < n and text[end] != char:
+                end += 2 if char != "`" and text[end] == "\\" else 1
+            yield "code", None
+            i = end + 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif char == ";":
+            yield "end", None
+            i += 1
+        elif char == "$":
+            end = i + 1
+            if end < n and text[end] == "`":
+                close = text.find("`", end + 1)
+                close = n if close < 0 else close
+                yield "param", text[end + 1:close]
+                i = close + 1
+                continue
+            while end < n and (text[end].isalnum() or text[end] == "_"):
+                end += 1
+            yield "param", text[i + 1:end]
+            i = max(end, i + 1)
+        else:
+            if not char.isspace():
+                yield "code", None
+            i += 1
+
+
+def user_statement(cypher: str, parameters: dict | None = None) -> str:
+    """The one statement of a query typed by a user, checked before it reaches a database.
+
+    Refused with a ``ValueError`` that says what to do:
+
+    - several statements (``...; MATCH (e) DETACH DELETE e``): Kùzu runs every statement
+      and commits each one's writes before handing back a list of results, so one typed
+      query could delete data after a read; one statement per call (a final ``;`` is fine);
+    - a ``$parameter`` without a value: Kùzu binds it to null, and ``e.dataset = $ds``
+      then matched every node of every dataset instead of failing.
+    """
+    if not isinstance(cypher, str) or not cypher.strip():
+        raise ValueError("the query is empty")
+    statements, has_code, names = 0, False, []
+    for kind, value in _cypher_tokens(cypher):
+        if kind == "code":
+            has_code = True
+        elif kind == "param":
+            has_code = True
+            names.append(value)
+        elif has_code:  # an end after some code closes a statement
+            statements, has_code = statements + 1, False
+    statements += has_code
+    if statements > 1:
+        raise ValueError(f"the query holds {statements} statements separated by ';': give one statement"
+                         " per query")
+    missing = [name for name in dict.fromkeys(names) if name not in (parameters or {})]
+    if missing:
+        listed = ", ".join(f"${name}" for name in missing)
+        hint = " ".join(f"-p {name}=VALUE" for name in missing)
+        raise ValueError(f"the query uses {listed} without a value: give each parameter a value"
+                         f" (graphlabel query ... {hint})")
+    return cypher

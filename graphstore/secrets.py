@@ -11,13 +11,17 @@ Setting both 2 and 3 is refused: which one wins would be a guess, and a stale de
 password silently winning over the production block is the mistake to prevent. The user
 is ``password``'s companion ``user=``, else ``NEO4J_USER``, else ``neo4j``.
 
-Credentials in the store URI (``neo4j://user:pw@host``) are refused: a URI travels
-through shell history, process listings, and Prefect, which stores every flow run's
-parameters (the store URI is one) on its server. The neo4j driver refuses them too, with
-an error quoting the whole URI, password included. The refusal names the URI redacted.
+Credentials anywhere in the store URI are refused: in its userinfo
+(``neo4j://user:pw@host``) or in its query string (``neo4j://host?password=pw``, any
+parameter whose name holds one of ``CREDENTIAL_WORDS``). A URI travels through shell
+history, process listings, and Prefect, which stores every flow run's parameters (the
+store URI is one) on its server. The neo4j driver refuses userinfo too, with an error
+quoting the whole URI, password included. The refusal names the URI redacted.
 
 Every error graphlabel raises on connecting is built from ``redact``ed text: the URI's
-userinfo becomes ``***`` and the password itself, wherever it appears, becomes ``***``.
+userinfo password, its whole query string and fragment (a routing context is harmless,
+but a secret there would be printed as typed) and the password itself, wherever it
+appears, become ``***``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from urllib.parse import unquote
 
 USER_ENV = "NEO4J_USER"
 PASSWORD_ENV = "NEO4J_PASSWORD"
@@ -34,6 +39,10 @@ REDACTED = "***"
 # scheme://userinfo@ — userinfo runs to the *last* '@' of the token: a password may hold
 # '/', '?' or '#' unencoded, and redacting too much is the safe way to be wrong.
 _URI_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>\S*)@")
+# scheme://authority/path, then ?query and #fragment up to the next blank: both redacted whole
+_URI_QUERY = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s?#]*)(?P<query>\?[^\s#]*)?(?P<fragment>#\S*)?")
+#: A query parameter whose name holds one of these (any case) carries a credential.
+CREDENTIAL_WORDS = ("pass", "pwd", "secret", "token", "auth", "credential", "key", "cert")
 
 
 class StoreConnectionError(ConnectionError):
@@ -47,14 +56,20 @@ def _redact_userinfo(match: re.Match) -> str:
         f"{match.group('scheme')}{REDACTED}@"
 
 
-def redact_uri(uri: str) -> str:
-    """``uri`` with the password of its userinfo replaced by ``***``.
+def _redact_query(match: re.Match) -> str:
+    return (match.group("head") + ("?" + REDACTED if match.group("query") else "")
+            + ("#" + REDACTED if match.group("fragment") else ""))
 
-    ``neo4j://alice:pw@db:7687`` → ``neo4j://alice:***@db:7687``; a userinfo without a
-    password (which may be a token) is replaced whole. Any text works: every URI in it is
-    redacted, so this also cleans messages that quote a URI.
+
+def redact_uri(uri: str) -> str:
+    """``uri`` with the password of its userinfo, its query string and its fragment
+    replaced by ``***``.
+
+    ``neo4j://alice:pw@db:7687?policy=eu`` → ``neo4j://alice:***@db:7687?***``; a
+    userinfo without a password (which may be a token) is replaced whole. Any text works:
+    every URI in it is redacted, so this also cleans messages that quote a URI.
     """
-    return _URI_USERINFO.sub(_redact_userinfo, str(uri))
+    return _URI_QUERY.sub(_redact_query, _URI_USERINFO.sub(_redact_userinfo, str(uri)))
 
 
 def redact(text: object, *secrets: str | None) -> str:
@@ -66,9 +81,16 @@ def redact(text: object, *secrets: str | None) -> str:
 
 
 def has_credentials(uri: str) -> bool:
-    """Whether a ``scheme://...`` URI carries a userinfo (``user[:password]@``)."""
+    """Whether a ``scheme://...`` URI carries a userinfo (``user[:password]@``), or a query
+    parameter whose name holds one of ``CREDENTIAL_WORDS`` (``?password=...``)."""
     _, sep, rest = str(uri).partition("://")
-    return bool(sep) and "@" in rest
+    if not sep:
+        return False
+    if "@" in rest:
+        return True
+    query = rest.partition("#")[0].partition("?")[2]
+    names = [unquote(item.partition("=")[0]).lower() for item in re.split(r"[&;]", query) if item]
+    return any(word in name for name in names for word in CREDENTIAL_WORDS)
 
 
 def check_store_uri(uri: str) -> str:

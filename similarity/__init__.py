@@ -14,6 +14,7 @@ _HOMES = {
     "nearest_neighbors": "knn", "symmetrise_graph": "knn",
     "mincut3_graph": "cut_graphs", "delta_rule": "cut_graphs", "delta_rule_graph": "cut_graphs",
     "DELTA_RULES": "cut_graphs",
+    "DegenerateWeightsWarning": "knn", "median_kth_distance": "knn", "weights_problem": "knn",
 }
 
 __all__ = list(_HOMES)

@@ -30,7 +30,7 @@ def store_path(tmp_path):
 def kuzu_store(store_path):
     from graphstore import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         yield store
 
 

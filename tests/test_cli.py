@@ -76,7 +76,7 @@ def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path,
     assert written.columns.tolist() == ["row", "key", "kind", "reason"]
     assert written["reason"].tolist() == [
         "label 'r' not in classes ['p', 'q']", "label 'P' not in classes ['p', 'q']",
-        "duplicate key 'n0': same values as row 0, which is stored", "missing key"]
+        "duplicate key 'n0': same values as row 2, which is stored", "missing key"]
     result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
                                  "--label", "label", "--classes", "p,,q", "--store", store_path])
     assert result.exit_code == 1 and "--classes takes non-empty labels" in result.output

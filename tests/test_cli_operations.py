@@ -23,7 +23,7 @@ def invoke(*args):
 
 @pytest.fixture
 def store_with_runs(store_path):
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes("toy", pa.table({"key": ["a", "b", "c"], "features": [[0.0], [1.0], [2.0]],
                                            "label": [None, "x", "y"]}).cast(NODE_SCHEMA))
         store.replace_edges("toy", pa.table({"source": ["a", "a"], "target": ["b", "c"],
@@ -95,7 +95,7 @@ def test_prune_runs_command(store_with_runs):
     assert result.exit_code == 0, result.output
     # run-3 is kept (newest completed, and the nodes' current run); run-2, run-1, run-0 go
     assert "deleted 3 LabelRun nodes of 'toy'" in result.output
-    with open_store(store_with_runs) as store:
+    with open_store(store_with_runs, create=True) as store:
         assert store.read_runs("toy")["run_id"].tolist() == ["run-3"]
     result = invoke("prune-runs", "--dataset", "toy", "--keep-last", "-1", "--store", store_with_runs)
     assert result.exit_code != 0

@@ -120,7 +120,7 @@ def island_store(store_path):
         "features": pa.array([[float(i)] for i in range(len(keys))], pa.list_(pa.float64())),
         "label": pa.array(np.where(given >= 0, given.astype(str), None).astype(object), pa.string()),
     })
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes("islands", nodes)
         store.replace_edges("islands", edge_table(keys, W))
     return store_path, W, given
@@ -129,7 +129,7 @@ def island_store(store_path):
 def _predictions(store_path):
     from graphstore import open_store
 
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         return store.query("MATCH (e:Entity) WHERE e.dataset = 'islands' "
                            "RETURN e.key AS key, e.predicted_label AS label").set_index("key")["label"].sort_index()
 

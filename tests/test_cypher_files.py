@@ -147,7 +147,7 @@ def _kuzu_parameters(name: str) -> dict:
     scalars = {"dataset": "d", "run_id": "r", "solver": "s", "parameters": "{}", "metrics": "{}",
                "timings": "{}", "started_at": now, "finished_at": now, "n_nodes": 1, "n_labeled": 1,
                "n_flagged": 0, "status": "completed", "versions": "{}", "error": "e", "max_rows": 1,
-               "run_ids": ["r"], "uid": "d:a", "key": "a"}
+               "run_ids": ["r"], "uid": "d:a", "key": "a", "process": "{}", "heartbeat_at": now, "seen": now}
     return tables.get(name, scalars)
 
 
@@ -191,7 +191,7 @@ def labelled_kuzu_store(tmp_path_factory):
     keys = np.array([f"d{i}" for i in range(len(y))], dtype=object)
     given = [str(v) if i % 5 == 0 else None for i, v in enumerate(y)]
     given[0] = "7"  # digit 0 given the wrong label
-    store = open_store(str(tmp_path_factory.mktemp("examples") / "store"))
+    store = open_store(str(tmp_path_factory.mktemp("examples") / "store"), create=True)
     store.write_nodes("digits", pa.table({"key": keys.tolist(), "features": X.tolist(), "label": given})
                       .cast(NODE_SCHEMA))
     store.replace_edges("digits", edge_table(keys, similarity.knn_graph(X, 8)))

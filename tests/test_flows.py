@@ -20,7 +20,7 @@ def test_demo_flow_labels_digits_end_to_end(store_path):
     assert result["accuracy_hidden"] > 0.9
     assert result["noise"]["caught"] >= 4 and result["noise"]["precision"] >= 0.6
     assert set(result["timings"]) >= {"ingest", "build_edges", "export", "solve", "write_back"}
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         written = store.query(
             "MATCH (e:Entity) WHERE e.dataset = 'digits' RETURN count(e.predicted_label) AS p,"
             " count(e.label_noise) AS n, count(DISTINCT e.label_run_id) AS runs,"
@@ -37,7 +37,7 @@ def test_rerun_rewrites_the_same_nodes(store_path):
     first = demo_flow(store_uri=store_path, seed=2)
     second = demo_flow(store_uri=store_path, seed=2)
     assert first["accuracy_hidden"] == second["accuracy_hidden"]
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         counts = store.query("MATCH (e:Entity) RETURN count(e) AS n, count(DISTINCT e.label_run_id) AS runs")
         assert counts.to_dict("records") == [{"n": 1797, "runs": 1}]
         assert len(store.query("MATCH (r:LabelRun) RETURN r.run_id")) == 2
@@ -69,7 +69,7 @@ def test_ingest_build_label_as_separate_flows(tmp_path, store_path):
     assert built["edges"] > 300 * 8 / 2
     summary = labelling_flow("moons", store_uri=store_path, build_graph=False)
     assert summary["n_labeled"] == 10
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         frame = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p")
     predicted = frame.set_index("key").loc[[f"m{i}" for i in range(300)], "p"].to_numpy()
     assert np.mean(predicted == np.where(y == 0, "upper", "lower")) > 0.95
@@ -80,7 +80,7 @@ def test_one_class_stops_before_any_write(tmp_path, store_path):
     ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
     with pytest.raises(NotEnoughLabels, match="one class only"):
         labelling_flow("moons", store_uri=store_path)
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
         runs = store.read_runs("moons")
     # the run is on record, as failed, with the reason; never as completed
@@ -106,7 +106,7 @@ def test_paper_graphs_and_cut_solver_through_the_flow(tmp_path, store_path, grap
     ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
     summary = labelling_flow("moons", store_uri=store_path, graph=graph, solver=solver)
     assert summary["solver"] == solver and summary["n_edges"] > 0
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         frame = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p")
     predicted = frame.set_index("key").loc[[f"m{i}" for i in range(300)], "p"].to_numpy()
     truth = np.where(y == 0, "upper", "lower")
@@ -123,13 +123,13 @@ def test_maxmargin_labels_entities_ingested_after_the_graph_build(store_path):
     frame, truth, kept, _ = digits_records(per_class=15, flip_fraction=0.0, seed=3)
     old, new = frame.iloc[:1500], frame.iloc[1500:].assign(label=None)
     for part, build in ((old, True), (new, False)):
-        with open_store(store_path) as store:
+        with open_store(store_path, create=True) as store:
             store.write_nodes("digits", parse_records(part, key="key", features="pixel_*", label="label").nodes)
         if build:
             build_graph_flow("digits", store_uri=store_path, k=10)
     summary = labelling_flow("digits", store_uri=store_path, solver="maxmargin", build_graph=False)
     assert summary["metrics"]["n_without_edges"] == len(new)
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         written = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p,"
                               " e.label_confidence AS c").set_index("key")
     new_rows = written.loc[new["key"]]

@@ -112,7 +112,7 @@ def test_a_store_created_before_change_tracking_keeps_working(tmp_path):
                  " labelled_at: timestamp('2026-01-01 00:00:00')})")
     conn.close()
     db.close()
-    with open_store(str(path)) as store:
+    with open_store(str(path), create=True) as store:
         assert changed_keys(store, "toy") == set()  # labelled, no updated_at yet
         store.write_nodes("toy", node_table(["a", "b"], [[1.0], [2.0]], ["x", None]))
         assert changed_keys(store, "toy") == {"a", "b"}  # no stored hash: changed once
@@ -190,7 +190,7 @@ def test_region_and_boundary_by_sparse_breadth_first_search():
 def incremental_flow(store_uri: str, dataset: str, hops: int = 2, run_id: str = "incremental") -> dict | None:
     """What the labelling flow does on its incremental path: label_changed, then write the
     region's predictions back."""
-    with open_store(store_uri) as store:
+    with open_store(store_uri, create=True) as store:
         result = label_changed(store, dataset, "harmonic", {}, graph_spec("knn", K), hops=hops)
         if result is None:
             return None
@@ -201,7 +201,7 @@ def incremental_flow(store_uri: str, dataset: str, hops: int = 2, run_id: str = 
 
 
 def predictions(store_uri: str, keys) -> pd.Series:
-    with open_store(store_uri) as store:
+    with open_store(store_uri, create=True) as store:
         frame = store.query("MATCH (e:Entity) WHERE e.dataset = $d RETURN e.key AS key, e.predicted_label AS p",
                             {"d": DATASET})
     return frame.set_index("key")["p"].loc[list(keys)]
@@ -221,7 +221,7 @@ def after_full_run_on_95(tmp_path_factory, digits_split, prefect_harness):
     """A store holding 95% of the digits, labelled by a full run (the labelling flow)."""
     frame, _, new = digits_split
     path = str(tmp_path_factory.mktemp("incremental") / "store")
-    with open_store(path) as store:
+    with open_store(path, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
     labelling_flow(DATASET, store_uri=path, solver="harmonic", k=K, full=True, publish=False)
     return path
@@ -241,7 +241,7 @@ pytestmark_prefect = pytest.mark.usefixtures("prefect_harness")
 @pytestmark_prefect
 def test_no_previous_run_means_a_full_run(store_path, digits_split):
     frame, _, _ = digits_split
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame, key="key", features="pixel_*", label="label").nodes)
     assert incremental_flow(store_path, DATASET) is None
 
@@ -249,12 +249,12 @@ def test_no_previous_run_means_a_full_run(store_path, digits_split):
 @pytestmark_prefect
 def test_unchanged_reingest_labels_nothing(store_95, digits_split):
     frame, _, new = digits_split
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
         before = store.query("MATCH (e:Entity) RETURN count(*) AS n")["n"][0]
     summary = incremental_flow(store_95, DATASET)
     assert summary["n_changed"] == 0 and summary["n_region"] == 0 and summary["n_edges_added"] == 0
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         assert store.query("MATCH (e:Entity) WHERE e.label_run_id = 'incremental' RETURN count(*) AS n")["n"][0] == 0
         assert store.query("MATCH (e:Entity) RETURN count(*) AS n")["n"][0] == before
 
@@ -264,11 +264,11 @@ def test_new_entities_get_their_k_nearest_with_the_recorded_sigma(store_95, digi
     frame, _, new = digits_split
     X_old = frame.loc[~new, [c for c in frame.columns if c.startswith("pixel_")]].to_numpy(float)
     _, sigma_95 = similarity.knn_graph(X_old, K, return_sigma=True)
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         before = store.read_subgraph(DATASET)
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
     summary = incremental_flow(store_95, DATASET)
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         build = store.read_graph_build(DATASET)
         after = store.read_subgraph(DATASET)
     # σ: the one the full run's Gaussian weights were built with, read back and recorded
@@ -306,11 +306,11 @@ def test_new_entities_get_their_k_nearest_with_the_recorded_sigma(store_95, digi
 def test_incremental_run_after_adding_5_percent_agrees_with_a_full_run(store_95, digits_split, store_path,
                                                                        capsys):
     frame, truth, new = digits_split
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
     summary = incremental_flow(store_95, DATASET)
     # the reference: a full run on all the digits, in a store of its own
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame, key="key", features="pixel_*", label="label").nodes)
     labelling_flow(DATASET, store_uri=store_path, solver="harmonic", k=K, full=True, publish=False)
     new_keys = frame.loc[new, "key"]
@@ -325,7 +325,7 @@ def test_incremental_run_after_adding_5_percent_agrees_with_a_full_run(store_95,
               f" full {(full.to_numpy() == truth[new]).mean():.4f}")
     assert agreement >= 0.98
     assert set(new_keys) <= set(summary["keys"])
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         state = store.read_label_state(DATASET).to_pandas()
         runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
     assert not state["changed"].any()  # all labelled since: the next run has nothing to do
@@ -337,17 +337,17 @@ def test_the_labelling_flow_runs_incrementally_by_default(store_95, digits_split
     """The labelling flow's own incremental path (full=False): the new entities and the
     region around them are written under the run's id, nothing else."""
     frame, _, new = digits_split
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
     unchanged = labelling_flow(DATASET, store_uri=store_95, solver="harmonic", k=K, publish=False)
     assert unchanged["metrics"]["incremental"] and unchanged["metrics"]["n_region"] == 0
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
     summary = labelling_flow(DATASET, store_uri=store_95, solver="harmonic", k=K, publish=False)
     metrics = summary["metrics"]
     assert metrics["incremental"] and metrics["n_new"] == new.sum() and metrics["n_edges_added"] > 0
     assert summary["n_nodes"] == metrics["n_region"] < len(frame)
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
         assert dict(zip(runs["run"], runs["n"]))[summary["run_id"]] == metrics["n_region"]
         assert not store.read_label_state(DATASET).to_pandas()["changed"].any()
@@ -363,14 +363,14 @@ def test_a_changed_given_label_is_picked_up(store_95, digits_split):
     old.loc[target, "label"] = wrong
     unlabelled = old.index[old["label"].isna()][0]
     old.loc[unlabelled, "label"] = truth[unlabelled]
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(old, key="key", features="pixel_*", label="label").nodes)
         assert changed_keys(store, DATASET) == {old.loc[target, "key"], old.loc[unlabelled, "key"]}
     summary = incremental_flow(store_95, DATASET, hops=1)
     assert summary["n_changed"] == 2 and summary["n_new"] == 0 and summary["n_edges_added"] == 0
     assert {old.loc[target, "key"], old.loc[unlabelled, "key"]} <= set(summary["keys"])
     assert summary["n_region"] < len(old)
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         rows = store.query("MATCH (e:Entity) WHERE e.key IN $keys RETURN e.key AS key, e.given_label AS g,"
                            " e.predicted_label AS p, e.label_noise AS noise, e.label_run_id AS run",
                            {"keys": [old.loc[target, "key"], old.loc[unlabelled, "key"]]}).set_index("key")
@@ -405,7 +405,7 @@ def test_a_run_that_asks_for_no_graph_parameters_uses_and_records_the_built_grap
 @pytestmark_prefect
 def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
     frame, _, new = digits_split
-    with open_store(store_95) as store:
+    with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
         record_graph_build(store, DATASET, graph_spec("knn", K), sigma=12.5)
         changes = read_changes(store, DATASET)

@@ -68,3 +68,35 @@ def test_nan_features_are_refused():
     X[2, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         knn_graph(X, 2)
+
+
+def test_default_sigma_is_the_median_kth_distance_and_ignores_an_outlier(rng):
+    from similarity import median_kth_distance
+
+    X = rng.normal(size=(40, 2))
+    _, dist = nearest_neighbors(X, 5)
+    _, sigma = knn_graph(X, 5, return_sigma=True)
+    assert sigma == pytest.approx(np.median(dist[:, -1]))
+    _, with_outlier = knn_graph(np.vstack([X, [[1e6, 1e6]]]), 5, return_sigma=True)
+    assert with_outlier == pytest.approx(sigma, rel=0.1)  # the mean would be ~ 1e6 * sqrt(2) / 41
+    assert median_kth_distance(np.zeros((5, 3))) == 1.0  # all copies: no scale, weights of 1
+    copies = np.vstack([np.zeros((30, 2)), X])  # 30 copies: their zero distances are left out
+    assert median_kth_distance(nearest_neighbors(copies, 5)[1]) > 0
+
+
+def test_weights_without_information_are_named_and_warned_about(rng):
+    from similarity import DegenerateWeightsWarning, weights_problem
+
+    X = rng.normal(size=(60, 3))
+    with pytest.warns(DegenerateWeightsWarning, match="above 0.999"):
+        knn_graph(X, 5, sigma=1e4)
+    with pytest.warns(DegenerateWeightsWarning, match="below 0.001"):
+        knn_graph(X, 5, sigma=1e-3)
+    with pytest.warns(DegenerateWeightsWarning, match="same features"):
+        knn_graph(np.ones((20, 3)), 5)
+    assert weights_problem(knn_graph(X, 5).data, 1.0) is None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        knn_graph(X, 5)  # the default σ never warns on ordinary data

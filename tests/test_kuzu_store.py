@@ -79,9 +79,9 @@ def test_predictions_and_run_node_are_written(kuzu_store):
 
 
 def test_store_reopens_with_its_data(store_path):
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes("toy", nodes(["a"], ["x"]))
-    with open_store(f"kuzu://{store_path}") as store:
+    with open_store(f"kuzu://{store_path}", create=True) as store:
         assert store.count_nodes("toy") == 1
 
 
@@ -143,13 +143,13 @@ def test_a_store_created_before_run_provenance_gains_the_columns(store_path):
                  " n_labeled: 1, n_flagged: 0})")
     conn.close()
     db.close()
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         old = store.read_runs("toy").iloc[0]
         assert (old["run_id"], old["status"], old["versions"], old["error"]) == ("old", "completed", {}, None)
         store.write_run(run_record("new", 0, versions={"numpy": "2.0"}))
         assert store.read_runs("toy")["run_id"].tolist() == ["new", "old"]
         assert store.read_runs(run_id="new").iloc[0]["versions"] == {"numpy": "2.0"}
-    with open_store(store_path) as store:  # reopening: the ALTERs are no-ops now
+    with open_store(store_path, create=True) as store:  # reopening: the ALTERs are no-ops now
         assert len(store.read_runs()) == 2
 
 
@@ -169,7 +169,7 @@ def test_read_runs_newest_first_filtered_and_limited(kuzu_store):
 def label_nodes_with(store, run_id):
     store.write_nodes("toy", nodes(["a", "b"], ["x", None]))
     store.query("MATCH (e:Entity) WHERE e.dataset = 'toy' SET e.label_run_id = $run RETURN count(e)",
-                {"run": run_id})
+                {"run": run_id}, write=True)
 
 
 def test_prune_runs_keeps_the_newest_completed_running_and_current_runs(kuzu_store):

@@ -756,7 +756,7 @@ def test_read_runs_is_read_routed_and_decodes_what_the_server_returns():
         run_row("r1", 3, status=None, versions=None)]
     frame = store.read_runs("toy", limit=5)
     call = driver.sent(store.cypher("read_runs"))[0]
-    assert call.routing == "r" and call.parameters == {"dataset": "toy", "run_id": None, "max_rows": 5}
+    assert call.routing == "r" and call.parameters == {"dataset": "toy", "run_id": None, "max_rows": 5, "status": None}
     assert frame["run_id"].tolist() == ["r2", "r1"]  # the server's order (newest first)
     assert frame["status"].tolist() == ["failed", "completed"]
     assert frame["error"].tolist() == ["boom", None]

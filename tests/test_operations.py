@@ -34,7 +34,7 @@ def digits_store(store_path, digits):
     frame = pd.DataFrame(X, columns=[f"p{i:02d}" for i in range(64)])
     frame.insert(0, "key", [f"d{i:04d}" for i in range(len(y))])
     frame.insert(1, "label", np.where(given, y.astype(str), None))
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes("digits", parse_records(frame, key="key", features="p*", label="label").nodes)
     return store_path, y
 
@@ -95,7 +95,7 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     for text in ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
                  "wrote 1797 predictions", "published the run's report"):
         assert any(text in message for message in logs), (text, logs)
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         run = store.read_runs(run_id=result["run_id"]).iloc[0]
     assert run["status"] == "completed" and run["metrics"]["holdout_accuracy"] == metrics["holdout_accuracy"]
     assert {"graphlabel", "prefect", "kuzu", "numpy"} <= set(run["versions"])
@@ -124,7 +124,7 @@ def flaky(monkeypatch):
 
 
 def _predictions(store_path):
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         return store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS label, "
                            "e.label_run_id AS run").sort_values("key").reset_index(drop=True)
 
@@ -143,18 +143,18 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     with pytest.raises(ConnectionError, match="injected"):
         labelling_flow("digits", store_uri=store_path, publish=False)
     assert FlakyStore.calls == 4  # the first try and 3 retries
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         failed = store.read_runs("digits")
         assert failed["status"].tolist() == ["failed"] and "ConnectionError" in failed["error"][0]
         assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
 
     flaky(failures=0)
     rerun = labelling_flow("digits", store_uri=store_path, publish=False)
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         assert sorted(store.read_runs("digits")["status"]) == ["completed", "failed"]
     clean_path = str(tmp_path / "clean")
     X, y = digits
-    with open_store(clean_path) as clean, open_store(store_path) as first:
+    with open_store(clean_path, create=True) as clean, open_store(store_path, create=True) as first:
         nodes = first.read_subgraph("digits")
         table = pa.table({"key": pa.array(nodes.keys, pa.string()),
                           "features": pa.array(list(nodes.features), pa.list_(pa.float64())),
@@ -207,7 +207,7 @@ def _degenerate_store(store_path, labels, edges):
     rows, cols = zip(*edges) if edges else ((), ())
     W = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(6, 6))
     W = W.maximum(W.T)
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         store.write_nodes("tiny", pa.table({
             "key": pa.array(keys, pa.string()),
             "features": pa.array([[float(i)] for i in range(6)], pa.list_(pa.float64())),
@@ -216,7 +216,7 @@ def _degenerate_store(store_path, labels, edges):
 
 
 def _tiny_predictions(store_path):
-    with open_store(store_path) as store:
+    with open_store(store_path, create=True) as store:
         frame = store.query("MATCH (e:Entity) WHERE e.dataset = 'tiny' RETURN e.key AS key, "
                             "e.predicted_label AS label, e.label_confidence AS confidence, e.label_noise AS noise")
     return frame.sort_values("key").set_index("key")

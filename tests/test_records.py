@@ -23,14 +23,14 @@ def test_valid_and_rejected_rows_add_up_with_reasons(tmp_path):
     assert parsed.nodes.column("key").to_pylist() == ["a", "007"]
     assert parsed.nodes.column("label").to_pylist() == ["cat", None]
     assert parsed.nodes.column("features").to_pylist() == [[1.0, 2.0], [5.0, 6.0]]
-    assert parsed.rows.tolist() == [0, 6]
+    assert parsed.rows.tolist() == [2, 8]  # CSV rows are file line numbers, the header is line 1
     reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
-    assert set(reasons) == {1, 2, 3, 4, 5}
-    assert "missing key" in reasons[1]
-    assert "non-numeric feature f1='x'" in reasons[2]
-    assert "missing (NaN) feature f2" in reasons[3]
-    assert reasons[4] == "duplicate key 'a': same values as row 0, which is stored"
-    assert "infinite feature f1" in reasons[5]
+    assert set(reasons) == {3, 4, 5, 6, 7}
+    assert "missing key" in reasons[3]
+    assert "non-numeric feature f1='x'" in reasons[4]
+    assert "missing (NaN) feature f2" in reasons[5]
+    assert reasons[6] == "duplicate key 'a': same values as row 2, which is stored"
+    assert "infinite feature f1" in reasons[7]
     assert parsed.n_valid + len(parsed.rejects) == 7
     assert parsed.reject_counts == {"missing key": 1, "non-numeric feature": 1, "missing feature": 1,
                                     "infinite feature": 1, "duplicate key": 1}
@@ -87,7 +87,7 @@ def test_na_words_are_text_in_key_and_label_columns_of_a_csv(tmp_path):
     assert parsed.nodes.column("key").to_pylist() == ["NA", "fine"]
     assert parsed.nodes.column("label").to_pylist() == ["None", None]
     reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
-    assert reasons == {1: "missing (NaN) feature x", 2: "missing key", 3: "missing (NaN) feature x"}
+    assert reasons == {3: "missing (NaN) feature x", 4: "missing key", 5: "missing (NaN) feature x"}
 
 
 def test_blank_and_list_feature_values_are_named():
@@ -106,8 +106,8 @@ def test_list_feature_column_with_wrong_lengths(tmp_path):
     parsed = parse_records(path, key="k", features="vec")
     assert parsed.nodes.column("key").to_pylist() == ["a", "c"]
     reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
-    assert "wrong feature length: got 2, expected 3" in reasons[1]
-    assert reasons[3] == "missing (NaN) value at position 1 of feature list vec"
+    assert "wrong feature length: got 2, expected 3" in reasons[2]  # Parquet rows count from 1
+    assert reasons[4] == "missing (NaN) value at position 1 of feature list vec"
     parsed = parse_records(frame, key="k", features="vec", expected_dim=2)
     assert parsed.nodes.column("key").to_pylist() == ["b"]
     assert parsed.rejects["reason"][0] == "wrong feature length: got 3, expected 2"

@@ -64,5 +64,5 @@ def test_unknown_store_schemes_are_refused_not_made_into_folders(uri, tmp_path, 
 
 def test_kuzu_uris_and_plain_folders_still_open(tmp_path):
     for uri in (f"kuzu://{tmp_path / 'a'}", str(tmp_path / "b@2024")):  # '@' is fine in a folder name
-        with open_store(uri) as store:
+        with open_store(uri, create=True) as store:
             assert store.count_nodes("toy") == 0

@@ -1,0 +1,105 @@
+"""Runs that will never finish: a labelling run whose process was killed (``kill -9``, an
+out-of-memory kill, a machine that went down) stays ``running`` in the store, where
+``report`` would list it as running and retention would keep it for ever.
+
+The rule
+--------
+A ``running`` run is *interrupted* when
+
+1. it ran on this host (``process.host``) and its process is gone: no process has its
+   ``pid``, or the process with that pid started at another time (the pid was reused), or
+   it is a zombie. This is exact and immediate, and it is the embedded store's case
+   (one process at a time opens a Kùzu store, on this machine); or
+2. its last sign of life (``heartbeat_at``: the run writes one when it starts and after
+   each stage; ``started_at`` for runs written before heartbeats) is older than
+   ``GRAPHLABEL_RUN_STALE_HOURS`` (default 6). This covers runs of other hosts against a
+   shared Neo4j, where no process can be checked: a run silent for longer than any stage
+   takes (the longest measured, the 1M-node kNN search, takes about 2 minutes; exact
+   noise flags on 100k nodes 6.5 minutes) is taken for dead.
+
+An interrupted run is marked ``failed`` with an ``error`` starting "interrupted:", and
+its ``finished_at`` is its last sign of life. The mark is conditional (``interrupt_run``):
+a run that wrote a new heartbeat, or finished, between the check and the mark is left
+alone. The next labelling run of the dataset marks them before it starts, and so do
+``report`` and ``prune-runs``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+import pandas as pd
+import psutil
+
+from graphstore import GraphStore
+from graphstore.base import run_record
+
+STALE_HOURS_ENV = "GRAPHLABEL_RUN_STALE_HOURS"
+DEFAULT_STALE_HOURS = 6.0
+
+
+def this_process() -> dict[str, Any]:
+    """What a run records of the process running it (``LabelRunRecord.process``)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": psutil.Process().create_time()}
+
+
+def stale_after(environ=None) -> pd.Timedelta:
+    """Silence after which a run of another host counts as interrupted."""
+    raw = (os.environ if environ is None else environ).get(STALE_HOURS_ENV, "").strip()
+    try:
+        hours = float(raw) if raw else DEFAULT_STALE_HOURS
+    except ValueError:
+        hours = -1.0
+    if not hours > 0:
+        raise ValueError(f"{STALE_HOURS_ENV} must be a positive number of hours, got {raw!r}")
+    return pd.Timedelta(hours=hours)
+
+
+def _gone(process: dict[str, Any]) -> bool:
+    """Whether the recorded process no longer runs (on this host)."""
+    try:
+        found = psutil.Process(int(process["pid"]))
+        if found.status() == psutil.STATUS_ZOMBIE:
+            return True
+        return abs(found.create_time() - float(process["started"])) > 1.0  # the pid was reused
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.AccessDenied:  # someone else's live process
+        return False
+
+
+def why_interrupted(run: dict[str, Any], now: pd.Timestamp, silence: pd.Timedelta,
+                    host: str | None = None) -> str | None:
+    """Why the ``running`` run ``run`` (a row of ``read_runs``) is interrupted, or None
+    while it may still be running (the rule of the module docstring)."""
+    process = run.get("process") or {}
+    seen = run.get("heartbeat_at")
+    seen = run.get("started_at") if seen is None or pd.isna(seen) else seen
+    host = socket.gethostname() if host is None else host
+    if process.get("host") == host and {"pid", "started"} <= set(process) and _gone(process):
+        return (f"interrupted: its process (pid {process['pid']} on {host}) is gone; last sign of life"
+                f" {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC")
+    if seen is not None and not pd.isna(seen) and now - pd.Timestamp(seen) > silence:
+        where = f" on {process['host']}" if process.get("host") else ""
+        return (f"interrupted: no sign of life{where} since {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC, more than"
+                f" {silence.total_seconds() / 3600:g} h ({STALE_HOURS_ENV})")
+    return None
+
+
+def mark_interrupted_runs(store: GraphStore, dataset: str | None = None,
+                          now: pd.Timestamp | None = None) -> list[str]:
+    """Mark the ``running`` runs (of ``dataset``, or of every dataset) that are interrupted
+    as ``failed``; returns their run ids."""
+    now = pd.Timestamp.now(tz="UTC").tz_localize(None) if now is None else now
+    silence = stale_after()
+    marked = []
+    for row in store.read_runs(dataset=dataset, status="running", limit=10_000).to_dict("records"):
+        reason = why_interrupted(row, now, silence)
+        if reason is None:
+            continue
+        run = run_record(row)
+        if store.interrupt_run(run.run_id, run.heartbeat_at or run.started_at, reason):
+            marked.append(run.run_id)
+    return marked
