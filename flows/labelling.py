@@ -24,7 +24,6 @@ from graphlabel.records import ParsedRecords, parse_records
 from graphlabel.run_metrics import hold_out, holdout_reliability, run_metrics
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
 from graphstore.secrets import PASSWORD_ENV, redact
-from similarity import weights_problem
 from solvers import Prediction
 
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger
@@ -151,6 +150,8 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
     keys, features, labels = clock("read_features", read_features, store, dataset)
     spec, notes = fit_k(spec, len(keys), dataset)
     W, sigma = clock("build_edges", similarity_graph, features, labels, spec)
+    from similarity import weights_problem  # scikit-learn loads with it: only when building
+
     problem = weights_problem(W.data, sigma) if spec.get("weights") == "gaussian" else None
     if problem:
         notes.append(f"the similarity graph of {dataset!r}: {problem}")

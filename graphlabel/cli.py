@@ -109,6 +109,8 @@ def _user_errors():
 def _quiet_expected_errors() -> None:
     """Keep the tracebacks of expected errors off the console once a flow module (and so
     Prefect's logging) is loaded: the command's last line says what went wrong."""
+    if "prefect" not in sys.modules:  # no flow has run, or none will (no server): nothing to quiet
+        return
     from graphlabel.console import hide_expected_tracebacks
 
     hide_expected_tracebacks(_user_errors())

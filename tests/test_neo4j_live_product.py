@@ -222,7 +222,7 @@ def test_every_solver_writes_on_neo4j_what_it_writes_on_the_embedded_store(
     monkeypatch.setenv("GRAPHLABEL_NEO4J_EDGE_BUILDER", "local")  # both graphs by the same builder
     written = {}
     for uri in (neo4j_env, store_path):
-        with open_store(uri) as store:
+        with open_store(uri, create=True) as store:
             ingest_parsed(store, dataset, records, None)
         summary = labelling_flow(dataset, store_uri=uri, solver=solver, solver_params=params, graph=graph,
                                  k=8, full=True)
