@@ -5,7 +5,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-neo4j bench lock clean
+.PHONY: demo test test-neo4j bench lock clean data
+
+# Weka's example ARFF files (diabetes, ionosphere, vote, segment, ...): the benchmarks and
+# tests on real data read them from here. Debian's `weka` package ships them; only the .deb
+# is fetched and unpacked (installing it would pull in a Java runtime for nothing).
+DATA  := .data
+WEKA  := $(DATA)/weka
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "graphlabel needs Python 3.11, found " + sys.version'
@@ -18,13 +24,23 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(BIN)/graphlabel demo
 
-test: $(STAMP)
+data: $(WEKA)/.fetched
+
+$(WEKA)/.fetched:
+	rm -rf $(DATA)/deb && mkdir -p $(DATA)/deb $(WEKA)
+	cd $(DATA)/deb && (apt-get download weka >/dev/null 2>&1 || (apt-get update -qq && apt-get download weka))
+	dpkg-deb -x $(DATA)/deb/weka_*.deb $(DATA)/deb/root
+	cp $(DATA)/deb/root/usr/share/doc/weka/examples/*.arff $(WEKA)/
+	rm -rf $(DATA)/deb
+	touch $@
+
+test: $(STAMP) data
 	$(BIN)/python -m pytest -m "not neo4j"
 
 test-neo4j: $(STAMP)
 	$(BIN)/python -m pytest -m neo4j
 
-bench: $(STAMP)
+bench: $(STAMP) data
 	$(BIN)/python -m bench
 
 # Re-pin every dependency after editing pyproject.toml (needs network; uv comes from the venv).
@@ -33,4 +49,4 @@ lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .graphlabel .pytest_cache
+	rm -rf $(VENV) .graphlabel .pytest_cache $(DATA)
