@@ -120,6 +120,13 @@ class Prediction:
         The parameters the solver ran with, after defaults and tuning.
     info : dict
         Solver metadata (iterations, chosen hyperparameters, timings of its own steps...).
+    noise_score : array of float, shape (n,), optional
+        How strongly the solver doubts each given label, to rank them (NaN for unlabeled
+        nodes): a given label is flagged (``noisy``) when its score reaches the solver's
+        ``noise_threshold``. Each solver's docstring says what its score measures; for
+        most it is the margin of the best other class over the given one in the label's
+        held-out prediction (cleanlab's ``normalized_margin``, negated), in [-1, 1].
+        ``None`` when the solver did not look for noise.
     """
 
     labels: np.ndarray
@@ -129,10 +136,13 @@ class Prediction:
     method: str
     params: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    noise_score: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.labels)
         if self.confidence.shape != (n,) or self.noisy.shape != (n,) or self.scores.shape[0] != n:
             raise ValueError("labels, confidence, noisy and scores must have one row per node")
+        if self.noise_score is not None and np.shape(self.noise_score) != (n,):
+            raise ValueError("noise_score must have one value per node")
         if n and (self.confidence.min() < 0 or self.confidence.max() > 1):
             raise ValueError("confidence must lie in [0, 1]")
