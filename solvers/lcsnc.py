@@ -73,6 +73,10 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
 15. Graph: ``graph="given"`` cuts ``problem.W`` (k and eps then only shape the feature
     confidences); ``graph="knn"`` builds the paper's graph from ``problem.X`` for every
     (k, eps) and ignores ``problem.W``. Unreachable nodes are judged on the graph cut.
+17. Noise score (for ranking; the flag stays the paper's: the cut overrules the label):
+    the margin of the best other class over the given one in the sweep scores of
+    decision 14, i.e. how much more of the λ path puts the node on another class's side.
+    A flagged label has a positive score at the tuned λ's cut; the score ranks within.
 16. Backend: ``backend="maxflow"`` (PyMaxflow, one max flow per lambda) by default. On
     bench/lcsnc.py (8 signed lambdas, kNN graphs, 2 shared cores) it beat the one-pass
     parametric pseudoflow by 1.4x at 569 nodes, 10x at 10k and 81x at 100k (648 s against
@@ -90,7 +94,7 @@ import scipy.sparse as sp
 from sklearn.model_selection import StratifiedKFold
 from sklearn.neighbors import NearestNeighbors
 
-from ._graph import unreachable
+from ._graph import margin_scores, per_label, unreachable
 from ._parametric_cut import BACKENDS, parametric_min_cut, resolve_backend
 from .problem import LabelProblem, Prediction
 
@@ -207,12 +211,16 @@ def lcsnc(
         labels, noisy, scores, info = _fit_one(problem, opts)
     no_label = labels < 0
     conf = np.where(no_label, 0.0, scores[np.arange(len(labels)), np.maximum(labels, 0)])
+    given = np.flatnonzero(problem.labeled)
+    noise_score = None
+    if variant == "lc":  # decision 17: SNC's seeds are hard, nothing to doubt
+        noise_score = per_label(problem.n_nodes, problem.labeled, margin_scores(scores[given], problem.y[given]))
     info["seconds"] = time.perf_counter() - started
     params = {key: opts[key] for key in (
         "variant", "confidence", "class_balance", "graph", "cv", "scoring", "n_iter",
         "cv_graph", "feature_weights", "n_trees", "backend", "random_state")}
     params.update(info.get("chosen", {}))
-    return Prediction(labels, np.clip(conf, 0.0, 1.0), noisy, scores, "lcsnc", params, info)
+    return Prediction(labels, np.clip(conf, 0.0, 1.0), noisy, scores, "lcsnc", params, info, noise_score)
 
 
 # --------------------------------------------------------------------------- validation

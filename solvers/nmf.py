@@ -64,11 +64,18 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     criterion uses the same θ in Eq. 24 (with θ in {0, 1} this is exactly Eq. 26).
 26. (ours) Confidence of a prediction: φ_i(ŷ_i), the marginal of the mode (the paper's
     per-node factor of Γ); no recalibration.
-27. (ours) Noise flags: a given label y_i is flagged when the marginal the node would
-    have from its neighbours alone, ψ_i = softmax(β Σ_j W_ij φ_j) (its own field θ_i
-    removed, one cavity step at the converged φ), gives y_i less than
-    ``noise_threshold`` and prefers another class. Nodes without neighbours are never
-    flagged. The prediction of a flagged node stays the arg-max of φ.
+27. (ours) Noise flags: the marginal the node would have from its neighbours alone,
+    ψ_i = softmax(β Σ_j W_ij φ_j) (its own field θ_i removed, one cavity step at the
+    converged φ), gives the label's ``noise_score``: the margin of ψ's best other class
+    over y_i (as the harmonic solver's). It is flagged at ``noise_threshold`` = 0.35, the
+    harmonic solver's value; measured on clean labels (10 seeds, 10 per class; WDBC 28)
+    the false-flag rate is 0.8% on digits, 2.7% on segment and 1.4% on WDBC, and digits
+    with 10% flipped gives precision / recall 0.92 / 0.91 (the earlier rule, ψ_i(y_i) <
+    0.1 and another class preferred, is a margin of about 0.8 for two classes: on WDBC
+    it caught 18% of the flips at 10%). ψ is nearly one-hot at β*, so on digits the
+    margin is ±1 and any threshold gives the same flags. Nodes without neighbours get
+    the score -1 and are never flagged. The prediction of a flagged node stays the
+    arg-max of φ.
 28. (ours) Slow convergence at large β. The paper's plateau of up to 10⁴ iterations
     is the synchronous update cycling (period 2: δ stays near 1 instead of shrinking,
     sometimes on only a few tightly coupled nodes). ``damping=λ`` replaces φ by
@@ -100,7 +107,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from ._graph import finish_labels, one_hot, unreachable
+from ._graph import finish_labels, margin_scores, one_hot, per_label, unreachable
 from .problem import LabelProblem, Prediction
 
 VARIANTS = ("symmetric", "row")
@@ -274,7 +281,7 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
 def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str = 1.0,
         beta: float | str = "auto", tol: float = 1e-3, max_iter: int = 10_000,
         criterion: str = "coupling", damping: float | str = "auto",
-        noise_threshold: float = 0.1) -> Prediction:
+        noise_threshold: float = 0.35) -> Prediction:
     """Label nodes with the naive mean-field Potts model, β from the Γ criterion.
 
     Parameters
@@ -299,9 +306,9 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         φ ← (1−λ) softmax(h) + λ φ; 0 is the paper's update; "auto" is the paper's
         update for 100 iterations, then λ = 0.5, 0.75, ... while it has not converged
         (module docstring, item 28).
-    noise_threshold : float in (0, 1), default=0.1
-        A given label is flagged when the node's neighbour-only marginal gives it less
-        than this (module docstring, item 27).
+    noise_threshold : float in (0, 1), default=0.35
+        A given label is flagged when the best other class beats it by this margin in
+        the node's neighbour-only marginal (module docstring, item 27).
 
     Returns
     -------
@@ -356,7 +363,8 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
 
     no_label = unreachable(problem.W, labeled)
     labels, confidence = finish_labels(phi, phi.max(axis=1), no_label)
-    noisy = _noise_flags(A, phi, problem.y, labeled, beta_value, noise_threshold)
+    noise_score = _noise_scores(A, phi, problem.y, labeled, beta_value)
+    noisy = labeled & (noise_score >= noise_threshold)
     reach = ~no_label
     log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
     converged = delta <= tol if criterion == "coupling" else delta < tol
@@ -375,18 +383,14 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     params = {"variant": variant, "gamma": gamma, "beta": beta_value, "tol": tol,
               "max_iter": int(max_iter), "criterion": criterion, "damping": damping,
               "noise_threshold": noise_threshold}
-    return Prediction(labels, confidence, noisy, phi, "nmf", params, info)
+    return Prediction(labels, confidence, noisy, phi, "nmf", params, info, noise_score)
 
 
-def _noise_flags(A, phi, y, labeled, beta, threshold) -> np.ndarray:
-    """Given labels the neighbours' field alone gives less than ``threshold`` (item 27)."""
+def _noise_scores(A, phi, y, labeled, beta) -> np.ndarray:
+    """Margin of the best other class over the given label in the cavity marginal ψ (item 27)."""
     idx = np.flatnonzero(labeled)
     A_l = A[idx]
-    m = A_l @ phi
-    psi = _softmax_rows(beta * m)
-    given = psi[np.arange(len(idx)), y[idx]]
-    has_neighbours = np.diff(A_l.indptr) > 0
-    flags = has_neighbours & (given < threshold) & (psi.argmax(axis=1) != y[idx])
-    noisy = np.zeros(len(y), dtype=bool)
-    noisy[idx[flags]] = True
-    return noisy
+    psi = _softmax_rows(beta * (A_l @ phi))
+    margin = margin_scores(psi, y[idx])
+    margin[np.diff(A_l.indptr) == 0] = -1.0  # no neighbours: no evidence against the label
+    return per_label(len(y), labeled, margin)
