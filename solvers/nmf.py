@@ -117,6 +117,9 @@ GAMMAS = ("midpoint",)
 # every AUTO_PATIENCE iterations without convergence, up to AUTO_MAX_DAMPING (item 28).
 AUTO_PATIENCE = 100
 AUTO_MAX_DAMPING = 0.99
+# deflate="auto": a class predicted on this much more of the graph than its share of the
+# given labels has taken it by the ordering of the model, not by the labels (item 29).
+COLLAPSE_SHARE = 0.25
 
 
 def normalise(W: sp.spmatrix, variant: str = "symmetric") -> sp.csr_matrix:
@@ -219,8 +222,33 @@ def _softmax_rows(h: np.ndarray) -> np.ndarray:
     return out
 
 
+def trivial_mode(W: sp.spmatrix, variant: str = "symmetric"):
+    """The whole-graph eigenvector pair (eigenvalue 1) of ``normalise(W, variant)`` of each
+    connected component (each has its own): ``(right, left_sum, component)`` as
+    ``mean_field``'s ``deflate`` takes them, ``left_sum`` the sparse component × node matrix
+    of the left vectors.
+
+    Symmetric: D^½1/‖D^½1‖ on both sides; row (D⁻¹W): the constant vector on the right and
+    the degrees over the volume on the left.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    d = np.asarray(sp.csr_matrix(W).sum(axis=1)).ravel()
+    _, comp = connected_components(W, directed=False)
+    volume = np.bincount(comp, d)[comp]
+    safe = np.where(volume > 0, volume, 1.0)
+    if variant == "row":
+        right, left = np.where(d > 0, 1.0, 0.0), d / safe
+    else:
+        right = left = np.sqrt(d / safe)
+    n = len(d)
+    left_sum = sp.csr_matrix((left, (comp, np.arange(n))), shape=(comp.max() + 1, n))
+    return right, left_sum, comp
+
+
 def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float = 1e-3,
-               max_iter: int = 10_000, criterion: str = "coupling", damping: float | str = "auto"):
+               max_iter: int = 10_000, criterion: str = "coupling", damping: float | str = "auto",
+               deflate: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
     """Iterate the synchronous NMF update (Eq. 15–16, Alg. 3.1) from φ = 1/q.
 
     Parameters
@@ -232,6 +260,9 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
     beta : float
     tol, max_iter, criterion, damping
         See ``nmf``.
+    deflate : (right, left_sum, component), optional
+        Remove the trivial mode from the couplings: ``A @ φ`` becomes
+        ``A @ φ − right ⊗ (left_sum @ φ)[component]`` (``trivial_mode``; item 29).
 
     Returns
     -------
@@ -256,6 +287,9 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
             lam = min(1.0 - (1.0 - lam) / 2.0, AUTO_MAX_DAMPING)
             switched = switched or it
         m = A @ phi
+        if deflate is not None:
+            right, left_sum, comp = deflate  # left_sum: sparse, component × node, the left vector
+            m -= right[:, None] * (left_sum @ phi)[comp]
         h = beta * m
         h += field
         new = _softmax_rows(h)
@@ -281,7 +315,7 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
 def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str = 1.0,
         beta: float | str = "auto", tol: float = 1e-3, max_iter: int = 10_000,
         criterion: str = "coupling", damping: float | str = "auto",
-        noise_threshold: float = 0.35) -> Prediction:
+        deflate: bool | str = "auto", noise_threshold: float = 0.35) -> Prediction:
     """Label nodes with the naive mean-field Potts model, β from the Γ criterion.
 
     Parameters
@@ -306,6 +340,12 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         φ ← (1−λ) softmax(h) + λ φ; 0 is the paper's update; "auto" is the paper's
         update for 100 iterations, then λ = 0.5, 0.75, ... while it has not converged
         (module docstring, item 28).
+    deflate : bool or "auto", default="auto"
+        Remove each component's trivial (whole-graph) mode from the couplings, so that no
+        class can take a whole component by the dynamics alone (module docstring, item
+        29). False is the paper's model; "auto" runs the paper's model and, when one class
+        has taken the graph (its predicted share exceeds its share of the given labels by
+        more than ``COLLAPSE_SHARE``), runs again deflated.
     noise_threshold : float in (0, 1), default=0.35
         A given label is flagged when the best other class beats it by this margin in
         the node's neighbour-only marginal (module docstring, item 27).
@@ -329,6 +369,8 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if deflate not in (True, False, "auto"):
+        raise ValueError(f"deflate must be True, False or 'auto', got {deflate!r}")
     if damping != "auto" and not (isinstance(damping, (int, float)) and 0.0 <= damping < 1.0):
         raise ValueError(f"damping must be 'auto' or lie in [0, 1), got {damping!r}")
     if not (isinstance(noise_threshold, (int, float)) and 0.0 < noise_threshold < 1.0):
@@ -358,17 +400,26 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         beta_value, tuned = float(beta), None
 
     A = normalise(problem.W, variant)
+    mode = trivial_mode(problem.W, variant) if deflate is True else None
     phi, n_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
-                                    criterion=criterion, damping=damping)
+                                                 criterion=criterion, damping=damping, deflate=mode)
+    collapsed = _collapsed(phi, problem, unreachable(problem.W, labeled))
+    if deflate == "auto" and collapsed:
+        mode = trivial_mode(problem.W, variant)
+        phi, more_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
+                                                        criterion=criterion, damping=damping, deflate=mode)
+        n_iter += more_iter
 
     no_label = unreachable(problem.W, labeled)
     labels, confidence = finish_labels(phi, phi.max(axis=1), no_label)
-    noise_score = _noise_scores(A, phi, problem.y, labeled, beta_value)
+    noise_score = _noise_scores(A, phi, problem.y, labeled, beta_value, mode)
     noisy = labeled & (noise_score >= noise_threshold)
     reach = ~no_label
     log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
     converged = delta <= tol if criterion == "coupling" else delta < tol
     info = {
+        "collapsed": collapsed,
+        "deflated": mode is not None,
         "beta": beta_value,
         "beta_star": tuned,
         "gamma": gamma_value if tuned is not None else None,
@@ -381,16 +432,31 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         "seconds": time.perf_counter() - start,
     }
     params = {"variant": variant, "gamma": gamma, "beta": beta_value, "tol": tol,
-              "max_iter": int(max_iter), "criterion": criterion, "damping": damping,
+              "max_iter": int(max_iter), "criterion": criterion, "damping": damping, "deflate": deflate,
               "noise_threshold": noise_threshold}
     return Prediction(labels, confidence, noisy, phi, "nmf", params, info, noise_score)
 
 
-def _noise_scores(A, phi, y, labeled, beta) -> np.ndarray:
+def _collapsed(phi, problem: LabelProblem, no_label) -> bool:
+    """One class has taken the graph: its share of the predictions exceeds its share of
+    the given labels by more than ``COLLAPSE_SHARE`` (item 29)."""
+    reach = ~no_label
+    if not reach.any():
+        return False
+    predicted = np.bincount(phi[reach].argmax(axis=1), minlength=problem.n_classes) / reach.sum()
+    given = np.bincount(problem.y[problem.labeled], minlength=problem.n_classes) / problem.labeled.sum()
+    return bool(np.max(predicted - given) > COLLAPSE_SHARE)
+
+
+def _noise_scores(A, phi, y, labeled, beta, deflate) -> np.ndarray:
     """Margin of the best other class over the given label in the cavity marginal ψ (item 27)."""
     idx = np.flatnonzero(labeled)
     A_l = A[idx]
-    psi = _softmax_rows(beta * (A_l @ phi))
+    m = A_l @ phi
+    if deflate is not None:
+        right, left_sum, comp = deflate
+        m -= right[idx, None] * (left_sum @ phi)[comp[idx]]
+    psi = _softmax_rows(beta * m)
     margin = margin_scores(psi, y[idx])
     margin[np.diff(A_l.indptr) == 0] = -1.0  # no neighbours: no evidence against the label
     return per_label(len(y), labeled, margin)
