@@ -99,10 +99,16 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
     if method == "auto":
         method = "direct" if A.shape[0] <= direct_max_nodes else "cg"
     if method == "direct":
-        lu = splu(A.tocsc())
+        # Symmetric diagonal scaling S A S (S = diag(A)^-½) before the factorisation: a node
+        # far from all others has Gaussian weights near 1e-33 (an outlier of segment, for
+        # one) and SuperLU's pivots on the unscaled rows returned values of 1e23.
+        scale = 1.0 / np.sqrt(np.where(A.diagonal() > 0, A.diagonal(), 1.0))
+        lu = splu((sp.diags(scale) @ A @ sp.diags(scale)).tocsc())
 
         def solve_direct(B, x0=None):  # exact: a start vector has nothing to add
-            return lu.solve(np.asarray(B, dtype=np.float64))
+            B = np.asarray(B, dtype=np.float64)
+            return (lu.solve(B * (scale[:, None] if B.ndim == 2 else scale))
+                    * (scale[:, None] if B.ndim == 2 else scale))
 
         solve_direct.cg_iterations = None  # no CG: a factorisation
         solve_direct.amg_fallbacks = 0
@@ -168,7 +174,30 @@ class _System(NamedTuple):
     W_ul: sp.csr_matrix
 
 
+# Edges lighter than this share of the heaviest are dropped before solving (see _resolvable).
+NEGLIGIBLE_WEIGHT = 1e-12
+
+
+def _resolvable(W: sp.csr_matrix) -> sp.csr_matrix:
+    """W without the edges float64 cannot resolve next to the others.
+
+    A group of nodes joined to the rest only by near-zero weights (Gaussian weights of an
+    outlier cluster reach 1e-33 on segment) makes L_uu singular to working precision: its
+    rows are d_i − Σ_j W_ij with d_i ≈ 1 and the difference ≈ 1e-33, and SuperLU returned
+    values of 1e23 there. Dropping those edges makes such a group a component of its own:
+    reached by no label, it gets no label (confidence 0), as the contract says, instead of
+    garbage.
+    """
+    if W.nnz == 0 or W.data.min() >= NEGLIGIBLE_WEIGHT * W.data.max():
+        return W
+    W = W.copy()
+    W.data[W.data < NEGLIGIBLE_WEIGHT * W.data.max()] = 0.0
+    W.eliminate_zeros()
+    return W
+
+
 def _solve_system(W, Y, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x0=None) -> _System:
+    W = _resolvable(W)
     n = W.shape[0]
     cut_off = unreachable(W, labeled)
     u = np.flatnonzero(~labeled & ~cut_off)
@@ -390,7 +419,7 @@ def harmonic(
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if loo not in LOO_METHODS:
         raise ValueError(f"loo must be one of {LOO_METHODS}, got {loo!r}")
-    W, y, C = problem.W, problem.y, problem.n_classes
+    W, y, C = _resolvable(problem.W), problem.y, problem.n_classes
     labeled = problem.labeled
     trust = problem.label_confidence if problem.label_confidence is not None else np.ones(len(y))
     Y = one_hot(y, C) * np.where(labeled, trust, 0.0)[:, None]

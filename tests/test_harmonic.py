@@ -202,3 +202,20 @@ def test_noise_scores_rank_flipped_labels_first(digits):
     order = np.argsort(-p.noise_score[kept])
     top = flipped[kept][order[:10]]
     assert top.sum() >= 7  # of the 10 flips, most are among the 10 highest scores
+
+
+@pytest.mark.parametrize("solver", ["direct", "cg"])
+def test_a_cluster_joined_by_negligible_weights_gets_no_label_not_garbage(solver):
+    # Gaussian weights of an outlier cluster can be 1e-33: L_uu is then singular to float64
+    # and the solve returned 1e23 (segment). Such a cluster is treated as unreachable.
+    rng = np.random.default_rng(0)
+    main = random_graph(40, 0.2, rng)
+    outlier = random_graph(5, 0.9, rng)
+    W = sp.block_diag([main, outlier]).tolil()
+    W[0, 40] = W[40, 0] = 1e-33
+    y = np.full(45, -1)
+    y[[1, 2, 3, 4]] = [0, 1, 0, 1]
+    p = solve(LabelProblem(W.tocsr(), y), "harmonic", solver=solver)
+    assert np.all(np.isfinite(p.scores)) and p.scores.min() >= -1e-9 and p.scores.max() <= 1 + 1e-9
+    assert (p.labels[40:] == -1).all() and (p.confidence[40:] == 0).all()
+    assert (p.labels[:40] >= 0).all()
