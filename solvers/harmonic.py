@@ -358,12 +358,27 @@ def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:
 
 
 LOO_METHODS = ("local", "exact")
+CLASS_MASS = ("uniform", "labels", "none")
+
+
+def _class_mass_weights(F, u, labeled, y, n_classes, rule) -> np.ndarray:
+    """Column weights of class mass normalisation (Zhu et al. 2003, Sec. 4): w_c = q_c / m_c,
+    m_c the class's mass Σ_u F_uc over the unlabeled nodes, q_c its target share."""
+    if rule == "none" or len(u) == 0:
+        return np.ones(n_classes)
+    mass = F[u].sum(axis=0)
+    if rule == "labels":
+        target = np.bincount(y[labeled], minlength=n_classes).astype(float)
+    else:
+        target = (np.bincount(y[labeled], minlength=n_classes) > 0).astype(float)
+    return np.divide(target, mass, out=np.zeros(n_classes), where=mass > 0)
 
 
 def harmonic(
     problem: LabelProblem,
     *,
     gamma_g: float = 0.0,
+    class_mass: str = "none",
     noise_threshold: float = 0.35,
     loo: str = "local",
     drop_noisy: bool = True,
@@ -381,6 +396,11 @@ def harmonic(
     gamma_g : float, default 0
         Laplacian regulariser γ_g ≥ 0 of Kveton et al. (2010), eq. (4); 0 is the plain
         harmonic function of Zhu et al. (2003).
+    class_mass : {"uniform", "labels", "none"}
+        Class mass normalisation (Zhu et al. 2003, Sec. 4): scale each class column so
+        that the classes' total masses over the unlabeled nodes are equal (``"uniform"``)
+        or proportional to the given labels' class counts (``"labels"``) before the
+        arg-max; ``"none"`` takes the arg-max of the absorption probabilities.
     noise_threshold : float in (0, 1], default 0.35
         A given label is flagged when, in its leave-one-out distribution, the best other
         class beats the given one by at least this margin (its ``noise_score``).
@@ -419,6 +439,8 @@ def harmonic(
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if loo not in LOO_METHODS:
         raise ValueError(f"loo must be one of {LOO_METHODS}, got {loo!r}")
+    if class_mass not in CLASS_MASS:
+        raise ValueError(f"class_mass must be one of {CLASS_MASS}, got {class_mass!r}")
     W, y, C = _resolvable(problem.W), problem.y, problem.n_classes
     labeled = problem.labeled
     trust = problem.label_confidence if problem.label_confidence is not None else np.ones(len(y))
@@ -462,19 +484,23 @@ def harmonic(
     counts = [getattr(linear, "cg_iterations", None) for linear in used]
     info["cg_iterations"] = None if all(c is None for c in counts) else int(sum(c or 0 for c in counts))
     info["amg_fallbacks"] = int(sum(getattr(linear, "amg_fallbacks", 0) for linear in used))
+    mass = _class_mass_weights(F, u, labeled & ~noisy, y, C, class_mass)
+    info["class_mass_weights"] = mass
+    if detect_noise:
+        info["loo_scores"] = _normalise(info["loo_scores"] * mass)
     temperature = 1.0
     if detect_noise and calibrate:
         trusted = ~noisy[np.flatnonzero(labeled)]
         temperature = _fit_temperature(info["loo_scores"][trusted], y[labeled][trusted])
         info["loo_scores"] = _sharpen(info["loo_scores"], temperature)
     info["temperature"] = temperature
-    P = _sharpen(_normalise(F), temperature)
+    P = _sharpen(_normalise(F * mass), temperature)
     no_label = F.sum(axis=1) <= 0
     labels, confidence = finish_labels(P, P.max(axis=1), no_label)
     if loo_label is not None and len(loo_label[0]):
         idx, cls = loo_label
         labels[idx] = cls
         confidence[idx] = info["loo_scores"][np.searchsorted(np.flatnonzero(labeled), idx), cls]
-    params = dict(gamma_g=gamma_g, noise_threshold=noise_threshold, loo=loo, drop_noisy=drop_noisy,
-                  detect_noise=detect_noise, calibrate=calibrate, solver=solver)
+    params = dict(gamma_g=gamma_g, class_mass=class_mass, noise_threshold=noise_threshold, loo=loo,
+                  drop_noisy=drop_noisy, detect_noise=detect_noise, calibrate=calibrate, solver=solver)
     return Prediction(labels, confidence, noisy, F, "harmonic", params, info, noise_score)
