@@ -341,3 +341,22 @@ def test_grouped_flags_agree_with_one_cut_per_label_on_digits():
     assert np.sum(exact.noisy != grouped.noisy) <= 0.02 * keep.sum()
     assert np.all(grouped.noisy[keep] == (grouped.noise_score[keep] > 0))
     assert np.isnan(grouped.noise_score[~keep]).all()
+
+
+def test_unreached_rules():
+    A = np.zeros((7, 7))
+    A[0, 1] = A[1, 2] = A[3, 4] = A[5, 6] = 1.0
+    A = A + A.T
+    X = np.array([[0.0], [1], [2], [0.2], [0.1], [2.2], [2.1]])
+    y = np.array([0, -1, 1, -1, -1, -1, -1])
+    problem = LabelProblem(sp.csr_matrix(A), y, X=X)
+    none = mincut(problem, n_cuts=0)
+    assert none.labels[3:].tolist() == [-1] * 4 and (none.confidence[3:] == 0).all()
+    paper = mincut(problem, n_cuts=0, unreached="paper")
+    assert paper.labels[3:].tolist() == [0] * 4  # outside the smallest V+: negative
+    nearest = mincut(problem, n_cuts=0, unreached="nearest")
+    assert nearest.labels[3:].tolist() == [0, 0, 1, 1]  # node 0 at 0.0, node 2 at 2.0
+    np.testing.assert_allclose(nearest.confidence[3:], 0.5)  # one given label per class
+    assert nearest.labels[:3].tolist() == none.labels[:3].tolist()
+    with pytest.raises(ValueError, match="needs node features"):
+        mincut(LabelProblem(sp.csr_matrix(A), y), unreached="nearest")
