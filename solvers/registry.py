@@ -17,6 +17,8 @@ METHODS: dict[str, str] = {
     "spectral": "solvers.spectral:spectral",
     "maxmargin": "solvers.maxmargin:maxmargin",
     "nmf": "solvers.nmf:nmf",
+    # cross-validates a few of the above on the given labels (solvers/auto.py)
+    "auto": "solvers.auto:auto",
 }
 
 

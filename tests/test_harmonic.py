@@ -219,3 +219,24 @@ def test_a_cluster_joined_by_negligible_weights_gets_no_label_not_garbage(solver
     assert np.all(np.isfinite(p.scores)) and p.scores.min() >= -1e-9 and p.scores.max() <= 1 + 1e-9
     assert (p.labels[40:] == -1).all() and (p.confidence[40:] == 0).all()
     assert (p.labels[:40] >= 0).all()
+
+
+def test_auto_records_every_candidate_and_uses_given_labels_only(digits):
+    X, y_true = digits
+    W = knn_graph(X, 10)
+    rng = np.random.default_rng(5)
+    kept = keep_per_class(y_true, 10, rng)
+    problem = LabelProblem(W, np.where(kept, y_true, -1))
+    p = solve(problem, "auto")
+    record = p.info["auto"]
+    assert record["chosen"] in [c["name"] for c in record["candidates"]]
+    assert len(record["candidates"]) == 4 and record["folds"] == 3
+    scored = [c for c in record["candidates"] if c["score"] is not None]
+    assert scored and all(len(c["fold_scores"]) == 3 for c in scored)
+    assert max(c["score"] for c in scored) == max(c["score"] for c in scored if c["name"] == record["chosen"])
+    assert np.mean(p.labels[~kept] == y_true[~kept]) > 0.93
+    # hiding the unlabeled truth changes nothing: auto only ever reads the given labels
+    again = solve(LabelProblem(W, np.where(kept, y_true, -1)), "auto")
+    assert again.info["auto"]["chosen"] == record["chosen"]
+    with pytest.raises(ValueError, match="budget"):
+        solve(problem, "auto", budget=1.0)
