@@ -360,3 +360,15 @@ def test_unreached_rules():
     assert nearest.labels[:3].tolist() == none.labels[:3].tolist()
     with pytest.raises(ValueError, match="needs node features"):
         mincut(LabelProblem(sp.csr_matrix(A), y), unreached="nearest")
+
+
+def test_restricted_expansion_moves_match_the_full_moves_on_digits():
+    X, y, keep, y_given, _ = _digits_problem(10, 0.0, 2)
+    problem = LabelProblem(knn_graph(X, 10), y_given)
+    full = mincut(problem, alpha=0.3, n_cuts=0, noise="none", expansion_hops=None)
+    restricted = mincut(problem, alpha=0.3, n_cuts=0, noise="none")
+    assert restricted.params["expansion_hops"] == 0
+    assert restricted.info["cost"] <= restricted.info["isolation_cost"] + 1e-9
+    assert restricted.info["cost"] <= 1.01 * full.info["cost"]
+    u = ~keep
+    assert abs(np.mean(restricted.labels[u] == y[u]) - np.mean(full.labels[u] == y[u])) < 0.01
