@@ -21,6 +21,20 @@ Decisions the papers leave open, and what this module does
   under their leave-one-out distributions (labels only, no hidden data; flagged labels
   left out). The sink (γ_g > 0) shrinks all columns alike and does not change p; a
   node no label can reach has F_i = 0 and gets label -1, confidence 0.
+- Class mass normalisation (``class_mass="auto"``, the default): the arg-max is taken
+  after scaling each class column to equal total mass over the unlabeled nodes (Zhu et
+  al. 2003, Sec. 4, with a uniform target) once every labeled class has at least 5
+  given labels; below that, the plain arg-max. Why: as the unlabeled share grows the
+  harmonic solution flattens (Nadler, Srebro & Zhou 2009) and its arg-max piles onto the
+  classes whose labels absorb the most mass. On ``bench/hard_data.py``'s generated sets
+  (20k nodes, 1% labeled at random) the plain arg-max scored 0.308 / 0.208 / 0.495 /
+  0.547 (overlapping classes / two clusters per class / wide blobs / 30 classes)
+  against 0.821 / 0.384 / 0.825 / 0.776 with uniform masses, and within 0.01 of it at
+  10%. With a handful of labels the masses are set by where those few labels sit, and
+  uniform masses failed on the binary sets (1% labeled: ionosphere 0.719 → 0.450, vote
+  0.697 → 0.460, WDBC 0.683 → 0.627); hence the 5-label floor. The class prior from
+  the given labels (``"labels"``) did worse than uniform on every set measured
+  (overlapping classes at 1%: 0.45 against 0.82), so it is an option only.
 - Linear solver: SuperLU (``splu``) up to ``direct_max_nodes`` unknowns (1,000); above,
   conjugate gradients with the Jacobi preconditioner, all classes' columns at once in
   float32 (``_lockstep_cg``) at the default tolerance, falling back to float64 CG per
@@ -118,7 +132,14 @@ def _lockstep_cg(A, inverse_diagonal, B, X0, rtol, maxiter):
         Pa = P[:, cols]
         Q = A @ Pa
         products += cols.size
-        alpha = rz[cols] / np.einsum("ij,ij->j", Pa, Q)
+        curvature = np.einsum("ij,ij->j", Pa, Q)
+        done = curvature <= 0  # an exact solution already (zero direction): nothing left to do
+        if done.any():
+            active[cols[done]] = False
+            cols, Pa, Q, curvature = cols[~done], Pa[:, ~done], Q[:, ~done], curvature[~done]
+            if cols.size == 0:
+                break
+        alpha = rz[cols] / curvature
         X[:, cols] += alpha * Pa
         Ra = R[:, cols] - alpha * Q
         R[:, cols] = Ra
@@ -418,7 +439,9 @@ def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:
 
 
 LOO_METHODS = ("local", "exact")
-CLASS_MASS = ("uniform", "labels", "none")
+CLASS_MASS = ("auto", "uniform", "labels", "none")
+# class_mass="auto": uniform class masses when every labeled class has this many labels.
+MASS_MIN_LABELS = 5
 
 
 def _class_mass_weights(F, u, labeled, y, n_classes, rule) -> np.ndarray:
@@ -438,7 +461,7 @@ def harmonic(
     problem: LabelProblem,
     *,
     gamma_g: float = 0.0,
-    class_mass: str = "none",
+    class_mass: str = "auto",
     noise_threshold: float = 0.35,
     loo: str = "local",
     drop_noisy: bool = True,
@@ -456,11 +479,13 @@ def harmonic(
     gamma_g : float, default 0
         Laplacian regulariser γ_g ≥ 0 of Kveton et al. (2010), eq. (4); 0 is the plain
         harmonic function of Zhu et al. (2003).
-    class_mass : {"uniform", "labels", "none"}
+    class_mass : {"auto", "uniform", "labels", "none"}, default "auto"
         Class mass normalisation (Zhu et al. 2003, Sec. 4): scale each class column so
         that the classes' total masses over the unlabeled nodes are equal (``"uniform"``)
         or proportional to the given labels' class counts (``"labels"``) before the
-        arg-max; ``"none"`` takes the arg-max of the absorption probabilities.
+        arg-max; ``"none"`` takes the arg-max of the absorption probabilities; ``"auto"``
+        is ``"uniform"`` when every labeled class has at least 5 given labels, else
+        ``"none"`` (module docstring: the measurements behind it).
     noise_threshold : float in (0, 1], default 0.35
         A given label is flagged when, in its leave-one-out distribution, the best other
         class beats the given one by at least this margin (its ``noise_score``).
@@ -545,7 +570,12 @@ def harmonic(
     counts = [getattr(linear, "cg_iterations", None) for linear in used]
     info["cg_iterations"] = None if all(c is None for c in counts) else int(sum(c or 0 for c in counts))
     info["amg_fallbacks"] = int(sum(getattr(linear, "amg_fallbacks", 0) for linear in used))
-    mass = _class_mass_weights(F, u, labeled & ~noisy, y, C, class_mass)
+    rule = class_mass
+    if class_mass == "auto":  # uniform class masses once every class has a few labels
+        counts = np.bincount(y[labeled & ~noisy], minlength=C)
+        rule = "uniform" if counts[counts > 0].min() >= MASS_MIN_LABELS else "none"
+    info["class_mass"] = rule
+    mass = _class_mass_weights(F, u, labeled & ~noisy, y, C, rule)
     info["class_mass_weights"] = mass
     if detect_noise:
         info["loo_scores"] = _normalise(info["loo_scores"] * mass)
