@@ -193,7 +193,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     spec = graph_spec(graph, k, metric, weights, delta, sigma)
     run_id = str(flow_run.id or uuid.uuid4())
     clock = StageClock()
-    parameters = {"solver_params": _scalars(solver_params), "graph": graph, "k": k, "metric": metric,
+    parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
+                  "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
@@ -235,12 +236,31 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     }
 
 
+def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
+                  solver_params: dict[str, Any]) -> str | None:
+    """Why this run must relabel every node: its solver or solver parameters differ from
+    the dataset's last completed run (an incremental run would keep the old solver's
+    labels outside the changed region). None when they are the same or there is no run."""
+    runs = store.read_runs(dataset=dataset, limit=20)
+    runs = runs[(runs["status"] == "completed") & (runs["run_id"] != run_id)]
+    if runs.empty:
+        return None
+    last = runs.iloc[0]
+    if last["solver"] != solver:
+        return f"the solver changed ({last['solver']} → {solver}): every node is relabelled"
+    before = (last["parameters"] or {}).get("requested_solver_params")
+    if before is not None and before != _scalars(solver_params):
+        return f"the solver parameters changed ({before} → {_scalars(solver_params)}): every node is relabelled"
+    return None
+
+
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
            clock: StageClock, run_id: str, *, build_graph: bool, full: bool, hops: int, split: bool,
            batch_nodes: int, holdout_fraction: float, holdout_seed: int):
     """The run's stages; returns the exported problem, the prediction, the holdout and
     extra metrics. Only the nodes of the exported problem are written back."""
-    if not full:
+    reason = None if full else solver_change(store, dataset, run_id, solver, solver_params)
+    if not full and reason is None:
         changed = clock("incremental", label_changed, store, dataset, solver, solver_params, spec, hops)
         if changed is not None:
             if len(changed.keys):
@@ -253,6 +273,8 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     # and the next incremental run picks it up
     read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False}
+    if reason is not None:
+        extra["full_run_reason"] = reason
     if build_graph:
         extra["n_edges_built"] = build_edges(store, dataset, spec, clock)
     exported = clock("export", export_problem, store, dataset)

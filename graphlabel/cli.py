@@ -204,6 +204,8 @@ def label(
     if metrics.get("incremental"):
         console.print(f"incremental run: {metrics['n_changed']} changed nodes ({metrics['n_new']} new),"
                       f" {metrics['n_region']} relabelled of {metrics['n_nodes']}; --full relabels all")
+    elif metrics.get("full_run_reason"):
+        console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
         console.print(f"accuracy on the {metrics['n_holdout']} held-out labels: {metrics['holdout_accuracy']:.3f}")
     console.print(_timings_table(summary["timings"]))
