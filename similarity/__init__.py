@@ -4,6 +4,7 @@ and the reference the Neo4j/GDS builder is checked against)."""
 from .cut_graphs import DELTA_RULES, delta_rule, delta_rule_graph, mincut3_graph
 from .knn import (delta_graph, gaussian_sigma_from_edges, knn_edges_for, knn_graph, nearest_neighbors,
                   symmetrise_graph)
+from .paper_graphs import directed_similarities, mutual_knn_graph
 
 __all__ = [
     "knn_graph",
@@ -16,4 +17,6 @@ __all__ = [
     "delta_rule",
     "delta_rule_graph",
     "DELTA_RULES",
+    "mutual_knn_graph",
+    "directed_similarities",
 ]
