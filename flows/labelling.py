@@ -56,6 +56,8 @@ def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weigh
                 "weights": "binary" if weights == "gaussian" and sigma is None else weights, "sigma": sigma}
     if graph in ("mincut3", "delta0", "delta_half"):
         return {"graph": graph, "metric": metric}
+    if graph in ("sgt", "mutual_knn"):  # the papers fix their own metric and weights
+        return {"graph": graph, "k": k}
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {graph!r}")
 
 
@@ -127,7 +129,7 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
 
 #: Solvers that must see the whole graph at once: maxmargin fits one classifier on the
 #: features of every node and labels the nodes without edges from it.
-WHOLE_GRAPH_SOLVERS = ("maxmargin",)
+WHOLE_GRAPH_SOLVERS = ("maxmargin", "auto")  # auto: one choice per run, not one per batch
 
 
 def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str, Any],
@@ -217,7 +219,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],
                    "n_single_class_nodes": plan["n_single_class_nodes"],
-                   **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO}}
+                   **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO},
+                   **auto_metrics(prediction)}
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,
@@ -234,6 +237,18 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
     }
+
+
+def auto_metrics(prediction: Prediction) -> dict[str, Any]:
+    """``--solver auto``'s choice and every candidate's cross-validated score, for the run's
+    metrics (and so its report and provenance)."""
+    record = prediction.info.get("auto")
+    if not record:
+        return {}
+    return {"auto_chosen": record["chosen"], "auto_folds": record["folds"],
+            "auto_budget_harmonic_runs": record["budget_harmonic_runs"],
+            "auto_scores": {c["name"]: (round(c["score"], 4) if c["score"] is not None else c["status"])
+                            for c in record["candidates"]}}
 
 
 def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,

@@ -47,7 +47,7 @@ def retry_transient(task, task_run, state) -> bool:
 # Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter) on transient errors only.
 STORE_RETRIES = dict(retries=3, retry_delay_seconds=exponential_backoff(backoff_factor=1),
                      retry_jitter_factor=0.5, retry_condition_fn=retry_transient)
-GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
+GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half", "sgt", "mutual_knn")
 
 
 @task(name="ingest", **STORE_RETRIES)
@@ -92,6 +92,12 @@ def similarity_graph(features: np.ndarray, labels: np.ndarray,
     if kind in ("delta0", "delta_half"):
         rule = "zero" if kind == "delta0" else "half"
         return similarity.delta_rule_graph(features, rule, codes, metric=spec.get("metric", "euclidean")), None
+    if kind == "sgt":  # Joachims (2003) eq. 22 on the directed cosine kNN similarities
+        from solvers.spectral import sgt_graph
+
+        return sgt_graph(similarity.directed_similarities(features, spec["k"]), spec["k"]), None
+    if kind == "mutual_knn":  # Bergamim & Breve (2022) Eq. 6-8, as the authors' code builds it
+        return similarity.mutual_knn_graph(features, spec["k"]), None
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {kind!r}")
 
 

@@ -140,11 +140,13 @@ def ingest(
 @app.command("build-graph")
 def build_graph(
     dataset: str = typer.Option(..., help="Dataset name."),
-    graph: str = typer.Option("knn", help="knn, delta, or Blum & Chawla's mincut3, delta0, delta_half."),
-    k: int = typer.Option(10, help="Neighbours per node (knn)."),
+    graph: str = typer.Option("knn", help="knn, delta, Blum & Chawla's mincut3, delta0, delta_half, the SGT's "
+                                           "sgt (Joachims eq. 22) or NMF's mutual_knn (Bergamim & Breve Eq. 6-8)."),
+    k: int = typer.Option(10, help="Neighbours per node (knn, sgt, mutual_knn)."),
     metric: str = typer.Option("euclidean", help="euclidean or cosine."),
     weights: str = typer.Option("gaussian", help="gaussian, cosine or binary."),
     delta: Optional[float] = typer.Option(None, help="Distance threshold (delta graph)."),
+    sigma: Optional[float] = typer.Option(None, help="Gaussian bandwidth (default: the mean k-th neighbour distance)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
@@ -153,7 +155,7 @@ def build_graph(
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = build_graph_flow(dataset, store_uri=store, graph=graph, k=k, metric=metric,
-                                       weights=weights, delta=delta)
+                                       weights=weights, delta=delta, sigma=sigma)
     except _user_errors() as error:
         _fail(str(error))
     console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
@@ -163,7 +165,8 @@ def build_graph(
 @app.command()
 def label(
     dataset: str = typer.Option(..., help="Dataset name."),
-    solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf."),
+    solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto "
+                                                "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
     k: int = typer.Option(10, help="Neighbours per node when rebuilding."),
