@@ -573,7 +573,7 @@ def harmonic(
     rule = class_mass
     if class_mass == "auto":  # uniform class masses once every class has a few labels
         counts = np.bincount(y[labeled & ~noisy], minlength=C)
-        rule = "uniform" if counts[counts > 0].min() >= MASS_MIN_LABELS else "none"
+        rule = "uniform" if counts.any() and counts[counts > 0].min() >= MASS_MIN_LABELS else "none"
     info["class_mass"] = rule
     mass = _class_mass_weights(F, u, labeled & ~noisy, y, C, rule)
     info["class_mass_weights"] = mass
