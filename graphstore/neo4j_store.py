@@ -88,6 +88,7 @@ from .base import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     PREDICTION_SCHEMA,
+    WRITTEN_PREDICTION_SCHEMA,
     GraphStore,
     LabelRunRecord,
     SubGraph,
@@ -133,7 +134,7 @@ class Neo4jGraphConfig:
         Type and weight property of the similarity relationships.
     run_label : str
         Label of the ``LabelRun`` nodes.
-    predicted_label, label_confidence, label_noise, label_run_id, label_solver, labelled_at : str
+    predicted_label, label_confidence, label_noise, label_noise_score, label_run_id, label_solver, labelled_at : str
         Names of the properties a run writes on each node.
     previous_predicted_label, previous_label_run_id : str
         Where a write-back keeps the prediction and run id it replaces (Neo4j only).
@@ -157,6 +158,7 @@ class Neo4jGraphConfig:
     predicted_label: str = "predicted_label"
     label_confidence: str = "label_confidence"
     label_noise: str = "label_noise"
+    label_noise_score: str = "label_noise_score"
     label_run_id: str = "label_run_id"
     label_solver: str = "label_solver"
     labelled_at: str = "labelled_at"
@@ -168,7 +170,8 @@ class Neo4jGraphConfig:
     edge_builder: str = "gds"
     _fragments: dict = field(default=None, init=False, repr=False, compare=False)
 
-    WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_run_id", "label_solver",
+    WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_noise_score", "label_run_id",
+               "label_solver",
                "labelled_at", "previous_predicted_label", "previous_label_run_id", "updated_at",
                "content_hash")
 
@@ -565,7 +568,7 @@ class Neo4jStore(GraphStore):
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         """Set the prediction properties; returns how many nodes were matched by key."""
         check_dataset_name(dataset)
-        predictions = conform_table(predictions, PREDICTION_SCHEMA, "prediction")
+        predictions = conform_table(predictions, WRITTEN_PREDICTION_SCHEMA, "prediction")
         return self._write_batches("write_predictions", predictions, {"dataset": dataset})
 
     def write_run(self, run: LabelRunRecord) -> None:

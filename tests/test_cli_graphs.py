@@ -79,3 +79,19 @@ def test_solver_auto_records_its_choice_in_the_run(digits_csv, store_path):
     assert len(metrics["auto_scores"]) == 4
     report = runner.invoke(app, ["report", "--run", run["run_id"], "--store", store_path])
     assert report.exit_code == 0 and "auto_chosen" in report.output
+
+
+def test_noise_scores_are_written_for_given_labels_only(digits_csv, store_path):
+    csv, _ = digits_csv
+    _ingest(csv, store_path)
+    runner.invoke(app, ["build-graph", "--dataset", "dg", "--k", "8", "--store", store_path])
+    result = runner.invoke(app, ["label", "--dataset", "dg", "--store", store_path])
+    assert result.exit_code == 0, result.output
+    with open_store(store_path) as store:
+        rows = store.query("MATCH (e:Entity) WHERE e.dataset = 'dg' RETURN e.given_label AS given,"
+                           " e.label_noise AS noisy, e.label_noise_score AS score")
+    given = rows["given"].notna()
+    assert rows.loc[given, "score"].notna().all() and rows.loc[~given, "score"].isna().all()
+    flagged = rows.loc[given & rows["noisy"].astype(bool), "score"]
+    assert (flagged >= 0.35).all()  # the harmonic solver's threshold
+    assert rows.loc[given, "score"].between(-1, 1).all()
