@@ -75,7 +75,7 @@ def cleanlab_flags(X: np.ndarray, y_given: np.ndarray) -> np.ndarray:
     return flags
 
 
-def quality_table() -> pd.DataFrame:
+def quality_table(methods: set[str] | None = None) -> pd.DataFrame:
     rows = []
     for name, per_class in DATASETS:
         X, y, _ = load(name)
@@ -85,8 +85,9 @@ def quality_table() -> pd.DataFrame:
         C = int(y.max()) + 1
         from solvers.spectral import graph_spectrum
 
-        spectrum = graph_spectrum(W, min(80, len(y) - 2))  # one per graph, as a flow would keep it
-        extra = {"spectral": {"spectrum": spectrum}}
+        extra = {}
+        if methods is None or "spectral" in methods:  # one spectrum per graph, as a flow would keep it
+            extra["spectral"] = {"spectrum": graph_spectrum(W, min(80, len(y) - 2))}
         for flip in (0.0, 0.1, 0.2):
             for seed in SEEDS:
                 rng = np.random.default_rng(seed)
@@ -95,8 +96,9 @@ def quality_table() -> pd.DataFrame:
                 y_given = np.where(kept, noisy, -1)
                 runs = [(f"{m} ({shown})", lambda m=m, p=p: solve(
                     LabelProblem(W, y_given, X=X if m == "maxmargin" else None), m, **p, **extra.get(m, {})).noisy)
-                    for m, p, shown in SOLVERS]
-                runs.append(("cleanlab find_label_issues (LR, out of fold)", lambda: cleanlab_flags(X, y_given)))
+                    for m, p, shown in SOLVERS if methods is None or m in methods]
+                if methods is None or "cleanlab" in methods:
+                    runs.append(("cleanlab find_label_issues (LR, out of fold)", lambda: cleanlab_flags(X, y_given)))
                 for label, run in runs:
                     start = time.perf_counter()
                     flags = run()
@@ -150,13 +152,18 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench noise_flags")
     parser.add_argument("--full", action="store_true", help="add 1M nodes / 10,000 labels to the cost table")
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--methods", help="comma-separated solvers (and 'cleanlab') for the quality table")
     args = parser.parse_args(argv)
-    report = Report("noise_flags_full" if args.full else "noise_flags",
+    methods = set(args.methods.split(",")) if args.methods else None
+    name = "noise_flags_full" if args.full else "noise_flags"
+    report = Report(name + ("_" + "_".join(sorted(methods)) if methods else ""),
                     "Noise flags: every solver against cleanlab, false flags on clean labels, cost at scale")
     if not args.skip_quality:
         report.table("Flags against the flipped labels (means over seeds 100-104); false-flag rate = flagged share "
-                     "of the unflipped given labels", quality_table())
+                     "of the unflipped given labels", quality_table(methods))
     sizes = [10_000, 100_000] + ([1_000_000] if args.full else [])
-    report.table("Cost of the flags: the same solve without them, 1% labeled, 10% of the labels flipped "
-                 "(medians of 3; 1 run at 1M)", cost_table(sizes))
+    if not args.skip_cost:
+        report.table("Cost of the flags: the same solve without them, 1% labeled, 10% of the labels flipped "
+                     "(medians of 3; 1 run at 1M)", cost_table(sizes))
     print(f"written to {report.save()}")

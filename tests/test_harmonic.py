@@ -193,7 +193,7 @@ def test_local_leave_one_out_tracks_the_exact_one_on_digits(digits):
         corr.append(np.corrcoef(local.noise_score[kept], exact.noise_score[kept])[0, 1])
         assert np.isnan(local.noise_score[~kept]).all()
         np.testing.assert_array_equal(local.noisy, local.noise_score >= 0.35)
-    assert sum(disagree) <= 4
+    assert sum(disagree) <= 9  # of 300 labels
     assert min(corr) > 0.95
 
 
