@@ -7,7 +7,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean test-all
+.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean test-all data
+
+# Weka's example ARFF files (diabetes, ionosphere, vote, segment, ...): the benchmarks and
+# tests on real data read them from here. Debian's `weka` package ships them; only the .deb
+# is fetched and unpacked (installing it would pull in a Java runtime for nothing).
+DATA  := .data
+WEKA  := $(DATA)/weka
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13), "graphlabel needs Python 3.11 to 3.13, found " + sys.version'
@@ -20,7 +26,17 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(BIN)/graphlabel demo
 
-test: $(STAMP)
+data: $(WEKA)/.fetched
+
+$(WEKA)/.fetched:
+	rm -rf $(DATA)/deb && mkdir -p $(DATA)/deb $(WEKA)
+	cd $(DATA)/deb && (apt-get download weka >/dev/null 2>&1 || (apt-get update -qq && apt-get download weka))
+	dpkg-deb -x $(DATA)/deb/weka_*.deb $(DATA)/deb/root
+	cp $(DATA)/deb/root/usr/share/doc/weka/examples/*.arff $(WEKA)/
+	rm -rf $(DATA)/deb
+	touch $@
+
+test: $(STAMP) data
 	$(BIN)/python -m pytest
 
 # Only the live Neo4j suite (a server of its own, or the one NEO4J_URI names).
@@ -35,7 +51,7 @@ neo4j-up:
 neo4j-down:
 	$(PYTHON) neo4j-server/neo4j_server.py down
 
-bench: $(STAMP)
+bench: $(STAMP) data
 	$(BIN)/python -m bench
 
 # Re-pin every dependency after editing pyproject.toml (needs network; uv comes from the venv).
@@ -46,7 +62,7 @@ lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .venv-3.* .graphlabel .pytest_cache neo4j-server/target
+	rm -rf $(VENV) .venv-3.* .graphlabel .pytest_cache neo4j-server/target $(DATA)
 
 # The suite on every CPython the lock supports, each in a venv of its own (.venv-3.12, ...):
 # python3.X from PATH, else pyenv's newest 3.X.

@@ -11,6 +11,7 @@ CREATE NODE TABLE IF NOT EXISTS Entity(
     predicted_label STRING,
     label_confidence DOUBLE,
     label_noise BOOLEAN,
+    label_noise_score DOUBLE,
     label_run_id STRING,
     label_solver STRING,
     labelled_at TIMESTAMP,
@@ -21,6 +22,8 @@ CREATE NODE TABLE IF NOT EXISTS Entity(
 // Change tracking (graphstore/changes.py) for stores created before it existed.
 ALTER TABLE Entity ADD IF NOT EXISTS updated_at TIMESTAMP;
 ALTER TABLE Entity ADD IF NOT EXISTS content_hash INT64;
+// Noise scores (issue 15) for stores created before them.
+ALTER TABLE Entity ADD IF NOT EXISTS label_noise_score DOUBLE;
 CREATE REL TABLE IF NOT EXISTS SIMILAR(FROM Entity TO Entity, weight DOUBLE, dataset STRING);
 // The parameters each dataset's similarity relationships were built with, as JSON text
 // (graph, k, metric, weights, the Gaussian sigma used), for edges added incrementally.

@@ -4,6 +4,7 @@ MATCH (e:Entity {uid: uid})
 SET e.predicted_label = predicted_label,
     e.label_confidence = label_confidence,
     e.label_noise = label_noise,
+    e.label_noise_score = label_noise_score,
     e.label_run_id = label_run_id,
     e.label_solver = label_solver,
     e.labelled_at = labelled_at

@@ -15,6 +15,7 @@ SET e.${previous_predicted_label} = CASE
 SET e.${predicted_label} = row.predicted_label,
     e.${label_confidence} = row.label_confidence,
     e.${label_noise} = row.label_noise,
+    e.${label_noise_score} = row.label_noise_score,
     e.${label_run_id} = row.label_run_id,
     e.${label_solver} = row.label_solver,
     e.${labelled_at} = row.labelled_at

@@ -369,7 +369,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v)}
     restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),
                             prediction.noisy[:n_region].copy(), prediction.scores[:n_region],
-                            prediction.method, dict(prediction.params), info)
+                            prediction.method, dict(prediction.params), info,
+                            None if prediction.noise_score is None else prediction.noise_score[:n_region].copy())
     return exported, restricted
 
 

@@ -56,6 +56,8 @@ def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weigh
                 "weights": "binary" if weights == "gaussian" and sigma is None else weights, "sigma": sigma}
     if graph in ("mincut3", "delta0", "delta_half"):
         return {"graph": graph, "metric": metric}
+    if graph in ("sgt", "mutual_knn"):  # the papers fix their own metric and weights
+        return {"graph": graph, "k": k}
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {graph!r}")
 
 
@@ -188,7 +190,7 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
 
 #: Solvers that must see the whole graph at once: maxmargin fits one classifier on the
 #: features of every node and labels the nodes without edges from it.
-WHOLE_GRAPH_SOLVERS = ("maxmargin",)
+WHOLE_GRAPH_SOLVERS = ("maxmargin", "auto")  # auto: one choice per run, not one per batch
 
 
 def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str, Any],
@@ -317,7 +319,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                  ("weights", weights), ("delta", delta), ("sigma", sigma)) if value is not None}
     spec = graph_spec(graph or "knn", k or 10, metric or "euclidean", weights or "gaussian", delta, sigma)
     run_id = str(_flow_run_id() or uuid.uuid4())
-    parameters = {"solver_params": _scalars(solver_params), "graph": graph, "k": k, "metric": metric,
+    parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
+                  "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
@@ -362,7 +365,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],
                    "n_single_class_nodes": plan["n_single_class_nodes"],
-                   **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO}}
+                   **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO},
+                   **auto_metrics(prediction)}
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, **graph_used(store, dataset),
                                   "solver_params": _scalars(prediction.params)},
@@ -436,6 +440,36 @@ def _pool_copies(store: GraphStore, dataset: str, exported: ExportedProblem, pre
     return pooled.prediction
 
 
+def auto_metrics(prediction: Prediction) -> dict[str, Any]:
+    """``--solver auto``'s choice and every candidate's cross-validated score, for the run's
+    metrics (and so its report and provenance)."""
+    record = prediction.info.get("auto")
+    if not record:
+        return {}
+    return {"auto_chosen": record["chosen"], "auto_folds": record["folds"],
+            "auto_budget_harmonic_runs": record["budget_harmonic_runs"],
+            "auto_scores": {c["name"]: (round(c["score"], 4) if c["score"] is not None else c["status"])
+                            for c in record["candidates"]}}
+
+
+def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
+                  solver_params: dict[str, Any]) -> str | None:
+    """Why this run must relabel every node: its solver or solver parameters differ from
+    the dataset's last completed run (an incremental run would keep the old solver's
+    labels outside the changed region). None when they are the same or there is no run."""
+    runs = store.read_runs(dataset=dataset, limit=20)
+    runs = runs[(runs["status"] == "completed") & (runs["run_id"] != run_id)]
+    if runs.empty:
+        return None
+    last = runs.iloc[0]
+    if last["solver"] != solver:
+        return f"the solver changed ({last['solver']} → {solver}): every node is relabelled"
+    before = (last["parameters"] or {}).get("requested_solver_params")
+    if before is not None and before != _scalars(solver_params):
+        return f"the solver parameters changed ({before} → {_scalars(solver_params)}): every node is relabelled"
+    return None
+
+
 def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
            requested: dict[str, Any], clock: StageClock, run_id: str, *, build_graph: bool, full: bool,
            hops: int, split: bool, batch_nodes: int, holdout_fraction: float, holdout_seed: int):
@@ -445,8 +479,8 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     incremental run compares them with the recorded build)."""
     notes: list[str] = []
     reason = ("a run scored on a holdout is always full" if holdout_fraction else "asked for (--full)") if full \
-        else None
-    if not full:
+        else solver_change(store, dataset, run_id, solver, solver_params)
+    if not full and reason is None:
         reasons: list[str] = []
         changed = clock("incremental", label_changed, store, dataset, solver, solver_params, requested, hops,
                         reasons=reasons)

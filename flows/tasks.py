@@ -50,7 +50,7 @@ def _never_cached() -> dict[str, Any]:
 # which also keeps Prefect from hashing the store argument: a Neo4j store holds the
 # driver's locks, and the failed hash logged a 30-line traceback per task on every Neo4j run.
 STORE_RETRIES = dict(retry_delays=(1, 2, 4), retry_if=is_transient, prefect_options=_never_cached)
-GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
+GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half", "sgt", "mutual_knn")
 
 
 @task("ingest", **STORE_RETRIES)
@@ -98,6 +98,12 @@ def similarity_graph(features: np.ndarray, labels: np.ndarray,
     if kind in ("delta0", "delta_half"):
         rule = "zero" if kind == "delta0" else "half"
         return similarity.delta_rule_graph(features, rule, codes, metric=spec.get("metric", "euclidean")), None
+    if kind == "sgt":  # Joachims (2003) eq. 22 on the directed cosine kNN similarities
+        from solvers.spectral import sgt_graph
+
+        return sgt_graph(similarity.directed_similarities(features, spec["k"]), spec["k"]), None
+    if kind == "mutual_knn":  # Bergamim & Breve (2022) Eq. 6-8, as the authors' code builds it
+        return similarity.mutual_knn_graph(features, spec["k"]), None
     raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {kind!r}")
 
 

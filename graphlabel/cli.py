@@ -199,11 +199,13 @@ def ingest(
 @app.command("build-graph")
 def build_graph(
     dataset: str = typer.Option(..., help="Dataset name."),
-    graph: str = typer.Option("knn", help="knn, delta, or Blum & Chawla's mincut3, delta0, delta_half."),
-    k: int = typer.Option(10, help="Neighbours per node (knn)."),
+    graph: str = typer.Option("knn", help="knn, delta, Blum & Chawla's mincut3, delta0, delta_half, the SGT's "
+                                           "sgt (Joachims eq. 22) or NMF's mutual_knn (Bergamim & Breve Eq. 6-8)."),
+    k: int = typer.Option(10, help="Neighbours per node (knn, sgt, mutual_knn)."),
     metric: str = typer.Option("euclidean", help="euclidean or cosine."),
     weights: str = typer.Option("gaussian", help="gaussian, cosine or binary."),
     delta: Optional[float] = typer.Option(None, help="Distance threshold (delta graph)."),
+    sigma: Optional[float] = typer.Option(None, help="Gaussian bandwidth (default: the median k-th neighbour distance)."),
     store: Optional[str] = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
@@ -216,7 +218,7 @@ def build_graph(
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
-                               delta=delta)
+                               delta=delta, sigma=sigma)
     except _user_errors() as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -231,7 +233,8 @@ def build_graph(
 @app.command()
 def label(
     dataset: str = typer.Option(..., help="Dataset name."),
-    solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf."),
+    solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto "
+                                                "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
     k: Optional[int] = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
@@ -288,6 +291,8 @@ def label(
     if metrics.get("incremental"):
         console.print(f"incremental run: {metrics['n_changed']} changed nodes ({metrics['n_new']} new),"
                       f" {metrics['n_region']} relabelled of {metrics['n_nodes']}; --full relabels all")
+    elif metrics.get("full_run_reason"):
+        console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
         console.print(f"accuracy on the {metrics['n_holdout']} held-out labels: {metrics['holdout_accuracy']:.3f}")
     console.print(_timings_table(summary["timings"]))

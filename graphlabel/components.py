@@ -135,6 +135,8 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
     labels = np.full(n, -1, dtype=np.int64)
     confidence = np.zeros(n)
     noisy = np.zeros(n, dtype=bool)
+    noise_score = np.full(n, np.nan)
+    scored = False
     scores = np.zeros((n, C))
     labels[plan.single_class_nodes] = plan.single_class
     confidence[plan.single_class_nodes] = 1.0
@@ -144,6 +146,9 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
         labels[batch.nodes] = np.where(found, batch.classes[np.clip(prediction.labels, 0, None)], -1)
         confidence[batch.nodes] = prediction.confidence
         noisy[batch.nodes] = prediction.noisy
+        if prediction.noise_score is not None:
+            noise_score[batch.nodes] = prediction.noise_score
+            scored = True
         block = np.zeros((len(batch.nodes), C))
         block[:, batch.classes] = prediction.scores[:, : len(batch.classes)]
         scores[batch.nodes] = block
@@ -152,4 +157,5 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
     info.update(n_components=plan.n_components, n_batches=len(solved),
                 n_unlabeled_components=plan.n_unlabeled_components,
                 n_single_class_nodes=int(len(plan.single_class_nodes)))
-    return Prediction(labels, confidence, noisy, scores, method, dict(first.params) if first else {}, info)
+    return Prediction(labels, confidence, noisy, scores, method, dict(first.params) if first else {}, info,
+                      noise_score if scored else None)

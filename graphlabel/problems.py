@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
 
-from graphstore.base import PREDICTION_SCHEMA, SubGraph
+from graphstore.base import WRITTEN_PREDICTION_SCHEMA, SubGraph
 from solvers import LabelProblem, Prediction
 
 
@@ -81,6 +81,8 @@ def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: s
     # object per node (a million rows per run at scale).
     names = classes.take(pa.array(np.where(labels >= 0, labels, 0), pa.int64(), mask=labels < 0))
     given = exported.problem.labeled
+    noise_score = (np.full(n, np.nan) if prediction.noise_score is None
+                   else np.asarray(prediction.noise_score, dtype=np.float64))
     stamp = pa.scalar(labelled_at.to_pydatetime().replace(tzinfo=None), pa.timestamp("us"))
     return pa.table(
         {
@@ -88,8 +90,10 @@ def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: s
             "predicted_label": names,
             "label_confidence": pa.array(prediction.confidence.astype(np.float64)),
             "label_noise": pa.array(np.asarray(prediction.noisy, dtype=bool), mask=~given),
+            # how strongly the solver doubts the given label, to rank by (null: not scored)
+            "label_noise_score": pa.array(noise_score, mask=~given | np.isnan(noise_score)),
             "label_run_id": pa.repeat(pa.scalar(run_id, pa.string()), n),
             "label_solver": pa.repeat(pa.scalar(prediction.method, pa.string()), n),
             "labelled_at": pa.repeat(stamp, n),
         }
-    ).cast(PREDICTION_SCHEMA)
+    ).cast(WRITTEN_PREDICTION_SCHEMA)

@@ -22,6 +22,7 @@ SOLVER_LIBRARIES = {
     "spectral": (),
     "maxmargin": (),                 # scikit-learn's SVC, already in CORE
     "nmf": (),
+    "auto": ("pyamg",),              # cross-validates harmonic and nmf
 }
 
 

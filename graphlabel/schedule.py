@@ -18,7 +18,11 @@ The file (see ``graphlabel.example.toml``)::
     solver = "harmonic"                   # default "harmonic"
     solver_params = { gamma_g = 0.1 }     # default {}
     k = 10                                # default 10
-    graph = "knn"                         # default "knn"; "delta" needs delta = ...
+    graph = "knn"                         # default "knn"; "delta" needs delta = ...; also mincut3,
+                                          # delta0, delta_half, sgt, mutual_knn
+    metric = "euclidean"                  # default "euclidean"; or "cosine"
+    weights = "gaussian"                  # default "gaussian"; or "cosine", "binary"
+    sigma = 0.5                           # optional Gaussian bandwidth; default from the data
     full = true                           # optional; passed only when given
     name = "products-nightly"             # optional, default "label-DATASET-SOLVER"
 
@@ -43,8 +47,8 @@ from typing import Any
 from graphstore.base import check_dataset_name
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
-JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "full",
-            "store", "keep_runs", "holdout"}
+JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "metric",
+            "weights", "sigma", "full", "store", "keep_runs", "holdout"}
 DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: `$` accepts a final "\n"
 
 
@@ -100,6 +104,9 @@ class Job:
     k: int = 10
     graph: str = "knn"
     delta: float | None = None
+    metric: str = "euclidean"
+    weights: str = "gaussian"
+    sigma: float | None = None
     full: bool | None = None
     store_uri: str | None = None
     keep_runs: int | None = None
@@ -126,7 +133,10 @@ class Job:
     def parameters(self) -> dict[str, Any]:
         """The ``labelling_flow`` parameters of this job's runs."""
         parameters = {"dataset": self.dataset, "store_uri": self.store_uri, "solver": self.solver,
-                      "solver_params": dict(self.solver_params), "graph": self.graph, "k": self.k}
+                      "solver_params": dict(self.solver_params), "graph": self.graph, "k": self.k,
+                      "metric": self.metric, "weights": self.weights}
+        if self.sigma is not None:
+            parameters["sigma"] = self.sigma
         if self.delta is not None:
             parameters["delta"] = self.delta
         if self.full is not None:
@@ -225,6 +235,17 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
         bad("delta", "must be a positive number")
     if graph == "delta" and delta is None:
         found.append("graph \"delta\" needs delta = <distance threshold>")
+    from similarity.knn import METRICS, WEIGHTS
+
+    metric = raw.get("metric", "euclidean")
+    if metric not in METRICS:
+        bad("metric", f"must be one of {list(METRICS)}")
+    weights = raw.get("weights", "gaussian")
+    if weights not in WEIGHTS:
+        bad("weights", f"must be one of {list(WEIGHTS)}")
+    sigma = raw.get("sigma")
+    if sigma is not None and (isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma > 0):
+        bad("sigma", "must be a positive number")
     full = raw.get("full")
     if full is not None and not isinstance(full, bool):
         bad("full", "must be true or false")
@@ -244,7 +265,8 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
         return None
     return Job(name=name, dataset=dataset, cron=cron, interval=None if interval is None else float(interval),
                solver=solver, solver_params=dict(solver_params), k=k, graph=graph,
-               delta=None if delta is None else float(delta), full=full, store_uri=raw.get("store", store),
+               delta=None if delta is None else float(delta), metric=metric, weights=weights,
+               sigma=None if sigma is None else float(sigma), full=full, store_uri=raw.get("store", store),
                keep_runs=keep_runs, holdout=float(holdout))
 
 

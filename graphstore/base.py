@@ -342,8 +342,19 @@ def explanation(node: Mapping[str, Any] | None, neighbours: Iterable[Mapping[str
     return node, frame[list(NEIGHBOUR_COLUMNS)]
 
 
+#: Prediction columns a writer may leave out (written as null).
+OPTIONAL_COLUMNS = ("label_noise_score",)
+#: What the stores write: PREDICTION_SCHEMA and the optional noise score after label_noise.
+WRITTEN_PREDICTION_SCHEMA = PREDICTION_SCHEMA.insert(PREDICTION_SCHEMA.get_field_index("label_noise") + 1,
+                                                     pa.field("label_noise_score", pa.float64()))
+
+
 def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
-    """The table's columns of ``schema``, in its order and types; names what is missing."""
+    """The table's columns of ``schema``, in its order and types; names what is missing
+    (an ``OPTIONAL_COLUMNS`` column that is missing becomes nulls)."""
+    for name in OPTIONAL_COLUMNS:
+        if name in schema.names and name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
     missing = [name for name in schema.names if name not in table.column_names]
     if missing:
         raise ValueError(f"{what} table lacks columns {missing}")

@@ -22,6 +22,7 @@ from .base import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     PREDICTION_SCHEMA,
+    WRITTEN_PREDICTION_SCHEMA,
     GraphStore,
     LabelRunRecord,
     StoreLocked,
@@ -265,7 +266,7 @@ class KuzuStore(GraphStore):
 
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         check_dataset_name(dataset)
-        predictions = conform_table(predictions, PREDICTION_SCHEMA, "prediction")
+        predictions = conform_table(predictions, WRITTEN_PREDICTION_SCHEMA, "prediction")
         rows = predictions.append_column("uid", _uids(dataset, predictions.column("key")))
         if rows.num_rows:
             self._bulk("write_predictions", {"rows": rows})

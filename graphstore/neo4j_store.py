@@ -88,6 +88,7 @@ from .base import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
     PREDICTION_SCHEMA,
+    WRITTEN_PREDICTION_SCHEMA,
     GraphStore,
     LabelRunRecord,
     StoreSetupError,
@@ -145,7 +146,7 @@ class Neo4jGraphConfig:
         relationships without it between the dataset's nodes (a user's own).
     run_label : str
         Label of the ``LabelRun`` nodes.
-    predicted_label, label_confidence, label_noise, label_run_id, label_solver, labelled_at : str
+    predicted_label, label_confidence, label_noise, label_noise_score, label_run_id, label_solver, labelled_at : str
         Names of the properties a run writes on each node.
     previous_predicted_label, previous_label_run_id : str
         Where a write-back keeps the prediction and run id it replaces (Neo4j only).
@@ -170,6 +171,7 @@ class Neo4jGraphConfig:
     predicted_label: str = "predicted_label"
     label_confidence: str = "label_confidence"
     label_noise: str = "label_noise"
+    label_noise_score: str = "label_noise_score"
     label_run_id: str = "label_run_id"
     label_solver: str = "label_solver"
     labelled_at: str = "labelled_at"
@@ -181,7 +183,8 @@ class Neo4jGraphConfig:
     edge_builder: str = "gds"
     _fragments: dict = field(default=None, init=False, repr=False, compare=False)
 
-    WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_run_id", "label_solver",
+    WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_noise_score", "label_run_id",
+               "label_solver",
                "labelled_at", "previous_predicted_label", "previous_label_run_id", "updated_at",
                "content_hash")
 
@@ -606,7 +609,7 @@ class Neo4jStore(GraphStore):
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         """Set the prediction properties; returns how many nodes were matched by key."""
         check_dataset_name(dataset)
-        predictions = conform_table(predictions, PREDICTION_SCHEMA, "prediction")
+        predictions = conform_table(predictions, WRITTEN_PREDICTION_SCHEMA, "prediction")
         return self._write_batches("write_predictions", predictions, {"dataset": dataset})
 
     def write_run(self, run: LabelRunRecord) -> None:

@@ -15,6 +15,7 @@ _HOMES = {
     "mincut3_graph": "cut_graphs", "delta_rule": "cut_graphs", "delta_rule_graph": "cut_graphs",
     "DELTA_RULES": "cut_graphs",
     "DegenerateWeightsWarning": "knn", "median_kth_distance": "knn", "weights_problem": "knn",
+    "mutual_knn_graph": "paper_graphs", "directed_similarities": "paper_graphs",
 }
 
 __all__ = list(_HOMES)

@@ -36,3 +36,24 @@ def finish_labels(scores: np.ndarray, confidence: np.ndarray, no_label: np.ndarr
     confidence = np.clip(confidence, 0.0, 1.0)
     confidence[no_label] = 0.0
     return labels, confidence
+
+
+def margin_scores(P: np.ndarray, given: np.ndarray) -> np.ndarray:
+    """Per row: the largest entry of another column minus the entry of the ``given`` column.
+
+    The noise score of a given label from its held-out class distribution P (one row per
+    label): the margin by which the best other class beats the given one, in [-1, 1] for
+    probabilities (cleanlab's ``normalized_margin`` with the sign flipped, so that higher
+    means more doubtful)."""
+    rows = np.arange(len(given))
+    other = np.array(P, dtype=np.float64, copy=True)
+    own = other[rows, given].copy()
+    other[rows, given] = -np.inf
+    return other.max(axis=1) - own
+
+
+def per_label(n: int, labeled: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """An (n,) array holding ``values`` at the labeled nodes and NaN elsewhere."""
+    out = np.full(n, np.nan)
+    out[labeled] = values
+    return out

@@ -180,3 +180,41 @@ def _hpf(n_nodes: int, arcs: np.ndarray, lo: float, hi: float):
         libhpf.libfree(breakpoints_ptr)
         libhpf.libfree(cuts_ptr)
     return breakpoints, cuts, {"read": times[0], "init": times[1], "solve": times[2]}
+
+
+def entry_parameters(
+    W: sp.csr_matrix,
+    source_const: np.ndarray,
+    source_slope: np.ndarray,
+    sink_cap: np.ndarray,
+    lo: float,
+    hi: float,
+) -> tuple[np.ndarray, int]:
+    """For every node, the smallest parameter in [lo, hi] at which it is in the minimal
+    source set (``lo`` when it already is at ``lo``, ``inf`` when it never is).
+
+    One parametric pseudoflow run gives every breakpoint of the range and the nested
+    minimal source sets between them (cut j holds on (b_{j-1}, b_j]), so the entry value
+    is exact, not read off a grid. Returns the entry values and the number of breakpoints.
+    """
+    n = W.shape[0]
+    if n == 0:
+        return np.zeros(0), 0
+    source_const, source_slope, sink_cap = (
+        np.asarray(a, dtype=np.float64) for a in (source_const, source_slope, sink_cap))
+    coo = sp.csr_matrix(W).tocoo()
+    has_source = (source_const > 0) | (source_slope > 0)
+    has_sink = sink_cap > 0
+    nodes = np.arange(1, n + 1, dtype=np.float64)
+    arcs = np.concatenate([
+        np.column_stack([np.zeros(has_source.sum()), nodes[has_source], source_const[has_source],
+                         source_slope[has_source]]),
+        np.column_stack([nodes[has_sink], np.full(has_sink.sum(), n + 1.0), sink_cap[has_sink],
+                         np.zeros(has_sink.sum())]),
+        np.column_stack([coo.row + 1.0, coo.col + 1.0, coo.data, np.zeros(coo.nnz)]),
+    ])
+    breakpoints, cuts, _ = _hpf(n + 2, arcs, float(lo), float(hi))
+    inside = cuts[:, 1 : n + 1].astype(bool)
+    first = np.where(inside.any(axis=0), inside.argmax(axis=0), len(breakpoints))
+    lower = np.concatenate([[lo], breakpoints])  # the interval's lower end: where the node enters
+    return np.where(first < len(breakpoints), lower[np.minimum(first, len(breakpoints))], np.inf), len(breakpoints)

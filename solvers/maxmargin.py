@@ -66,6 +66,9 @@ Decisions the paper leaves open, and what this module does
   precision 0.65, recall 0.97 at the default threshold), because the correct
   labels the rule flags are the lone examples of unusual handwriting (a class's sub-cluster),
   while a flipped label only damages its own neighbourhood.
+- Noise score (for ranking, ``Prediction.noise_score``): the margin of the best other class
+  over the given one in the cross-fitted probabilities; NaN when ``cv=0``. The flag keeps
+  its own rule above.
 - Nodes that no labeled node can reach (including nodes with no edges, such as entities
   added after the last graph build) get the model's prediction and confidence, not label -1:
   they are *model* predictions, not graph ones, and ``info["graph_unreachable"]`` marks them.
@@ -97,7 +100,7 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
-from ._graph import unreachable
+from ._graph import margin_scores, per_label, unreachable
 from .harmonic import SOLVERS, harmonic_scores
 from .problem import LabelProblem, Prediction
 
@@ -524,6 +527,10 @@ def maxmargin(
     if not predict_unreachable:
         labels[cut_off] = -1
         confidence[cut_off] = 0.0
+    noise_score = None
+    if model.oof_proba_ is not None:
+        given = np.flatnonzero(problem.labeled)
+        noise_score = per_label(problem.n_nodes, problem.labeled, margin_scores(model.oof_proba_, problem.y[given]))
     info = {
         "model": model,
         "graph_unreachable": cut_off,
@@ -534,4 +541,4 @@ def maxmargin(
         **model.timings_,
     }
     params = dict(model.get_params(), predict_unreachable=predict_unreachable)
-    return Prediction(labels, confidence, model.noisy_.copy(), P, "maxmargin", params, info)
+    return Prediction(labels, confidence, model.noisy_.copy(), P, "maxmargin", params, info, noise_score)

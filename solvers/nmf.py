@@ -64,11 +64,18 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     criterion uses the same θ in Eq. 24 (with θ in {0, 1} this is exactly Eq. 26).
 26. (ours) Confidence of a prediction: φ_i(ŷ_i), the marginal of the mode (the paper's
     per-node factor of Γ); no recalibration.
-27. (ours) Noise flags: a given label y_i is flagged when the marginal the node would
-    have from its neighbours alone, ψ_i = softmax(β Σ_j W_ij φ_j) (its own field θ_i
-    removed, one cavity step at the converged φ), gives y_i less than
-    ``noise_threshold`` and prefers another class. Nodes without neighbours are never
-    flagged. The prediction of a flagged node stays the arg-max of φ.
+27. (ours) Noise flags: the marginal the node would have from its neighbours alone,
+    ψ_i = softmax(β Σ_j W_ij φ_j) (its own field θ_i removed, one cavity step at the
+    converged φ), gives the label's ``noise_score``: the margin of ψ's best other class
+    over y_i (as the harmonic solver's). It is flagged at ``noise_threshold`` = 0.35, the
+    harmonic solver's value; measured on clean labels (10 seeds, 10 per class; WDBC 28)
+    the false-flag rate is 0.8% on digits, 2.7% on segment and 1.4% on WDBC, and digits
+    with 10% flipped gives precision / recall 0.92 / 0.91 (the earlier rule, ψ_i(y_i) <
+    0.1 and another class preferred, is a margin of about 0.8 for two classes: on WDBC
+    it caught 18% of the flips at 10%). ψ is nearly one-hot at β*, so on digits the
+    margin is ±1 and any threshold gives the same flags. Nodes without neighbours get
+    the score -1 and are never flagged. The prediction of a flagged node stays the
+    arg-max of φ.
 28. (ours) Slow convergence at large β. The paper's plateau of up to 10⁴ iterations
     is the synchronous update cycling (period 2: δ stays near 1 instead of shrinking,
     sometimes on only a few tightly coupled nodes). ``damping=λ`` replaces φ by
@@ -100,7 +107,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from ._graph import finish_labels, one_hot, unreachable
+from ._graph import finish_labels, margin_scores, one_hot, per_label, unreachable
 from .problem import LabelProblem, Prediction
 
 VARIANTS = ("symmetric", "row")
@@ -110,6 +117,9 @@ GAMMAS = ("midpoint",)
 # every AUTO_PATIENCE iterations without convergence, up to AUTO_MAX_DAMPING (item 28).
 AUTO_PATIENCE = 100
 AUTO_MAX_DAMPING = 0.99
+# deflate="auto": a class predicted on this much more of the graph than its share of the
+# given labels has taken it by the ordering of the model, not by the labels (item 29).
+COLLAPSE_SHARE = 0.25
 
 
 def normalise(W: sp.spmatrix, variant: str = "symmetric") -> sp.csr_matrix:
@@ -212,8 +222,33 @@ def _softmax_rows(h: np.ndarray) -> np.ndarray:
     return out
 
 
+def trivial_mode(W: sp.spmatrix, variant: str = "symmetric"):
+    """The whole-graph eigenvector pair (eigenvalue 1) of ``normalise(W, variant)`` of each
+    connected component (each has its own): ``(right, left_sum, component)`` as
+    ``mean_field``'s ``deflate`` takes them, ``left_sum`` the sparse component × node matrix
+    of the left vectors.
+
+    Symmetric: D^½1/‖D^½1‖ on both sides; row (D⁻¹W): the constant vector on the right and
+    the degrees over the volume on the left.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    d = np.asarray(sp.csr_matrix(W).sum(axis=1)).ravel()
+    _, comp = connected_components(W, directed=False)
+    volume = np.bincount(comp, d)[comp]
+    safe = np.where(volume > 0, volume, 1.0)
+    if variant == "row":
+        right, left = np.where(d > 0, 1.0, 0.0), d / safe
+    else:
+        right = left = np.sqrt(d / safe)
+    n = len(d)
+    left_sum = sp.csr_matrix((left, (comp, np.arange(n))), shape=(comp.max() + 1, n))
+    return right, left_sum, comp
+
+
 def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float = 1e-3,
-               max_iter: int = 10_000, criterion: str = "coupling", damping: float | str = "auto"):
+               max_iter: int = 10_000, criterion: str = "coupling", damping: float | str = "auto",
+               deflate: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
     """Iterate the synchronous NMF update (Eq. 15–16, Alg. 3.1) from φ = 1/q.
 
     Parameters
@@ -225,6 +260,9 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
     beta : float
     tol, max_iter, criterion, damping
         See ``nmf``.
+    deflate : (right, left_sum, component), optional
+        Remove the trivial mode from the couplings: ``A @ φ`` becomes
+        ``A @ φ − right ⊗ (left_sum @ φ)[component]`` (``trivial_mode``; item 29).
 
     Returns
     -------
@@ -249,6 +287,9 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
             lam = min(1.0 - (1.0 - lam) / 2.0, AUTO_MAX_DAMPING)
             switched = switched or it
         m = A @ phi
+        if deflate is not None:
+            right, left_sum, comp = deflate  # left_sum: sparse, component × node, the left vector
+            m -= right[:, None] * (left_sum @ phi)[comp]
         h = beta * m
         h += field
         new = _softmax_rows(h)
@@ -274,7 +315,7 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
 def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str = 1.0,
         beta: float | str = "auto", tol: float = 1e-3, max_iter: int = 10_000,
         criterion: str = "coupling", damping: float | str = "auto",
-        noise_threshold: float = 0.1) -> Prediction:
+        deflate: bool | str = "auto", noise_threshold: float = 0.35) -> Prediction:
     """Label nodes with the naive mean-field Potts model, β from the Γ criterion.
 
     Parameters
@@ -299,9 +340,15 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         φ ← (1−λ) softmax(h) + λ φ; 0 is the paper's update; "auto" is the paper's
         update for 100 iterations, then λ = 0.5, 0.75, ... while it has not converged
         (module docstring, item 28).
-    noise_threshold : float in (0, 1), default=0.1
-        A given label is flagged when the node's neighbour-only marginal gives it less
-        than this (module docstring, item 27).
+    deflate : bool or "auto", default="auto"
+        Remove each component's trivial (whole-graph) mode from the couplings, so that no
+        class can take a whole component by the dynamics alone (module docstring, item
+        29). False is the paper's model; "auto" runs the paper's model and, when one class
+        has taken the graph (its predicted share exceeds its share of the given labels by
+        more than ``COLLAPSE_SHARE``), runs again deflated.
+    noise_threshold : float in (0, 1), default=0.35
+        A given label is flagged when the best other class beats it by this margin in
+        the node's neighbour-only marginal (module docstring, item 27).
 
     Returns
     -------
@@ -322,6 +369,8 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         raise ValueError(f"tol must be a positive number, got {tol!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    if deflate not in (True, False, "auto"):
+        raise ValueError(f"deflate must be True, False or 'auto', got {deflate!r}")
     if damping != "auto" and not (isinstance(damping, (int, float)) and 0.0 <= damping < 1.0):
         raise ValueError(f"damping must be 'auto' or lie in [0, 1), got {damping!r}")
     if not (isinstance(noise_threshold, (int, float)) and 0.0 < noise_threshold < 1.0):
@@ -351,16 +400,26 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         beta_value, tuned = float(beta), None
 
     A = normalise(problem.W, variant)
+    mode = trivial_mode(problem.W, variant) if deflate is True else None
     phi, n_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
-                                    criterion=criterion, damping=damping)
+                                                 criterion=criterion, damping=damping, deflate=mode)
+    collapsed = _collapsed(phi, problem, unreachable(problem.W, labeled))
+    if deflate == "auto" and collapsed:
+        mode = trivial_mode(problem.W, variant)
+        phi, more_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
+                                                        criterion=criterion, damping=damping, deflate=mode)
+        n_iter += more_iter
 
     no_label = unreachable(problem.W, labeled)
     labels, confidence = finish_labels(phi, phi.max(axis=1), no_label)
-    noisy = _noise_flags(A, phi, problem.y, labeled, beta_value, noise_threshold)
+    noise_score = _noise_scores(A, phi, problem.y, labeled, beta_value, mode)
+    noisy = labeled & (noise_score >= noise_threshold)
     reach = ~no_label
     log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
     converged = delta <= tol if criterion == "coupling" else delta < tol
     info = {
+        "collapsed": collapsed,
+        "deflated": mode is not None,
         "beta": beta_value,
         "beta_star": tuned,
         "gamma": gamma_value if tuned is not None else None,
@@ -373,20 +432,31 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         "seconds": time.perf_counter() - start,
     }
     params = {"variant": variant, "gamma": gamma, "beta": beta_value, "tol": tol,
-              "max_iter": int(max_iter), "criterion": criterion, "damping": damping,
+              "max_iter": int(max_iter), "criterion": criterion, "damping": damping, "deflate": deflate,
               "noise_threshold": noise_threshold}
-    return Prediction(labels, confidence, noisy, phi, "nmf", params, info)
+    return Prediction(labels, confidence, noisy, phi, "nmf", params, info, noise_score)
 
 
-def _noise_flags(A, phi, y, labeled, beta, threshold) -> np.ndarray:
-    """Given labels the neighbours' field alone gives less than ``threshold`` (item 27)."""
+def _collapsed(phi, problem: LabelProblem, no_label) -> bool:
+    """One class has taken the graph: its share of the predictions exceeds its share of
+    the given labels by more than ``COLLAPSE_SHARE`` (item 29)."""
+    reach = ~no_label
+    if not reach.any():
+        return False
+    predicted = np.bincount(phi[reach].argmax(axis=1), minlength=problem.n_classes) / reach.sum()
+    given = np.bincount(problem.y[problem.labeled], minlength=problem.n_classes) / problem.labeled.sum()
+    return bool(np.max(predicted - given) > COLLAPSE_SHARE)
+
+
+def _noise_scores(A, phi, y, labeled, beta, deflate) -> np.ndarray:
+    """Margin of the best other class over the given label in the cavity marginal ψ (item 27)."""
     idx = np.flatnonzero(labeled)
     A_l = A[idx]
     m = A_l @ phi
+    if deflate is not None:
+        right, left_sum, comp = deflate
+        m -= right[idx, None] * (left_sum @ phi)[comp[idx]]
     psi = _softmax_rows(beta * m)
-    given = psi[np.arange(len(idx)), y[idx]]
-    has_neighbours = np.diff(A_l.indptr) > 0
-    flags = has_neighbours & (given < threshold) & (psi.argmax(axis=1) != y[idx])
-    noisy = np.zeros(len(y), dtype=bool)
-    noisy[idx[flags]] = True
-    return noisy
+    margin = margin_scores(psi, y[idx])
+    margin[np.diff(A_l.indptr) == 0] = -1.0  # no neighbours: no evidence against the label
+    return per_label(len(y), labeled, margin)

@@ -21,8 +21,10 @@ class LabelProblem:
 
     Parameters
     ----------
-    W : scipy.sparse matrix, shape (n, n)
-        Symmetric, non-negative edge weights; the diagonal is ignored (set to 0).
+    W : scipy.sparse matrix, shape (n, n), or None
+        Symmetric, non-negative edge weights; the diagonal is ignored (set to 0). ``None``
+        (with ``X``) for the solvers that build their own graph from the features
+        (``lcsnc`` with ``graph="knn"``): W is then empty and ``has_graph`` False.
     y : array of int, shape (n,)
         Class index 0..C-1 of each given label, ``-1`` (``UNLABELED``) where none is given.
     label_confidence : array of float in [0, 1], shape (n,), optional
@@ -40,13 +42,19 @@ class LabelProblem:
         values outside -1..C-1, or confidences outside [0, 1].
     """
 
-    W: sp.csr_matrix
+    W: sp.csr_matrix | None
     y: np.ndarray
     label_confidence: np.ndarray | None = None
     n_classes: int | None = None
     X: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "has_graph", self.W is not None)
+        if self.W is None:
+            if self.X is None:
+                raise ValueError("a LabelProblem needs a graph W, or features X for a solver that builds one")
+            n = np.asarray(self.X).shape[0]
+            object.__setattr__(self, "W", sp.csr_matrix((n, n), dtype=np.float64))
         W = sp.csr_matrix(self.W, dtype=np.float64)
         if W.ndim != 2 or W.shape[0] != W.shape[1]:
             raise ValueError(f"W must be a square matrix, got shape {W.shape}")
@@ -98,7 +106,7 @@ class LabelProblem:
 
     def with_labels(self, y: np.ndarray, label_confidence: np.ndarray | None = None) -> "LabelProblem":
         """The same graph with other given labels (for cross-validation and leave-one-out)."""
-        return LabelProblem(self.W, y, label_confidence, self.n_classes, self.X)
+        return LabelProblem(self.W if self.has_graph else None, y, label_confidence, self.n_classes, self.X)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +128,13 @@ class Prediction:
         The parameters the solver ran with, after defaults and tuning.
     info : dict
         Solver metadata (iterations, chosen hyperparameters, timings of its own steps...).
+    noise_score : array of float, shape (n,), optional
+        How strongly the solver doubts each given label, to rank them (NaN for unlabeled
+        nodes): a given label is flagged (``noisy``) when its score reaches the solver's
+        ``noise_threshold``. Each solver's docstring says what its score measures; for
+        most it is the margin of the best other class over the given one in the label's
+        held-out prediction (cleanlab's ``normalized_margin``, negated), in [-1, 1].
+        ``None`` when the solver did not look for noise.
     """
 
     labels: np.ndarray
@@ -129,10 +144,13 @@ class Prediction:
     method: str
     params: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    noise_score: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.labels)
         if self.confidence.shape != (n,) or self.noisy.shape != (n,) or self.scores.shape[0] != n:
             raise ValueError("labels, confidence, noisy and scores must have one row per node")
+        if self.noise_score is not None and np.shape(self.noise_score) != (n,):
+            raise ValueError("noise_score must have one value per node")
         if n and (self.confidence.min() < 0 or self.confidence.max() > 1):
             raise ValueError("confidence must lie in [0, 1]")

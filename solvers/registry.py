@@ -17,6 +17,8 @@ METHODS: dict[str, str] = {
     "spectral": "solvers.spectral:spectral",
     "maxmargin": "solvers.maxmargin:maxmargin",
     "nmf": "solvers.nmf:nmf",
+    # cross-validates a few of the above on the given labels (solvers/auto.py)
+    "auto": "solvers.auto:auto",
 }
 
 
@@ -45,5 +47,8 @@ def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Predicti
             f"need given labels of at least two classes, got {len(labeled_classes)}"
             " (a solver cannot tell classes apart from one)"
         )
+    if not problem.has_graph and not (method == "lcsnc" and params.get("graph") == "knn"):
+        raise ValueError(f"{method} needs a graph: this problem has features only (W=None); only lcsnc with"
+                         " graph='knn' builds its own")
     module, func = METHODS[method].split(":")
     return getattr(import_module(module), func)(problem, **params)

@@ -56,11 +56,16 @@ Open decisions (paper silent or ambiguous) and what this module chooses
    Cost: l extra solves of O(l·d² + C·d³) each (l = number of given labels).
    With fewer than ``min_calibration`` usable held-out labels (or ``calibration=
    "none"``) the confidence is min(gap, 1) (gap 1 = both targets hit exactly).
-10. Noise flags: ``noise="fit"`` (default) flags a given label when the fitted labelling
-    disagrees with it. c does not pin labels absolutely (the sphere ‖z‖² = n bounds z),
-    and on digits with 10% flipped labels this catches nearly all flips at high
-    precision; ``noise="loo"`` flags a label when its leave-one-out prediction disagrees
-    (higher recall, lower precision in the same test).
+10. Noise flags: a given label's ``noise_score`` is the margin of the best other class
+    over the given one in the normalised margins (decision 8) of the fitted labelling
+    (``noise="fit"``, default) or of its leave-one-out prediction (``noise="loo"``);
+    it is flagged at ``noise_threshold`` = 0.1 (a tenth of the distance between the two
+    targets). c does not pin labels absolutely (the sphere ‖z‖² = n bounds z), so the
+    fit already disagrees with most flipped labels. Threshold 0, i.e. "the fit
+    disagrees" (this module's rule before), flagged 14% of the clean labels of segment
+    (10 per class, seeds 0-9); 0.1 flags 2.4% there, 0.4% on digits and 1.1% on WDBC
+    (28 per class), and finds digits' 10% flips at precision / recall 0.96 / 0.85
+    (0.87 / 0.95 at 0). ``noise="loo"`` has higher recall, lower precision.
 11. The objective reported per class (for the k criterion of Sec. 6/Fig. 5) is the
     value of eq. 19 at the solution, constant term cγᵀCγ included. The notes could not
     make it pick k = 10 on digits; `select_k` implements the normalisation
@@ -90,7 +95,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._graph import finish_labels, unreachable
+from ._graph import finish_labels, margin_scores, per_label, unreachable
 from .problem import LabelProblem, Prediction
 
 LAPLACIANS = ("rw", "rw_unit", "sym", "unnormalized")
@@ -567,6 +572,7 @@ def spectral(
     calibration: str = "loo",
     min_calibration: int = 10,
     noise: str = "fit",
+    noise_threshold: float = 0.1,
     check_spectrum: bool = True,
     random_state: int = 0,
 ) -> Prediction:
@@ -593,6 +599,9 @@ def spectral(
         Fewest usable held-out labels for the Platt fit.
     noise : {"fit", "loo"}
         Which prediction of a given label's node decides its noise flag (decision 10).
+    noise_threshold : float, default 0.1
+        A label is flagged when the best other class's normalised margin beats the given
+        class's by at least this much (decision 10).
     check_spectrum : bool
         Verify that ``spectrum`` was computed from ``problem.W`` (an O(nnz) hash).
     random_state : int
@@ -663,11 +672,9 @@ def spectral(
         confidence = 1.0 / (1.0 + np.exp(-(platt[0] * gap + platt[1])))
     no_label = unreachable(problem.W, problem.labeled)
     labels, confidence = finish_labels(scores, confidence, no_label)
-    noisy = np.zeros(n, dtype=bool)
-    if noise == "loo":
-        noisy[lab] = loo_labels != y_l
-    else:
-        noisy[lab] = labels[lab] != y_l
+    margin = margin_scores(loo if noise == "loo" else scores[lab], y_l)
+    noise_score = per_label(n, problem.labeled, margin)
+    noisy = problem.labeled & (noise_score >= noise_threshold)
     params = {
         "d": d,
         "c": float(c),
@@ -677,6 +684,7 @@ def spectral(
         "calibration": calibration,
         "min_calibration": int(min_calibration),
         "noise": noise,
+        "noise_threshold": float(noise_threshold),
     }
     info = {
         "objective": objective,
@@ -686,7 +694,7 @@ def spectral(
         "solve_seconds": t_solve,
         "fingerprint": spectrum.fingerprint,
     }
-    return Prediction(labels, confidence, noisy, scores, "spectral", params, info)
+    return Prediction(labels, confidence, noisy, scores, "spectral", params, info, noise_score)
 
 
 def select_k(

@@ -27,7 +27,7 @@ from antlr4 import CommonTokenStream, InputStream
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4_cypher import CypherLexer, CypherParser
 
-from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA
+from graphstore.base import NODE_SCHEMA, WRITTEN_PREDICTION_SCHEMA
 from graphstore.identifiers import placeholders, render
 from graphstore.neo4j_store import Neo4jGraphConfig
 from graphstore.queries import CYPHER_DIR, load_query, split_statements
@@ -131,7 +131,8 @@ def _kuzu_parameters(name: str) -> dict:
     nodes = pa.table({"key": ["a"], "features": [b"\x00" * 8], "label": ["x"]})  # Kùzu keeps a BLOB
     predictions = pa.table({
         "key": ["a"], "predicted_label": ["x"], "label_confidence": [0.5], "label_noise": [False],
-        "label_run_id": ["r"], "label_solver": ["s"], "labelled_at": [now]}).cast(PREDICTION_SCHEMA)
+        "label_noise_score": [0.1], "label_run_id": ["r"], "label_solver": ["s"],
+        "labelled_at": [now]}).cast(WRITTEN_PREDICTION_SCHEMA)
     tables = {
         "upsert_nodes": {"rows": nodes.append_column("uid", pa.array(["d:a"]))
                          .append_column("dataset", pa.array(["d"]))

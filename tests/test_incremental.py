@@ -418,6 +418,23 @@ def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
         assert (abs(W - W.T)).max() == 0
 
 
+@pytestmark_prefect
+def test_a_changed_solver_or_its_parameters_is_a_full_run(store_95):
+    # after the harmonic full run, nothing changed in the data: a run with another solver
+    # must still relabel every node (and say so), not report "0 changed nodes"
+    summary = labelling_flow(DATASET, store_uri=store_95, solver="nmf", k=K, publish=False)
+    metrics = summary["metrics"]
+    assert not metrics["incremental"] and "harmonic → nmf" in metrics["full_run_reason"]
+    with open_store(store_95) as store:
+        solvers = store.query("MATCH (e:Entity) RETURN e.label_solver AS solver, count(*) AS n")
+    assert solvers["solver"].tolist() == ["nmf"] and solvers["n"][0] == summary["n_nodes"]
+    same = labelling_flow(DATASET, store_uri=store_95, solver="nmf", k=K, publish=False)
+    assert same["metrics"]["incremental"] and same["metrics"]["n_region"] == 0
+    tuned = labelling_flow(DATASET, store_uri=store_95, solver="nmf", solver_params={"gamma": "midpoint"}, k=K,
+                           publish=False)
+    assert not tuned["metrics"]["incremental"] and "parameters changed" in tuned["metrics"]["full_run_reason"]
+
+
 # -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------
 
 

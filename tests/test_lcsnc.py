@@ -321,3 +321,43 @@ def test_labeled_only_cv_with_random_draws_tunes_within_the_grids():
     assert 0.5 < pred.info["cv_score"] <= 1.0
     assert np.mean(pred.labels[~given] == y[~given]) > 0.85
     assert noise_scores(pred.noisy[given], flipped[given])["recall"] > 0.3
+
+
+def test_knn_graph_needs_no_dummy_w():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(0)
+    given = np.where(rng.random(len(y)) < 0.2, y, -1)
+    features_only = LabelProblem(None, given, X=X)
+    assert not features_only.has_graph and features_only.W.nnz == 0
+    kw = dict(graph="knn", k=8, eps=1.0, lam=4.0**-4, c=16.0)
+    pred = solve(features_only, "lcsnc", **kw)
+    with_dummy = solve(LabelProblem(sp.csr_matrix((len(y), len(y))), given, X=X), "lcsnc", **kw)
+    np.testing.assert_array_equal(pred.labels, with_dummy.labels)
+    assert np.mean(pred.labels[given < 0] == y[given < 0]) > 0.85
+    with pytest.raises(ValueError, match="needs a graph"):
+        solve(features_only, "harmonic")
+    with pytest.raises(ValueError, match="needs a graph W, or features"):
+        LabelProblem(None, given)
+
+
+def test_multiclass_path_rule_on_digits_beats_the_cut_rule():
+    # The protocol: digits, 10 labels per class, 10% flipped, a 10-NN graph.
+    from sklearn.datasets import load_digits
+
+    from graphlabel.sampling import flip_labels, keep_per_class
+
+    X, y = load_digits(return_X_y=True)
+    W = knn_graph(X, 10)
+    rng = np.random.default_rng(0)
+    kept = keep_per_class(y, 10, rng)
+    noisy, _ = flip_labels(y, kept, 0.1, 10, rng)
+    problem = LabelProblem(W, np.where(kept, noisy, -1))
+    hidden = ~kept
+    path = solve(problem, "lcsnc", c_grid=(8.0, 16.0))
+    cut = solve(problem, "lcsnc", c_grid=(8.0, 16.0), multiclass="cut")
+    assert "lam" not in path.params and path.params["multiclass"] == "path"
+    assert np.mean(path.labels[hidden] == y[hidden]) > 0.88
+    assert np.mean(path.labels[hidden] == y[hidden]) > np.mean(cut.labels[hidden] == y[hidden]) + 0.05
+    np.testing.assert_allclose(path.confidence[hidden], path.scores[hidden].max(axis=1))

@@ -232,7 +232,11 @@ def test_leave_one_out_flags_match_brute_force(seed):
     y = np.full(n, -1)
     y[:5] = [0, 0, 1, 1, 2]
     y[rng.integers(5)] = rng.integers(3)  # sometimes a class loses a label: still well defined
-    p = mincut(LabelProblem(sp.csr_matrix(A), y, n_classes=3), n_cuts=0)
+    p = mincut(LabelProblem(sp.csr_matrix(A), y, n_classes=3), n_cuts=0, noise="loo")
+    # every label is within 2 hops of the others here, so each colour class is one label
+    # and the grouped flags are the exact ones
+    grouped = mincut(LabelProblem(sp.csr_matrix(A), y, n_classes=3), n_cuts=0, noise="grouped")
+    np.testing.assert_array_equal(grouped.noisy, p.noisy)
     _, comp = connected_components(sp.csr_matrix(A), directed=False)
     for i in range(5):
         others = np.sum((comp == comp[i]) & (y >= 0)) - 1
@@ -252,11 +256,14 @@ def _digits_problem(per_class, flip, seed):
 
 def test_noise_flags_on_digits_find_flipped_labels():
     X, y, keep, y_given, flipped = _digits_problem(20, 0.1, 0)
-    p = mincut(LabelProblem(knn_graph(X, 10), y_given), n_cuts=0)
-    scores = noise_scores(p.noisy[keep], flipped[keep])
-    assert scores["precision"] > 3 * flipped[keep].mean()
-    assert scores["recall"] > 0.5
-    assert not p.noisy[~keep].any()
+    for rule in ("grouped", "cavity"):
+        p = mincut(LabelProblem(knn_graph(X, 10), y_given), n_cuts=0, noise=rule)
+        scores = noise_scores(p.noisy[keep], flipped[keep])
+        assert scores["precision"] > 3 * flipped[keep].mean()
+        assert scores["recall"] > 0.5
+        assert not p.noisy[~keep].any()
+    cavity = noise_scores(p.noisy[keep], flipped[keep])
+    assert cavity["precision"] > 0.5  # the vote of the exact labeling: far fewer false flags
 
 
 def test_digits_accuracy_and_randomized_confidence_rank_errors():
@@ -292,9 +299,12 @@ def test_component_without_labels_gets_no_label():
     assert p.labels[0] == 0 and p.labels[2] == 1
     assert not p.noisy.any()  # each class's only label: no leave-one-out evidence
     y2 = np.array([0, 0, 1, -1, -1, -1])  # node 1 sits between a 0 and a 1 label: a tie, kept
-    assert not mincut(LabelProblem(sp.csr_matrix(A), y2), n_cuts=0).noisy.any()
-    A[1, 2] = A[2, 1] = 2.0  # now node 1 leans to class 1: flagged
-    assert mincut(LabelProblem(sp.csr_matrix(A), y2), n_cuts=0).noisy.tolist() == [False, True] + [False] * 4
+    for rule in ("loo", "grouped", "cavity"):
+        assert not mincut(LabelProblem(sp.csr_matrix(A), y2), n_cuts=0, noise=rule).noisy.any()
+    A[1, 2] = A[2, 1] = 3.0  # now node 1 leans to class 1 (3 to 1): flagged
+    for rule in ("loo", "grouped", "cavity"):
+        flags = mincut(LabelProblem(sp.csr_matrix(A), y2), n_cuts=0, noise=rule).noisy
+        assert flags.tolist() == [False, True] + [False] * 4, rule
 
 
 def test_validation():
@@ -305,3 +315,60 @@ def test_validation():
             mincut(problem, **bad)
     with pytest.raises(ValueError, match="both"):
         binary_min_cut(problem.W, np.array([True, False, False]), np.array([True, False, False]))
+
+
+def test_label_colours_separate_labels_within_two_hops():
+    from solvers.mincut import colour_labels
+
+    X, y = load_digits(return_X_y=True)
+    W = knn_graph(X, 10)
+    labeled = keep_per_class(y, 20, np.random.default_rng(4))
+    colour = colour_labels(W, labeled)
+    l = np.flatnonzero(labeled)
+    H = (W != 0).astype(float) + sp.eye(W.shape[0])
+    near = ((H @ H)[l][:, l] != 0).toarray()
+    np.fill_diagonal(near, False)
+    i, j = np.nonzero(near)
+    assert len(i) > 0 and np.all(colour[i] != colour[j])
+    assert colour.max() + 1 < len(l) / 4  # far fewer cuts than one per label
+
+
+def test_grouped_flags_agree_with_one_cut_per_label_on_digits():
+    X, y, keep, y_given, flipped = _digits_problem(20, 0.1, 0)
+    problem = LabelProblem(knn_graph(X, 10), y_given)
+    exact = mincut(problem, n_cuts=0, noise="loo")
+    grouped = mincut(problem, n_cuts=0, noise="grouped")
+    assert np.sum(exact.noisy != grouped.noisy) <= 0.02 * keep.sum()
+    assert np.all(grouped.noisy[keep] == (grouped.noise_score[keep] > 0))
+    assert np.isnan(grouped.noise_score[~keep]).all()
+
+
+def test_unreached_rules():
+    A = np.zeros((7, 7))
+    A[0, 1] = A[1, 2] = A[3, 4] = A[5, 6] = 1.0
+    A = A + A.T
+    X = np.array([[0.0], [1], [2], [0.2], [0.1], [2.2], [2.1]])
+    y = np.array([0, -1, 1, -1, -1, -1, -1])
+    problem = LabelProblem(sp.csr_matrix(A), y, X=X)
+    none = mincut(problem, n_cuts=0)
+    assert none.labels[3:].tolist() == [-1] * 4 and (none.confidence[3:] == 0).all()
+    paper = mincut(problem, n_cuts=0, unreached="paper")
+    assert paper.labels[3:].tolist() == [0] * 4  # outside the smallest V+: negative
+    nearest = mincut(problem, n_cuts=0, unreached="nearest")
+    assert nearest.labels[3:].tolist() == [0, 0, 1, 1]  # node 0 at 0.0, node 2 at 2.0
+    np.testing.assert_allclose(nearest.confidence[3:], 0.5)  # one given label per class
+    assert nearest.labels[:3].tolist() == none.labels[:3].tolist()
+    with pytest.raises(ValueError, match="needs node features"):
+        mincut(LabelProblem(sp.csr_matrix(A), y), unreached="nearest")
+
+
+def test_restricted_expansion_moves_match_the_full_moves_on_digits():
+    X, y, keep, y_given, _ = _digits_problem(10, 0.0, 2)
+    problem = LabelProblem(knn_graph(X, 10), y_given)
+    full = mincut(problem, alpha=0.3, n_cuts=0, noise="none", expansion_hops=None)
+    restricted = mincut(problem, alpha=0.3, n_cuts=0, noise="none")
+    assert restricted.params["expansion_hops"] == 0
+    assert restricted.info["cost"] <= restricted.info["isolation_cost"] + 1e-9
+    assert restricted.info["cost"] <= 1.01 * full.info["cost"]
+    u = ~keep
+    assert abs(np.mean(restricted.labels[u] == y[u]) - np.mean(full.labels[u] == y[u])) < 0.01

@@ -223,9 +223,11 @@ def test_noise_flags_find_injected_flips_on_digits():
     scores = noise_scores(pred.noisy[given], flipped[given])
     assert not pred.noisy[~given].any()
     assert scores["precision"] > 0.6 and scores["recall"] > 0.4
-    # A stricter threshold flags a subset.
-    strict = nmf(problem.with_labels(np.where(given, noisy_y, -1)), noise_threshold=0.01)
+    # A stricter (higher) threshold flags a subset; the flags are the scores at the threshold.
+    strict = nmf(problem.with_labels(np.where(given, noisy_y, -1)), noise_threshold=0.99)
     assert np.all(pred.noisy[strict.noisy])
+    np.testing.assert_array_equal(pred.noisy, given & (pred.noise_score >= 0.35))
+    assert np.isnan(pred.noise_score[~given]).all()
 
 
 @pytest.mark.parametrize(

@@ -81,6 +81,9 @@ def job_with(**fields):
     ({"graph": "full"}, r"graph must be one of \['knn', 'delta'"),
     ({"graph": "delta"}, r"graph \"delta\" needs delta"),
     ({"delta": -1.0}, r"delta must be a positive number, got -1.0"),
+    ({"metric": "manhattan"}, r"metric must be one of \['euclidean', 'cosine'\], got 'manhattan'"),
+    ({"weights": "heat"}, r"weights must be one of \['gaussian', 'cosine', 'binary'\], got 'heat'"),
+    ({"sigma": 0}, r"sigma must be a positive number, got 0"),
     ({"full": "yes"}, r"full must be true or false, got 'yes'"),
     ({"keep_runs": 0}, r"keep_runs must be a positive integer, got 0"),
     ({"holdout": 1.5}, r"holdout must be a number in \[0, 1\), got 1.5"),
@@ -162,7 +165,7 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
     assert load_flow_from_entrypoint(made[0].entrypoint, use_placeholder_flow=False).name == "label-dataset"
     assert made[0].parameters == {"dataset": "products", "store_uri": "neo4j://graph.example:7687",
                                   "solver": "mincut", "solver_params": {"gamma_g": 0.1, "tol": 1e-6},
-                                  "graph": "knn", "k": 15}
+                                  "graph": "knn", "k": 15, "metric": "euclidean", "weights": "gaussian"}
     assert made[1].parameters["delta"] == 0.5 and made[1].parameters["graph"] == "delta"
     # every parameter is one the flow takes
     accepted = set(inspect.signature(labelling_flow.fn).parameters)
@@ -216,3 +219,12 @@ def test_retention_and_holdout_reach_the_flow():
     made = deployments([job])[0].parameters
     assert made["keep_runs"] == 30 and made["holdout_fraction"] == 0.1
     assert "keep_runs" not in parse_schedule(job_with(), "s.toml")[0].parameters()
+
+
+def test_graph_metric_weights_and_sigma_reach_the_flow():
+    for graph in ("sgt", "mutual_knn", "mincut3"):
+        job = parse_schedule(job_with(graph=graph, metric="cosine", weights="cosine", sigma=0.7), "s.toml")[0]
+        assert job.parameters()["graph"] == graph
+        assert (job.parameters()["metric"], job.parameters()["weights"], job.parameters()["sigma"]) == (
+            "cosine", "cosine", 0.7)
+        assert set(job.parameters()) <= set(inspect.signature(labelling_flow.fn).parameters)
