@@ -164,9 +164,10 @@ def record_graph_build(store: GraphStore, dataset: str, spec: dict[str, Any],
     """Record the parameters a dataset's similarity relationships were just built with.
 
     For the full path, after building edges: ``spec`` as the flow's ``graph_spec`` gives it,
-    ``sigma`` the Gaussian σ actually used (``similarity.knn_graph(..., return_sigma=True)``);
-    when σ is unknown (e.g. GDS picked it), it is read back from the stored weights on the
-    next incremental run. Returns the record written.
+    ``sigma`` the Gaussian σ actually used (``similarity.knn_graph(..., return_sigma=True)``,
+    or the store's ``NativeEdges.sigma``); when σ is unknown (a graph recorded before σ
+    was), it is read back from the stored weights on the next incremental run. Returns the
+    record written.
     """
     build = {name: spec.get(name) for name in (*GRAPH_KEYS, "symmetrise")}
     build["graph"] = build["graph"] or "knn"

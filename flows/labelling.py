@@ -145,10 +145,10 @@ def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: St
     no information (``similarity.weights_problem``)."""
     if store.native_knn and spec["graph"] == "knn":
         spec, notes = fit_k(spec, store.count_nodes(dataset), dataset)
-        n_edges = clock("build_edges", native_knn_edges, store, dataset,
-                        {k: v for k, v in spec.items() if k != "graph"})
-        record_graph_build(store, dataset, spec)  # σ is read back from the weights when needed
-        return n_edges, notes
+        built = clock("build_edges", native_knn_edges, store, dataset,
+                      {k: v for k, v in spec.items() if k != "graph"})
+        record_graph_build(store, dataset, spec, built.sigma)
+        return built.n_edges, notes
     keys, features, labels = clock("read_features", read_features, store, dataset)
     spec, notes = fit_k(spec, len(keys), dataset)
     W, sigma = clock("build_edges", similarity_graph, features, labels, spec)

@@ -24,7 +24,7 @@ from graphlabel import components
 from graphlabel.components import ComponentPlan
 from graphlabel.problems import ExportedProblem, label_problem, prediction_rows
 from graphlabel.records import ParsedRecords
-from graphstore import GraphStore, LabelRunRecord
+from graphstore import GraphStore, LabelRunRecord, NativeEdges
 
 from .direct import task
 
@@ -129,7 +129,7 @@ def write_edges(store: GraphStore, dataset: str, keys: np.ndarray, W: sp.spmatri
 
 
 @task("native-knn", **STORE_RETRIES)
-def native_knn_edges(store: GraphStore, dataset: str, spec: dict[str, Any]) -> int:
+def native_knn_edges(store: GraphStore, dataset: str, spec: dict[str, Any]) -> NativeEdges:
     """Let the database build the kNN relationships itself where it can (Neo4j GDS)."""
     return store.build_knn_edges(dataset, **spec)
 

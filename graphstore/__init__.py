@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from .base import GraphStore, LabelRunRecord, StoreLocked, StoreNotFound, StoreSetupError, SubGraph, check_dataset_name
+from .base import GraphStore, LabelRunRecord, NativeEdges, StoreLocked, StoreNotFound, StoreSetupError, SubGraph, check_dataset_name
 from .secrets import StoreConnectionError, check_store_uri, redact, redact_uri
 
 DEFAULT_STORE = ".graphlabel"
@@ -43,6 +43,6 @@ def open_store(uri: str | None = None, *, create: bool = False, **options) -> Gr
     return KuzuStore(uri.removeprefix("kuzu://"), create=create, **options)
 
 
-__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "StoreSetupError", "open_store", "default_store_uri",
+__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "NativeEdges", "StoreSetupError", "open_store", "default_store_uri",
            "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
            "redact_uri"]

@@ -17,7 +17,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -100,6 +100,14 @@ RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_
                "heartbeat_at")
 #: Columns of the neighbour table of ``GraphStore.explain``, in order.
 NEIGHBOUR_COLUMNS = ("key", "weight", "share", "given_label", "predicted_label", "label", "agrees")
+
+
+class NativeEdges(NamedTuple):
+    """What a store's own kNN builder did: the relationships it has afterwards, and the
+    Gaussian σ it weighted them with (None for other weights), so the flow records it."""
+
+    n_edges: int
+    sigma: float | None
 
 
 class StoreSetupError(RuntimeError):
@@ -504,9 +512,9 @@ class GraphStore(ABC):
         as configured (Neo4j's GDS builder without the plugin); the flows ask before they
         write anything. Stores that leave graphs to the flow's local builder can always."""
 
-    def build_knn_edges(self, dataset: str, **spec: Any) -> int:
+    def build_knn_edges(self, dataset: str, **spec: Any) -> NativeEdges:
         """Build kNN relationships inside the database (stores with ``native_knn``, e.g.
-        Neo4j GDS); returns the relationship count. The others leave the graph to the
+        Neo4j GDS); returns the relationship count and the σ used. The others leave the graph to the
         flow's local builder and ``replace_edges``."""
         raise NotImplementedError(f"{type(self).__name__} has no native kNN builder")
 

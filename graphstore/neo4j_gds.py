@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import StoreSetupError
+from .base import NativeEdges, StoreSetupError
 
 if TYPE_CHECKING:  # the store passes itself; no import cycle at run time
     from .neo4j_store import Neo4jStore
@@ -153,9 +153,10 @@ def projection(store: Neo4jStore, query: str, dataset: str, **parameters: Any) -
 
 
 def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: str,
-              sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> int:
+              sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> NativeEdges:
     """Replace the dataset's similarity relationships with GDS kNN ones (see the module
-    docstring); returns the relationships it has afterwards (directed, as written)."""
+    docstring); returns the relationships it has afterwards (directed, as written) and the
+    Gaussian σ of their weights (None unless ``weights="gaussian"``)."""
     gds_version(store)  # before anything is deleted
     store.check_edges_owned(dataset)
     keys = store.node_keys(dataset)
@@ -171,7 +172,7 @@ def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: 
         record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
         sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
     set_weights(store, dataset, keys, k, metric, weights, sigma)
-    return written
+    return NativeEdges(written, float(sigma) if weights == "gaussian" else None)
 
 
 def build_knn_for(store: Neo4jStore, dataset: str, keys: Sequence[str], *, k: int, metric: str,

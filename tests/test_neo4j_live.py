@@ -93,7 +93,7 @@ def test_gds_knn_matches_exact_neighbours_and_gaussian_weights(neo4j_store, data
     # sampleRate 1 and deltaThreshold 0 make GDS kNN (NN-descent) as exhaustive as it gets
     written = neo4j_store.build_knn_edges(dataset, k=k, metric="euclidean", weights="gaussian",
                                           deterministic=True, sample_rate=1.0, delta_threshold=0.0)
-    assert written == 200 * k
+    assert written.n_edges == 200 * k
     graph = neo4j_store.read_subgraph(dataset)
     order = np.argsort([int(key[1:]) for key in graph.keys])
     W = dense(graph)[np.ix_(order, order)]
@@ -103,10 +103,11 @@ def test_gds_knn_matches_exact_neighbours_and_gaussian_weights(neo4j_store, data
     exact |= exact.T
     found = W > 0
     assert (found & exact).sum() / exact.sum() >= 0.97
-    sigma = dist[:, -1].mean()
+    # σ: the median distance to the k-th neighbour (as the local builder), returned for the record
+    assert written.sigma == pytest.approx(np.median(dist[:, -1]), rel=0.02)
     rows, cols = np.nonzero(found)
     distances = np.linalg.norm(X[rows] - X[cols], axis=1)
-    np.testing.assert_allclose(W[rows, cols], np.exp(-distances**2 / (2 * sigma**2)), rtol=0.02)
+    np.testing.assert_allclose(W[rows, cols], np.exp(-distances**2 / (2 * written.sigma**2)), rtol=1e-6)
     # the same seed gives the same graph
     neo4j_store.build_knn_edges(dataset, k=k, weights="gaussian", deterministic=True, sample_rate=1.0,
                                 delta_threshold=0.0)
@@ -304,7 +305,7 @@ def test_a_users_relationships_of_the_same_type_are_never_deleted_or_built_into(
         assert len(graph.source) == 89 and np.all(graph.weight == 0.5)
     # graphlabel's build in a type of its own leaves the user's relationships as they were
     with open_store(neo4j_env, relationship="GRAPHLABEL_KNN") as store:
-        assert store.build_knn_edges(dataset, k=5, deterministic=True) == 90 * 5
+        assert store.build_knn_edges(dataset, k=5, deterministic=True).n_edges == 90 * 5
         after = store.query("MATCH (:Entity {dataset: $ds})-[r:SIMILAR]->() RETURN count(r) AS n,"
                             " collect(DISTINCT r.since) AS since, collect(DISTINCT r.weight) AS w", {"ds": dataset})
         assert after.to_dict("records") == [{"n": 89, "since": [2020], "w": [0.5]}]
@@ -328,3 +329,65 @@ def test_a_graph_build_that_stopped_half_way_is_refused_until_rebuilt(neo4j_stor
         neo4j_store.read_subgraph(dataset)
     neo4j_store.build_knn_edges(dataset, k=4, deterministic=True)
     assert len(neo4j_store.read_subgraph(dataset).source) > 0
+
+
+# -- what the bad-input and solver work added to the adapter, on the server --------------
+
+
+def test_user_queries_are_read_only_one_statement_and_fully_bound(neo4j_store, dataset):
+    from graphstore.base import WriteRefused
+
+    nodes, _, _ = digits_nodes(20)
+    neo4j_store.write_nodes(dataset, nodes)
+    count = "MATCH (e:Entity) WHERE e.dataset = $ds RETURN count(e) AS n"
+    assert neo4j_store.query(count, {"ds": dataset})["n"].item() == 20
+    with pytest.raises(WriteRefused):
+        neo4j_store.query("MATCH (e:Entity) WHERE e.dataset = $ds DETACH DELETE e", {"ds": dataset})
+    assert neo4j_store.query(count, {"ds": dataset})["n"].item() == 20  # rolled back on the server
+    with pytest.raises(ValueError, match="ds"):
+        neo4j_store.query(count, {})  # an unbound $ds would have matched every dataset
+    with pytest.raises(ValueError, match="one statement"):
+        neo4j_store.query(count + "; MATCH (e) DETACH DELETE e", {"ds": dataset})
+    neo4j_store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.key = 'd0' SET e.flag = true",
+                      {"ds": dataset}, write=True)
+    assert neo4j_store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.flag RETURN e.key AS k",
+                             {"ds": dataset})["k"].tolist() == ["d0"]
+
+
+def test_feature_lengths_and_a_killed_runs_interruption_on_neo4j(neo4j_store, dataset):
+    from graphlabel.liveness import mark_interrupted_runs
+    from graphstore import LabelRunRecord
+
+    nodes, _, _ = digits_nodes(30)
+    neo4j_store.write_nodes(dataset, nodes)
+    assert neo4j_store.feature_lengths(dataset) == {64: 30}
+    started = pd.Timestamp.now(tz="UTC") - pd.Timedelta(minutes=5)
+    gone = {"host": __import__("socket").gethostname(), "pid": 2 ** 22 + 7, "started": 1.0}
+    neo4j_store.write_run(LabelRunRecord("killed-run", dataset, "harmonic", {}, {}, {}, started, None, 30, 5, 0,
+                                         status="running", process=gone, heartbeat_at=started))
+    assert mark_interrupted_runs(neo4j_store, dataset) == ["killed-run"]
+    run = neo4j_store.read_runs(run_id="killed-run").iloc[0]
+    assert run["status"] == "failed" and run["error"].startswith("interrupted")
+    assert mark_interrupted_runs(neo4j_store, dataset) == []  # once
+
+
+def test_noise_scores_and_the_median_sigma_reach_neo4j(prefect_harness, neo4j_env, neo4j_store, dataset):
+    from flows.labelling import labelling_flow
+
+    nodes, X, _ = digits_nodes(240, every=4, wrong=(0, 4, 8))
+    neo4j_store.write_nodes(dataset, nodes)
+    summary = labelling_flow(dataset=dataset, store_uri=neo4j_env, k=8, full=True, publish=False)
+    frame = neo4j_store.query("MATCH (e:Entity {dataset: $ds}) RETURN e.key AS key, e.given_label AS given,"
+                              " e.label_noise AS noisy, e.label_noise_score AS score", {"ds": dataset})
+    given = frame["given"].notna()
+    assert frame.loc[given, "score"].notna().all() and frame.loc[~given, "score"].isna().all()
+    assert set(frame.loc[frame["noisy"].fillna(False).astype(bool), "key"]) <= set(frame.loc[given, "key"])
+    # the GDS graph's σ is the median distance to the farthest of each node's k nearest
+    sigma = neo4j_store.read_graph_build(dataset)["sigma"]
+    assert sigma > 0 and summary is not None
+    graph = neo4j_store.read_subgraph(dataset)
+    order = np.argsort([int(key[1:]) for key in graph.keys])
+    W = dense(graph)[np.ix_(order, order)]
+    rows, cols = np.nonzero(W)
+    d = np.linalg.norm(X[rows] - X[cols], axis=1)
+    np.testing.assert_allclose(W[rows, cols], np.exp(-d ** 2 / (2 * sigma ** 2)), rtol=1e-6)

@@ -473,7 +473,7 @@ def test_gds_knn_write_is_called_with_its_configuration_and_the_projection_dropp
     store, driver = gds_store(written=40)
     assert store.native_knn
     assert store.build_knn_edges("toy", k=4, metric="cosine", weights="similarity",
-                                 similarity_cutoff=0.2, deterministic=True) == 40
+                                 similarity_cutoff=0.2, deterministic=True) == (40, None)
     # checks first (nothing deleted before them), then delete, project, kNN, drop, weights
     assert queries_sent(store, driver) == ["gds_version", "unowned_edges", "node_keys", "delete_edges",
                                            "gds_project", "gds_knn_write", "gds_drop", "gds_set_weights"]
@@ -524,7 +524,7 @@ def test_gds_gaussian_weights_and_delta_go_in_batches_of_nodes():
     keys = [f"k{i}" for i in range(9)]
     store, driver = gds_store(Neo4jGraphConfig(batch_size=8), written=45, keys=keys)
     driver.answers[store.cypher("gds_prune_edges")] = lambda p: [{"deleted": len(p["keys"])}]
-    assert store.build_knn_edges("toy", k=5, weights="gaussian", delta=3.0) == 45 - 9
+    assert store.build_knn_edges("toy", k=5, weights="gaussian", delta=3.0) == (45 - 9, 2.5)
     # batch_size 8 relationships at k=5 per node: one node per batch... 8 // 5 = 1
     prunes = driver.sent(store.cypher("gds_prune_edges"))
     assert [c.parameters["keys"] for c in prunes] == [[k] for k in keys]

@@ -123,7 +123,7 @@ def test_every_problem_in_the_file_is_reported_not_only_the_first():
         "s.toml: unknown top-level field(s) ['stores']; a schedule takes ['jobs', 'store']",
         "s.toml: jobs[0] (dataset 'toy'): cron '61 3 * * *' Invalid cron string: \"61 3 * * *\"",
         "s.toml: jobs[0] (dataset 'toy'): solver must be one of"
-        " ['harmonic', 'mincut', 'lcsnc', 'spectral', 'maxmargin', 'nmf'], got 'magic'",
+        " ['harmonic', 'mincut', 'lcsnc', 'spectral', 'maxmargin', 'nmf', 'auto'], got 'magic'",
         "s.toml: jobs[0] (dataset 'toy'): k must be a positive integer, got 'five'",
         "s.toml: jobs[1]: invalid dataset name '1bad': use 1-64 letters, digits, '_', '.' or '-',"
         " starting with a letter",
