@@ -19,8 +19,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from graphlabel.datasets import load, standardise
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.datasets import load, standardise
+from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 from solvers.auto import CANDIDATES

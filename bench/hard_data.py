@@ -6,7 +6,7 @@ diffusion and propagation, on the same graph, on generated and real data sets.
 
 Data (``SETS``): six generators (scikit-learn ``make_classification`` / ``make_blobs`` in
 32-d: overlapping classes, two clusters per class, wide blobs, unequal class sizes, 30
-classes, 20% of the true labels flipped) and the real sets of ``graphlabel.datasets``
+classes, 20% of the true labels flipped) and the real sets of ``labelling.datasets``
 (digits; segment, WDBC, diabetes, ionosphere and vote z-scored). Graph:
 ``similarity.knn_graph(X, 10)`` (Gaussian weights, union), the same W for every method.
 Labels: a uniformly random subset of the nodes (1% or 10%, at least one per class), seeds
@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from graphlabel.datasets import load, standardise
+from labelling.datasets import load, standardise
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 

@@ -15,8 +15,8 @@ import pandas as pd
 from sklearn.datasets import load_digits, make_blobs
 from sklearn.semi_supervised import LabelPropagation, LabelSpreading
 
-from graphlabel.evaluation import expected_calibration_error, noise_scores
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import expected_calibration_error, noise_scores
+from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 

@@ -41,19 +41,20 @@ import pyarrow as pa
 from sklearn.datasets import load_digits, make_blobs
 
 import similarity
+from similarity.spec import GraphSpec
 import solvers
 from flows.incremental import label_changed, record_graph_build
-from flows.tasks import edge_table
-from graphlabel.problems import label_problem, prediction_rows
-from graphlabel.sampling import keep_per_class
+from graphstore.schemas import edge_table
+from labelling.problems import label_problem, prediction_rows
+from labelling.sampling import keep_per_class
 from graphstore import open_store
-from graphstore.base import NODE_SCHEMA
+from graphstore.schemas import NODE_SCHEMA
 
 from ._common import Report
 
 DATASET = "bench"
 K = 10
-SPEC = {"graph": "knn", "k": K, "metric": "euclidean", "weights": "gaussian", "sigma": None}
+SPEC = GraphSpec(k=K)
 
 
 def datasets(full: bool):
@@ -86,7 +87,7 @@ def full_run(store, params: dict) -> tuple[dict[str, float], dict[str, str]]:
     graph = stage("read_features", store.read_subgraph, DATASET, True)
     W, sigma = stage("knn_graph", similarity.knn_graph, graph.features, K, return_sigma=True)
     stage("write_edges", store.replace_edges, DATASET, edge_table(graph.keys, W))
-    record_graph_build(store, DATASET, SPEC, sigma)
+    record_graph_build(store, DATASET, SPEC.with_sigma(sigma))
     exported = stage("export", lambda: label_problem(store.read_subgraph(DATASET, True), DATASET))
     prediction = stage("solve", solvers.solve, exported.problem, "harmonic", **params)
     rows = prediction_rows(exported, prediction, "full", pd.Timestamp.now(tz="UTC"))

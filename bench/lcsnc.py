@@ -70,8 +70,8 @@ def _wdbc_runs(n_splits, n_corruptions, scoring, n_iter):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from graphlabel.evaluation import noise_scores
-    from graphlabel.sampling import flip_labels_per_class
+    from labelling.evaluation import noise_scores
+    from labelling.sampling import flip_labels_per_class
     from solvers.problem import LabelProblem
     from solvers.registry import solve
 

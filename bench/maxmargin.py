@@ -44,8 +44,8 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 from sklearn.semi_supervised import LabelSpreading
 from sklearn.svm import SVC
 
-from graphlabel.evaluation import expected_calibration_error, noise_scores, reliability_table
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import expected_calibration_error, noise_scores, reliability_table
+from labelling.sampling import flip_labels, keep_per_class
 from similarity.knn import knn_graph
 from solvers.harmonic import harmonic
 from solvers.maxmargin import MaxMarginGraphCut, induce_labels, paper_bandwidth

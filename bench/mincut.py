@@ -26,8 +26,8 @@ from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 from sklearn.datasets import load_digits, make_moons
 from sklearn.semi_supervised import LabelSpreading
 
-from graphlabel.evaluation import expected_calibration_error, noise_scores, reliability_table
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import expected_calibration_error, noise_scores, reliability_table
+from labelling.sampling import flip_labels, keep_per_class
 from similarity.cut_graphs import delta_rule_graph, mincut3_graph
 from similarity.knn import knn_graph
 from solvers.mincut import binary_min_cut, mincut
@@ -200,10 +200,10 @@ def table1(seeds: int) -> pd.DataFrame:
     """The paper's Table 1 protocol on Weka's copies of its data, for each unreached rule.
 
     L + U points drawn at random (both classes in L, else redrawn), features z-scored
-    (vote's y/n/? as 1/0/0.5, graphlabel.datasets), Euclidean distance; accuracy on U,
+    (vote's y/n/? as 1/0/0.5, labelling.datasets), Euclidean distance; accuracy on U,
     a node left without a label counting as wrong; coverage = share of U labeled.
     """
-    from graphlabel.datasets import load, standardise
+    from labelling.datasets import load, standardise
 
     rows = []
     for name, spec in TABLE1.items():

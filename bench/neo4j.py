@@ -185,7 +185,7 @@ def batch_sizes(uri: str, env: dict[str, str], n: int, sizes: list[int]) -> pd.D
     """The write-back and the node upsert of n rows at each UNWIND batch size (rows per
     transaction), on the dataset the pipeline wrote."""
     from graphstore import open_store
-    from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA
+    from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 
     os.environ.update(env)
     frame, _ = entities(n)

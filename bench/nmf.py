@@ -30,8 +30,8 @@ from sklearn.datasets import load_digits, make_blobs
 from sklearn.semi_supervised import LabelPropagation, LabelSpreading
 
 from bench._nmf_datasets import DATASETS, labeled_split, paper_graph
-from graphlabel.evaluation import expected_calibration_error, noise_scores, reliability_table
-from graphlabel.sampling import flip_labels
+from labelling.evaluation import expected_calibration_error, noise_scores, reliability_table
+from labelling.sampling import flip_labels
 from solvers.nmf import beta_star
 from solvers.problem import LabelProblem
 from solvers.registry import solve
@@ -295,7 +295,7 @@ def digits_quality(out: _Out, full: bool) -> None:
         out()
         out("ECE / accuracy: " + "; ".join(f"{m} {e:.4f} / {a:.4f}" for m, (_, e, a) in tables.items()))
         out()
-    out("### Noise flags: 10 % of the given labels flipped (graphlabel.sampling.flip_labels)")
+    out("### Noise flags: 10 % of the given labels flipped (labelling.sampling.flip_labels)")
     out()
     out("Rule: flag a given label when softmax(β Σ_j W_ij φ_j) (the node's own field removed) gives")
     out("it less than `noise_threshold` and prefers another class. Mean over splits.")

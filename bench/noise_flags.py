@@ -5,7 +5,7 @@ they flag, and what they cost at scale next to the same solve without them.
     python -m bench noise_flags --full   # also 1M nodes / 10,000 labels
 
 Quality: digits and segment (10 labels per class) and WDBC (28 per class, about 10%),
-labels flipped uniformly to another class (``graphlabel.sampling.flip_labels``) at 0, 10%
+labels flipped uniformly to another class (``labelling.sampling.flip_labels``) at 0, 10%
 and 20%, seeds 100-104 (the solvers' thresholds were chosen on seeds 0-9, so these are
 fresh draws). Graph: ``similarity.knn_graph(X, 10)`` on the raw digits pixels and on
 z-scored segment / WDBC features. Every solver runs with its defaults, except: lcsnc
@@ -35,9 +35,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from graphlabel.datasets import load, standardise
-from graphlabel.evaluation import noise_scores
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.datasets import load, standardise
+from labelling.evaluation import noise_scores
+from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 

@@ -17,7 +17,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.datasets import load_digits, make_blobs, make_classification
 
-from graphlabel.sampling import keep_per_class
+from labelling.sampling import keep_per_class
 from similarity.knn import median_kth_distance, nearest_neighbors, symmetrise_graph
 from solvers import LabelProblem, solve
 

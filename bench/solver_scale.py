@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from graphlabel.sampling import keep_per_class
+from labelling.sampling import keep_per_class
 from similarity import knn_graph
 from similarity.knn import EXACT_MAX_NODES
 from solvers import LabelProblem, solve

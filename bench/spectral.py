@@ -27,8 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_digits
 
-from graphlabel.evaluation import expected_calibration_error, reliability_table
-from graphlabel.sampling import keep_per_class
+from labelling.evaluation import expected_calibration_error, reliability_table
+from labelling.sampling import keep_per_class
 from similarity.knn import nearest_neighbors
 from solvers.problem import LabelProblem
 from solvers.spectral import graph_spectrum, select_k, sgt_graph, spectral

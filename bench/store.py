@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphstore import open_store
-from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA
+from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 
 from ._common import Report, median_time
 

@@ -56,6 +56,6 @@ CREATE NODE TABLE IF NOT EXISTS LabelRun(
 ALTER TABLE LabelRun ADD IF NOT EXISTS status STRING DEFAULT 'completed';
 ALTER TABLE LabelRun ADD IF NOT EXISTS versions STRING;
 ALTER TABLE LabelRun ADD IF NOT EXISTS error STRING;
-// Where a run runs and its last sign of life (graphlabel/liveness.py).
+// Where a run runs and its last sign of life (labelling/liveness.py).
 ALTER TABLE LabelRun ADD IF NOT EXISTS process STRING;
 ALTER TABLE LabelRun ADD IF NOT EXISTS heartbeat_at TIMESTAMP;

@@ -28,8 +28,8 @@ from prefect import task
 from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.settings import PREFECT_UI_URL
 
-from graphlabel.reporting import headline_text, metrics_rows, run_report_markdown, summarise_run
 from graphstore import LabelRunRecord
+from labelling.reporting import headline_text, metrics_rows, run_report_markdown, summarise_run
 
 
 def artifact_key(dataset: str, what: str) -> str:

@@ -8,14 +8,15 @@ import numpy as np
 import pandas as pd
 from sklearn.datasets import load_digits
 
-from graphlabel.evaluation import noise_scores
-from graphlabel.records import parse_records
-from graphlabel.sampling import flip_labels, keep_per_class
 from graphstore import LabelRunRecord, open_store
+from labelling.evaluation import noise_scores
+from labelling.records import parse_records
+from labelling.sampling import flip_labels, keep_per_class
 
+from .clock import StageClock
 from .direct import flow, subflow
 from .labelling import ingest_parsed, labelling_flow
-from .tasks import StageClock, record_run
+from .tasks import record_run
 
 DATASET = "digits"
 PREDICTIONS_QUERY = (
@@ -34,20 +35,16 @@ def digits_records(per_class: int, flip_fraction: float, seed: int):
     noisy, flipped = flip_labels(y, kept, flip_fraction, 10, rng)
     frame = pd.DataFrame(X, columns=[f"pixel_{i:02d}" for i in range(X.shape[1])])
     frame.insert(0, "key", [f"digit-{i:04d}" for i in range(len(y))])
-    frame.insert(1, "label", pd.array(np.where(kept, noisy.astype(str), None), dtype=object))
+    frame.insert(1, "label", pd.Series(noisy.astype(str), dtype=object).where(kept, None))
     return frame, y.astype(str), kept, flipped
 
 
 def score_run(store, truth: pd.Series, kept: pd.Series, flipped: pd.Series) -> dict:
     """Score what the store now holds (the written node properties, not in-memory results)."""
-    written = store.query(
-        "MATCH (e:Entity) WHERE e.dataset = $dataset "
-        "RETURN e.key AS key, e.predicted_label AS predicted, e.label_noise AS noise",
-        {"dataset": DATASET},
-    ).set_index("key").loc[truth.index]
+    written = store.read_predictions(DATASET).to_pandas().set_index("key").loc[truth.index]
     hidden = ~kept
-    accuracy = float((written["predicted"][hidden] == truth[hidden]).mean())
-    noise = noise_scores(written["noise"][kept].fillna(False).astype(bool), flipped[kept])
+    accuracy = float((written["predicted_label"][hidden] == truth[hidden]).mean())
+    noise = noise_scores(written["label_noise"][kept].fillna(False).astype(bool), flipped[kept])
     return {"accuracy_hidden": accuracy, "n_hidden": int(hidden.sum()), "noise": noise}
 
 
@@ -58,8 +55,8 @@ def demo_flow(store_uri: str | None = None, per_class: int = 10, flip_fraction: 
     frame, truth, kept, flipped = digits_records(per_class, flip_fraction, seed)
     clock = StageClock()
     records = parse_records(frame, key="key", features="pixel_*", label="label")
-    with open_store(store_uri, create=True) as store:
-        clock("ingest", ingest_parsed, store, DATASET, records, None)
+    with open_store(store_uri, create=True) as store, clock("ingest"):
+        ingest_parsed(store, DATASET, records, None)
     summary = subflow(labelling_flow, DATASET, store_uri=store_uri, solver=solver, k=k, full=True)
     index = pd.Index(frame["key"])
     with open_store(store_uri) as store:

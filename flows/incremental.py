@@ -1,10 +1,12 @@
 """Incremental labelling runs: label only what changed since the last run.
 
-``label_changed(store, dataset, solver, solver_params, spec, hops)`` is the whole
+``label_changed(store, dataset, solver, solver_params, requested, hops)`` is the whole
 incremental path; the flow calls it unless asked for a full run, and falls back to the
-full path when it returns None. Each stage is a plain function the flow can wrap as a
-Prefect task: ``read_changes`` → ``graph_parameters`` → ``connect_new_nodes`` →
-``select_region`` → ``region_problem`` → ``solve_region`` → ``restrict_to_region``.
+full path when it returns None. Stages: ``read_changes`` → ``graph_parameters`` →
+``connect_new_nodes`` (store I/O, here) → ``select_region`` → ``region_problem`` (the
+arithmetic, ``labelling.regions``) → the flow's one solve path (``flows.solving``: the
+mapped ``solve`` task per batch of connected components, as a full run) →
+``restrict_to_region``.
 
 Decisions the issue leaves open, and what this module does
 ----------------------------------------------------------
@@ -17,8 +19,9 @@ Decisions the issue leaves open, and what this module does
   successful one": nodes a crashed run did not reach still compare as changed. No node
   ever labelled means no previous run: None (full run).
 - Which nodes get edges: the changed nodes with no similarity relationship at all (new
-  entities). They get their k nearest among all nodes (``similarity.knn_edges_for``
-  locally, GDS filtered kNN on Neo4j), weighted with the recorded σ; nothing is deleted.
+  entities). They get their k nearest among all nodes (``GraphStore.add_knn_edges``:
+  ``similarity.knn_edges_for`` locally, GDS filtered kNN on Neo4j), weighted with the
+  recorded σ; nothing is deleted.
   Not done: existing nodes whose own k nearest would now include a new node do not get
   that edge, and a node whose *features* changed keeps its old relationships (it is
   relabelled, but only a full run rebuilds its edges). Both are what ``--full`` is for.
@@ -63,83 +66,36 @@ Decisions the issue leaves open, and what this module does
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pyarrow.compute as pc
 import scipy.sparse as sp
 
 import similarity
-import solvers
-from graphlabel.problems import ExportedProblem
-from graphstore import GraphStore
-from graphstore.base import EDGE_SCHEMA, SubGraph
+from graphstore import GraphStore, SubGraph
+from labelling.problems import ExportedProblem
+from labelling.regions import (
+    GRAPH_KEYS,
+    ChangeSet,
+    IncrementalResult,
+    adjacency,
+    dataset_classes,
+    region_problem,
+    restrict_to_region,
+    select_region,
+)
+from similarity.spec import GraphSpec
 from solvers import LabelProblem, Prediction
 
-#: The spec entries a recorded graph build must match for edges to be added to it.
-GRAPH_KEYS = ("graph", "k", "metric", "weights")
+from .clock import StageClock
+from .direct import task
+from .solving import solve_by_component
+from .tasks import STORE_RETRIES
 
 
-@dataclass(frozen=True, eq=False)
-class ChangeSet:
-    """The dataset as stored, with what changed since each node was last labelled.
-
-    ``graph`` holds every node (features included) and relationship; the arrays below
-    are aligned with ``graph.keys``.
-    """
-
-    graph: SubGraph
-    changed: np.ndarray      # bool: never labelled, or updated after labelled_at
-    labelled: np.ndarray     # bool: labelled_at is set
-    predicted: np.ndarray    # object: the previous predicted label, None where absent
-    read_at: pd.Timestamp
-
-    @property
-    def new(self) -> np.ndarray:
-        """Changed nodes without any similarity relationship (they get edges)."""
-        degree = np.bincount(self.graph.source, minlength=self.graph.n_nodes) + \
-            np.bincount(self.graph.target, minlength=self.graph.n_nodes)
-        return self.changed & (degree == 0)
-
-
-@dataclass(frozen=True, eq=False)
-class IncrementalResult:
-    """What an incremental run computed, for the flow to write back.
-
-    ``exported`` and ``prediction`` cover the region only, in the order of ``keys``:
-    ``prediction_rows(result.exported, result.prediction, run_id, labelled_at)`` gives the
-    rows to write. ``problem`` is what was solved: the region followed by one anchor node
-    per boundary class (``n_region`` rows, then the anchors).
-    """
-
-    keys: np.ndarray
-    exported: ExportedProblem
-    prediction: Prediction
-    problem: ExportedProblem
-    n_nodes: int
-    n_changed: int
-    n_new: int
-    n_edges_added: int
-    n_region: int
-    n_boundary: int
-    graph_build: dict[str, Any]
-    read_at: pd.Timestamp
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        """JSON-friendly counts for the run's metrics."""
-        return {"incremental": True, "n_nodes": self.n_nodes, "n_changed": self.n_changed,
-                "n_new": self.n_new, "n_edges_added": self.n_edges_added, "n_region": self.n_region,
-                "n_boundary": self.n_boundary, "sigma": self.graph_build.get("sigma")}
-
-
-# -- stages -------------------------------------------------------------------------------
-
-
+@task("read-changes", **STORE_RETRIES)
 def read_changes(store: GraphStore, dataset: str) -> ChangeSet:
     """The dataset's nodes, features and relationships, with each node's change state."""
     read_at = pd.Timestamp.now(tz="UTC")
@@ -159,39 +115,29 @@ def read_changes(store: GraphStore, dataset: str) -> ChangeSet:
     return ChangeSet(graph, changed, labelled, predicted, read_at)
 
 
-def record_graph_build(store: GraphStore, dataset: str, spec: dict[str, Any],
-                       sigma: float | None = None) -> dict[str, Any]:
-    """Record the parameters a dataset's similarity relationships were just built with.
-
-    For the full path, after building edges: ``spec`` as the flow's ``graph_spec`` gives it,
-    ``sigma`` the Gaussian σ actually used (``similarity.knn_graph(..., return_sigma=True)``,
-    or the store's ``NativeEdges.sigma``); when σ is unknown (a graph recorded before σ
-    was), it is read back from the stored weights on the next incremental run. Returns the
-    record written.
-    """
-    build = {name: spec.get(name) for name in (*GRAPH_KEYS, "symmetrise")}
-    build["graph"] = build["graph"] or "knn"
-    build["symmetrise"] = build["symmetrise"] or "max"
-    build["sigma"] = float(sigma) if sigma is not None else spec.get("sigma")
+def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec) -> dict[str, Any]:
+    """Record the graph a dataset's similarity relationships were just built with, ``spec``
+    with the σ actually used (``BuiltGraph.sigma``); returns the record written. When σ
+    is unknown (a graph recorded before σ was), the next incremental run reads it back
+    from the stored weights."""
+    build = spec.as_record()
     build["sigma_source"] = "recorded" if build["sigma"] is not None else None
     store.write_graph_build(dataset, build)
     return build
 
 
-def graph_parameters(store: GraphStore, dataset: str, spec: dict[str, Any] | None,
-                     changes: ChangeSet) -> dict[str, Any] | None:
-    """The parameters edges are added with: the recorded build, checked against ``spec``;
-    σ read back from the stored Gaussian weights (and recorded) when it was not recorded.
-    None when the graph cannot be extended (not kNN, other parameters requested, or
-    Gaussian weights whose σ cannot be recovered): the flow then runs in full."""
-    spec = dict(spec or {})
-    try:
-        recorded = store.read_graph_build(dataset)
-    except NotImplementedError:
-        recorded = None
+def graph_parameters(store: GraphStore, dataset: str, requested: dict[str, Any] | None,
+                     changes: ChangeSet) -> GraphSpec | None:
+    """The graph edges are added with: the recorded build, checked against the options the
+    caller gave (``requested``, by name); σ read back from the stored Gaussian weights (and
+    recorded) when it was not recorded. None when the graph cannot be extended (not kNN,
+    other parameters requested, or Gaussian weights whose σ cannot be recovered): the
+    flow then runs in full."""
+    requested = {name: value for name, value in (requested or {}).items() if value is not None}
+    recorded = store.read_graph_build(dataset)
     build = dict(recorded or {})
     for name in GRAPH_KEYS:
-        wanted = spec.get(name)
+        wanted = requested.get(name)
         if wanted is None:
             continue
         if recorded is not None and recorded.get(name) not in (None, wanted):
@@ -200,9 +146,9 @@ def graph_parameters(store: GraphStore, dataset: str, spec: dict[str, Any] | Non
     build.setdefault("graph", "knn")
     if build["graph"] != "knn" or build.get("k") is None:
         return None
-    build.setdefault("metric", "euclidean")
-    build.setdefault("weights", "gaussian")
-    wanted_sigma = spec.get("sigma")
+    build["metric"] = build.get("metric") or "euclidean"
+    build["weights"] = build.get("weights") or "gaussian"
+    wanted_sigma = requested.get("sigma")
     if wanted_sigma is not None and build.get("sigma") is not None \
             and not np.isclose(wanted_sigma, build["sigma"], rtol=1e-9):
         return None
@@ -216,178 +162,49 @@ def graph_parameters(store: GraphStore, dataset: str, spec: dict[str, Any] | Non
             return None
         build["sigma"] = float(sigma)
         build["sigma_source"] = "given" if wanted_sigma is not None else "read back from the stored weights"
-        try:
-            store.write_graph_build(dataset, {k: v for k, v in build.items() if k != "built_at"})
-        except NotImplementedError:
-            pass
-    return build
+        store.write_graph_build(dataset, {k: v for k, v in build.items() if k != "built_at"})
+    return GraphSpec.from_record(build)
 
 
+@task("add-edges", **STORE_RETRIES)
 def connect_new_nodes(store: GraphStore, dataset: str, changes: ChangeSet,
-                      build: dict[str, Any]) -> tuple[ChangeSet, np.ndarray, int]:
-    """Give the new nodes edges to their k nearest among all nodes, without rebuilding.
-
-    Locally: ``similarity.knn_edges_for`` then ``store.add_edges``; on stores with native
-    kNN (Neo4j GDS): ``store.build_knn_edges_for`` (filtered kNN), then the relationships
-    are read again. Returns the change set with the new edges in its graph, a mask of the
-    nodes at either end of an added edge, and the number of edges added.
-    """
+                      spec: GraphSpec) -> tuple[ChangeSet, np.ndarray, int]:
+    """Give the new nodes edges to their k nearest among all nodes, without rebuilding
+    (``GraphStore.add_knn_edges``). Returns the change set with the new edges in its
+    graph, a mask of the nodes at either end of an added edge, and the number added."""
     graph = changes.graph
     new = changes.new
     touched = np.zeros(graph.n_nodes, dtype=bool)
-    if not new.any() or graph.n_nodes <= int(build["k"]):
+    if not new.any() or graph.n_nodes <= int(spec.k or 0):
         return changes, touched, 0
-    positions = np.flatnonzero(new)
-    if store.native_knn:
-        store.build_knn_edges_for(dataset, graph.keys[positions], k=int(build["k"]), metric=build["metric"],
-                                  weights=build["weights"], sigma=build.get("sigma"))
-        fresh = store.read_subgraph(dataset, with_features=True)
-        order = pd.Index(fresh.keys).get_indexer(pd.Index(graph.keys))
-        if (order < 0).any() or fresh.n_nodes != graph.n_nodes:
-            raise RuntimeError(f"dataset {dataset!r} changed while it was labelled; run again")
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
-        source, target, weight = inverse[fresh.source], inverse[fresh.target], fresh.weight
-        added = new[source] | new[target]  # the new nodes had no relationship before
-    else:
-        if graph.features is None:
-            raise ValueError(f"dataset {dataset!r} has nodes with features of different lengths")
-        src, dst, w = similarity.knn_edges_for(graph.features[positions], graph.features, positions,
-                                               int(build["k"]), build["metric"], build["weights"],
-                                               build.get("sigma"))
-        names = pa.array(graph.keys, pa.string())  # Arrow gathers the keys: no object per edge
-        store.add_edges(dataset, pa.table({
-            "source": names.take(pa.array(src, pa.int64())),
-            "target": names.take(pa.array(dst, pa.int64())),
-            "weight": pa.array(w, pa.float64())}).cast(EDGE_SCHEMA))
-        source = np.concatenate([graph.source, src])
-        target = np.concatenate([graph.target, dst])
-        weight = np.concatenate([graph.weight, w])
-        added = np.zeros(len(source), dtype=bool)
-        added[len(graph.source):] = True
-    touched[source[added]] = True
-    touched[target[added]] = True
-    extended = replace(graph, source=source, target=target, weight=weight)
-    changes = ChangeSet(extended, changes.changed, changes.labelled, changes.predicted, changes.read_at)
-    return changes, touched, int(added.sum())
+    edges = store.add_knn_edges(dataset, graph, np.flatnonzero(new), spec)
+    position = pd.Index(graph.keys)
+    src = position.get_indexer(pd.Index(edges.column("source").to_pylist()))
+    dst = position.get_indexer(pd.Index(edges.column("target").to_pylist()))
+    if (src < 0).any() or (dst < 0).any():
+        raise RuntimeError(f"dataset {dataset!r} changed while it was labelled; run again")
+    weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
+    touched[src] = True
+    touched[dst] = True
+    extended = SubGraph(graph.keys, graph.labels, graph.features, np.concatenate([graph.source, src]),
+                        np.concatenate([graph.target, dst]), np.concatenate([graph.weight, weight]),
+                        graph.feature_lengths)
+    return ChangeSet(extended, changes.changed, changes.labelled, changes.predicted, changes.read_at), touched, \
+        len(src)
 
 
-def adjacency(graph: SubGraph) -> sp.csr_matrix:
-    """W_ij = max(w(i→j), w(j→i)), as ``graphlabel.problems.label_problem`` reads it."""
-    n = graph.n_nodes
-    A = sp.csr_matrix((graph.weight, (graph.source, graph.target)), shape=(n, n))
-    W = A.maximum(A.T).tocsr()
-    W.setdiag(0)
-    W.eliminate_zeros()
-    return W
-
-
-def select_region(W: sp.spmatrix, seeds: np.ndarray, hops: int = 2, fixed: np.ndarray | None = None,
-                  include: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The region (``seeds`` and everything within ``hops`` hops, plus ``include``) and its
-    boundary (nodes outside it adjacent to it), as boolean masks; breadth-first by sparse
-    products.
-
-    ``fixed`` marks the nodes that can serve as boundary (they have a label to fix); a
-    node next to the region without one is taken into the region, repeatedly."""
-    if hops < 0:
-        raise ValueError(f"hops must be >= 0, got {hops}")
-    A = sp.csr_matrix(W, dtype=np.float64)
-    A.data = np.ones_like(A.data)
-    region = np.asarray(seeds, dtype=bool).copy()
-    frontier = region.copy()
-    for _ in range(hops):  # a loop over hops, each one sparse product
-        reached = (A @ frontier.astype(np.float64)) > 0
-        frontier = reached & ~region
-        if not frontier.any():
-            break
-        region |= frontier
-    if include is not None:
-        region |= np.asarray(include, dtype=bool)
-    while True:
-        boundary = ((A @ region.astype(np.float64)) > 0) & ~region
-        if fixed is None:
-            return region, boundary
-        loose = boundary & ~fixed
-        if not loose.any():
-            return region, boundary
-        region |= loose
-
-
-def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, boundary: np.ndarray,
-                   classes: np.ndarray) -> ExportedProblem:
-    """The LabelProblem on the region plus one anchor node per class of the boundary.
-
-    Region nodes keep their given labels; anchor c (key ``None``) carries class c and
-    the summed weights from each region node to the boundary nodes fixed at c (their
-    previous prediction, else their given label). ``classes`` are the dataset's class
-    names in sorted order (indices into them are the solver's classes)."""
-    graph = changes.graph
-    r = np.flatnonzero(region)
-    b = np.flatnonzero(boundary)
-    n_classes = len(classes)
-    given = pd.Series(graph.labels, dtype=object)
-    fixed_label = pd.Series(changes.predicted, dtype=object).where(
-        pd.Series(changes.predicted, dtype=object).notna(), given)
-    b_class = np.searchsorted(classes, fixed_label.iloc[b].to_numpy().astype(str)) if len(b) else \
-        np.zeros(0, np.int64)
-    # region × boundary weights summed per class: W_rb @ one_hot(class of b)
-    onehot = sp.csr_matrix((np.ones(len(b)), (np.arange(len(b)), b_class)), shape=(len(b), n_classes))
-    A = (W[r][:, b] @ onehot).tocsc()
-    present = np.flatnonzero(np.asarray(A.sum(axis=0)).ravel() > 0)
-    A = A[:, present]
-    m = len(present)
-    W_rr = W[r][:, r]
-    W_sub = sp.bmat([[W_rr, A], [A.T, None]], format="csr") if m else sp.csr_matrix(W_rr)
-    y = np.full(len(r) + m, -1, dtype=np.int64)
-    has_label = given.iloc[r].notna().to_numpy()
-    y[:len(r)][has_label] = np.searchsorted(classes, given.iloc[r][has_label].to_numpy().astype(str))
-    y[len(r):] = present
-    X = None
-    if graph.features is not None:
-        X_b = graph.features[b]
-        anchor_X = np.vstack([X_b[b_class == c].mean(axis=0) for c in present]) if m else \
-            np.zeros((0, graph.features.shape[1]))
-        X = np.vstack([graph.features[r], anchor_X])
-    keys = np.concatenate([graph.keys[r], np.full(m, None, dtype=object)])
-    return ExportedProblem(LabelProblem(W_sub, y, n_classes=n_classes, X=X), keys, classes)
-
-
-def solve_region(problem: ExportedProblem, solver: str, params: dict[str, Any]) -> Prediction:
-    return solvers.solve(problem.problem, method=solver, **params)
-
-
-def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
-                       n_region: int) -> tuple[ExportedProblem, Prediction]:
-    """The first ``n_region`` rows (the region's nodes) of the solved problem and its
-    prediction, as ``prediction_rows`` takes them; the solver's array metadata (which
-    speaks of the anchors too) is left out of ``info``."""
-    idx = np.arange(n_region)
-    sub = problem.problem
-    X = sub.X[:n_region] if sub.X is not None else None
-    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], n_classes=sub.n_classes, X=X)
-    exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes)
-    info = {k: v for k, v in prediction.info.items() if np.isscalar(v)}
-    restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),
-                            prediction.noisy[:n_region].copy(), prediction.scores[:n_region],
-                            prediction.method, dict(prediction.params), info,
-                            None if prediction.noise_score is None else prediction.noise_score[:n_region].copy())
-    return exported, restricted
-
-
-def dataset_classes(changes: ChangeSet, boundary: np.ndarray) -> np.ndarray:
-    """Class names in sorted order: every given label of the dataset and every previous
-    prediction of the boundary."""
-    names = pd.Series(changes.graph.labels, dtype=object).dropna()
-    fixed = pd.Series(changes.predicted[boundary], dtype=object).dropna()
-    return np.array(sorted(set(names.astype(str)) | set(fixed.astype(str))), dtype=object)
-
-
-# -- the whole incremental path ----------------------------------------------------------
+def _nothing_changed(changes: ChangeSet, classes: np.ndarray, solver: str, n_changed: int, n_new: int,
+                     n_added: int, spec: GraphSpec) -> IncrementalResult:
+    n_classes = max(len(classes), 1)
+    empty = ExportedProblem(LabelProblem(sp.csr_matrix((0, 0)), np.zeros(0, np.int64), n_classes=n_classes),
+                            np.zeros(0, object), classes)
+    none = Prediction(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool), np.zeros((0, n_classes)), solver)
+    return IncrementalResult(np.zeros(0, object), empty, none, empty, changes.graph.n_nodes, n_changed,
+                             n_new, n_added, 0, 0, spec.as_record(), changes.read_at, {})
 
 
 def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
-                  solver_params: dict[str, Any] | None = None, spec: dict[str, Any] | None = None,
+                  solver_params: dict[str, Any] | None = None, requested: dict[str, Any] | None = None,
                   hops: int = 2, reasons: list[str] | None = None) -> IncrementalResult | None:
     """Label what changed since the last run, on the region it reaches.
 
@@ -398,9 +215,9 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
     solver : str
         A ``solvers.METHODS`` name.
     solver_params : dict, optional
-    spec : dict, optional
-        The graph the flow would build (``flows.labelling.graph_spec``); compared with
-        the recorded build. None: use the recorded build as it is.
+    requested : dict, optional
+        The graph options the caller gave (``graph``, ``k``, ``metric``, ``weights``,
+        ``sigma``; None or absent: as recorded), compared with the recorded build.
     hops : int, default 2
         How far around the changed nodes the labels are recomputed.
     reasons : list, optional
@@ -415,46 +232,40 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
         region's fixed labels span fewer than two classes. A result with ``n_region == 0``
         when nothing changed (nothing to write).
     """
-    timings: dict[str, float] = {}
-
-    def timed(stage, fn, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            timings[stage] = round(timings.get(stage, 0.0) + time.perf_counter() - start, 4)
-
+    clock = StageClock()
     why = reasons if reasons is not None else []
-    changes = timed("read_changes", read_changes, store, dataset)
+    with clock("read_changes"):
+        changes = read_changes(store, dataset)
     if not changes.labelled.any():
         why.append("no node was labelled before (first run)")
         return None
-    build = timed("graph_parameters", graph_parameters, store, dataset, spec, changes)
-    if build is None:
-        why.append(f"the graph cannot be extended: not a kNN graph, or built with other parameters than"
-                   f" {({k: v for k, v in (spec or {}).items() if v is not None})}")
+    with clock("graph_parameters"):
+        spec = graph_parameters(store, dataset, requested, changes)
+    if spec is None:
+        asked = {k: v for k, v in (requested or {}).items() if v is not None}
+        why.append(f"the graph cannot be extended: not a kNN graph, or built with other parameters than {asked}")
         return None
     n_changed = int(changes.changed.sum())
     n_new = int(changes.new.sum())
-    changes, touched, n_added = timed("add_edges", connect_new_nodes, store, dataset, changes, build)
-    W = timed("adjacency", adjacency, changes.graph)
-    has_fixed = pd.Series(changes.predicted, dtype=object).notna().to_numpy() | \
-        pd.Series(changes.graph.labels, dtype=object).notna().to_numpy()
-    region, boundary = timed("select_region", select_region, W, changes.changed, hops, has_fixed, touched)
+    with clock("add_edges"):
+        changes, touched, n_added = connect_new_nodes(store, dataset, changes, spec)
+    with clock("select_region"):
+        W = adjacency(changes.graph)
+        has_fixed = pd.Series(changes.predicted, dtype=object).notna().to_numpy() | \
+            pd.Series(changes.graph.labels, dtype=object).notna().to_numpy()
+        region, boundary = select_region(W, changes.changed, hops, has_fixed, touched)
     classes = dataset_classes(changes, boundary)
     if not region.any():
-        empty = ExportedProblem(LabelProblem(sp.csr_matrix((0, 0)), np.zeros(0, np.int64),
-                                             n_classes=max(len(classes), 1)), np.zeros(0, object), classes)
-        none = Prediction(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool),
-                          np.zeros((0, max(len(classes), 1))), solver)
-        return IncrementalResult(np.zeros(0, object), empty, none, empty, changes.graph.n_nodes, n_changed,
-                                 n_new, n_added, 0, 0, build, changes.read_at, timings)
-    problem = timed("export", region_problem, changes, W, region, boundary, classes)
+        return _nothing_changed(changes, classes, solver, n_changed, n_new, n_added, spec)
+    with clock("export"):
+        problem = region_problem(changes, W, region, boundary, classes)
     if len(set(problem.problem.y[problem.problem.labeled].tolist())) < 2:
         why.append("the changed region and its boundary hold fewer than two classes")
         return None
-    prediction = timed("solve", solve_region, problem, solver, dict(solver_params or {}))
+    with clock("solve"):  # the full run's solve path: batches of connected components
+        prediction = solve_by_component(problem, solver, dict(solver_params or {}))
     n_region = int(region.sum())
-    exported, restricted = timed("restrict", restrict_to_region, problem, prediction, n_region)
+    exported, restricted = restrict_to_region(problem, prediction, n_region)
     return IncrementalResult(exported.keys, exported, restricted, problem, changes.graph.n_nodes, n_changed,
-                             n_new, n_added, n_region, int(boundary.sum()), build, changes.read_at, timings)
+                             n_new, n_added, n_region, int(boundary.sum()), spec.as_record(), changes.read_at,
+                             dict(clock.seconds))

@@ -15,50 +15,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from graphlabel.components import BATCH_NODES, PLAN_INFO, batch_problem, merge_predictions
-from graphlabel.indistinguishable import pool_copies
-from graphlabel.liveness import mark_interrupted_runs, this_process
-from graphlabel.problems import ExportedProblem
-from graphlabel.provenance import versions
-from graphlabel.records import ParsedRecords, parse_records
-from graphlabel.run_metrics import hold_out, holdout_reliability, run_metrics
 from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
 from graphstore.secrets import PASSWORD_ENV, redact
+from labelling.components import BATCH_NODES, PLAN_INFO
+from labelling.indistinguishable import pool_copies
+from labelling.liveness import mark_interrupted_runs, this_process
+from labelling.problems import ExportedProblem
+from labelling.provenance import versions
+from labelling.records import ParsedRecords, parse_records
+from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
+from similarity.spec import GraphSpec
 from solvers import Prediction
 
+from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger
 from .incremental import label_changed, record_graph_build
-from .tasks import (
-    GRAPH_KINDS,
-    StageClock,
-    export_problem,
-    ingest_records,
-    native_knn_edges,
-    plan_components,
-    read_features,
-    record_run,
-    similarity_graph,
-    solve_problem,
-    write_edges,
-    write_predictions,
-)
-
-
-def graph_spec(graph: str = "knn", k: int = 10, metric: str = "euclidean", weights: str = "gaussian",
-               delta: float | None = None, sigma: float | None = None) -> dict[str, Any]:
-    """The similarity-graph parameters as the `similarity_graph` task takes them."""
-    if graph == "knn":
-        return {"graph": "knn", "k": k, "metric": metric, "weights": weights, "sigma": sigma}
-    if graph == "delta":
-        if delta is None:
-            raise ValueError("a δ-graph needs --delta")
-        return {"graph": "delta", "delta": delta, "metric": metric,
-                "weights": "binary" if weights == "gaussian" and sigma is None else weights, "sigma": sigma}
-    if graph in ("mincut3", "delta0", "delta_half"):
-        return {"graph": graph, "metric": metric}
-    if graph in ("sgt", "mutual_knn"):  # the papers fix their own metric and weights
-        return {"graph": graph, "k": k}
-    raise ValueError(f"graph must be one of {GRAPH_KINDS}, got {graph!r}")
+from .solving import solve_by_component
+from .tasks import build_edges as build_edges_task
+from .tasks import export_problem, ingest_records, record_run, write_predictions
 
 
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
@@ -105,7 +79,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     """Ingest a CSV/Parquet file: valid rows become nodes, rejected rows go to the rejects file.
 
     ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's;
-    see ``graphlabel.records.parse_records``.
+    see ``labelling.records.parse_records``.
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
@@ -124,47 +98,19 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
     return summary
 
 
-def fit_k(spec: dict[str, Any], n_nodes: int, dataset: str) -> tuple[dict[str, Any], list[str]]:
-    """A kNN spec whose k the dataset can give: at most n - 1 neighbours (with a warning
-    saying so); fewer than 2 nodes make no graph at all."""
-    if spec["graph"] != "knn":
-        return spec, []
-    if n_nodes < 2:
-        raise ValueError(f"dataset {dataset!r} has {n_nodes} node{'s' * (n_nodes != 1)}: a similarity graph needs"
-                         " at least 2 nodes")
-    if spec["k"] > n_nodes - 1:
-        return {**spec, "k": n_nodes - 1}, [f"k = {spec['k']} is more than the {n_nodes - 1} other nodes of"
-                                            f" {dataset!r}: the graph is built with k = {n_nodes - 1}"]
-    return spec, []
-
-
-def build_edges(store: GraphStore, dataset: str, spec: dict[str, Any], clock: StageClock) -> tuple[int, list[str]]:
-    """The build-edges stage: the database's own kNN where it has one (``store.native_knn``,
-    e.g. Neo4j with ``edge_builder="gds"``), the local builder otherwise. Returns the
-    relationship count and warnings: k capped at n - 1 (``fit_k``), weights that carry
-    no information (``similarity.weights_problem``)."""
-    if store.native_knn and spec["graph"] == "knn":
-        spec, notes = fit_k(spec, store.count_nodes(dataset), dataset)
-        built = clock("build_edges", native_knn_edges, store, dataset,
-                      {k: v for k, v in spec.items() if k != "graph"})
-        record_graph_build(store, dataset, spec, built.sigma)
-        return built.n_edges, notes
-    keys, features, labels = clock("read_features", read_features, store, dataset)
-    spec, notes = fit_k(spec, len(keys), dataset)
-    W, sigma = clock("build_edges", similarity_graph, features, labels, spec)
-    from similarity import weights_problem  # scikit-learn loads with it: only when building
-
-    problem = weights_problem(W.data, sigma) if spec.get("weights") == "gaussian" else None
-    if problem:
-        notes.append(f"the similarity graph of {dataset!r}: {problem}")
-    n_edges = clock("write_edges", write_edges, store, dataset, keys, W)
-    # what incremental runs need to give new entities edges weighted like these
-    record_graph_build(store, dataset, spec, sigma)
-    run_logger().info("built the %s graph of %r: %d edges over %d nodes (%s)", spec["graph"], dataset, n_edges,
-                      len(keys), ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                                           for k, v in {**spec, "sigma": sigma}.items()
-                                           if k != "graph" and v is not None))
-    return n_edges, notes
+def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageClock) -> tuple[int, list[str]]:
+    """The build-edges stage: the store builds the graph (GDS on Neo4j, ``similarity`` on
+    the embedded store) with k capped at n - 1, and the graph is recorded with the σ it
+    used, for incremental runs. Returns the relationship count and warnings (k capped;
+    weights that carry no information)."""
+    spec, notes = spec.capped(store.count_nodes(dataset), dataset)
+    with clock("build_edges"):
+        built = build_edges_task(store, dataset, spec)
+    spec = spec.with_sigma(built.sigma)
+    record_graph_build(store, dataset, spec)
+    run_logger().info("built the %s graph of %r: %d edges (%s%s)", spec.kind, dataset, built.n_edges,
+                      spec.describe(), "" if built.sigma is None else f", sigma={built.sigma:.4g}")
+    return built.n_edges, [*notes, *built.warnings]
 
 
 def _warn(notes: list[str]) -> list[str]:
@@ -181,34 +127,11 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
                      sigma: float | None = None) -> dict:
     """Build (or rebuild) the dataset's similarity relationships."""
     check_dataset_name(dataset)
-    spec = graph_spec(graph, k, metric, weights, delta, sigma)
+    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma)
     clock = StageClock()
     with open_store(store_uri) as store:
         edges, notes = build_edges(store, dataset, spec, clock)
     return {"dataset": dataset, "edges": edges, "spec": spec, "timings": clock.seconds, "warnings": _warn(notes)}
-
-
-#: Solvers that must see the whole graph at once: maxmargin fits one classifier on the
-#: features of every node and labels the nodes without edges from it.
-WHOLE_GRAPH_SOLVERS = ("maxmargin", "auto")  # auto: one choice per run, not one per batch
-
-
-def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str, Any],
-                       split: bool = True, batch_nodes: int = BATCH_NODES) -> Prediction:
-    """The solve stage: one mapped ``solve`` task per batch of connected components (see
-    ``graphlabel.components``), run by the flow's task runner (threads by default, a Dask
-    cluster with ``DaskTaskRunner``), merged into one whole-graph prediction."""
-    problem = exported.problem
-    if not split or solver in WHOLE_GRAPH_SOLVERS:
-        return solve_problem(problem, solver, params)
-    plan = plan_components(problem, batch_nodes)
-    parts = [batch_problem(problem, nodes) for nodes in plan.batches]
-    run_logger().info("%d connected components: %d solver batches; %d nodes in one-class components (no solve"
-                      " needed); %d components without a label", plan.n_components, len(parts),
-                      len(plan.single_class_nodes), plan.n_unlabeled_components)
-    names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
-    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
-    return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
 
 
 def _scalars(info: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +216,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     Full run (``full=True``): (re)build the similarity graph when ``build_graph``, export
     it, hide a ``holdout_fraction`` of the given labels to score the run on, solve (per
     batch of connected components when ``split_components``), write every node's
-    prediction (a run with a holdout is always full). Incremental run (``full=False``, the default): label only what changed since the nodes
+    prediction (a run with a holdout is always full). Incremental run (``full=False``, the
+    default): label only what changed since the nodes
     were last labelled (``flows.incremental.label_changed``: new entities get edges to the
     existing graph, the region around the changes is solved with its boundary fixed);
     falls back to a full run when there is no previous run or the graph must be rebuilt,
@@ -317,7 +241,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     solver_params = dict(solver_params or {})
     requested = {name: value for name, value in (("graph", graph), ("k", k), ("metric", metric),
                  ("weights", weights), ("delta", delta), ("sigma", sigma)) if value is not None}
-    spec = graph_spec(graph or "knn", k or 10, metric or "euclidean", weights or "gaussian", delta, sigma)
+    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma)  # validated here, once
     run_id = str(_flow_run_id() or uuid.uuid4())
     parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
                   "graph": graph, "k": k, "metric": metric,
@@ -325,8 +249,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
         if build_graph:
-            store.check_edge_builder(spec["graph"])  # e.g. GDS missing: say so before writing anything
-        interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (graphlabel.liveness)
+            store.check_edge_builder(spec)  # e.g. GDS missing: say so before writing anything
+        interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (labelling.liveness)
         if interrupted:
             run_logger().warning("marked %d earlier run(s) of %r interrupted (their process is gone): %s",
                                  len(interrupted), dataset, ", ".join(interrupted))
@@ -372,7 +296,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                                   "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,
                       n_labeled=int(exported.problem.labeled.sum()), n_flagged=int(prediction.noisy.sum()))
-        clock("record_run", record_run, store, run)
+        with clock("record_run"):
+            record_run(store, run)
         if keep_runs is not None:
             store.prune_runs(dataset, keep_runs)
     _log_outcome(run)
@@ -390,7 +315,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
 
 def _log_outcome(run: LabelRunRecord) -> None:
     """The run's headline at INFO and each statistics warning at WARNING."""
-    from graphlabel.reporting import headline_text, statistics_warnings
+    from labelling.reporting import headline_text, statistics_warnings
 
     logger = run_logger()
     logger.info("%s", headline_text(run))
@@ -401,10 +326,7 @@ def _log_outcome(run: LabelRunRecord) -> None:
 def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
     """The parameters of the dataset's similarity graph as its ``GraphBuild`` record has
     them (what the run used, not the flow's defaults); empty when nothing was recorded."""
-    try:
-        build = store.read_graph_build(dataset)
-    except NotImplementedError:
-        build = None
+    build = store.read_graph_build(dataset)
     if not build:
         return {}
     used = {name: build.get(name) for name in ("graph", "k", "metric", "weights", "sigma")}
@@ -429,7 +351,7 @@ def unreached_note(exported: ExportedProblem, prediction: Prediction) -> list[st
 
 def _pool_copies(store: GraphStore, dataset: str, exported: ExportedProblem, prediction: Prediction,
                  notes: list[str]) -> Prediction:
-    """Copies of one feature vector beyond k + 1 get one answer (graphlabel.indistinguishable);
+    """Copies of one feature vector beyond k + 1 get one answer (labelling.indistinguishable);
     only kNN graphs pick neighbours among ties."""
     built = store.read_graph_build(dataset)
     if not built or built.get("graph") != "knn" or built.get("k") is None:
@@ -470,7 +392,7 @@ def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
     return None
 
 
-def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: dict[str, Any],
+def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: GraphSpec,
            requested: dict[str, Any], clock: StageClock, run_id: str, *, build_graph: bool, full: bool,
            hops: int, split: bool, batch_nodes: int, holdout_fraction: float, holdout_seed: int):
     """The run's stages; returns the exported problem, the prediction, the holdout and
@@ -482,15 +404,15 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
         else solver_change(store, dataset, run_id, solver, solver_params)
     if not full and reason is None:
         reasons: list[str] = []
-        changed = clock("incremental", label_changed, store, dataset, solver, solver_params, requested, hops,
-                        reasons=reasons)
+        with clock("incremental"):
+            changed = label_changed(store, dataset, solver, solver_params, requested, hops, reasons=reasons)
         reason = "; ".join(reasons) or None
         if changed is not None:
             prediction = changed.prediction
             if len(changed.keys):
                 prediction = _pool_copies(store, dataset, changed.exported, prediction, notes)
-                clock("write_back", write_predictions, store, dataset, changed.exported, prediction,
-                      run_id, changed.read_at)
+                with clock("write_back"):
+                    write_predictions(store, dataset, changed.exported, prediction, run_id, changed.read_at)
             run_logger().info("incremental run: %d changed nodes (%d new), %d edges added, %d nodes relabelled"
                               " with %d fixed around them", changed.n_changed, changed.n_new, changed.n_edges_added,
                               changed.n_region, changed.n_boundary)
@@ -505,15 +427,17 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     if build_graph:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built
-    exported = clock("export", export_problem, store, dataset)
+    with clock("export"):
+        exported = export_problem(store, dataset)
     if not build_graph and exported.problem.W.nnz == 0:
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
-        store.check_edge_builder(spec["graph"])
+        store.check_edge_builder(spec)
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
-        notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({describe_graph(spec)};"
+        notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({spec.describe()};"
                   f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
-        exported = clock("export", export_problem, store, dataset)
+        with clock("export"):
+            exported = export_problem(store, dataset)
     problem = exported.problem
     run_logger().info("exported %d nodes, %d edges, %d given labels in %d classes", problem.n_nodes,
                       problem.W.nnz // 2, int(problem.labeled.sum()), problem.n_classes)
@@ -521,19 +445,12 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     if holdout_fraction:
         exported, holdout = hold_out(exported, holdout_fraction, holdout_seed)
         run_logger().info("held out %d of the given labels to score the run", len(holdout.nodes))
-    prediction = clock("solve", solve_by_component, exported, solver, solver_params, split, batch_nodes)
+    with clock("solve"):
+        prediction = solve_by_component(exported, solver, solver_params, split, batch_nodes)
     run_logger().info("solved with %s: %d nodes labelled, %d given labels flagged as noisy", solver,
                       int((prediction.labels >= 0).sum()), int(prediction.noisy.sum()))
     prediction = _pool_copies(store, dataset, exported, prediction, notes)
-    written = clock("write_back", write_predictions, store, dataset, exported, prediction, run_id, read_at)
+    with clock("write_back"):
+        written = write_predictions(store, dataset, exported, prediction, run_id, read_at)
     run_logger().info("wrote %s predictions", written)
     return exported, prediction, holdout, extra, notes
-
-
-def describe_graph(spec: dict[str, Any]) -> str:
-    """``10-NN, euclidean, gaussian weights`` and the like, for messages."""
-    if spec["graph"] == "knn":
-        return f"{spec['k']}-NN, {spec['metric']}, {spec['weights']} weights"
-    if spec["graph"] == "delta":
-        return f"δ = {spec['delta']}, {spec['metric']}, {spec['weights']} weights"
-    return f"{spec['graph']}, {spec['metric']}"

@@ -16,8 +16,9 @@ gives its solve stage the same cluster through a Dask client instead.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from prefect_dask import DaskTaskRunner
 

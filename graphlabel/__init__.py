@@ -1,3 +1,5 @@
-"""graphlabel: label stored entities from a few labels and a similarity graph."""
+"""graphlabel, the application: the CLI, schedules and serving (nothing in the project imports it)."""
 
-__version__ = "0.1.0"
+from labelling.provenance import PROJECT_VERSION as __version__
+
+__all__ = ["__version__"]

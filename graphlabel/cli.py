@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -26,7 +25,7 @@ err = Console(stderr=True)
 
 
 
-def _checked_store(uri: Optional[str]) -> Optional[str]:
+def _checked_store(uri: str | None) -> str | None:
     """Refuse a store URI with credentials before any flow starts: Prefect would store it
     with the flow run's parameters (``graphstore.secrets``)."""
     from graphstore.secrets import check_store_uri
@@ -97,10 +96,10 @@ def _is_transient(error: BaseException) -> bool:
 
 def _user_errors():
     """Errors that are the input's fault: shown as one clear line, not a traceback."""
-    from graphlabel.problems import NotEnoughLabels
-    from graphlabel.records import NoValidRecords
-    from graphstore.base import StoreSetupError
+    from graphstore.errors import StoreSetupError
     from graphstore.secrets import StoreConnectionError
+    from labelling.problems import NotEnoughLabels
+    from labelling.records import NoValidRecords
 
     return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError,
             StoreSetupError)
@@ -118,7 +117,7 @@ def _quiet_expected_errors() -> None:
 
 @app.command()
 def demo(
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
     per_class: int = typer.Option(10, help="Labels kept per class."),
     flip: float = typer.Option(0.1, help="Fraction of kept labels flipped on purpose."),
     seed: int = typer.Option(0, help="Random seed of the hidden/flipped labels."),
@@ -154,17 +153,17 @@ def ingest(
     dataset: str = typer.Option(..., help="Dataset name the nodes belong to."),
     key: str = typer.Option(..., help="Column with each record's unique key."),
     features: str = typer.Option(..., help="Feature columns: comma-separated names or globs ('x_*')."),
-    label: Optional[str] = typer.Option(None, help="Column with the given label (may be empty)."),
-    rejects: Optional[str] = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
-    classes: Optional[str] = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
+    label: str | None = typer.Option(None, help="Column with the given label (may be empty)."),
+    rejects: str | None = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
+    classes: str | None = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
     encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
     from flows.direct import run_flow
     from flows.labelling import ingest_flow
-    from graphlabel.records import NoValidRecords
+    from labelling.records import NoValidRecords
 
     _quiet_expected_errors()
 
@@ -204,9 +203,9 @@ def build_graph(
     k: int = typer.Option(10, help="Neighbours per node (knn, sgt, mutual_knn)."),
     metric: str = typer.Option("euclidean", help="euclidean or cosine."),
     weights: str = typer.Option("gaussian", help="gaussian, cosine or binary."),
-    delta: Optional[float] = typer.Option(None, help="Distance threshold (delta graph)."),
-    sigma: Optional[float] = typer.Option(None, help="Gaussian bandwidth (default: the median k-th neighbour distance)."),
-    store: Optional[str] = StoreOption,
+    delta: float | None = typer.Option(None, help="Distance threshold (delta graph)."),
+    sigma: float | None = typer.Option(None, help="Gaussian bandwidth (default: the median k-th neighbour distance)."),
+    store: str | None = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
     from flows.direct import run_flow
@@ -237,22 +236,23 @@ def label(
                                                 "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
-    k: Optional[int] = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
+    k: int | None = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
                                     " --rebuild-graph the graph is used as it was built."),
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
     holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"
                                   " (accuracy and reliability plot in the run report; implies --full)."),
-    keep_runs: Optional[int] = typer.Option(None, help="Prune older LabelRun nodes, keeping this many."),
+    keep_runs: int | None = typer.Option(None, help="Prune older LabelRun nodes, keeping this many."),
     split_components: bool = typer.Option(True, help="Solve connected components as separate tasks."),
     dask: bool = typer.Option(False, help="Solve the component batches on Dask: a local cluster, or"
                               " the scheduler in --dask-address / $GRAPHLABEL_DASK_ADDRESS."),
-    dask_address: Optional[str] = typer.Option(None, envvar="GRAPHLABEL_DASK_ADDRESS",
+    dask_address: str | None = typer.Option(None, envvar="GRAPHLABEL_DASK_ADDRESS",
                                                help="Dask scheduler, e.g. tcp://scheduler:8786."),
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
 ) -> None:
     """Label the dataset's nodes and write predictions back as node properties."""
-    from contextlib import nullcontext
+    from contextlib import AbstractContextManager, nullcontext
+    from typing import cast
 
     from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
@@ -261,7 +261,7 @@ def label(
 
     try:
         solver_params = json.loads(params)
-        flow, cluster = labelling_flow, nullcontext()
+        flow, cluster = labelling_flow, cast(AbstractContextManager, nullcontext())
         if dask or dask_address:
             from flows.runners import dask_client, dask_runner
 
@@ -272,8 +272,9 @@ def label(
         kind = "full" if full or holdout else "incremental"
         with console.status(f"labelling {dataset!r} with {solver}..."), cluster:
             summary = run_flow(flow, ["graphlabel", dataset, solver, kind], _user_errors(), dataset=dataset,
-                               store_uri=store, solver=solver, solver_params=solver_params, build_graph=rebuild_graph, k=k,
-                               split_components=split_components, full=full, holdout_fraction=holdout,
+                               store_uri=store, solver=solver, solver_params=solver_params,
+                               build_graph=rebuild_graph, k=k, split_components=split_components, full=full,
+                               holdout_fraction=holdout,
                                keep_runs=keep_runs)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
@@ -307,7 +308,7 @@ def query(
                                " full, nulls empty in CSV and null in JSON: for other programs)."),
     write: bool = typer.Option(False, "--write", help="Allow the query to change the store (default:"
                                " read-only, a writing query is refused)."),
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
 ) -> None:
     """Run one Cypher statement against the store and print its rows (read-only unless --write)."""
     from graphstore import open_store
@@ -341,12 +342,12 @@ def query(
     if output == "csv":
         frame.to_csv(sys.stdout, index=False)
     elif output == "json":
-        from graphlabel.reporting import query_records
+        from labelling.reporting import query_records
 
         json.dump(query_records(frame), sys.stdout, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
     else:
-        from graphlabel.reporting import query_table
+        from labelling.reporting import query_table
 
         console.print(query_table(frame))
         console.print(f"{len(frame)} row{'s' * (len(frame) != 1)}", highlight=False)
@@ -354,19 +355,18 @@ def query(
 
 @app.command()
 def report(
-    run: Optional[str] = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
+    run: str | None = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
                                       " run's summary."),
-    dataset: Optional[str] = typer.Option(None, help="Dataset: list its recent runs (without --run)."),
+    dataset: str | None = typer.Option(None, help="Dataset: list its recent runs (without --run)."),
     limit: int = typer.Option(20, help="Runs listed with --dataset."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the run's summary as markdown."),
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
 ) -> None:
     """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
-    from graphlabel.liveness import mark_interrupted_runs
-    from graphlabel.reporting import (failed_runs, run_report_markdown, run_report_renderables, run_summary,
-                                      runs_table)
     from graphstore import open_store
-    from graphstore.base import NotFound
+    from graphstore.errors import NotFound
+    from labelling.liveness import mark_interrupted_runs
+    from labelling.reporting import failed_runs, run_report_markdown, run_report_renderables, run_summary, runs_table
 
     if run is None and dataset is None:
         _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
@@ -387,8 +387,8 @@ def report(
         if runs.empty:
             _fail(f"no runs of dataset {dataset!r} in the store")
         console.print(runs_table(runs, title=f"runs of {dataset!r}, newest first"))
-        for run_id, error in failed_runs(runs):
-            console.print(f"[bold red]{run_id} failed:[/] {_escape(error)}", highlight=False)
+        for run_id, message in failed_runs(runs):
+            console.print(f"[bold red]{run_id} failed:[/] {_escape(message)}", highlight=False)
         console.print(f"a run's summary: graphlabel report --run {str(runs['run_id'].iloc[0])[:8]}"
                       " (any unique start of its id)", highlight=False)
         return
@@ -405,14 +405,14 @@ def report(
 def prune_runs(
     dataset: str = typer.Option(..., help="Dataset whose LabelRun nodes to prune."),
     keep_last: int = typer.Option(..., "--keep-last", min=0, help="Completed runs to keep, newest first."),
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
 ) -> None:
     """Delete a dataset's LabelRun nodes beyond its newest N completed runs.
 
     Never deletes a running run, nor the run the nodes' predictions come from.
     """
-    from graphlabel.liveness import mark_interrupted_runs
     from graphstore import open_store
+    from labelling.liveness import mark_interrupted_runs
 
     try:
         with open_store(store) as graph_store:
@@ -433,17 +433,17 @@ def explain(
     key: str = typer.Argument(..., help="Key of the node to explain."),
     dataset: str = typer.Option(..., help="Dataset the node belongs to."),
     limit: int = typer.Option(10, min=1, help="Neighbours listed, strongest first."),
-    store: Optional[str] = StoreOption,
+    store: str | None = StoreOption,
 ) -> None:
     """Why a node got its label: its strongest neighbours and each class's share of its weights.
 
     Read from the stored similarity relationships: a neighbour counts with its given label,
     else its predicted one.
     """
-    from graphlabel.records import key_text
-    from graphlabel.reporting import explanation_renderables
     from graphstore import open_store
-    from graphstore.base import NotFound
+    from graphstore.errors import NotFound
+    from labelling.records import key_text
+    from labelling.reporting import explanation_renderables
 
     key = key_text(key) or key  # the key as ingest stored it (" 7 " and "7.0" are "7")
     try:
@@ -469,9 +469,9 @@ def serve(
 ) -> None:
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
     stopped (Prefect serve)."""
-    from graphlabel.reporting import jobs_renderables
     from graphlabel.schedule import ScheduleError, load_schedule
     from graphlabel.schedule import serve as serve_jobs
+    from labelling.reporting import jobs_renderables
 
     try:
         jobs = load_schedule(config)

@@ -44,7 +44,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from graphstore.base import check_dataset_name
+from graphstore.schemas import check_dataset_name
+from similarity.spec import graph_problems
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
 JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "metric",
@@ -81,7 +82,7 @@ class Job:
     k : int
         Neighbours per node of the kNN graph.
     graph : str
-        One of ``flows.tasks.GRAPH_KINDS``.
+        One of ``similarity.spec.GRAPH_KINDS``.
     delta : float or None
         Distance threshold of a δ-graph (``graph="delta"``).
     full : bool or None
@@ -132,7 +133,7 @@ class Job:
 
     def parameters(self) -> dict[str, Any]:
         """The ``labelling_flow`` parameters of this job's runs."""
-        parameters = {"dataset": self.dataset, "store_uri": self.store_uri, "solver": self.solver,
+        parameters: dict[str, Any] = {"dataset": self.dataset, "store_uri": self.store_uri, "solver": self.solver,
                       "solver_params": dict(self.solver_params), "graph": self.graph, "k": self.k,
                       "metric": self.metric, "weights": self.weights}
         if self.sigma is not None:
@@ -153,8 +154,8 @@ class Job:
 
 def _check_cron(cron: str) -> str | None:
     """The reason ``cron`` is not a cron expression Prefect schedules, or None."""
-    from pydantic import ValidationError
     from prefect.client.schemas.schedules import CronSchedule
+    from pydantic import ValidationError
 
     if len(cron.split()) != 5:  # croniter also takes 6 fields (seconds) and macros
         return "must have 5 fields (minute hour day month weekday)"
@@ -180,7 +181,7 @@ def _store_problem(uri: Any) -> str | None:
     return None
 
 
-def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], graph_kinds: tuple[str, ...],
+def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
          problems: list[str]) -> Job | None:
     """The job of one ``[[jobs]]`` table; every problem found is appended to ``problems``
     (named by ``where`` and the field) and the job is then None."""
@@ -224,28 +225,10 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
     solver_params = raw.get("solver_params", {})
     if not isinstance(solver_params, Mapping):
         bad("solver_params", "must be a table such as { gamma_g = 0.1 }")
-    k = raw.get("k", 10)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        bad("k", "must be a positive integer")
-    graph = raw.get("graph", "knn")
-    if graph not in graph_kinds:
-        bad("graph", f"must be one of {list(graph_kinds)}")
-    delta = raw.get("delta")
-    if delta is not None and (isinstance(delta, bool) or not isinstance(delta, (int, float)) or not delta > 0):
-        bad("delta", "must be a positive number")
-    if graph == "delta" and delta is None:
-        found.append("graph \"delta\" needs delta = <distance threshold>")
-    from similarity.knn import METRICS, WEIGHTS
-
-    metric = raw.get("metric", "euclidean")
-    if metric not in METRICS:
-        bad("metric", f"must be one of {list(METRICS)}")
-    weights = raw.get("weights", "gaussian")
-    if weights not in WEIGHTS:
-        bad("weights", f"must be one of {list(WEIGHTS)}")
-    sigma = raw.get("sigma")
-    if sigma is not None and (isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma > 0):
-        bad("sigma", "must be a positive number")
+    k, graph, metric, weights = raw.get("k", 10), raw.get("graph", "knn"), raw.get("metric", "euclidean"), \
+        raw.get("weights", "gaussian")
+    delta, sigma = raw.get("delta"), raw.get("sigma")
+    found += graph_problems(graph, k, metric, weights, delta, sigma)  # the GraphSpec's own checks, all of them
     full = raw.get("full")
     if full is not None and not isinstance(full, bool):
         bad("full", "must be true or false")
@@ -263,7 +246,7 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...], grap
     if found:
         problems.extend(f"{where}: {problem}" for problem in found)
         return None
-    return Job(name=name, dataset=dataset, cron=cron, interval=None if interval is None else float(interval),
+    return Job(name=name, dataset=str(dataset), cron=cron, interval=None if interval is None else float(interval),
                solver=solver, solver_params=dict(solver_params), k=k, graph=graph,
                delta=None if delta is None else float(delta), metric=metric, weights=weights,
                sigma=None if sigma is None else float(sigma), full=full, store_uri=raw.get("store", store),
@@ -279,7 +262,6 @@ def parse_schedule(document: Mapping[str, Any], source: str = "schedule") -> lis
         Every problem found (``ScheduleError.problems``, one line each in the message),
         each naming ``source``, the job and the field.
     """
-    from flows.tasks import GRAPH_KINDS
     from solvers.registry import METHODS
 
     if not isinstance(document, Mapping):
@@ -296,9 +278,10 @@ def parse_schedule(document: Mapping[str, Any], source: str = "schedule") -> lis
     if not isinstance(raw_jobs, list) or not raw_jobs:
         problems.append(f"{source}: no jobs: add at least one [[jobs]] table with dataset and cron or interval")
         raw_jobs = []
-    jobs = [_job(raw, f"{source}: jobs[{i}]", store, tuple(METHODS), tuple(GRAPH_KINDS), problems)
-            for i, raw in enumerate(raw_jobs)]
-    names = [job.name for job in jobs if job is not None]
+    parsed = [_job(raw, f"{source}: jobs[{i}]", store, tuple(METHODS), problems)
+              for i, raw in enumerate(raw_jobs)]
+    jobs = [job for job in parsed if job is not None]
+    names = [job.name for job in jobs]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         problems.append(f"{source}: job names must be unique, {duplicates} repeat(s); set name = \"...\"")
@@ -364,7 +347,7 @@ def jobs_from_env(environ: Mapping[str, str] | None = None) -> list[Job]:
         if flag not in ("true", "false", "1", "0"):
             raise ScheduleError(f"environment: LABEL_FULL must be true or false, got {environ['LABEL_FULL']!r}")
         job["full"] = flag in ("true", "1")
-    document = {"jobs": [job]}
+    document: dict[str, Any] = {"jobs": [job]}
     if environ.get("GRAPHLABEL_STORE"):
         document["store"] = environ["GRAPHLABEL_STORE"]
     return parse_schedule(document, "environment")
@@ -394,7 +377,7 @@ def deployments(jobs: list[Job]) -> list:
         missing = sorted(set(parameters) - accepted)
         if missing:
             raise ScheduleError(f"job {job.name!r}: the labelling flow takes no parameter(s) {missing}")
-        when = {"cron": job.cron} if job.cron is not None else {"interval": timedelta(seconds=job.interval)}
+        when = {"cron": job.cron} if job.cron is not None else {"interval": timedelta(seconds=job.interval or 0.0)}
         kind = "every node (full)" if job.full or job.holdout else "what changed since the last run (incremental)"
         deployment = labelling_flow.to_deployment(
             name=job.name, parameters=parameters, tags=job.tags, **when, entrypoint_type=EntrypointType.MODULE_PATH,

@@ -1,4 +1,5 @@
 """Graph stores behind one port (`GraphStore`): Kùzu embedded (default) and Neo4j + GDS.
+May import ``similarity`` (the local edge builder), nothing else of the project.
 
 ``open_store(uri)`` picks the adapter from the URI: ``neo4j://``, ``neo4j+s://``,
 ``bolt://`` or ``bolt+s://`` open Neo4j; anything else (a folder, or ``kuzu://folder``)
@@ -11,7 +12,10 @@ from __future__ import annotations
 
 import os
 
-from .base import GraphStore, LabelRunRecord, NativeEdges, StoreLocked, StoreNotFound, StoreSetupError, SubGraph, check_dataset_name
+from .errors import StoreLocked, StoreNotFound, StoreSetupError, StoreUnavailable
+from .port import BuiltGraph, GraphStore
+from .runs import LabelRunRecord
+from .schemas import SubGraph, check_dataset_name
 from .secrets import StoreConnectionError, check_store_uri, redact, redact_uri
 
 DEFAULT_STORE = ".graphlabel"
@@ -43,6 +47,6 @@ def open_store(uri: str | None = None, *, create: bool = False, **options) -> Gr
     return KuzuStore(uri.removeprefix("kuzu://"), create=create, **options)
 
 
-__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "NativeEdges", "StoreSetupError", "open_store", "default_store_uri",
-           "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
+__all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "BuiltGraph", "StoreSetupError", "StoreUnavailable",
+           "open_store", "default_store_uri", "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
            "redact_uri"]

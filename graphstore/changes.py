@@ -94,5 +94,6 @@ def graph_build_json(spec: dict[str, Any]) -> str:
     return json.dumps({str(k): plain(v) for k, v in spec.items()}, sort_keys=True, default=str)
 
 
-def graph_build_from_json(text: str | None) -> dict[str, Any] | None:
-    return None if text is None else json.loads(text)
+def graph_build_from_json(text: str | None) -> dict[str, Any]:
+    """A recorded build's parameters; empty for a record without any."""
+    return {} if text is None else dict(json.loads(text))

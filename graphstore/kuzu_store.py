@@ -12,35 +12,33 @@ import time
 from pathlib import Path
 from typing import Any
 
+import kuzu
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-import kuzu
-
-from .base import (
+from .changes import (
+    content_hashes,
+    graph_build_from_json,
+    graph_build_json,
+    label_state_table,
+)
+from .errors import StoreLocked, StoreNotFound, WriteRefused
+from .explain import explanation
+from .port import GraphStore
+from .queries import load_query, split_statements, user_statement
+from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
+from .schemas import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
-    PREDICTION_SCHEMA,
+    READ_PREDICTION_SCHEMA,
     WRITTEN_PREDICTION_SCHEMA,
-    GraphStore,
-    LabelRunRecord,
-    StoreLocked,
-    StoreNotFound,
     SubGraph,
-    WriteRefused,
     check_dataset_name,
     check_limit,
-    check_status,
     conform_table,
-    explanation,
-    naive_utc,
-    runs_frame,
-    runs_to_prune,
     subgraph_from_tables,
 )
-from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
-from .queries import load_query, split_statements, user_statement
 
 DATABASE_FILE = "graph.kuzu"
 LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
@@ -228,6 +226,10 @@ class KuzuStore(GraphStore):
         table = self._run("read_label_state", {"dataset": dataset}).get_as_arrow()
         return label_state_table(table.column("key"), table.column("changed"), table.column("labelled"),
                                  table.column("predicted_label"))
+
+    def read_predictions(self, dataset: str) -> pa.Table:
+        check_dataset_name(dataset)
+        return self._run("read_predictions", {"dataset": dataset}).get_as_arrow().cast(READ_PREDICTION_SCHEMA)
 
     def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
         check_dataset_name(dataset)

@@ -45,15 +45,17 @@ Decisions, and why
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import NativeEdges, StoreSetupError
+from .errors import StoreSetupError
+from .port import BuiltGraph
 
 if TYPE_CHECKING:  # the store passes itself; no import cycle at run time
     from .neo4j_store import Neo4jStore
@@ -144,16 +146,15 @@ def projection(store: Neo4jStore, query: str, dataset: str, **parameters: Any) -
     try:
         yield name
     except BaseException:
-        try:
+        # the server may be what failed: the error to raise is the one above
+        with contextlib.suppress(Exception):
             store._autocommit("gds_drop", {"graph_name": name})
-        except Exception:  # noqa: BLE001 - the server may be what failed; its error is raised
-            pass
         raise
     store._autocommit("gds_drop", {"graph_name": name})
 
 
 def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: str,
-              sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> NativeEdges:
+              sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> BuiltGraph:
     """Replace the dataset's similarity relationships with GDS kNN ones (see the module
     docstring); returns the relationships it has afterwards (directed, as written) and the
     Gaussian σ of their weights (None unless ``weights="gaussian"``)."""
@@ -172,10 +173,10 @@ def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: 
         record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
         sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
     set_weights(store, dataset, keys, k, metric, weights, sigma)
-    return NativeEdges(written, float(sigma) if weights == "gaussian" else None)
+    return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None)
 
 
-def build_knn_for(store: Neo4jStore, dataset: str, keys: Sequence[str], *, k: int, metric: str,
+def build_knn_for(store: Neo4jStore, dataset: str, keys: list[str], *, k: int, metric: str,
                   weights: str, sigma: float | None, knn_options: dict[str, Any]) -> int:
     """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
     nodes, added next to the existing ones (nothing is deleted); returns how many."""
@@ -195,7 +196,7 @@ def build_knn_for(store: Neo4jStore, dataset: str, keys: Sequence[str], *, k: in
     return int(result["written"]) if result else 0
 
 
-def set_weights(store: Neo4jStore, dataset: str, keys: Sequence[str], k: int, metric: str, weights: str,
+def set_weights(store: Neo4jStore, dataset: str, keys: list[str], k: int, metric: str, weights: str,
                 sigma: float | None) -> int:
     """Set ``weight`` on the marked relationships without one, from the nodes ``keys``."""
     return store.sum_batches("gds_set_weights", keys, k, {

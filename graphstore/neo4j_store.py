@@ -45,10 +45,11 @@ Open decisions and the choices made here
   once per direction in which it was found; reading keeps one row per unordered pair with
   the larger weight (the local builder's ``symmetrise="max"``). ``replace_edges`` writes
   one relationship per row, as given.
-- Edge builder, chosen explicitly with ``Neo4jGraphConfig.edge_builder``: ``"gds"``
-  (default, ``native_knn`` True) makes the flow call ``build_knn_edges``, GDS kNN in the
-  database; ``"local"`` (``native_knn`` False) makes the flow build the graph with
-  ``similarity.knn`` and call ``replace_edges``. The flow builds δ-graphs locally.
+- Edge builder, chosen explicitly with ``Neo4jGraphConfig.edge_builder``: with ``"gds"``
+  (default) ``build_edges`` builds kNN graphs with GDS kNN in the database
+  (``build_knn_edges``) and ``add_knn_edges`` with GDS filtered kNN; with ``"local"``, and
+  for every other kind of graph (δ-graphs, the papers' graphs), the port's default builds
+  them with ``similarity`` and writes them with ``replace_edges`` / ``add_edges``.
 - GDS kNN (weights, δ-graphs, determinism, version and presence checks, the projection's
   life): see graphstore/neo4j_gds.py. Its weights are the local builder's (Gaussian by
   default, as in the flows), computed exactly from kNN's score, the σ
@@ -73,44 +74,53 @@ Open decisions and the choices made here
 
 from __future__ import annotations
 
+import contextlib
 import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from similarity.spec import GraphSpec
+
 from . import neo4j_gds
-from .base import (
+from .changes import (
+    content_hashes,
+    graph_build_from_json,
+    graph_build_json,
+    label_state_table,
+)
+from .errors import StoreSetupError, StoreUnavailable, WriteRefused
+from .explain import explanation
+from .identifiers import render
+from .neo4j_config import Neo4jGraphConfig
+from .port import BuiltGraph, GraphStore
+from .queries import load_query, split_statements, user_statement
+from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
+from .schemas import (
     EDGE_SCHEMA,
     NODE_SCHEMA,
-    PREDICTION_SCHEMA,
+    READ_PREDICTION_SCHEMA,
     WRITTEN_PREDICTION_SCHEMA,
-    GraphStore,
-    LabelRunRecord,
-    NativeEdges,
-    StoreSetupError,
     SubGraph,
-    WriteRefused,
     check_dataset_name,
     check_limit,
-    check_status,
     conform_table,
-    explanation,
-    naive_utc,
-    runs_frame,
-    runs_to_prune,
+    edge_table_from_pairs,
     subgraph_from_tables,
 )
-from .changes import content_hashes, graph_build_from_json, graph_build_json, label_state_table
-from .identifiers import Fragment, check_identifier, compose, join, literal, prop, quote, render
-from .queries import load_query, split_statements, user_statement
-from .secrets import StoreConnectionError, check_store_uri, neo4j_credentials, redact, redact_uri
+from .secrets import (
+    StoreConnectionError,
+    check_store_uri,
+    neo4j_credentials,
+    redact,
+    redact_uri,
+)
 
-EDGE_BUILDERS = ("gds", "local")
 #: Bounded waits on a dead or unreachable server (the driver's defaults are 30 s each;
 #: Prefect's task retries come on top, flows/tasks.py), and no server notifications: the
 #: driver logs each one as a 1,000-character WARNING ("the label does not exist" on a
@@ -119,215 +129,18 @@ EDGE_BUILDERS = ("gds", "local")
 DRIVER_OPTIONS = {"connection_timeout": 5.0, "max_transaction_retry_time": 5.0,
                   "notifications_min_severity": "OFF"}
 READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
-ENV_PREFIX = "GRAPHLABEL_NEO4J_"
 
 
-@dataclass(frozen=True)
-class Neo4jGraphConfig:
-    """Where graphlabel's data lives in a Neo4j graph; today's names are the defaults.
+@contextmanager
+def _unavailable_as_store_error() -> Iterator[None]:
+    """The driver's transient errors (server gone, session expired, "try again") raised as
+    the port's one ``StoreUnavailable``, which the flows retry; the rest as they are."""
+    from neo4j.exceptions import ServiceUnavailable, SessionExpired, TransientError
 
-    Parameters
-    ----------
-    node_label : str
-        Label of the nodes to label.
-    key : str
-        Property holding each node's key (a string, unique per dataset).
-    dataset : str or None
-        Property naming the dataset a node belongs to; None for "all nodes with the label".
-    features : str or sequence of str
-        One property holding a list of floats, or several numeric properties (in order).
-    given_label : str
-        Property holding the given (possibly wrong) label; missing means unlabeled.
-    relationship, weight : str
-        Type and weight property of the similarity relationships.
-    edge_marker : str
-        Property set on every relationship graphlabel writes (GDS kNN's similarity score,
-        or the weight of a locally built one): graphlabel deletes and rewrites only
-        relationships that carry it, and refuses to build into a type that holds
-        relationships without it between the dataset's nodes (a user's own).
-    run_label : str
-        Label of the ``LabelRun`` nodes.
-    predicted_label, label_confidence, label_noise, label_noise_score, label_run_id, label_solver, labelled_at : str
-        Names of the properties a run writes on each node.
-    previous_predicted_label, previous_label_run_id : str
-        Where a write-back keeps the prediction and run id it replaces (Neo4j only).
-    updated_at, content_hash : str
-        Change tracking written by ``write_nodes`` (graphstore/changes.py): when the node's
-        features or given label last changed, and their hash.
-    batch_size : int
-        Rows per UNWIND batch (one transaction each).
-    edge_builder : {"gds", "local"}
-        Who builds kNN relationships: GDS in the database, or the local builder.
-    """
-
-    node_label: str = "Entity"
-    key: str = "key"
-    dataset: str | None = "dataset"
-    features: str | tuple[str, ...] = "features"
-    given_label: str = "given_label"
-    relationship: str = "SIMILAR"
-    weight: str = "weight"
-    edge_marker: str = "graphlabel_similarity"
-    run_label: str = "LabelRun"
-    predicted_label: str = "predicted_label"
-    label_confidence: str = "label_confidence"
-    label_noise: str = "label_noise"
-    label_noise_score: str = "label_noise_score"
-    label_run_id: str = "label_run_id"
-    label_solver: str = "label_solver"
-    labelled_at: str = "labelled_at"
-    previous_predicted_label: str = "previous_predicted_label"
-    previous_label_run_id: str = "previous_label_run_id"
-    updated_at: str = "updated_at"
-    content_hash: str = "content_hash"
-    batch_size: int = 10_000
-    edge_builder: str = "gds"
-    _fragments: dict = field(default=None, init=False, repr=False, compare=False)
-
-    WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_noise_score", "label_run_id",
-               "label_solver",
-               "labelled_at", "previous_predicted_label", "previous_label_run_id", "updated_at",
-               "content_hash")
-
-    def __post_init__(self) -> None:
-        for name in ("node_label", "key", "given_label", "relationship", "weight", "edge_marker",
-                     "run_label", *self.WRITTEN):
-            check_identifier(getattr(self, name), f"{name} setting")
-        if self.dataset is not None:
-            check_identifier(self.dataset, "dataset setting")
-        if isinstance(self.features, str):
-            features = (self.features,)
-        elif isinstance(self.features, (list, tuple)):
-            features = tuple(self.features)
-        else:  # None, a number, a set (no order): refused like any other bad name
-            raise ValueError(f"invalid features setting {self.features!r}: one property name or a list of them")
-        if not features:
-            raise ValueError("features setting must name at least one property")
-        for name in features:
-            check_identifier(name, "features setting")
-        object.__setattr__(self, "features", features[0] if len(features) == 1 else features)
-        read = [self.key, self.given_label, *features] + ([self.dataset] if self.dataset else [])
-        written = [getattr(self, name) for name in self.WRITTEN]
-        if len(set(read + written)) != len(read) + len(written):
-            raise ValueError(f"node property settings must be distinct, got {read + written}")
-        if self.edge_marker == self.weight:
-            raise ValueError(f"edge_marker must differ from the weight property, both are {self.weight!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, (int, np.integer)) \
-                or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if self.edge_builder not in EDGE_BUILDERS:
-            raise ValueError(f"edge_builder must be one of {EDGE_BUILDERS}, got {self.edge_builder!r}")
-        object.__setattr__(self, "_fragments", self._build_fragments())
-
-    @property
-    def feature_properties(self) -> tuple[str, ...]:
-        return (self.features,) if isinstance(self.features, str) else self.features
-
-    def _features_of(self, variable: str) -> Fragment:
-        props = [prop(variable, name) for name in self.feature_properties]
-        if len(props) == 1:
-            return props[0]
-        return compose("[{}]", join(compose("toFloat({})", p) for p in props))
-
-    def _in_dataset(self, variable: str) -> Fragment:
-        if self.dataset is None:
-            return literal("true")
-        return compose("{} = $dataset", prop(variable, self.dataset))
-
-    def _build_fragments(self) -> dict[str, Fragment]:
-        key = quote(self.key)
-        if len(self.feature_properties) == 1:
-            set_features = compose("{} = row.features", prop("e", self.feature_properties[0]))
-        else:
-            set_features = join(
-                compose(f"{{}} = row.features[{i}]", prop("e", name))
-                for i, name in enumerate(self.feature_properties)
-            )
-        if self.dataset is None:
-            merge_identity = compose("{}: row.key", key)
-            key_properties = prop("e", self.key)
-        else:
-            merge_identity = compose("{}: $dataset, {}: row.key", quote(self.dataset), key)
-            key_properties = compose("({}, {})", prop("e", self.dataset), prop("e", self.key))
-        fragments = {
-            "node_label": quote(self.node_label),
-            "run_label": quote(self.run_label),
-            "rel_type": quote(self.relationship),
-            "key": key,
-            "given_label": quote(self.given_label),
-            "weight": quote(self.weight),
-            "edge_marker": quote(self.edge_marker),
-            "merge_identity": merge_identity,
-            "set_features": set_features,
-            "key_properties": key_properties,
-            # The name spells the constrained properties, so changing the dataset or key
-            # setting creates a new constraint instead of meeting the old one's name.
-            "key_constraint": quote("_".join(["graphlabel", self.node_label,
-                                              *([self.dataset] if self.dataset else []), self.key]),
-                                    "constraint name"),
-            "run_constraint": quote(f"graphlabel_{self.run_label}_run_id"),
-        }
-        for variable in ("e", "a", "b"):
-            fragments[f"{variable}_in_dataset"] = self._in_dataset(variable)
-            fragments[f"{variable}_features"] = self._features_of(variable)
-        for name in self.WRITTEN:
-            fragments[name] = quote(getattr(self, name))
-        return fragments
-
-    def fragments(self) -> dict[str, Fragment]:
-        """The quoted identifiers and expressions the ``${...}`` places of the templates take."""
-        return dict(self._fragments)
-
-    @classmethod
-    def option_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls) if f.init)
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> "Neo4jGraphConfig":
-        """Settings from ``GRAPHLABEL_NEO4J_<FIELD>`` variables (e.g. ``GRAPHLABEL_NEO4J_NODE_LABEL``),
-        overridden by ``options``. ``FEATURES`` takes a comma-separated list; an empty
-        ``DATASET`` means no dataset property; ``BATCH_SIZE`` is an integer.
-
-        Each variable is validated on its own and refused with a ``ValueError`` naming it
-        (the environment is where a deployment's hostile or mistyped value comes from);
-        a variable overridden by an option is not read."""
-        environ = os.environ if environ is None else environ
-        unknown = set(options) - set(cls.option_names())
-        if unknown:
-            raise ValueError(f"unknown Neo4j store options {sorted(unknown)}; valid: {sorted(cls.option_names())}")
-        settings: dict[str, Any] = {}
-        for name in cls.option_names():
-            variable = ENV_PREFIX + name.upper()
-            value = environ.get(variable)
-            if value is None or name in options:
-                continue
-            settings[name] = cls._env_setting(name, variable, value)
-        settings.update(options)
-        return cls(**settings)
-
-    @staticmethod
-    def _env_setting(name: str, variable: str, value: str) -> Any:
-        """The setting ``name`` parsed from environment variable ``variable``, or a
-        ``ValueError`` naming the variable."""
-        what = f"{name} setting (environment variable {variable})"
-        value = value.strip()
-        if name == "dataset":
-            return check_identifier(value, what) if value else None
-        if name == "features":
-            parts = tuple(part.strip() for part in value.split(","))
-            for part in parts:
-                check_identifier(part, what)  # an empty part ("a,,b", "") is refused too
-            return parts
-        if name == "batch_size":
-            if not re.fullmatch(r"[0-9]+", value) or int(value) < 1:
-                raise ValueError(f"{variable} must be a positive integer, got {value!r}")
-            return int(value)
-        if name == "edge_builder":
-            if value not in EDGE_BUILDERS:
-                raise ValueError(f"{variable} must be one of {EDGE_BUILDERS}, got {value!r}")
-            return value
-        return check_identifier(value, what)
-
+    try:
+        yield
+    except (ServiceUnavailable, SessionExpired, TransientError) as error:
+        raise StoreUnavailable(f"the Neo4j server did not answer: {type(error).__name__}: {error}") from error
 
 
 def _read_only_result(result):
@@ -381,7 +194,6 @@ class Neo4jStore(GraphStore):
         if not isinstance(self.config, Neo4jGraphConfig):
             raise TypeError(f"config must be a Neo4jGraphConfig, got {type(self.config).__name__}")
         self.database = database or None
-        self.native_knn = self.config.edge_builder == "gds"
         self._driver = driver
         #: The server's GDS version, once ``neo4j_gds.gds_version`` has asked.
         self.gds_version: tuple[int, ...] | None = None
@@ -393,7 +205,7 @@ class Neo4jStore(GraphStore):
     def from_uri(cls, uri: str, *, user: str | None = None, password: str | None = None,
                  database: str | None = None, ensure_schema: bool = True,
                  driver_options: dict[str, Any] | None = None, config: Neo4jGraphConfig | None = None,
-                 **config_options: Any) -> "Neo4jStore":
+                 **config_options: Any) -> Neo4jStore:
         """Connect to ``uri`` (neo4j://, bolt://, ...).
 
         The user defaults to ``$NEO4J_USER`` (else ``neo4j``), the password to
@@ -427,10 +239,8 @@ class Neo4jStore(GraphStore):
             failure = StoreConnectionError(f"could not open the Neo4j store at {redact_uri(uri)}:"
                                            f" {type(exc).__name__}: {redact(exc, password)}")
             if driver is not None:
-                try:
+                with contextlib.suppress(Exception):  # the failure to report is the one above
                     driver.close()
-                except Exception:  # noqa: BLE001 - the failure to report is the one above
-                    pass
         # Raised outside the except block so that the driver's exception is neither the
         # cause nor the context of this one: tracebacks and Prefect's logs print both.
         raise failure
@@ -447,8 +257,9 @@ class Neo4jStore(GraphStore):
         # execute_query runs the query as a transaction function, which the driver retries
         # on transient errors (Driver.execute_query docstring in neo4j/_sync/driver.py;
         # https://neo4j.com/docs/python-manual/current/transactions/).
-        return self._driver.execute_query(query, parameters_=parameters, routing_=routing,
-                                          database_=self.database)
+        with _unavailable_as_store_error():
+            return self._driver.execute_query(query, parameters_=parameters, routing_=routing,
+                                              database_=self.database)
 
     def _single(self, name: str, parameters: dict[str, Any], routing: str = WRITE):
         records = self._execute(self.cypher(name), parameters, routing).records
@@ -458,7 +269,7 @@ class Neo4jStore(GraphStore):
         """Query ``name`` in an auto-commit transaction, which the driver does not retry:
         for GDS calls, which change GDS's catalog or write in transactions of their own
         (neo4j_gds.py says why). Returns the first row."""
-        with self._driver.session(database=self.database) as session:
+        with _unavailable_as_store_error(), self._driver.session(database=self.database) as session:
             rows = session.run(self.cypher(name), parameters).data()
         return rows[0] if rows else None
 
@@ -547,8 +358,16 @@ class Neo4jStore(GraphStore):
         if columns is None:
             return label_state_table([], [], [], [])
         has_predicted = np.asarray(columns["has_predicted"], dtype=bool)
-        predicted = np.where(has_predicted, np.asarray(columns["predicted"], dtype=object), None)
-        return label_state_table(columns["keys"], columns["changed"], columns["labelled"], predicted.tolist())
+        predicted = [value if present else None for value, present in zip(columns["predicted"], has_predicted,
+                                                                           strict=True)]
+        return label_state_table(columns["keys"], columns["changed"], columns["labelled"], predicted)
+
+    def read_predictions(self, dataset: str) -> pa.Table:
+        check_dataset_name(dataset)
+        record = self._single("read_predictions", {"dataset": dataset}, READ)
+        rows = record["rows"] if record is not None else []
+        return pa.Table.from_pylist([dict(zip(READ_PREDICTION_SCHEMA.names, row)) for row in rows],
+                                    schema=READ_PREDICTION_SCHEMA)
 
     def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
         check_dataset_name(dataset)
@@ -668,8 +487,10 @@ class Neo4jStore(GraphStore):
             # summary counts any update raises there, so the driver rolls it back (on a
             # single server the access mode alone may not stop a write).
             try:
-                result = self._driver.execute_query(statement, parameters_=parameters or {}, routing_=READ,
-                                                    database_=self.database, result_transformer_=_read_only_result)
+                with _unavailable_as_store_error():
+                    result = self._driver.execute_query(statement, parameters_=parameters or {}, routing_=READ,
+                                                        database_=self.database,
+                                                        result_transformer_=_read_only_result)
             except ClientError as error:
                 # what a live 5.26 server answers to a write in a READ session (found by
                 # the live suite: the raw driver error reached the user)
@@ -680,9 +501,33 @@ class Neo4jStore(GraphStore):
 
     # -- GDS kNN (graphstore/neo4j_gds.py) ---------------------------------------------
 
-    def check_edge_builder(self, graph: str) -> None:
-        if self.native_knn and graph == "knn":
+    def _gds_builds(self, spec: GraphSpec) -> bool:
+        """GDS builds kNN graphs when configured to (``edge_builder="gds"``); every other
+        graph is built locally (the port's default)."""
+        return self.config.edge_builder == "gds" and spec.kind == "knn"
+
+    def check_edge_builder(self, spec: GraphSpec) -> None:
+        if self._gds_builds(spec):
             neo4j_gds.gds_version(self)
+
+    def build_edges(self, dataset: str, spec: GraphSpec) -> BuiltGraph:
+        if not self._gds_builds(spec):
+            return super().build_edges(dataset, spec)
+        k, metric, weights = spec.knn
+        return self.build_knn_edges(dataset, k=k, metric=metric, weights=weights, sigma=spec.sigma,
+                                    symmetrise=spec.symmetrise or "max")
+
+    def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
+        if not self._gds_builds(spec):
+            return super().add_knn_edges(dataset, graph, new, spec)
+        keys = graph.keys[np.asarray(new)]
+        k, metric, weights = spec.knn
+        self.build_knn_edges_for(dataset, keys, k=k, metric=metric, weights=weights, sigma=spec.sigma)
+        # the relationships GDS wrote, read back by key: the new nodes had none before
+        fresh = self.read_subgraph(dataset, with_features=False)
+        touches = np.isin(fresh.keys, keys)
+        added = touches[fresh.source] | touches[fresh.target]
+        return edge_table_from_pairs(fresh.keys, fresh.source[added], fresh.target[added], fresh.weight[added])
 
     def build_knn_edges(self, dataset: str, *, k: int = 10, metric: str = "euclidean",
                         weights: str = "gaussian", sigma: float | None = None,
@@ -690,7 +535,7 @@ class Neo4jStore(GraphStore):
                         seed: int | None = None, deterministic: bool = False,
                         concurrency: int | None = None, sample_rate: float | None = None,
                         delta_threshold: float | None = None, max_iterations: int | None = None,
-                        symmetrise: str = "max") -> NativeEdges:
+                        symmetrise: str = "max") -> BuiltGraph:
         """Replace the dataset's similarity relationships with GDS kNN ones.
 
         Parameters
@@ -720,7 +565,7 @@ class Neo4jStore(GraphStore):
 
         Returns
         -------
-        NativeEdges
+        BuiltGraph
             Similarity relationships the dataset has afterwards (directed, as written), and
             the Gaussian σ of their weights (the median one when not given).
 
@@ -731,9 +576,6 @@ class Neo4jStore(GraphStore):
             graphlabel did not create between the dataset's nodes (checked before anything
             is deleted).
         """
-        if not self.native_knn:
-            raise NotImplementedError("this store is configured with edge_builder='local': the flow"
-                                      " builds the graph locally and calls replace_edges")
         check_dataset_name(dataset)
         neo4j_gds.check_knn_spec(k, metric, weights)
         if sigma is not None and not sigma > 0:
@@ -745,9 +587,9 @@ class Neo4jStore(GraphStore):
         if symmetrise != "max":
             raise ValueError(f"the GDS builder symmetrises with 'max' only, got {symmetrise!r};"
                              " use edge_builder='local' for other rules")
-        options = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
-                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
-                       delta_threshold=delta_threshold, max_iterations=max_iterations)
+        options: dict[str, Any] = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
+                                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
+                                       delta_threshold=delta_threshold, max_iterations=max_iterations)
         neo4j_gds.knn_config(self, k, metric, **options)  # refuses bad options before any query
         return neo4j_gds.build_knn(self, dataset, k=int(k), metric=metric, weights=weights, sigma=sigma,
                                    delta=delta, knn_options=options)
@@ -767,17 +609,14 @@ class Neo4jStore(GraphStore):
         is deleted. Weights as ``build_knn_edges``, ``"gaussian"`` with the ``sigma`` the
         graph was built with (required). Returns the relationships written.
         """
-        if not self.native_knn:
-            raise NotImplementedError("this store is configured with edge_builder='local': the flow"
-                                      " adds edges with similarity.knn_edges_for and add_edges")
         check_dataset_name(dataset)
         keys = [str(key) for key in (keys.tolist() if hasattr(keys, "tolist") else keys)]
         neo4j_gds.check_knn_spec(k, metric, weights)
         if weights == "gaussian" and (sigma is None or not sigma > 0):
             raise ValueError("weights='gaussian' needs the sigma the existing graph was built with")
-        options = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
-                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
-                       delta_threshold=delta_threshold, max_iterations=max_iterations)
+        options: dict[str, Any] = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
+                                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
+                                       delta_threshold=delta_threshold, max_iterations=max_iterations)
         neo4j_gds.knn_config(self, k, metric, **options)
         if not keys:
             return 0

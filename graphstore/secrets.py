@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote
 
 USER_ENV = "NEO4J_USER"
@@ -107,11 +108,13 @@ def check_store_uri(uri: str) -> str:
 
 def load_secret_block(name: str) -> str:
     """The string held by the Prefect ``Secret`` block ``name``."""
-    from prefect.blocks.system import Secret  # Prefect is loaded only when a block is named
+    from prefect.blocks.system import (
+        Secret,  # Prefect is loaded only when a block is named
+    )
 
     failure = None
     try:
-        block = Secret.load(name)
+        block: Any = Secret.load(name)  # a Secret (the sync API: no coroutine outside async code)
     except Exception as exc:  # noqa: BLE001 - any failure is reported the same way, redacted
         failure = ValueError(f"{PASSWORD_BLOCK_ENV}={name!r}: could not load that Prefect Secret block"
                              f" ({type(exc).__name__}: {redact(exc)})")

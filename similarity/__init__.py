@@ -1,5 +1,7 @@
 """Similarity graphs built locally from feature vectors (the embedded store's edge builder,
-and the reference the Neo4j/GDS builder is checked against).
+and the reference the Neo4j/GDS builder is checked against), and ``GraphSpec``, the one
+description of a graph every layer passes. Imports nothing of the project but
+``solvers.spectral.sgt_graph`` (the SGT paper's own graph).
 
 The names below are imported on first use: the modules load scikit-learn (about 1 s), which
 a command that only labels or reads the store never needs (bench/cli.py).
@@ -16,6 +18,8 @@ _HOMES = {
     "DELTA_RULES": "cut_graphs",
     "DegenerateWeightsWarning": "knn", "median_kth_distance": "knn", "weights_problem": "knn",
     "mutual_knn_graph": "paper_graphs", "directed_similarities": "paper_graphs",
+    "build_graph": "build",
+    "GraphSpec": "spec", "GRAPH_KINDS": "spec", "METRICS": "spec", "WEIGHTS": "spec", "SYMMETRISE": "spec",
 }
 
 __all__ = list(_HOMES)

@@ -224,7 +224,7 @@ def delta_rule_graph(X, rule: str = "half", y=None, *, metric: str = "euclidean"
     y = _labels(y, n) if rule == "zero" else None
     D, Z = _single_linkage(X, metric)
     threshold, inclusive = _delta_from(Z, n, rule, y)
-    k = np.flatnonzero(D <= threshold if inclusive else D < threshold)
+    k = np.flatnonzero(threshold >= D if inclusive else threshold > D)
     i, j = _pairs_from_condensed(k, n)
     A = sp.csr_matrix((np.ones(len(k)), (i, j)), shape=(n, n))
     return (A + A.T).tocsr()

@@ -12,9 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
-METRICS = ("euclidean", "cosine")
-WEIGHTS = ("gaussian", "cosine", "binary")
-SYMMETRISE = ("max", "mean", "mutual")
+from .spec import METRICS, SYMMETRISE, WEIGHTS
+
 # Above this many nodes the exact search (O(n²·d)) gives way to faiss HNSW by default.
 EXACT_MAX_NODES = 50_000
 # faiss HNSW: links per node, build and search beam widths. On isotropic 32-d Gaussian

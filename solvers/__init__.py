@@ -1,4 +1,5 @@
-"""Graph-based transductive labelling solvers on scipy.sparse matrices.
+"""Graph-based transductive labelling solvers on scipy.sparse matrices; they import nothing
+of the project (the bottom layer).
 
     >>> from solvers import LabelProblem, solve
     >>> prediction = solve(LabelProblem(W, y), method="harmonic")

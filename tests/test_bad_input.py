@@ -84,7 +84,8 @@ def test_14_every_identifier_check_matches_the_whole_name():
     from graphstore.identifiers import check_identifier
 
     for good in ("base", "Entity"):
-        assert check_dataset_name(good) == good and check_identifier(good) == good
+        assert check_dataset_name(good) == good
+        assert check_identifier(good) == good
     for bad in ("base\n", "Entity\n"):
         with pytest.raises(ValueError):
             check_dataset_name(bad)
@@ -120,7 +121,8 @@ def test_15_a_refused_uri_never_reaches_prefect(tmp_path):
     csv = write_csv(tmp_path / "base.csv", two_blobs())
     result = cli("ingest", csv, "--dataset", "secretive15", "--key", "id", "--features", "x*",
                  "--store", "neo4j://127.0.0.1:1?password=hunter2")
-    assert result.exit_code == 2 and "hunter2" not in result.output
+    assert result.exit_code == 2
+    assert "hunter2" not in result.output
     with get_client(sync_client=True) as client:
         assert not [run for run in client.read_flow_runs() if run.parameters.get("dataset") == "secretive15"]
 
@@ -148,7 +150,8 @@ def count_nodes(store: str) -> int:
 def test_04_a_query_with_an_unbound_parameter_is_refused_naming_it(two_datasets):
     result = cli("query", "MATCH (e:Entity) WHERE e.dataset=$ds RETURN count(e)", "--store", two_datasets)
     assert result.exit_code == 1, result.output
-    assert "$ds" in result.output and "-p ds=" in result.output
+    assert "$ds" in result.output
+    assert "-p ds=" in result.output
     result = cli("query", "MATCH (e:Entity) WHERE e.dataset=$ds RETURN count(e) AS n", "-p", "ds=base",
                  "--store", two_datasets)
     assert result.exit_code == 0 and " 60 " in result.output, result.output
@@ -202,7 +205,7 @@ class _TransformingDriver:
 
 
 def test_05_the_neo4j_adapter_refuses_writes_inside_the_transaction_and_one_statement_only():
-    from graphstore.base import WriteRefused
+    from graphstore.errors import WriteRefused
     from graphstore.neo4j_store import Neo4jStore
 
     store = Neo4jStore(_TransformingDriver(updates=False), ensure_schema=False)
@@ -256,7 +259,8 @@ def test_13_read_commands_refuse_a_store_that_does_not_exist(tmp_path, command):
     afile.write_text("not a store")
     result = cli(*command, "--store", afile)
     assert result.exit_code == 1, result.output
-    assert "is a file" in result.output and "FileExistsError" not in result.output
+    assert "is a file" in result.output
+    assert "FileExistsError" not in result.output
 
 
 def test_13_ingest_creates_the_store(tmp_path):
@@ -291,7 +295,8 @@ def test_11_a_locked_store_is_waited_for_with_a_message_then_one_clear_line(two_
             done = cli_process(*command, "--store", two_datasets, cwd=tmp_path,
                                env={"GRAPHLABEL_LOCK_TIMEOUT": "3"})
             assert done.returncode == 1, done.stderr
-            assert "in use by another process" in done.stderr and "waiting up to 3 s" in done.stderr
+            assert "in use by another process" in done.stderr
+            assert "waiting up to 3 s" in done.stderr
             assert "Traceback" not in done.stderr + done.stdout
             assert done.stderr.strip().splitlines()[-1].startswith("error: the store")
     finally:
@@ -307,7 +312,8 @@ def test_11_the_wait_ends_when_the_other_process_lets_go(two_datasets, tmp_path)
     finally:
         holder.wait()
     assert done.returncode == 0, done.stderr
-    assert "waiting up to 60 s" in done.stderr and " 120 " in done.stdout
+    assert "waiting up to 60 s" in done.stderr
+    assert " 120 " in done.stdout
 
 
 # -- 2, 7: which columns are features, and when two keys or labels are the same ------------
@@ -318,7 +324,8 @@ def test_02_feature_globs_never_take_the_key_or_label_column(tmp_path, store_pat
     result = cli("ingest", csv, "--dataset", "star", "--key", "id", "--features", "*", "--label", "label",
                  "--store", store_path)
     assert result.exit_code == 0, result.output
-    assert "stored 60 nodes" in result.output and "rejected" not in result.output
+    assert "stored 60 nodes" in result.output
+    assert "rejected" not in result.output
     (tmp_path / "lab.csv").write_text("id,x,x_label\n1,0.5,a\n2,0.7,b\n3,0.1,\n")
     result = cli("ingest", tmp_path / "lab.csv", "--dataset", "gl", "--key", "id", "--features", "x*",
                  "--label", "x_label", "--store", store_path)
@@ -363,10 +370,12 @@ def test_07_keys_and_labels_follow_one_rule_in_csv_and_parquet(tmp_path, store_p
     held = stored(store_path, "keys")
     # 7, ' 7 ' and 7.0 are one key (the first is stored, the same values again are repeats);
     # labels 1, 1.0 and ' 1 ' one class, and --classes 1,2 takes 1.0 and 2.0
-    assert held["7"] == "1" and held["8"] == "2"
+    assert held["7"] == "1"
+    assert held["8"] == "2"
     assert "label not in classes" not in result.output
     if kind != "parquet-numbers":
-        assert held["007"] == "1" and held["9.50"] == "2"  # not integral: written as given
+        assert held["007"] == "1"
+        assert held["9.50"] == "2"  # not integral: written as given
         assert set(held) == {"7", "8", "9.50", "007"}
     else:
         assert set(held) == {"7", "8", "9.5"}
@@ -395,7 +404,8 @@ def test_12_a_malformed_line_is_rejected_with_its_line_number_and_the_rest_is_st
     path.write_bytes(b"id,x1,x2,label\na,1,2,p\n" + bad_line + b"\nc,2,3,\n\nd,4,5,q\n")
     result = ingest_file(path, "t12", store_path)
     assert result.exit_code == 0, result.output
-    assert "stored 3 nodes" in result.output and "rejected 1 rows" in result.output
+    assert "stored 3 nodes" in result.output
+    assert "rejected 1 rows" in result.output
     rejects = rejects_of(tmp_path, "t12")
     assert rejects["row"].tolist() == [3]
     assert reason in rejects["reason"][0]
@@ -417,7 +427,8 @@ def test_12_a_file_in_another_encoding_fails_naming_the_file_and_the_option(tmp_
     path.write_bytes("id,x1,x2,label\na,1,2,p\nb,1,2,q\n".encode("utf-16"))
     result = ingest_file(path, "u16", store_path)
     assert result.exit_code == 1, result.output
-    assert "utf16.csv" in result.output and "--encoding" in result.output
+    assert "utf16.csv" in result.output
+    assert "--encoding" in result.output
     assert not (tmp_path / "u16.rejects.csv").exists()
     result = ingest_file(path, "u16", store_path, "--encoding", "utf-16")
     assert result.exit_code == 0 and "stored 2 nodes" in result.output, result.output
@@ -460,7 +471,8 @@ def test_01_a_later_ingest_with_another_feature_count_is_rejected_row_by_row(tmp
     assert result.exit_code == 1, result.output
     assert "wrong feature length: got 4, expected 3" in result.output
     rejects = rejects_of(tmp_path, "base")
-    assert len(rejects) == 10 and set(rejects["kind"]) == {"wrong feature length"}
+    assert len(rejects) == 10
+    assert set(rejects["kind"]) == {"wrong feature length"}
     # a list column of the wrong length in a Parquet file, mixed with good rows
     mixed = pd.DataFrame({"id": ["p0", "p1"], "vec": [[1.0, 2.0, 3.0], [1.0, 2.0]]})
     mixed.to_parquet(tmp_path / "mixed.parquet")
@@ -475,7 +487,7 @@ def test_01_a_store_with_mixed_lengths_names_the_nodes(tmp_path, store_path):
     import pyarrow as pa
 
     from graphstore import open_store
-    from graphstore.base import NODE_SCHEMA
+    from graphstore.schemas import NODE_SCHEMA
 
     with open_store(store_path, create=True) as store:  # a store written before lengths were checked
         store.write_nodes("base", pa.table({"key": [f"n{i}" for i in range(6)] + ["odd"],
@@ -483,7 +495,8 @@ def test_01_a_store_with_mixed_lengths_names_the_nodes(tmp_path, store_path):
                                             "label": ["a", "b"] + [None] * 5}).cast(NODE_SCHEMA))
     result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "2", "--store", store_path)
     assert result.exit_code == 1, result.output
-    assert "6 of length 2, 1 of length 3" in result.output and "'odd'" in result.output
+    assert "6 of length 2, 1 of length 3" in result.output
+    assert "'odd'" in result.output
 
 
 class _AnsweringDriver:
@@ -506,7 +519,9 @@ def test_01_the_neo4j_adapter_reports_feature_lengths():
     store = Neo4jStore(driver, ensure_schema=False)
     assert store.feature_lengths("base") == {3: 60, 4: 10}
     query, parameters, routing = driver.calls[-1]
-    assert "size(e.`features`) AS length" in query and parameters == {"dataset": "base"} and routing == "r"
+    assert "size(e.`features`) AS length" in query
+    assert parameters == {"dataset": "base"}
+    assert routing == "r"
 
 
 # -- 3, 6, 9, 10: graphs and predictions -------------------------------------------------------
@@ -556,7 +571,8 @@ def test_03_one_far_away_point_does_not_flatten_the_weights(tmp_path, store_path
     assert result.exit_code == 0, result.output
     ordinary = edge_weights(store_path, "o", keys=frame["id"][:40].to_numpy())
     # with the mean k-th distance as sigma every one of these was 0.9999999...
-    assert np.median(ordinary) < 0.9 and ordinary.min() < 0.5
+    assert np.median(ordinary) < 0.9
+    assert ordinary.min() < 0.5
     assert "warning:" not in result.output  # nothing degenerate to warn about
 
 
@@ -564,7 +580,8 @@ def test_09_labelling_a_dataset_without_a_graph_builds_it_and_says_so(tmp_path, 
     ingest_frame(tmp_path, store_path, "base", two_blobs())
     result = cli("label", "--dataset", "base", "--k", "5", "--store", store_path)
     assert result.exit_code == 0, result.output
-    assert "no similarity relationships" in result.output and "built" in result.output
+    assert "no similarity relationships" in result.output
+    assert "built" in result.output
     assert "labelled 60 nodes" in result.output
     result = cli("query", "MATCH (e:Entity) WHERE e.predicted_label IS NULL RETURN count(e) AS n", "--store",
                  store_path)
@@ -581,10 +598,12 @@ def test_09_nodes_no_label_reaches_are_counted_and_said(tmp_path, store_path):
     result = cli("label", "--dataset", "base", "--full", "--store", store_path)
     assert result.exit_code == 0, result.output
     assert "10 of 70 nodes (14.3%) got no prediction" in result.output
-    assert "10 have no similarity relationship" in result.output and "--rebuild-graph" in result.output
+    assert "10 have no similarity relationship" in result.output
+    assert "--rebuild-graph" in result.output
     with open_store(store_path) as store:
         metrics = store.read_runs("base")["metrics"][0]
-    assert metrics["n_unreachable"] == 10 and metrics["unreached_share"] == pytest.approx(10 / 70)
+    assert metrics["n_unreachable"] == 10
+    assert metrics["unreached_share"] == pytest.approx(10 / 70)
 
 
 def test_06_features_that_say_nothing_give_no_flags_and_low_confidence(tmp_path, store_path):
@@ -620,7 +639,8 @@ def test_06_duplicated_vectors_among_informative_ones(tmp_path, store_path):
         written = store.query("MATCH (e:Entity) WHERE e.dataset = 'd' RETURN e.key AS key, e.label_confidence AS c,"
                               " e.label_noise AS noise, e.predicted_label AS p").set_index("key")
     copies = written.loc[frame["id"][:30]]
-    assert copies["p"].nunique() == 1 and copies["c"].nunique() == 1
+    assert copies["p"].nunique() == 1
+    assert copies["c"].nunique() == 1
     assert not copies["noise"].fillna(False).any()
     given = frame["label"][:30][frame["label"][:30] != ""]
     assert copies["c"].iloc[0] == pytest.approx(given.value_counts(normalize=True).max())
@@ -667,7 +687,8 @@ def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, s
     result = cli("report", "--dataset", "big", "--store", store_path)
     assert result.exit_code == 0, result.output
     runs = runs_of(store_path, "big")
-    assert runs["status"].tolist() == ["failed"] and runs["error"][0].startswith("interrupted")
+    assert runs["status"].tolist() == ["failed"]
+    assert runs["error"][0].startswith("interrupted")
     assert "is gone" in runs["error"][0]
     # a second kill, then a successful run: the run marks the killed one itself
     kill_label_run_mid_way(store_path, tmp_path)
@@ -693,7 +714,7 @@ def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, s
 def test_08_the_liveness_rule(monkeypatch):
     import socket
 
-    from graphlabel.liveness import this_process, why_interrupted
+    from labelling.liveness import this_process, why_interrupted
 
     now = pd.Timestamp("2026-06-01 12:00")
     silence = pd.Timedelta(hours=6)
@@ -716,7 +737,7 @@ def test_08_the_liveness_rule(monkeypatch):
     old = {"process": {}, "heartbeat_at": pd.NaT, "started_at": now - pd.Timedelta(hours=7)}  # before heartbeats
     assert why_interrupted(old, now, silence).startswith("interrupted: no sign of life since")
     monkeypatch.setenv("GRAPHLABEL_RUN_STALE_HOURS", "0")
-    from graphlabel.liveness import stale_after
+    from labelling.liveness import stale_after
 
     with pytest.raises(ValueError, match="GRAPHLABEL_RUN_STALE_HOURS"):
         stale_after()
@@ -747,7 +768,9 @@ def test_08_the_neo4j_adapter_interrupts_conditionally():
     assert store.interrupt_run("r1", pd.Timestamp("2026-06-01 12:05"), "interrupted: gone")
     query, parameters, routing = driver.calls[-1]
     assert "r.status = 'running' AND coalesce(r.heartbeat_at, r.started_at) = $seen" in query
-    assert parameters["run_id"] == "r1" and parameters["error"] == "interrupted: gone" and routing == "w"
+    assert parameters["run_id"] == "r1"
+    assert parameters["error"] == "interrupted: gone"
+    assert routing == "w"
     store.read_runs("toy", status="running")
     assert driver.calls[-1][1]["status"] == "running"
 
@@ -811,7 +834,8 @@ def test_held_row_accounting_is_exact_with_one_percent_bad_rows(tmp_path, store_
                  "--store", store_path)
     assert result.exit_code == 0, result.output
     rejects = rejects_of(tmp_path, "big")
-    assert f"stored {n - len(bad)} nodes" in result.output and len(rejects) == len(bad)
+    assert f"stored {n - len(bad)} nodes" in result.output
+    assert len(rejects) == len(bad)
     assert sorted(rejects["row"]) == sorted(bad + 2)  # file lines: the header is line 1
 
 

@@ -35,10 +35,13 @@ def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
     assert "labelled 40 nodes" in result.output
     result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.predicted_label IS NOT NULL RETURN count(e)",
                                  "--store", store_path])
-    assert result.exit_code == 0 and "40" in result.output
+    assert result.exit_code == 0
+    assert "40" in result.output
     result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.key = $key AND e.label_confidence >= $lo"
                                  " RETURN e.given_label AS given", "-p", "key=n1", "-p", "lo=0", "--store", store_path])
-    assert result.exit_code == 0 and "p" in result.output and "1 row" in result.output
+    assert result.exit_code == 0
+    assert "p" in result.output
+    assert "1 row" in result.output
 
 
 def test_ingest_with_nothing_valid_exits_non_zero_and_writes_rejects(tmp_path, store_path):
@@ -56,9 +59,11 @@ def test_label_without_labels_and_bad_json_fail_clearly(tmp_path, store_path):
     runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b", "--label",
                         "label", "--store", store_path])
     result = runner.invoke(app, ["label", "--dataset", "toy", "--rebuild-graph", "--k", "3", "--store", store_path])
-    assert result.exit_code == 1 and "no given label" in result.output
+    assert result.exit_code == 1
+    assert "no given label" in result.output
     result = runner.invoke(app, ["label", "--dataset", "toy", "--params", "{oops", "--store", store_path])
-    assert result.exit_code == 1 and "not valid JSON" in result.output
+    assert result.exit_code == 1
+    assert "not valid JSON" in result.output
 
 
 def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path, store_path):
@@ -79,4 +84,5 @@ def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path,
         "duplicate key 'n0': same values as row 2, which is stored", "missing key"]
     result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
                                  "--label", "label", "--classes", "p,,q", "--store", store_path])
-    assert result.exit_code == 1 and "--classes takes non-empty labels" in result.output
+    assert result.exit_code == 1
+    assert "--classes takes non-empty labels" in result.output

@@ -45,7 +45,8 @@ def test_each_papers_graph_is_built_and_solved(digits_csv, store_path, graph, so
     result = runner.invoke(app, ["build-graph", "--dataset", "dg", "--graph", graph, "--k", "8", "--store", store_path])
     assert result.exit_code == 0, result.output
     weights = _edges(store_path)
-    assert len(weights) > 400 and np.all(weights > 0)
+    assert len(weights) > 400
+    assert np.all(weights > 0)
     if graph == "sgt":  # A' + A'ᵀ of row-normalised similarities: every weight below 2
         assert weights.max() <= 2.0
     result = runner.invoke(app, ["label", "--dataset", "dg", "--solver", solver, "--store", store_path])
@@ -78,7 +79,8 @@ def test_solver_auto_records_its_choice_in_the_run(digits_csv, store_path):
     assert metrics["auto_chosen"] in metrics["auto_scores"]
     assert len(metrics["auto_scores"]) == 4
     report = runner.invoke(app, ["report", "--run", run["run_id"], "--store", store_path])
-    assert report.exit_code == 0 and "auto_chosen" in report.output
+    assert report.exit_code == 0
+    assert "auto_chosen" in report.output
 
 
 def test_noise_scores_are_written_for_given_labels_only(digits_csv, store_path):
@@ -91,7 +93,8 @@ def test_noise_scores_are_written_for_given_labels_only(digits_csv, store_path):
         rows = store.query("MATCH (e:Entity) WHERE e.dataset = 'dg' RETURN e.given_label AS given,"
                            " e.label_noise AS noisy, e.label_noise_score AS score")
     given = rows["given"].notna()
-    assert rows.loc[given, "score"].notna().all() and rows.loc[~given, "score"].isna().all()
+    assert rows.loc[given, "score"].notna().all()
+    assert rows.loc[~given, "score"].isna().all()
     flagged = rows.loc[given & rows["noisy"].astype(bool), "score"]
     assert (flagged >= 0.35).all()  # the harmonic solver's threshold
     assert rows.loc[given, "score"].between(-1, 1).all()

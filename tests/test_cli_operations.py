@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from graphlabel.cli import app
 from graphstore import LabelRunRecord, open_store
-from graphstore.base import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA
+from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA
 
 runner = CliRunner()
 T0 = pd.Timestamp("2026-03-01 02:00", tz="UTC")
@@ -47,9 +47,12 @@ def test_report_lists_a_datasets_runs_newest_first(store_with_runs):
     assert max(len(line) for line in result.output.splitlines()) <= 80
     lines = [line for line in result.output.splitlines() if line.startswith("run-") and "failed:" not in line]
     assert [line.split()[0] for line in lines] == ["run-3", "run-2", "run-1", "run-0"]
-    assert "0.750" in lines[0] and "3" in lines[0].split()
+    assert "0.750" in lines[0]
+    assert "3" in lines[0].split()
     # a failed run: its numbers are dashes, its error is said under the table
-    assert "failed" in lines[2] and "0.750" not in lines[2] and lines[2].count("—") == 3
+    assert "failed" in lines[2]
+    assert "0.750" not in lines[2]
+    assert lines[2].count("—") == 3
     assert "run-1 failed: boom" in result.output
     assert "graphlabel report --run run-3" in result.output
 
@@ -65,7 +68,8 @@ def test_report_of_one_run_in_the_terminal_and_as_markdown(store_with_runs):
     assert result.output.index("headline") < result.output.index("class distribution")
     result = invoke("report", "--run", "run-1", "--markdown", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
-    assert "| status | failed |" in result.output and "| error | boom |" in result.output
+    assert "| status | failed |" in result.output
+    assert "| error | boom |" in result.output
 
 
 def test_report_takes_a_unique_start_of_a_run_id(store_with_runs):
@@ -76,18 +80,23 @@ def test_report_takes_a_unique_start_of_a_run_id(store_with_runs):
     assert result.exit_code == 0, result.output
     assert "run 3f2a1b9c: toy · harmonic, completed" in result.output
     result = invoke("report", "--run", "run-", "--store", store_with_runs)
-    assert result.exit_code == 1 and "is the start of 4 runs" in result.output
+    assert result.exit_code == 1
+    assert "is the start of 4 runs" in result.output
 
 
 def test_report_errors_are_one_clear_line(store_with_runs):
     result = invoke("report", "--store", store_with_runs)
-    assert result.exit_code == 1 and "give --run ID" in result.output
+    assert result.exit_code == 1
+    assert "give --run ID" in result.output
     result = invoke("report", "--run", "nope", "--store", store_with_runs)
-    assert result.exit_code == 1 and "no run 'nope' in the store" in result.output
+    assert result.exit_code == 1
+    assert "no run 'nope' in the store" in result.output
     result = invoke("report", "--run", "run-3", "--dataset", "other", "--store", store_with_runs)
-    assert result.exit_code == 1 and "belongs to dataset 'toy'" in result.output
+    assert result.exit_code == 1
+    assert "belongs to dataset 'toy'" in result.output
     result = invoke("report", "--dataset", "other", "--store", store_with_runs)
-    assert result.exit_code == 1 and "no runs of dataset 'other'" in result.output
+    assert result.exit_code == 1
+    assert "no runs of dataset 'other'" in result.output
 
 
 def test_prune_runs_command(store_with_runs):
@@ -105,11 +114,18 @@ def test_explain_command_shows_the_neighbours_and_class_shares(store_with_runs):
     result = invoke("explain", "a", "--dataset", "toy", "--limit", "1", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "node 'a' of dataset 'toy'" in out and "run-3" in out and "0.600" in out
-    assert "x ← predicted" in out and "75.0%" in out and "25.0%" in out  # shares of the weighted degree
-    assert "strongest 1 of 2 neighbours" in out and " b " in out and " c " not in out
+    assert "node 'a' of dataset 'toy'" in out
+    assert "run-3" in out
+    assert "0.600" in out
+    assert "x ← predicted" in out
+    assert "75.0%" in out
+    assert "25.0%" in out# shares of the weighted degree
+    assert "strongest 1 of 2 neighbours" in out
+    assert " b " in out
+    assert " c " not in out
     result = invoke("explain", "zz", "--dataset", "toy", "--store", store_with_runs)
-    assert result.exit_code == 1 and "no node with key 'zz' in dataset 'toy'" in result.output
+    assert result.exit_code == 1
+    assert "no node with key 'zz' in dataset 'toy'" in result.output
 
 
 def test_serve_check_validates_and_lists_without_serving(tmp_path):
@@ -117,13 +133,16 @@ def test_serve_check_validates_and_lists_without_serving(tmp_path):
     good.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = 5\n')
     result = invoke("serve", "--config", str(good), "--check")
     assert result.exit_code == 0, result.output
-    assert "label-toy-harmonic" in result.output and "0 3 * * *" in result.output
+    assert "label-toy-harmonic" in result.output
+    assert "0 3 * * *" in result.output
     bad = tmp_path / "bad.toml"
     bad.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = "five"\n')
     result = invoke("serve", "--config", str(bad))
-    assert result.exit_code == 1 and "k must be a positive integer, got 'five'" in result.output
+    assert result.exit_code == 1
+    assert "k must be a positive integer, got 'five'" in result.output
     result = invoke("serve", "--config", str(tmp_path / "missing.toml"))
-    assert result.exit_code == 1 and "missing.toml" in result.output
+    assert result.exit_code == 1
+    assert "missing.toml" in result.output
 
 
 def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path):
@@ -150,7 +169,8 @@ def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path)
                          ("holdout", "10% of the given labels"), ("keep runs", "30")):
         assert f" {field} │ {value} " in text, field
     # the store path is wrapped, never cut with an ellipsis
-    assert "…" not in result.output and store.replace("/", "") in "".join(result.output.split()).replace("/", "").replace("│", "")
+    assert "…" not in result.output
+    assert store.replace("/", "") in "".join(result.output.split()).replace("/", "").replace("│", "")
 
 
 def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_runs):
@@ -161,9 +181,12 @@ def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_
         store.write_nodes("toy", pa.table({"key": [long_key], "features": [[3.0]], "label": ["y"]}).cast(NODE_SCHEMA))
     result = runner.invoke(app, ["query", cypher, "--store", store_with_runs], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
-    assert "…" not in result.output and "None" not in result.output and "nan" not in result.output
+    assert "…" not in result.output
+    assert "None" not in result.output
+    assert "nan" not in result.output
     assert long_key in "".join(line.split("│")[0].strip() for line in result.output.splitlines())
-    assert "4 rows" in result.output and " — " in result.output  # a's given label is null
+    assert "4 rows" in result.output
+    assert " — " in result.output# a's given label is null
     result = invoke("query", cypher, "--format", "csv", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(io.StringIO(result.output), keep_default_na=False)
@@ -174,7 +197,8 @@ def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_
     assert rows[0] == {"key": "a", "given": None, "confidence": 0.6, "noise": None}
     assert rows[1] == {"key": long_key, "given": "y", "confidence": None, "noise": None}
     result = invoke("query", cypher, "--format", "xml", "--store", store_with_runs)
-    assert result.exit_code == 1 and "--format must be table, csv or json" in result.output
+    assert result.exit_code == 1
+    assert "--format must be table, csv or json" in result.output
 
 
 @pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.datasets import make_blobs
 
-from graphlabel.components import batch_problem, merge_predictions, plan_components
+from labelling.components import batch_problem, merge_predictions, plan_components
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 
@@ -46,7 +46,8 @@ def test_plan_sorts_components_by_their_labels():
     y[120:180] = np.where(y[120:180] >= 0, 2, -1)  # island 2: one class only
     y[120] = 2
     plan = plan_components(LabelProblem(W, y, n_classes=3), batch_nodes=130)
-    assert plan.n_components == 6 and plan.n_unlabeled_components == 1
+    assert plan.n_components == 6
+    assert plan.n_unlabeled_components == 1
     np.testing.assert_array_equal(plan.single_class_nodes, np.arange(120, 180))
     assert set(plan.single_class.tolist()) == {2}
     batched = np.sort(np.concatenate(plan.batches))
@@ -74,10 +75,13 @@ def test_unlabeled_and_single_class_components_get_the_documented_answer():
     y[50:100] = -1
     y[100:150] = np.where(np.arange(50) % 7 == 0, 1, -1)
     plan, prediction = solve_split(LabelProblem(W, y, n_classes=3), "harmonic", 1000, detect_noise=False)
-    assert np.all(prediction.labels[50:100] == -1) and np.all(prediction.confidence[50:100] == 0)
-    assert np.all(prediction.labels[100:150] == 1) and np.all(prediction.confidence[100:150] == 1)
+    assert np.all(prediction.labels[50:100] == -1)
+    assert np.all(prediction.confidence[50:100] == 0)
+    assert np.all(prediction.labels[100:150] == 1)
+    assert np.all(prediction.confidence[100:150] == 1)
     assert not prediction.noisy[100:150].any()
-    assert prediction.info["n_batches"] == 1 and prediction.info["n_single_class_nodes"] == 50
+    assert prediction.info["n_batches"] == 1
+    assert prediction.info["n_single_class_nodes"] == 50
 
 
 def test_classes_are_renumbered_within_a_batch_and_mapped_back():
@@ -88,10 +92,12 @@ def test_classes_are_renumbered_within_a_batch_and_mapped_back():
     y[pick[0]], y[pick[1]] = 3, 7
     problem = LabelProblem(W, y, n_classes=8)
     part = batch_problem(problem, np.arange(90))
-    assert part.problem.n_classes == 2 and list(part.classes) == [3, 7]
+    assert part.problem.n_classes == 2
+    assert list(part.classes) == [3, 7]
     _, prediction = solve_split(problem, "harmonic", 1000, detect_noise=False)
     assert set(np.unique(prediction.labels).tolist()) <= {3, 7}
-    assert prediction.scores.shape == (90, 8) and np.all(prediction.scores[:, [0, 1, 2, 4, 5, 6]] == 0)
+    assert prediction.scores.shape == (90, 8)
+    assert np.all(prediction.scores[:, [0, 1, 2, 4, 5, 6]] == 0)
 
 
 def test_one_connected_graph_is_solved_as_it_is():
@@ -111,7 +117,7 @@ def island_store(store_path):
     """A Kùzu dataset of 12 islands (one component each) with their kNN edges."""
     import pyarrow as pa
 
-    from flows.tasks import edge_table
+    from graphstore.schemas import edge_table
     from graphstore import open_store
 
     W, y_true, given = islands(12, 60, seed=7)

@@ -27,7 +27,7 @@ from antlr4 import CommonTokenStream, InputStream
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4_cypher import CypherLexer, CypherParser
 
-from graphstore.base import NODE_SCHEMA, WRITTEN_PREDICTION_SCHEMA
+from graphstore.schemas import NODE_SCHEMA, WRITTEN_PREDICTION_SCHEMA
 from graphstore.identifiers import placeholders, render
 from graphstore.neo4j_store import Neo4jGraphConfig
 from graphstore.queries import CYPHER_DIR, load_query, split_statements
@@ -80,7 +80,8 @@ KUZU_ONLY = {"checkpoint", "existing_edges"}
 
 def test_every_kuzu_query_has_a_neo4j_counterpart():
     neo4j_names = {query_name(p) for p in NEO4J_FILES}
-    assert KUZU_FILES and {query_name(p) for p in KUZU_FILES} - KUZU_ONLY <= neo4j_names
+    assert KUZU_FILES
+    assert {query_name(p) for p in KUZU_FILES} - KUZU_ONLY <= neo4j_names
 
 
 # Valid Neo4j that the openCypher grammar refuses: `gds.graph.drop` (DROP is one of its
@@ -108,7 +109,8 @@ def test_neo4j_templates_parse_once_rendered(path, config_name):
 def test_every_placeholder_is_a_validated_fragment():
     known = set(Neo4jGraphConfig().fragments())
     used = set().union(*(placeholders(p.read_text()) for p in NEO4J_FILES))
-    assert used and used <= known
+    assert used
+    assert used <= known
     assert not any(placeholders(p.read_text()) for p in KUZU_FILES + SHARED_FILES)
 
 
@@ -183,8 +185,8 @@ def labelled_kuzu_store(tmp_path_factory):
 
     import similarity
     import solvers
-    from flows.tasks import edge_table
-    from graphlabel.problems import label_problem, prediction_rows
+    from graphstore.schemas import edge_table
+    from labelling.problems import label_problem, prediction_rows
     from graphstore import LabelRunRecord, open_store
 
     X, y = load_digits(return_X_y=True)
@@ -257,7 +259,7 @@ def test_example_label_shares_and_explain_match_the_solvers_graph(labelled_kuzu_
     """The README's "why" query and `GraphStore.explain` against W, the matrix the solver
     averaged over: per class, the weight of the neighbours whose given (else predicted)
     label it is; shares over the weighted degree; the strongest neighbours in order."""
-    from graphstore.base import NotFound
+    from graphstore.errors import NotFound
 
     store, exported, prediction = labelled_kuzu_store
     W = exported.problem.W.tocsr()
@@ -281,7 +283,8 @@ def test_example_label_shares_and_explain_match_the_solvers_graph(labelled_kuzu_
         node, neighbours = store.explain("digits", key, limit=4)
         assert node["class_shares"] == pytest.approx({c: w / degree for c, w in expected.items()})
         assert list(node["class_shares"].values()) == sorted(node["class_shares"].values(), reverse=True)
-        assert node["degree"] == pytest.approx(degree) and node["n_neighbours"] == row.nnz
+        assert node["degree"] == pytest.approx(degree)
+        assert node["n_neighbours"] == row.nnz
         assert node["predicted_label"] == exported.classes[prediction.labels[i]]
         assert node["given_label"] == (exported.classes[y[i]] if y[i] >= 0 else None)
         assert node["label_run_id"] == "run-1" and node["label_noise"] == (bool(prediction.noisy[i]) if y[i] >= 0
@@ -293,7 +296,8 @@ def test_example_label_shares_and_explain_match_the_solvers_graph(labelled_kuzu_
         assert neighbours["agrees"].tolist() == (neighbours["label"] == node["predicted_label"]).tolist()
     # d0 is a 0 given the label 7: its neighbours' vote goes to its prediction, not to 7
     node, _ = store.explain("digits", "d0")
-    assert node["given_label"] == "7" and next(iter(node["class_shares"])) == node["predicted_label"] != "7"
+    assert node["given_label"] == "7"
+    assert next(iter(node["class_shares"])) == node["predicted_label"] != "7"
     with pytest.raises(NotFound, match="no node with key 'nope' in dataset 'digits'"):
         store.explain("digits", "nope")
 

@@ -47,7 +47,8 @@ def test_every_command_runs_without_a_server_and_starts_none(tmp_path):
     with open_store(str(tmp_path / "store")) as store:
         runs = store.read_runs(dataset="blobs")
         written = store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS n")
-    assert list(runs["status"]) == ["completed", "completed"] and written["n"][0] == 300
+    assert list(runs["status"]) == ["completed", "completed"]
+    assert written["n"][0] == 300
     # the second run was incremental (nothing changed), and kept the graph it was given
     assert runs["metrics"].iloc[0]["incremental"] is True
     # both record the graph they used (built with k 8), not the label command's default

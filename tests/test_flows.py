@@ -8,7 +8,7 @@ import pytest
 
 from flows.demo import demo_flow
 from flows.labelling import build_graph_flow, ingest_flow, labelling_flow
-from graphlabel.problems import NotEnoughLabels
+from labelling.problems import NotEnoughLabels
 from graphstore import open_store
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -16,9 +16,12 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 def test_demo_flow_labels_digits_end_to_end(store_path):
     result = demo_flow(store_uri=store_path, per_class=10, flip_fraction=0.1, seed=1)
-    assert result["n_nodes"] == 1797 and result["n_given"] == 100 and result["n_flipped"] == 10
+    assert result["n_nodes"] == 1797
+    assert result["n_given"] == 100
+    assert result["n_flipped"] == 10
     assert result["accuracy_hidden"] > 0.9
-    assert result["noise"]["caught"] >= 4 and result["noise"]["precision"] >= 0.6
+    assert result["noise"]["caught"] >= 4
+    assert result["noise"]["precision"] >= 0.6
     assert set(result["timings"]) >= {"ingest", "build_edges", "export", "solve", "write_back"}
     with open_store(store_path, create=True) as store:
         written = store.query(
@@ -29,7 +32,8 @@ def test_demo_flow_labels_digits_end_to_end(store_path):
             {"p": 1797, "n": 100, "runs": 1, "lo": written["lo"][0], "hi": written["hi"][0]}]
         assert 0 <= written["lo"][0] <= written["hi"][0] <= 1
         run = store.query("MATCH (r:LabelRun) RETURN r.run_id AS id, r.metrics AS m, r.solver AS s")
-    assert run["id"].tolist() == [result["run_id"]] and run["s"][0] == "harmonic"
+    assert run["id"].tolist() == [result["run_id"]]
+    assert run["s"][0] == "harmonic"
     assert json.loads(run["m"][0])["accuracy_hidden"] == pytest.approx(result["accuracy_hidden"])
 
 
@@ -105,20 +109,22 @@ def test_paper_graphs_and_cut_solver_through_the_flow(tmp_path, store_path, grap
     path, y = moons_csv(tmp_path, few_labels)
     ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
     summary = labelling_flow("moons", store_uri=store_path, graph=graph, solver=solver)
-    assert summary["solver"] == solver and summary["n_edges"] > 0
+    assert summary["solver"] == solver
+    assert summary["n_edges"] > 0
     with open_store(store_path, create=True) as store:
         frame = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p")
     predicted = frame.set_index("key").loc[[f"m{i}" for i in range(300)], "p"].to_numpy()
     truth = np.where(y == 0, "upper", "lower")
     labelled = pd.notna(predicted)
-    assert labelled.mean() > 0.8 and np.mean(predicted[labelled] == truth[labelled]) > 0.85
+    assert labelled.mean() > 0.8
+    assert np.mean(predicted[labelled] == truth[labelled]) > 0.85
 
 
 def test_maxmargin_labels_entities_ingested_after_the_graph_build(store_path):
     """Entities added after the last graph build have no edges; the max-margin model labels
     them from their features without a rebuild."""
     from flows.demo import digits_records
-    from graphlabel.records import parse_records
+    from labelling.records import parse_records
 
     frame, truth, kept, _ = digits_records(per_class=15, flip_fraction=0.0, seed=3)
     old, new = frame.iloc[:1500], frame.iloc[1500:].assign(label=None)
@@ -133,5 +139,6 @@ def test_maxmargin_labels_entities_ingested_after_the_graph_build(store_path):
         written = store.query("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p,"
                               " e.label_confidence AS c").set_index("key")
     new_rows = written.loc[new["key"]]
-    assert new_rows["p"].notna().all() and (new_rows["c"] > 0).all()
+    assert new_rows["p"].notna().all()
+    assert (new_rows["c"] > 0).all()
     assert (new_rows["p"].to_numpy() == truth[1500:]).mean() > 0.85

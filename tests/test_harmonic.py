@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from graphlabel.evaluation import expected_calibration_error, noise_scores
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import expected_calibration_error, noise_scores
+from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 from solvers.harmonic import harmonic_scores

@@ -17,19 +17,14 @@ from scipy.spatial.distance import cdist
 
 import similarity
 from flows.demo import digits_records
-from flows.incremental import (
-    adjacency,
-    graph_parameters,
-    label_changed,
-    read_changes,
-    record_graph_build,
-    select_region,
-)
-from flows.labelling import graph_spec, labelling_flow
-from graphlabel.problems import prediction_rows
-from graphlabel.records import parse_records
+from flows.incremental import graph_parameters, label_changed, read_changes, record_graph_build
+from flows.labelling import labelling_flow
+from labelling.regions import adjacency, select_region
+from similarity.spec import GraphSpec
+from labelling.problems import prediction_rows
+from labelling.records import parse_records
 from graphstore import open_store
-from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA
+from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 from graphstore.changes import content_hashes
 from graphstore.kuzu_store import DATABASE_FILE
 
@@ -63,7 +58,8 @@ def changed_keys(store, dataset) -> set[str]:
 def test_content_hash_sees_features_and_labels_only():
     base = node_table(["a", "b"], [[1.0, 2.0], [1.0, 2.0]], ["x", None])
     h = content_hashes(base)
-    assert h.dtype == np.int64 and h[0] != h[1]  # same features, label x vs none
+    assert h.dtype == np.int64
+    assert h[0] != h[1]  # same features, label x vs none
     assert (content_hashes(node_table(["z", "y"], [[1.0, 2.0], [1.0, 2.0]], ["x", None])) == h).all()
     assert content_hashes(node_table(["a"], [[-0.0, 2.0]], [""]))[0] != \
         content_hashes(node_table(["a"], [[0.0, 2.0]], [None]))[0]  # "" is a label, null is none
@@ -170,17 +166,21 @@ def test_region_and_boundary_by_sparse_breadth_first_search():
     seeds = np.zeros(9, bool)
     seeds[3] = True
     region, boundary = select_region(W, seeds, hops=1)
-    assert np.flatnonzero(region).tolist() == [2, 3, 4] and np.flatnonzero(boundary).tolist() == [1, 5]
+    assert np.flatnonzero(region).tolist() == [2, 3, 4]
+    assert np.flatnonzero(boundary).tolist() == [1, 5]
     region, boundary = select_region(W, seeds, hops=2)
-    assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5] and np.flatnonzero(boundary).tolist() == [0, 6]
+    assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5]
+    assert np.flatnonzero(boundary).tolist() == [0, 6]
     fixed = np.ones(9, bool)
     fixed[6] = False  # nothing to fix node 6 with: it joins the region
     region, boundary = select_region(W, seeds, hops=2, fixed=fixed)
-    assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5, 6] and np.flatnonzero(boundary).tolist() == [0]
+    assert np.flatnonzero(region).tolist() == [1, 2, 3, 4, 5, 6]
+    assert np.flatnonzero(boundary).tolist() == [0]
     include = np.zeros(9, bool)
     include[8] = True  # taken in as it is (a node whose neighbourhood changed), not expanded
     region, boundary = select_region(W, seeds, hops=0, include=include)
-    assert np.flatnonzero(region).tolist() == [3, 8] and np.flatnonzero(boundary).tolist() == [2, 4, 7]
+    assert np.flatnonzero(region).tolist() == [3, 8]
+    assert np.flatnonzero(boundary).tolist() == [2, 4, 7]
 
 
 # -- incremental runs through Prefect on a real Kùzu store ---------------------------------
@@ -191,7 +191,7 @@ def incremental_flow(store_uri: str, dataset: str, hops: int = 2, run_id: str = 
     """What the labelling flow does on its incremental path: label_changed, then write the
     region's predictions back."""
     with open_store(store_uri, create=True) as store:
-        result = label_changed(store, dataset, "harmonic", {}, graph_spec("knn", K), hops=hops)
+        result = label_changed(store, dataset, "harmonic", {}, {"graph": "knn", "k": K}, hops=hops)
         if result is None:
             return None
         if result.n_region:
@@ -253,7 +253,9 @@ def test_unchanged_reingest_labels_nothing(store_95, digits_split):
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
         before = store.query("MATCH (e:Entity) RETURN count(*) AS n")["n"][0]
     summary = incremental_flow(store_95, DATASET)
-    assert summary["n_changed"] == 0 and summary["n_region"] == 0 and summary["n_edges_added"] == 0
+    assert summary["n_changed"] == 0
+    assert summary["n_region"] == 0
+    assert summary["n_edges_added"] == 0
     with open_store(store_95, create=True) as store:
         assert store.query("MATCH (e:Entity) WHERE e.label_run_id = 'incremental' RETURN count(*) AS n")["n"][0] == 0
         assert store.query("MATCH (e:Entity) RETURN count(*) AS n")["n"][0] == before
@@ -272,9 +274,13 @@ def test_new_entities_get_their_k_nearest_with_the_recorded_sigma(store_95, digi
         build = store.read_graph_build(DATASET)
         after = store.read_subgraph(DATASET)
     # σ: the one the full run's Gaussian weights were built with, read back and recorded
-    assert build["sigma"] == pytest.approx(sigma_95, rel=1e-9) and summary["sigma"] == build["sigma"]
-    assert build["k"] == K and build["metric"] == "euclidean" and build["weights"] == "gaussian"
-    assert summary["n_new"] == new.sum() and summary["n_changed"] == new.sum()
+    assert build["sigma"] == pytest.approx(sigma_95, rel=1e-9)
+    assert summary["sigma"] == build["sigma"]
+    assert build["k"] == K
+    assert build["metric"] == "euclidean"
+    assert build["weights"] == "gaussian"
+    assert summary["n_new"] == new.sum()
+    assert summary["n_changed"] == new.sum()
     old_pairs = set(zip(before.keys[before.source], before.keys[before.target]))
     added = [(a, b, w) for a, b, w in zip(after.keys[after.source], after.keys[after.target], after.weight)
              if (a, b) not in old_pairs]
@@ -296,7 +302,8 @@ def test_new_entities_get_their_k_nearest_with_the_recorded_sigma(store_95, digi
         # written from it: k edges, fewer where a new neighbour had found it first
         mutual = sum(1 for other in own if other in new_keys and other not in
                      {b for a, b, _ in added if a == key})
-        assert out_degree.get(key, 0) + mutual >= K and out_degree.get(key, 0) <= K
+        assert out_degree.get(key, 0) + mutual >= K
+        assert out_degree.get(key, 0) <= K
         for other, w in mine.items():
             assert w == pytest.approx(np.exp(-dist[other] ** 2 / (2 * build["sigma"] ** 2)), rel=1e-9)
     assert out_degree.sum() <= K * len(new_keys)
@@ -340,12 +347,15 @@ def test_the_labelling_flow_runs_incrementally_by_default(store_95, digits_split
     with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
     unchanged = labelling_flow(DATASET, store_uri=store_95, solver="harmonic", k=K, publish=False)
-    assert unchanged["metrics"]["incremental"] and unchanged["metrics"]["n_region"] == 0
+    assert unchanged["metrics"]["incremental"]
+    assert unchanged["metrics"]["n_region"] == 0
     with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
     summary = labelling_flow(DATASET, store_uri=store_95, solver="harmonic", k=K, publish=False)
     metrics = summary["metrics"]
-    assert metrics["incremental"] and metrics["n_new"] == new.sum() and metrics["n_edges_added"] > 0
+    assert metrics["incremental"]
+    assert metrics["n_new"] == new.sum()
+    assert metrics["n_edges_added"] > 0
     assert summary["n_nodes"] == metrics["n_region"] < len(frame)
     with open_store(store_95, create=True) as store:
         runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
@@ -367,7 +377,9 @@ def test_a_changed_given_label_is_picked_up(store_95, digits_split):
         store.write_nodes(DATASET, parse_records(old, key="key", features="pixel_*", label="label").nodes)
         assert changed_keys(store, DATASET) == {old.loc[target, "key"], old.loc[unlabelled, "key"]}
     summary = incremental_flow(store_95, DATASET, hops=1)
-    assert summary["n_changed"] == 2 and summary["n_new"] == 0 and summary["n_edges_added"] == 0
+    assert summary["n_changed"] == 2
+    assert summary["n_new"] == 0
+    assert summary["n_edges_added"] == 0
     assert {old.loc[target, "key"], old.loc[unlabelled, "key"]} <= set(summary["keys"])
     assert summary["n_region"] < len(old)
     with open_store(store_95, create=True) as store:
@@ -375,11 +387,15 @@ def test_a_changed_given_label_is_picked_up(store_95, digits_split):
                            " e.predicted_label AS p, e.label_noise AS noise, e.label_run_id AS run",
                            {"keys": [old.loc[target, "key"], old.loc[unlabelled, "key"]]}).set_index("key")
     flipped = rows.loc[old.loc[target, "key"]]
-    assert flipped["g"] == wrong and flipped["run"] == "incremental"
+    assert flipped["g"] == wrong
+    assert flipped["run"] == "incremental"
     # the wrong label is judged against its neighbourhood: flagged, and predicted as before
-    assert bool(flipped["noise"]) and flipped["p"] == truth[target]
+    assert bool(flipped["noise"])
+    assert flipped["p"] == truth[target]
     fixed = rows.loc[old.loc[unlabelled, "key"]]
-    assert fixed["g"] == truth[unlabelled] and fixed["p"] == truth[unlabelled] and not fixed["noise"]
+    assert fixed["g"] == truth[unlabelled]
+    assert fixed["p"] == truth[unlabelled]
+    assert not fixed["noise"]
 
 
 @pytestmark_prefect
@@ -392,11 +408,13 @@ def test_a_run_that_asks_for_no_graph_parameters_uses_and_records_the_built_grap
     frame, _, new = digits_split
     build_graph_flow(DATASET, store_uri=store_95, k=7)
     first = labelling_flow(DATASET, store_uri=store_95, full=True, build_graph=False, publish=False)
-    assert first["run"].parameters["k"] == 7 and first["run"].parameters["weights"] == "gaussian"
+    assert first["run"].parameters["k"] == 7
+    assert first["run"].parameters["weights"] == "gaussian"
     with open_store(store_95) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
     summary = labelling_flow(DATASET, store_uri=store_95, publish=False)
-    assert summary["metrics"]["incremental"] and summary["metrics"]["n_new"] == new.sum()
+    assert summary["metrics"]["incremental"]
+    assert summary["metrics"]["n_new"] == new.sum()
     assert summary["run"].parameters["k"] == 7
     other = labelling_flow(DATASET, store_uri=store_95, k=9, build_graph=False, publish=False)
     assert not other["metrics"]["incremental"]
@@ -407,13 +425,13 @@ def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
     frame, _, new = digits_split
     with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
-        record_graph_build(store, DATASET, graph_spec("knn", K), sigma=12.5)
+        record_graph_build(store, DATASET, GraphSpec(k=K, sigma=12.5))
         changes = read_changes(store, DATASET)
-        assert graph_parameters(store, DATASET, graph_spec("knn", K + 1), changes) is None
-        assert graph_parameters(store, DATASET, graph_spec("knn", K, sigma=3.0), changes) is None
-        assert graph_parameters(store, DATASET, graph_spec("delta", delta=0.5), changes) is None
-        assert graph_parameters(store, DATASET, graph_spec("knn", K), changes)["sigma"] == 12.5
-        assert graph_parameters(store, DATASET, None, changes)["k"] == K
+        assert graph_parameters(store, DATASET, {"graph": "knn", "k": K + 1}, changes) is None
+        assert graph_parameters(store, DATASET, {"graph": "knn", "k": K, "sigma": 3.0}, changes) is None
+        assert graph_parameters(store, DATASET, {"graph": "delta", "delta": 0.5}, changes) is None
+        assert graph_parameters(store, DATASET, {"graph": "knn", "k": K}, changes).sigma == 12.5
+        assert graph_parameters(store, DATASET, None, changes).k == K
         W = adjacency(changes.graph)
         assert (abs(W - W.T)).max() == 0
 
@@ -424,15 +442,19 @@ def test_a_changed_solver_or_its_parameters_is_a_full_run(store_95):
     # must still relabel every node (and say so), not report "0 changed nodes"
     summary = labelling_flow(DATASET, store_uri=store_95, solver="nmf", k=K, publish=False)
     metrics = summary["metrics"]
-    assert not metrics["incremental"] and "harmonic → nmf" in metrics["full_run_reason"]
+    assert not metrics["incremental"]
+    assert "harmonic → nmf" in metrics["full_run_reason"]
     with open_store(store_95) as store:
         solvers = store.query("MATCH (e:Entity) RETURN e.label_solver AS solver, count(*) AS n")
-    assert solvers["solver"].tolist() == ["nmf"] and solvers["n"][0] == summary["n_nodes"]
+    assert solvers["solver"].tolist() == ["nmf"]
+    assert solvers["n"][0] == summary["n_nodes"]
     same = labelling_flow(DATASET, store_uri=store_95, solver="nmf", k=K, publish=False)
-    assert same["metrics"]["incremental"] and same["metrics"]["n_region"] == 0
+    assert same["metrics"]["incremental"]
+    assert same["metrics"]["n_region"] == 0
     tuned = labelling_flow(DATASET, store_uri=store_95, solver="nmf", solver_params={"gamma": "midpoint"}, k=K,
                            publish=False)
-    assert not tuned["metrics"]["incremental"] and "parameters changed" in tuned["metrics"]["full_run_reason"]
+    assert not tuned["metrics"]["incremental"]
+    assert "parameters changed" in tuned["metrics"]["full_run_reason"]
 
 
 # -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------
@@ -451,7 +473,8 @@ def test_neo4j_filtered_knn_for_new_nodes_and_the_weights_of_their_edges():
         "gds_version", "keys_with_features", "gds_project_new", "gds_knn_filtered_write", "gds_drop", "gds_set_weights",
         "gds_set_weights"]
     project, knn, drop = driver.calls[calls_before + 2:calls_before + 5]
-    assert project.parameters["new_keys"] == ["n1", "n2", "n3"] and project.parameters["dataset"] == "toy"
+    assert project.parameters["new_keys"] == ["n1", "n2", "n3"]
+    assert project.parameters["dataset"] == "toy"
     assert "sourceNodeLabels: CASE WHEN e.`key` IN $new_keys" in project.query
     assert knn.parameters["graph_name"] == drop.parameters["graph_name"] == project.parameters["graph_name"]
     assert knn.parameters["config"] == {
@@ -498,7 +521,8 @@ def test_neo4j_add_edges_label_state_and_graph_build():
     assert "e.`updated_at` > e.`labelled_at`" in store.cypher("read_label_state")
     store.write_graph_build("toy", {"graph": "knn", "k": np.int64(5), "sigma": 1.5})
     call = driver.calls[-1]
-    assert call.query == store.cypher("write_graph_build") and call.parameters["dataset"] == "toy"
+    assert call.query == store.cypher("write_graph_build")
+    assert call.parameters["dataset"] == "toy"
     assert call.parameters["spec"] == '{"graph": "knn", "k": 5, "sigma": 1.5}'
     driver.answers[store.cypher("read_graph_build")] = [{"spec": call.parameters["spec"],
                                                          "built_at": call.parameters["built_at"]}]

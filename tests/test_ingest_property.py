@@ -12,7 +12,7 @@ batches the store keeps one feature length (the first stored), and holds exactly
 last valid values of each key.
 
 The oracle here is written one row at a time in plain Python, from the rules of
-``graphlabel.records`` and ``graphlabel.textfiles``.
+``labelling.records`` and ``labelling.textfiles``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphlabel.records import NoValidRecords
+from labelling.records import NoValidRecords
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -154,7 +154,8 @@ def test_mixed_batches_lose_no_row_and_keep_one_feature_length(batches):
             assert summary["stored"] == n_stored, (kind, batch_dim, dim, order)
             if summary["rejected"]:
                 rejected = pd.read_csv(rejects_path, keep_default_na=False)
-                assert len(rejected) == summary["rejected"] and rejected["reason"].map(bool).all()
+                assert len(rejected) == summary["rejected"]
+                assert rejected["reason"].map(bool).all()
                 if kind == "csv":
                     assert set(malformed) <= set(rejected["row"])  # malformed lines by their line number
             for bad, value in zip(decided, values):

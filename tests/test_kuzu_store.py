@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from graphstore import LabelRunRecord, open_store
-from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA
+from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 
 
 def nodes(keys, labels, dim=3, offset=0.0):
@@ -66,7 +66,8 @@ def test_predictions_and_run_node_are_written(kuzu_store):
     frame = kuzu_store.query(
         "MATCH (e:Entity) WHERE e.dataset = $d RETURN e.key AS key, e.predicted_label AS p,"
         " e.label_confidence AS c, e.label_noise AS n, e.labelled_at AS t ORDER BY key", {"d": "toy"})
-    assert frame["p"].tolist()[0] == "x" and pd.isna(frame["p"].tolist()[1])
+    assert frame["p"].tolist()[0] == "x"
+    assert pd.isna(frame["p"].tolist()[1])
     assert frame["c"].tolist() == [0.9, 0.0]
     assert frame["t"].iloc[0] == now
     run = LabelRunRecord("r1", "toy", "harmonic", {"gamma_g": 0.0}, {"accuracy": 0.5}, {"solve": 0.1},
@@ -112,15 +113,20 @@ def test_run_status_versions_and_error_round_trip(kuzu_store):
     versions = {"graphlabel": "0.1.0", "kuzu": "0.11.3"}
     kuzu_store.write_run(run_record("r1", 0, status="running", versions=versions))
     started = kuzu_store.read_runs(run_id="r1").iloc[0]
-    assert started["status"] == "running" and pd.isna(started["finished_at"]) and started["error"] is None
+    assert started["status"] == "running"
+    assert pd.isna(started["finished_at"])
+    assert started["error"] is None
     # the end of the run replaces the node written at its start
     kuzu_store.write_run(run_record("r1", 0, status="failed", versions=versions, error="solver diverged"))
     runs = kuzu_store.read_runs()
     assert runs["run_id"].tolist() == ["r1"]
     row = runs.iloc[0]
-    assert row["status"] == "failed" and row["error"] == "solver diverged"
-    assert row["versions"] == versions and row["metrics"] == {"class_counts": {"x": 1}}
-    assert row["timings"] == {"solve": 0.5} and row["parameters"] == {"k": 10}
+    assert row["status"] == "failed"
+    assert row["error"] == "solver diverged"
+    assert row["versions"] == versions
+    assert row["metrics"] == {"class_counts": {"x": 1}}
+    assert row["timings"] == {"solve": 0.5}
+    assert row["parameters"] == {"k": 10}
     assert row["started_at"] == pd.Timestamp("2026-03-01 00:00")  # naive UTC
     assert row["finished_at"] == pd.Timestamp("2026-03-01 00:05")
     with pytest.raises(ValueError, match="status"):
@@ -213,16 +219,25 @@ def test_explain_reads_the_weights_and_labels_around_a_node(kuzu_store):
     }).cast(PREDICTION_SCHEMA)
     kuzu_store.write_predictions("toy", rows)
     node, neighbours = kuzu_store.explain("toy", "a", limit=2)
-    assert node["predicted_label"] == "x" and node["given_label"] is None
-    assert node["label_confidence"] == 0.75 and node["label_run_id"] == "r1" and node["labelled_at"] == now
-    assert node["degree"] == 1.0 and node["n_neighbours"] == 3
+    assert node["predicted_label"] == "x"
+    assert node["given_label"] is None
+    assert node["label_confidence"] == 0.75
+    assert node["label_run_id"] == "r1"
+    assert node["labelled_at"] == now
+    assert node["degree"] == 1.0
+    assert node["n_neighbours"] == 3
     assert node["class_shares"] == {"x": 0.5, "y": 0.25, None: 0.25}
     assert neighbours["key"].tolist() == ["b", "c"]  # strongest first, then by key
-    assert neighbours["weight"].tolist() == [0.5, 0.25] and neighbours["share"].tolist() == [0.5, 0.25]
-    assert neighbours["label"].tolist() == ["x", "y"] and neighbours["agrees"].tolist() == [True, False]
+    assert neighbours["weight"].tolist() == [0.5, 0.25]
+    assert neighbours["share"].tolist() == [0.5, 0.25]
+    assert neighbours["label"].tolist() == ["x", "y"]
+    assert neighbours["agrees"].tolist() == [True, False]
     lonely, none = kuzu_store.explain("toy", "e")
-    assert lonely["n_neighbours"] == 0 and lonely["class_shares"] == {} and none.empty
-    assert lonely["given_label"] == "y" and lonely["predicted_label"] is None
+    assert lonely["n_neighbours"] == 0
+    assert lonely["class_shares"] == {}
+    assert none.empty
+    assert lonely["given_label"] == "y"
+    assert lonely["predicted_label"] is None
     with pytest.raises(LookupError, match="no node with key 'zz' in dataset 'toy'"):
         kuzu_store.explain("toy", "zz")
     with pytest.raises(LookupError, match="in dataset 'other'"):

@@ -11,8 +11,8 @@ import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_iris, make_moons
 from sklearn.model_selection import train_test_split
 
-from graphlabel.evaluation import noise_scores
-from graphlabel.sampling import flip_labels_per_class
+from labelling.evaluation import noise_scores
+from labelling.sampling import flip_labels_per_class
 from similarity.knn import knn_graph
 from solvers._parametric_cut import parametric_min_cut
 from solvers.lcsnc import _confidence, _features, lcsnc
@@ -346,7 +346,7 @@ def test_multiclass_path_rule_on_digits_beats_the_cut_rule():
     # The protocol: digits, 10 labels per class, 10% flipped, a 10-NN graph.
     from sklearn.datasets import load_digits
 
-    from graphlabel.sampling import flip_labels, keep_per_class
+    from labelling.sampling import flip_labels, keep_per_class
 
     X, y = load_digits(return_X_y=True)
     W = knn_graph(X, 10)

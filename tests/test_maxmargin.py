@@ -11,8 +11,8 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.datasets import load_digits, make_moons
 from sklearn.svm import SVC
 
-from graphlabel.evaluation import expected_calibration_error, noise_scores
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import expected_calibration_error, noise_scores
+from labelling.sampling import flip_labels, keep_per_class
 from similarity.knn import knn_graph
 from solvers.maxmargin import MaxMarginGraphCut, induce_labels, maxmargin, paper_bandwidth
 from solvers.problem import LabelProblem

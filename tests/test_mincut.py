@@ -11,8 +11,8 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, maxi
 from sklearn.datasets import load_digits, make_moons
 from sklearn.neighbors import KNeighborsClassifier
 
-from graphlabel.evaluation import noise_scores
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import noise_scores
+from labelling.sampling import flip_labels, keep_per_class
 from similarity.cut_graphs import mincut3_graph
 from similarity.knn import knn_graph
 from solvers.mincut import _expansion_move, _one_vs_rest, _upper_edges, binary_min_cut, mincut, potts_cost

@@ -44,7 +44,7 @@ def test_a_server_killed_during_write_back_never_leaves_a_completed_run(own_serv
     the run is not `completed`, and running the command again ends with the labels of one
     clean run on every node."""
     import solvers
-    from graphlabel.problems import label_problem
+    from labelling.problems import label_problem
     from graphstore import open_store
 
     uri, dataset, n = own_server.uri, "killed", 600
@@ -76,12 +76,14 @@ def test_a_server_killed_during_write_back_never_leaves_a_completed_run(own_serv
     assert time.monotonic() - killed < 75, f"the command took {time.monotonic() - killed:.0f} s to give up"
     assert run.returncode == 1, output
     tail = " ".join(output[output.rindex("\nerror: ") + 1:].split())
-    assert tail.startswith("error: the store stopped answering") and "Traceback" not in tail
+    assert tail.startswith("error: the store stopped answering")
+    assert "Traceback" not in tail
 
     own_server.restart()
     with open_store(uri) as store:
         runs = store.read_runs(dataset)
-        assert len(runs) == 1 and runs.iloc[0]["status"] != "completed"
+        assert len(runs) == 1
+        assert runs.iloc[0]["status"] != "completed"
         half = store.query("MATCH (e:Entity {dataset: $ds}) WHERE e.label_run_id IS NOT NULL RETURN count(e) AS n",
                            {"ds": dataset})["n"].item()
         assert 0 < half < n  # the write back really stopped half way
@@ -109,7 +111,8 @@ def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypat
         # after three failures in a row the server answers AuthenticationRateLimit instead
         assert out.startswith("error: could not open the Neo4j store at"), out
         assert "AuthError" in out or "AuthenticationRateLimit" in out, out
-        assert "Traceback" not in out and secret not in out
+        assert "Traceback" not in out
+        assert secret not in out
     # nor in what Prefect keeps of the runs: parameters, states, logs
 
     async def everything() -> str:
@@ -150,7 +153,8 @@ def test_a_server_without_gds_is_named_before_anything_is_written(monkeypatch, t
             started = time.monotonic()
             out = cli(*command, "--store", uri, ok=False).output
             assert time.monotonic() - started < bound, (command, time.monotonic() - started)
-            assert out.startswith("error: could not open the Neo4j store at") and "ServiceUnavailable" in out
+            assert out.startswith("error: could not open the Neo4j store at")
+            assert "ServiceUnavailable" in out
     finally:
         server.stop()
 
@@ -165,7 +169,8 @@ def test_hostile_identifiers_are_refused_before_any_query(neo4j_env, neo4j_live,
         for variable in ("GRAPHLABEL_NEO4J_NODE_LABEL", "GRAPHLABEL_NEO4J_RELATIONSHIP", "GRAPHLABEL_NEO4J_KEY"):
             monkeypatch.setenv(variable, name)
             out = cli("report", "--dataset", "x", "--store", neo4j_env, ok=False).output
-            assert variable in out and "invalid" in out
+            assert variable in out
+            assert "invalid" in out
             monkeypatch.delenv(variable)
         out = cli("label", "--dataset", "x' OR 1=1", "--store", neo4j_env, ok=False).output
         assert "invalid dataset name" in out

@@ -120,7 +120,8 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
     rejects = tmp_path / "rejects.csv"
     out = cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
               "--rejects", rejects, "--store", neo4j_env).output
-    assert f"stored 420 nodes in dataset '{dataset}'" in out and "rejected 2 rows" in out
+    assert f"stored 420 nodes in dataset '{dataset}'" in out
+    assert "rejected 2 rows" in out
     assert pd.read_csv(rejects)["reason"].tolist() == ["missing key", "non-numeric feature p00='oops'"]
 
     out = cli("build-graph", "--dataset", dataset, "--k", "8", "--store", neo4j_env).output
@@ -138,26 +139,33 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
         truth = pd.Series(y, index=frame["id"])
         accuracy = (written["predicted_label"][hidden] == truth[hidden]).mean()
         assert accuracy >= 0.85  # 0.877 on the embedded store with the same data and k
-        assert set(written["label_run_id"]) == {run_id} and set(written["label_solver"]) == {"harmonic"}
+        assert set(written["label_run_id"]) == {run_id}
+        assert set(written["label_solver"]) == {"harmonic"}
         run = store.read_runs(run_id=run_id).iloc[0]
-        assert run["status"] == "completed" and run["n_nodes"] == 420 and run["n_labeled"] == 70
-        assert run["versions"]["neo4j"] and "graphdatascience" not in run["versions"]
+        assert run["status"] == "completed"
+        assert run["n_nodes"] == 420
+        assert run["n_labeled"] == 70
+        assert run["versions"]["neo4j"]
+        assert "graphdatascience" not in run["versions"]
         assert run["parameters"]["k"] == 10 or run["parameters"]["k"] == 8
 
     out = cli("report", "--dataset", dataset, "--store", neo4j_env).output
-    assert run_id[:8] in out and "completed" in out  # ids shown by their first 8 characters
+    assert run_id[:8] in out
+    assert "completed" in out  # ids shown by their first 8 characters
     out = cli("report", "--run", run_id, "--store", neo4j_env).output
     assert f"run {run_id[:8]}: {dataset} · harmonic, completed" in out
     key = written["label_confidence"].idxmin()
     out = cli("explain", key, "--dataset", dataset, "--store", neo4j_env).output
-    assert key in out and "share" in out
+    assert key in out
+    assert "share" in out
     # the README's quickstart query, written for the dataset, on Neo4j
     out = cli("query", f"MATCH (e:Entity) WHERE e.dataset = '{dataset}' AND e.label_noise RETURN e.key,"
               " e.given_label, e.predicted_label, e.label_confidence", "--format", "csv", "--store", neo4j_env).output
     with open_store(neo4j_env) as store:
         noise = stored(store, dataset, "label_noise")["label_noise"]
     flagged = set(noise.index[noise.fillna(False).astype(bool)])
-    assert flagged and {line.split(",")[0] for line in out.strip().splitlines()[1:]} == flagged
+    assert flagged
+    assert {line.split(",")[0] for line in out.strip().splitlines()[1:]} == flagged
 
     # a second run, then retention keeps the newest and the one the nodes point to
     second = cli("label", "--dataset", dataset, "--full", "--store", neo4j_env).output
@@ -214,7 +222,7 @@ def test_every_solver_writes_on_neo4j_what_it_writes_on_the_embedded_store(
     """The same flow, data and (exact, locally built) graph on Neo4j and on Kùzu: the labels
     and confidences written must agree, and beat the floor on the hidden labels."""
     from flows.labelling import ingest_parsed, labelling_flow
-    from graphlabel.records import parse_records
+    from labelling.records import parse_records
     from graphstore import open_store
 
     frame, X, y = digits_frame(360, every=5, jitter=1e-3)
@@ -290,7 +298,8 @@ def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_
     assert "incremental run: 1 changed nodes (0 new)" in out
     with open_store(neo4j_env) as store:
         node = stored(store, dataset, "given_label", "labelled_at", "updated_at").loc["d1"]
-        assert node["given_label"] == changed["label"].item() and node["labelled_at"] > node["updated_at"]
+        assert node["given_label"] == changed["label"].item()
+        assert node["labelled_at"] > node["updated_at"]
 
     # entities a user created without features: no edges, no label, said in the run
     with open_store(neo4j_env) as store:
@@ -299,9 +308,11 @@ def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_
     out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
     with open_store(neo4j_env) as store:
         bare = stored(store, dataset, "predicted_label", "label_confidence").loc[["bare-1", "bare-2"]]
-        assert bare["predicted_label"].isna().all() and (bare["label_confidence"] == 0).all()
+        assert bare["predicted_label"].isna().all()
+        assert (bare["label_confidence"] == 0).all()
         run = store.read_runs(dataset, limit=1).iloc[0]
-        assert run["status"] == "completed" and run["metrics"]["n_unreachable"] >= 2
+        assert run["status"] == "completed"
+        assert run["metrics"]["n_unreachable"] >= 2
 
 
 def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_live, monkeypatch):
@@ -361,11 +372,11 @@ def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_l
             graph = store.read_subgraph("customers")
             assert len(graph.source) == len(pairs)
             from flows.labelling import solve_by_component
-            from graphlabel.problems import label_problem
+            from labelling.problems import label_problem
 
             exported = label_problem(graph, "customers")
             # the flow's own solve path: class masses are normalised per batch of the
-            # connected components that hold two classes (graphlabel.components)
+            # connected components that hold two classes (labelling.components)
             expected = exported.classes[solve_by_component(exported, "harmonic", {}).labels]
             now = store.query(f"MATCH (c:`{label}`) RETURN c.cid AS cid, c.segment_guess AS guess")
             assert dict(zip(now["cid"], now["guess"])) == dict(zip(exported.keys, expected))

@@ -33,7 +33,8 @@ def test_docker_compose_runs_the_poms_versions():
     assert "NEO4J_PLUGINS" not in services["neo4j"]["environment"]  # GDS from the pom, not the newest
     plugins = services["neo4j-plugins"]
     assert plugins["command"][:6] == ["mvn", "-B", "-q", "-f", "/graphlabel/neo4j-server/pom.xml", "-pl"]
-    assert "gds" in plugins["command"] and "neo4j-plugins:/plugins" in services["neo4j"]["volumes"]
+    assert "gds" in plugins["command"]
+    assert "neo4j-plugins:/plugins" in services["neo4j"]["volumes"]
 
 
 def test_the_ci_workflow_runs_make_test_with_java_17():
@@ -48,6 +49,8 @@ def test_the_server_listens_on_loopback_only_with_gds_allowed():
     module = server_module()
     conf = module.configuration(module.Settings(bolt_port=17001, http_port=17002))
     listen = [line for line in conf.splitlines() if "listen_address" in line]
-    assert listen and all("=127.0.0.1" in line for line in listen)
-    assert "server.https.enabled=false" in conf and "dbms.usage_report.enabled=false" in conf
+    assert listen
+    assert all("=127.0.0.1" in line for line in listen)
+    assert "server.https.enabled=false" in conf
+    assert "dbms.usage_report.enabled=false" in conf
     assert "dbms.security.procedures.unrestricted=gds.*" in conf

@@ -21,8 +21,12 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from graphstore.errors import StoreUnavailable
+from graphstore.port import BuiltGraph
+from similarity.spec import GraphSpec
+
 from graphstore import LabelRunRecord, open_store
-from graphstore.base import NODE_SCHEMA, PREDICTION_SCHEMA, EDGE_SCHEMA, SubGraph
+from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, SubGraph
 from graphstore.identifiers import Fragment, check_identifier, quote, render
 from graphstore.neo4j_store import Neo4jGraphConfig, Neo4jStore, one_row_per_pair
 
@@ -153,7 +157,8 @@ def test_hostile_identifiers_are_refused_in_every_setting(name):
 
 
 def test_identifiers_are_backtick_quoted_and_templates_take_only_fragments():
-    assert quote("Person") == "`Person`" and isinstance(quote("Person"), Fragment)
+    assert quote("Person") == "`Person`"
+    assert isinstance(quote("Person"), Fragment)
     assert render("MATCH (e:${label}) RETURN $p", {"label": quote("Person")}) == "MATCH (e:`Person`) RETURN $p"
     with pytest.raises(TypeError):
         render("MATCH (e:${label})", {"label": "Person) DETACH DELETE (e"})
@@ -170,11 +175,13 @@ def test_custom_names_reach_every_query_quoted():
                  "delete_edges", "gds_project", "gds_set_weights", "write_run"):
         text = store.cypher(name)
         assert "${" not in text
-        assert ":Entity" not in text and "SIMILAR" not in text
+        assert ":Entity" not in text
+        assert "SIMILAR" not in text
     assert "MERGE (e:`Person` {`pid`: row.key})" in store.cypher("upsert_nodes")
     assert "e.`age` = row.features[0], e.`income` = row.features[1]" in store.cypher("upsert_nodes")
     assert "[toFloat(e.`age`), toFloat(e.`income`)]" in store.cypher("gds_project")
-    assert "-[r:`LOOKS_LIKE`]->" in store.cypher("read_edges") and "r.`score`" in store.cypher("read_edges")
+    assert "-[r:`LOOKS_LIKE`]->" in store.cypher("read_edges")
+    assert "r.`score`" in store.cypher("read_edges")
     assert "e.`segment_guess` = row.predicted_label" in store.cypher("write_predictions")
     # no dataset property: the dataset filter is gone, the key alone is unique
     assert "$dataset" not in store.cypher("read_nodes")
@@ -272,8 +279,10 @@ def test_write_predictions_batches_and_counts_matched_nodes():
     calls = driver.sent(store.cypher("write_predictions"))
     assert [len(c.parameters["rows"]) for c in calls] == [2, 1]
     first = calls[0].parameters["rows"][0]
-    assert first["labelled_at"] == dt.datetime(2026, 1, 2, 3, 4, 5) and first["labelled_at"].tzinfo is None
-    assert first["label_noise"] is True and calls[0].parameters["rows"][1]["predicted_label"] is None
+    assert first["labelled_at"] == dt.datetime(2026, 1, 2, 3, 4, 5)
+    assert first["labelled_at"].tzinfo is None
+    assert first["label_noise"] is True
+    assert calls[0].parameters["rows"][1]["predicted_label"] is None
 
 
 class PredictionGraph:
@@ -325,12 +334,18 @@ def test_a_run_that_dies_half_way_and_is_rerun_ends_as_one_clean_run():
     driver.answers[store.cypher("write_predictions")] = crashed
     store.write_predictions("toy", first)
     crashed.die_on_batch = crashed.batches + 2  # second run: batch 1 lands, batch 2 dies
-    with pytest.raises(neo4j.exceptions.ServiceUnavailable):
+    with pytest.raises(StoreUnavailable) as raised:  # the port's one transient error
         store.write_predictions("toy", second)
+    assert isinstance(raised.value.__cause__, neo4j.exceptions.ServiceUnavailable)
+    from flows.tasks import is_transient
+
+    assert is_transient(raised.value)
+    assert not is_transient(ValueError("bad input"))
     crashed.die_on_batch = None
     assert store.write_predictions("toy", second) == 7
     assert crashed.nodes == clean.nodes
-    assert clean.nodes["k1"]["previous_predicted_label"] == "a" and clean.nodes["k1"]["predicted_label"] == "b"
+    assert clean.nodes["k1"]["previous_predicted_label"] == "a"
+    assert clean.nodes["k1"]["predicted_label"] == "b"
     # the template shifts only when the run id differs (what PredictionGraph plays)
     assert "e.`label_run_id` = row.label_run_id" in store.cypher("write_predictions")
 
@@ -344,7 +359,8 @@ def test_write_run_sends_json_text_and_naive_timestamps():
     call = driver.sent(store.cypher("write_run"))[0]
     assert json.loads(call.parameters["metrics"]) == {"class_counts": {"a": 3}}
     assert call.parameters["finished_at"] == dt.datetime(2026, 1, 2, 3, 4, 7)
-    assert call.parameters["n_flagged"] == 1 and call.routing == "w"
+    assert call.parameters["n_flagged"] == 1
+    assert call.routing == "w"
     assert store.cypher("write_run").startswith("MERGE (r:`LabelRun` {run_id: $run_id})")
 
 
@@ -353,7 +369,8 @@ def test_user_query_is_read_routed_and_returns_a_frame():
     driver.answers["MATCH (e) RETURN e.key AS key, 1 AS one"] = [{"key": "a", "one": 1}, {"key": "b", "one": 1}]
     frame = store.query("MATCH (e) RETURN e.key AS key, 1 AS one", {"x": 1})
     assert frame.to_dict("list") == {"key": ["a", "b"], "one": [1, 1]}
-    assert driver.calls[-1].routing == "r" and driver.calls[-1].parameters == {"x": 1}
+    assert driver.calls[-1].routing == "r"
+    assert driver.calls[-1].parameters == {"x": 1}
 
 
 # -- export -------------------------------------------------------------------------------
@@ -423,7 +440,8 @@ def test_read_subgraph_without_features_and_with_incomplete_features():
     driver.answers[store.cypher("read_edges")] = [{"source": ["a"], "target": ["b"], "weight": [0.5]}]
     assert store.read_subgraph("toy").features is None  # one node lacks its vector
     graph = store.read_subgraph("toy", with_features=False)
-    assert graph.features is None and graph.labels.tolist() == ["x", None]
+    assert graph.features is None
+    assert graph.labels.tolist() == ["x", None]
     assert driver.calls[-2].query == store.cypher("read_nodes_without_features")
 
 
@@ -471,9 +489,8 @@ def queries_sent(store, driver, start=2):
 
 def test_gds_knn_write_is_called_with_its_configuration_and_the_projection_dropped():
     store, driver = gds_store(written=40)
-    assert store.native_knn
     assert store.build_knn_edges("toy", k=4, metric="cosine", weights="similarity",
-                                 similarity_cutoff=0.2, deterministic=True) == (40, None)
+                                 similarity_cutoff=0.2, deterministic=True) == BuiltGraph(40, None)
     # checks first (nothing deleted before them), then delete, project, kNN, drop, weights
     assert queries_sent(store, driver) == ["gds_version", "unowned_edges", "node_keys", "delete_edges",
                                            "gds_project", "gds_knn_write", "gds_drop", "gds_set_weights"]
@@ -487,19 +504,23 @@ def test_gds_knn_write_is_called_with_its_configuration_and_the_projection_dropp
         "nodeProperties": {"features": "COSINE"}, "topK": 4, "similarityCutoff": 0.2,
         "randomSeed": 0, "concurrency": 1}
     weights = driver.calls[-1]
-    assert weights.parameters["weights"] == "similarity" and weights.parameters["keys"] == ["k0", "k1", "k2"]
+    assert weights.parameters["weights"] == "similarity"
+    assert weights.parameters["keys"] == ["k0", "k1", "k2"]
 
 
 def test_gds_seed_forces_concurrency_one_and_conflicts_are_refused():
     store, driver = gds_store()
     store.build_knn_edges("toy", k=3, seed=7)
     config = driver.sent(store.cypher("gds_knn_write"))[-1].parameters["config"]
-    assert config["randomSeed"] == 7 and config["concurrency"] == 1
+    assert config["randomSeed"] == 7
+    assert config["concurrency"] == 1
     assert config["nodeProperties"] == {"features": "EUCLIDEAN"}
     store.build_knn_edges("toy", k=3, concurrency=4, sample_rate=1.0, delta_threshold=0.0)
     config = driver.sent(store.cypher("gds_knn_write"))[-1].parameters["config"]
-    assert "randomSeed" not in config and config["concurrency"] == 4
-    assert config["sampleRate"] == 1.0 and config["deltaThreshold"] == 0.0
+    assert "randomSeed" not in config
+    assert config["concurrency"] == 4
+    assert config["sampleRate"] == 1.0
+    assert config["deltaThreshold"] == 0.0
     before = len(driver.calls)
     with pytest.raises(ValueError, match="concurrency=1"):
         store.build_knn_edges("toy", k=3, seed=1, concurrency=2)
@@ -524,7 +545,7 @@ def test_gds_gaussian_weights_and_delta_go_in_batches_of_nodes():
     keys = [f"k{i}" for i in range(9)]
     store, driver = gds_store(Neo4jGraphConfig(batch_size=8), written=45, keys=keys)
     driver.answers[store.cypher("gds_prune_edges")] = lambda p: [{"deleted": len(p["keys"])}]
-    assert store.build_knn_edges("toy", k=5, weights="gaussian", delta=3.0) == (45 - 9, 2.5)
+    assert store.build_knn_edges("toy", k=5, weights="gaussian", delta=3.0) == BuiltGraph(45 - 9, 2.5)
     # batch_size 8 relationships at k=5 per node: one node per batch... 8 // 5 = 1
     prunes = driver.sent(store.cypher("gds_prune_edges"))
     assert [c.parameters["keys"] for c in prunes] == [[k] for k in keys]
@@ -532,10 +553,12 @@ def test_gds_gaussian_weights_and_delta_go_in_batches_of_nodes():
     scale = driver.sent(store.cypher("gds_edge_scale"))[-1]
     assert scale.routing == "r"
     weights = driver.sent(store.cypher("gds_set_weights"))
-    assert len(weights) == 9 and all(c.parameters["sigma"] == 2.5 for c in weights)
+    assert len(weights) == 9
+    assert all(c.parameters["sigma"] == 2.5 for c in weights)
     store.build_knn_edges("toy", k=2, weights="gaussian", sigma=0.7)
     last = driver.sent(store.cypher("gds_set_weights"))[-1]
-    assert last.parameters["sigma"] == 0.7 and len(last.parameters["keys"]) == 1  # 9 keys, 4 per batch
+    assert last.parameters["sigma"] == 0.7
+    assert len(last.parameters["keys"]) == 1  # 9 keys, 4 per batch
     assert [len(c.parameters["keys"]) for c in driver.sent(store.cypher("gds_set_weights"))[-3:]] == [4, 4, 1]
     assert len(driver.sent(store.cypher("gds_edge_scale"))) == 1  # a given σ is not measured
 
@@ -581,11 +604,23 @@ def test_a_half_built_graph_is_refused_on_reading():
         store.read_subgraph("toy")
 
 
-def test_local_edge_builder_leaves_the_graph_to_the_flow():
-    store, _ = make_store(Neo4jGraphConfig(edge_builder="local"))
-    assert not store.native_knn
-    with pytest.raises(NotImplementedError, match="local"):
-        store.build_knn_edges("toy", k=3)
+@pytest.mark.parametrize("config, spec", [
+    (Neo4jGraphConfig(edge_builder="local"), GraphSpec(k=1)),
+    (Neo4jGraphConfig(), GraphSpec.from_options("delta", delta=5.0)),  # GDS builds kNN graphs only
+])
+def test_graphs_gds_does_not_build_are_built_locally_through_the_port(config, spec):
+    store, driver = make_store(config)
+    driver.answers[store.cypher("read_nodes")] = [{"keys": ["a", "b", "c"], "keyless": 0,
+                                                   "has_label": [True, False, True], "labels": ["x", "", "y"],
+                                                   "has_features": [True] * 3,
+                                                   "features": [[0.0], [1.0], [3.0]]}]
+    driver.answers[store.cypher("read_edges")] = [{"source": [], "target": [], "weight": [], "unweighted": 0}]
+    start = len(driver.calls)
+    store.check_edge_builder(spec)  # no GDS asked for
+    store.build_edges("toy", spec)
+    sent = [call.query for call in driver.calls[start:]]
+    assert not any("gds." in query for query in sent)
+    assert store.cypher("insert_edges") in sent
 
 
 # -- connection ---------------------------------------------------------------------------
@@ -612,11 +647,15 @@ def test_open_store_reads_credentials_and_names_from_the_environment(monkeypatch
     monkeypatch.setenv("GRAPHLABEL_NEO4J_DATASET", "")
     with open_store("bolt://db.example:7687", batch_size=500) as store:
         assert isinstance(store, Neo4jStore)
-        assert store.config.node_label == "Person" and store.config.features == ("age", "income")
-        assert store.config.dataset is None and store.config.batch_size == 500
+        assert store.config.node_label == "Person"
+        assert store.config.features == ("age", "income")
+        assert store.config.dataset is None
+        assert store.config.batch_size == 500
         assert opened["driver"].calls[0].database == "labels"
-    assert opened["uri"] == "bolt://db.example:7687" and opened["auth"] == ("alice", "s3cret")
-    assert opened["verified"] and opened["driver"].closed
+    assert opened["uri"] == "bolt://db.example:7687"
+    assert opened["auth"] == ("alice", "s3cret")
+    assert opened["verified"]
+    assert opened["driver"].closed
     monkeypatch.setenv("GRAPHLABEL_NEO4J_NODE_LABEL", "Person) DETACH DELETE (x")
     with pytest.raises(ValueError, match="node_label"):
         open_store("neo4j://db.example:7687")
@@ -689,7 +728,8 @@ def test_hostile_environment_values_are_refused_naming_the_variable(variable, va
     default = getattr(Neo4jGraphConfig(), setting)
     with open_store("neo4j://db.example:7687", **{setting: default}) as store:
         assert getattr(store.config, setting) == default
-    assert len(driver_factory) == 1 and driver_factory[0].closed
+    assert len(driver_factory) == 1
+    assert driver_factory[0].closed
 
 
 @pytest.mark.parametrize("uri", ["neo4j://alice:s3cret-pw@db:7687", "bolt+s://alice:s3cret/pw@db",
@@ -698,7 +738,8 @@ def test_credentials_in_the_uri_are_refused_without_echoing_them(uri, driver_fac
     for opener in (open_store, Neo4jStore.from_uri):
         with pytest.raises(ValueError, match="holds credentials") as caught:
             opener(uri)
-        assert "s3cret" not in str(caught.value) and "***@db" in str(caught.value)
+        assert "s3cret" not in str(caught.value)
+        assert "***@db" in str(caught.value)
     assert driver_factory == []
 
 
@@ -730,9 +771,11 @@ def test_write_run_sends_status_versions_and_error():
                                       "finished_at": started + pd.Timedelta(seconds=2)}))
     first, second = driver.sent(store.cypher("write_run"))
     assert first.parameters["status"] == "running"
-    assert first.parameters["finished_at"] is None and first.parameters["error"] is None
+    assert first.parameters["finished_at"] is None
+    assert first.parameters["error"] is None
     assert json.loads(first.parameters["versions"]) == {"neo4j": "5.28.1", "graphlabel": "0.1.0"}
-    assert second.parameters["status"] == "failed" and second.parameters["error"] == "solver diverged"
+    assert second.parameters["status"] == "failed"
+    assert second.parameters["error"] == "solver diverged"
     assert second.parameters["finished_at"] == dt.datetime(2026, 1, 2, 3, 4, 7)
     for assignment in ("r.status = $status", "r.versions = $versions", "r.error = $error"):
         assert assignment in store.cypher("write_run")
@@ -756,13 +799,16 @@ def test_read_runs_is_read_routed_and_decodes_what_the_server_returns():
         run_row("r1", 3, status=None, versions=None)]
     frame = store.read_runs("toy", limit=5)
     call = driver.sent(store.cypher("read_runs"))[0]
-    assert call.routing == "r" and call.parameters == {"dataset": "toy", "run_id": None, "max_rows": 5, "status": None}
+    assert call.routing == "r"
+    assert call.parameters == {"dataset": "toy", "run_id": None, "max_rows": 5, "status": None}
     assert frame["run_id"].tolist() == ["r2", "r1"]  # the server's order (newest first)
     assert frame["status"].tolist() == ["failed", "completed"]
     assert frame["error"].tolist() == ["boom", None]
     assert frame["versions"].tolist() == [{"neo4j": "5.28.1"}, {}]
-    assert frame["metrics"][0] == {"class_counts": {"a": 3}} and frame["parameters"][0] == {"k": 10}
-    assert frame["started_at"][0] == pd.Timestamp("2026-01-02 04:00") and pd.isna(frame["finished_at"][0])
+    assert frame["metrics"][0] == {"class_counts": {"a": 3}}
+    assert frame["parameters"][0] == {"k": 10}
+    assert frame["started_at"][0] == pd.Timestamp("2026-01-02 04:00")
+    assert pd.isna(frame["finished_at"][0])
     assert "MATCH (r:`Run`)" in store.cypher("read_runs")
     assert "ORDER BY started_at DESC" in store.cypher("read_runs")
     sent = len(driver.calls)
@@ -809,12 +855,14 @@ def test_prune_runs_deletes_in_batches_and_the_server_keeps_running_and_current_
     assert store.prune_runs("toy", keep_last=2) == 0
     assert driver.sent(store.cypher("delete_runs"))[-1].parameters["run_ids"] == ["r0"]
     graph.current = set()
-    assert store.prune_runs("toy", keep_last=2) == 1 and sorted(graph.runs) == ["r3", "r4", "r5", "r6"]
+    assert store.prune_runs("toy", keep_last=2) == 1
+    assert sorted(graph.runs) == ["r3", "r4", "r5", "r6"]
     sent = len(driver.calls)
     assert store.prune_runs("toy", keep_last=2) == 0
     assert len(driver.calls) == sent + 1  # nothing to choose: only the history was read
     text = " ".join(store.cypher("delete_runs").split())
-    assert "coalesce(r.status, 'completed') <> 'running'" in text and "NOT r.run_id IN current" in text
+    assert "coalesce(r.status, 'completed') <> 'running'" in text
+    assert "NOT r.run_id IN current" in text
     assert "collect(DISTINCT e.`label_run_id`) AS current" in text
     with pytest.raises(ValueError, match="keep_last"):
         store.prune_runs("toy", keep_last=-1)
@@ -835,19 +883,28 @@ def test_explain_reads_one_node_and_its_neighbours_with_the_configured_names():
         {"key": "c", "weight": 0.5, "given_label": None, "predicted_label": "y", "label": "y"}]
     about, neighbours = store.explain("people", "a", limit=2)
     assert about["class_shares"] == {"x": 0.875, "y": 0.125}
-    assert about["degree"] == 4.0 and about["n_neighbours"] == 3 and about["dataset"] == "people"
+    assert about["degree"] == 4.0
+    assert about["n_neighbours"] == 3
+    assert about["dataset"] == "people"
     assert about["labelled_at"] == pd.Timestamp("2026-01-02 03:00")
-    assert neighbours["share"].tolist() == [0.75, 0.125] and neighbours["agrees"].tolist() == [True, False]
+    assert neighbours["share"].tolist() == [0.75, 0.125]
+    assert neighbours["agrees"].tolist() == [True, False]
     calls = driver.sent(store.cypher("explain_neighbours"))
-    assert calls[0].parameters == {"dataset": "people", "key": "a", "max_rows": 2} and calls[0].routing == "r"
+    assert calls[0].parameters == {"dataset": "people", "key": "a", "max_rows": 2}
+    assert calls[0].routing == "r"
     text = store.cypher("explain_node")
-    assert "MATCH (a:`Person` {`pid`: $key})" in text and "-[r:`LOOKS_LIKE`]-(b:`Person`)" in text
-    assert "r.`score`" in text and "b.`segment_guess`" in text and "toString(b.`segment`)" in text
+    assert "MATCH (a:`Person` {`pid`: $key})" in text
+    assert "-[r:`LOOKS_LIKE`]-(b:`Person`)" in text
+    assert "r.`score`" in text
+    assert "b.`segment_guess`" in text
+    assert "toString(b.`segment`)" in text
     assert "$dataset" not in text  # no dataset property: every Person is the dataset
     # a node without relationships: the OPTIONAL MATCH row with no neighbour is dropped
     node["neighbours"] = [{"key": None, "label": None, "weight": 1.0}]
     about, _ = store.explain("people", "alone")
-    assert about["n_neighbours"] == 0 and about["class_shares"] == {} and about["degree"] == 0.0
+    assert about["n_neighbours"] == 0
+    assert about["class_shares"] == {}
+    assert about["degree"] == 0.0
     sent = len(driver.calls)
     with pytest.raises(LookupError, match="no node with key 'zz' in dataset 'people'"):
         store.explain("people", "zz")

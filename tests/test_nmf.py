@@ -11,8 +11,8 @@ from scipy.special import softmax
 from sklearn.datasets import load_digits, make_blobs, make_moons
 from sklearn.semi_supervised import LabelSpreading
 
-from graphlabel.evaluation import noise_scores
-from graphlabel.sampling import flip_labels
+from labelling.evaluation import noise_scores
+from labelling.sampling import flip_labels
 from similarity.knn import knn_graph
 from solvers.nmf import beta_star, log_mode_probability_approx, nmf, normalise
 from solvers.problem import LabelProblem

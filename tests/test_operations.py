@@ -15,8 +15,8 @@ import pytest
 
 import flows.labelling as labelling
 from flows.labelling import labelling_flow
-from flows.tasks import edge_table
-from graphlabel.records import parse_records
+from graphstore.schemas import edge_table
+from labelling.records import parse_records
 from graphstore import open_store
 from graphstore.kuzu_store import KuzuStore
 
@@ -52,7 +52,8 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     store_path, y = digits_store
     result = labelling_flow("digits", store_uri=store_path, holdout_fraction=0.25, holdout_seed=3)
     metrics = result["metrics"]
-    assert metrics["n_holdout"] == 50 and metrics["n_labeled"] == 150  # 5 of 20 per class held out
+    assert metrics["n_holdout"] == 50
+    assert metrics["n_labeled"] == 150  # 5 of 20 per class held out
     assert 0.85 < metrics["holdout_accuracy"] <= 1.0
     assert sum(metrics["confidence_histogram"].values()) == len(y)
     assert sum(metrics["class_counts"].values()) + metrics["n_unreachable"] == len(y)
@@ -69,7 +70,9 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     description = artifacts["label-digits-metrics"].description
     assert description.startswith(f"digits · harmonic: accuracy {metrics['holdout_accuracy']:.3f} on 50")
     report = artifacts["label-digits-report"].data
-    assert result["run_id"] in report and "/runs/task-run/" in report and "[solve[1/1: 1,797 nodes]]" in report
+    assert result["run_id"] in report
+    assert "/runs/task-run/" in report
+    assert "[solve[1/1: 1,797 nodes]]" in report
     assert report.index("## Headline") < report.index("## Run")
     image = artifacts["label-digits-reliability"].data
     assert image.startswith("data:image/png;base64,")
@@ -97,7 +100,8 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
         assert any(text in message for message in logs), (text, logs)
     with open_store(store_path, create=True) as store:
         run = store.read_runs(run_id=result["run_id"]).iloc[0]
-    assert run["status"] == "completed" and run["metrics"]["holdout_accuracy"] == metrics["holdout_accuracy"]
+    assert run["status"] == "completed"
+    assert run["metrics"]["holdout_accuracy"] == metrics["holdout_accuracy"]
     assert {"graphlabel", "prefect", "kuzu", "numpy"} <= set(run["versions"])
 
 
@@ -145,7 +149,8 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     assert FlakyStore.calls == 4  # the first try and 3 retries
     with open_store(store_path, create=True) as store:
         failed = store.read_runs("digits")
-        assert failed["status"].tolist() == ["failed"] and "ConnectionError" in failed["error"][0]
+        assert failed["status"].tolist() == ["failed"]
+        assert "ConnectionError" in failed["error"][0]
         assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
 
     flaky(failures=0)
@@ -170,7 +175,8 @@ def test_an_incremental_run_that_changed_nothing_publishes_no_new_plot(digits_st
     store_path, _ = digits_store
     labelling_flow("digits", store_uri=store_path)
     again = labelling_flow("digits", store_uri=store_path)
-    assert again["metrics"]["incremental"] and again["metrics"]["n_region"] == 0
+    assert again["metrics"]["incremental"]
+    assert again["metrics"]["n_region"] == 0
     artifacts = _artifacts(again["run_id"])
     assert set(artifacts) == {"label-digits-metrics", "label-digits-report"}
     assert "incremental: 0 changed" in artifacts["label-digits-report"].data
@@ -187,7 +193,8 @@ def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
     artifacts = _artifacts(failed_id)
     assert set(artifacts) == {"label-digits-metrics", "label-digits-report", "label-digits-reliability"}
     report = artifacts["label-digits-report"].data
-    assert "| status | failed |" in report and "store went away (injected)" in report
+    assert "| status | failed |" in report
+    assert "store went away (injected)" in report
     assert artifacts["label-digits-metrics"].description.startswith("digits · harmonic: failed: RuntimeError")
 
 
@@ -231,11 +238,13 @@ def test_degenerate_graphs_get_the_documented_answer(store_path, solver):
     result = labelling_flow("tiny", store_uri=store_path, solver=solver, build_graph=False,
                             solver_params=params, publish=False)
     out = _tiny_predictions(store_path)
-    assert pd.isna(out.loc["n5", "label"]) and out.loc["n5", "confidence"] == 0  # no label reaches it
+    assert pd.isna(out.loc["n5", "label"])
+    assert out.loc["n5", "confidence"] == 0  # no label reaches it
     assert out.loc[["n3", "n4"], "label"].tolist() == ["a", "a"]  # one-class component
     assert out.loc[["n3", "n4"], "confidence"].tolist() == [1.0, 1.0]
     assert out.loc["n1", "label"] in ("a", "b")
-    assert result["metrics"]["n_components"] == 3 and result["metrics"]["n_unreachable"] == 1
+    assert result["metrics"]["n_components"] == 3
+    assert result["metrics"]["n_unreachable"] == 1
 
 
 def test_every_node_labeled_still_runs_and_flags(store_path):
@@ -255,8 +264,11 @@ def test_ingest_publishes_its_reject_counts(tmp_path, store_path):
     state = ingest_flow(str(source), "small", "key", "x,y", "label", store_uri=store_path,
                         rejects_path=str(tmp_path / "small.rejects.csv"), classes=["p", "q"], return_state=True)
     summary = state.result()
-    assert summary["stored"] == 1 and summary["rejected"] == 3  # b: NaN; both c: label r not in the classes
+    assert summary["stored"] == 1
+    assert summary["rejected"] == 3  # b: NaN; both c: label r not in the classes
     table = _artifacts(str(state.state_details.flow_run_id))["label-small-ingest"].data
     rows = {row["what"]: row["rows"] for row in (json.loads(table) if isinstance(table, str) else table)}
-    assert rows["stored"] == 1 and rows["rejected"] == 3
-    assert rows["rejected: missing feature"] == 1 and rows["rejected: label not in classes"] == 2
+    assert rows["stored"] == 1
+    assert rows["rejected"] == 3
+    assert rows["rejected: missing feature"] == 1
+    assert rows["rejected: label not in classes"] == 2

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import solvers
-from graphlabel.provenance import SOLVER_LIBRARIES, versions
+from labelling.provenance import SOLVER_LIBRARIES, versions
 from graphstore import LabelRunRecord
 
 
@@ -20,8 +20,10 @@ def test_versions_name_the_installed_libraries_a_run_uses():
     assert found["kuzu"] == metadata.version("kuzu")
     assert "neo4j" not in found  # only the store in use
     on_neo4j = versions(store="neo4j", solver="spectral")
-    assert on_neo4j["neo4j"] == metadata.version("neo4j") and "kuzu" not in on_neo4j
-    assert "pseudoflow" not in on_neo4j and "PyMaxflow" not in on_neo4j
+    assert on_neo4j["neo4j"] == metadata.version("neo4j")
+    assert "kuzu" not in on_neo4j
+    assert "pseudoflow" not in on_neo4j
+    assert "PyMaxflow" not in on_neo4j
     assert all(isinstance(v, str) and v for v in versions().values())
 
 
@@ -36,7 +38,8 @@ def test_label_run_record_defaults_keep_old_callers_working():
     run = LabelRunRecord("r", "toy", "harmonic", {}, {}, {}, now, now, 1, 1, 0)
     assert (run.status, run.versions, run.error) == ("completed", {}, None)
     properties = run.properties()
-    assert properties["status"] == "completed" and properties["versions"] == "{}"
+    assert properties["status"] == "completed"
+    assert properties["versions"] == "{}"
     assert properties["started_at"].tzinfo is None
     with pytest.raises(ValueError, match="'running', 'completed', 'failed'"):
         LabelRunRecord("r", "toy", "harmonic", {}, {}, {}, now, now, 1, 1, 0, status="ok")

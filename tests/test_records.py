@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from graphlabel.records import NoValidRecords, parse_records
+from labelling.records import NoValidRecords, parse_records
 
 
 def test_valid_and_rejected_rows_add_up_with_reasons(tmp_path):

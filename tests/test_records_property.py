@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphlabel.records import (
+from labelling.records import (
     DUPLICATE_KEY,
     INFINITE_FEATURE,
     MISSING_FEATURE,

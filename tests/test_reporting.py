@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from graphlabel.reporting import (
+from labelling.reporting import (
     headline_text,
     metrics_rows,
     report_sections,
@@ -16,7 +16,7 @@ from graphlabel.reporting import (
     summarise_run,
 )
 from graphstore import LabelRunRecord
-from graphstore.base import NotFound
+from graphstore.errors import NotFound
 
 STARTED = pd.Timestamp("2026-02-03 04:05:06", tz="UTC")
 
@@ -36,10 +36,14 @@ def record(**changes):
 
 def test_summary_derives_counts_shares_and_duration():
     s = summarise_run(record())
-    assert s["n_unlabeled"] == 90 and s["noise_share"] == pytest.approx(0.25)
-    assert s["duration_seconds"] == 90.0 and s["started_at"] == pd.Timestamp("2026-02-03 04:05:06")
+    assert s["n_unlabeled"] == 90
+    assert s["noise_share"] == pytest.approx(0.25)
+    assert s["duration_seconds"] == 90.0
+    assert s["started_at"] == pd.Timestamp("2026-02-03 04:05:06")
     assert s["class_distribution"] == [("b", 60, 0.6), ("a", 30, 0.3), ("c", 10, 0.1)]
-    assert s["holdout_accuracy"] == 0.9125 and s["mean_confidence"] == 0.875 and s["n_unreachable"] == 2
+    assert s["holdout_accuracy"] == 0.9125
+    assert s["mean_confidence"] == 0.875
+    assert s["n_unreachable"] == 2
     assert s["other_metrics"] == {"n_edges": 512}
     assert summarise_run(s) == s  # a summary summarises to itself
 
@@ -59,7 +63,9 @@ def test_markdown_report_has_every_section_and_escapes_cells():
     assert "| labels flagged as noisy |" not in text
     # a run without a held-out slice or timings has no such row or section
     bare = run_report_markdown(record(metrics={}, timings={}))
-    assert "held-out" not in bare and "## Time per stage" not in bare and "| mean confidence | — |" in bare
+    assert "held-out" not in bare
+    assert "## Time per stage" not in bare
+    assert "| mean confidence | — |" in bare
 
 
 def test_headline_comes_first_with_counts_and_shares():
@@ -114,6 +120,7 @@ def test_run_summary_reads_the_run_from_a_store(kuzu_store):
     summary = run_summary(kuzu_store, "run-7")
     assert summary == summarise_run(record())
     running = run_summary(kuzu_store, "run-8")
-    assert running["status"] == "running" and running["duration_seconds"] is None
+    assert running["status"] == "running"
+    assert running["duration_seconds"] is None
     with pytest.raises(NotFound, match="no run 'nope'"):
         run_summary(kuzu_store, "nope")

@@ -48,7 +48,8 @@ def test_a_valid_schedule_loads_with_defaults(tmp_path):
     assert (second.name, second.solver, second.k, second.delta) == ("digits-delta", "harmonic", 10, 0.5)
     # a relative store folder is the one beside the file, wherever the server starts
     assert second.store_uri == str((tmp_path / "stores" / "digits").resolve())
-    assert "full" not in first.parameters() and "delta" not in first.parameters()
+    assert "full" not in first.parameters()
+    assert "delta" not in first.parameters()
 
 
 def test_the_example_file_loads():
@@ -141,7 +142,8 @@ def test_an_interval_job_becomes_an_interval_deployment():
     (schedule_,) = made.schedules
     assert schedule_.schedule.interval.total_seconds() == 90
     assert made.tags == ["graphlabel", "products", "harmonic", "incremental", "scheduled"]
-    assert "every 90 s" in made.description and "incremental" in made.description
+    assert "every 90 s" in made.description
+    assert "incremental" in made.description
 
 
 def test_a_file_that_is_not_toml_is_named(tmp_path):
@@ -166,7 +168,8 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
     assert made[0].parameters == {"dataset": "products", "store_uri": "neo4j://graph.example:7687",
                                   "solver": "mincut", "solver_params": {"gamma_g": 0.1, "tol": 1e-6},
                                   "graph": "knn", "k": 15, "metric": "euclidean", "weights": "gaussian"}
-    assert made[1].parameters["delta"] == 0.5 and made[1].parameters["graph"] == "delta"
+    assert made[1].parameters["delta"] == 0.5
+    assert made[1].parameters["graph"] == "delta"
     # every parameter is one the flow takes
     accepted = set(inspect.signature(labelling_flow.fn).parameters)
     assert all(set(d.parameters) <= accepted for d in made)
@@ -217,7 +220,8 @@ def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
 def test_retention_and_holdout_reach_the_flow():
     job = parse_schedule(job_with(keep_runs=30, holdout=0.1), "s.toml")[0]
     made = deployments([job])[0].parameters
-    assert made["keep_runs"] == 30 and made["holdout_fraction"] == 0.1
+    assert made["keep_runs"] == 30
+    assert made["holdout_fraction"] == 0.1
     assert "keep_runs" not in parse_schedule(job_with(), "s.toml")[0].parameters()
 
 

@@ -82,6 +82,8 @@ def test_an_interval_job_runs_on_its_own_and_writes_predictions(prefect_server, 
     # the run the scheduler made wrote every node's prediction, and its LabelRun says completed
     assert completed["id"] in set(runs["run_id"])
     mine = runs.set_index("run_id").loc[completed["id"]]
-    assert mine["status"] == "completed" and mine["n_nodes"] == 200
-    assert written["p"].notna().all() and len(written) == 200
+    assert mine["status"] == "completed"
+    assert mine["n_nodes"] == 200
+    assert written["p"].notna().all()
+    assert len(written) == 200
     assert set(written["run"]) <= set(runs["run_id"])

@@ -10,8 +10,8 @@ from scipy.optimize import minimize
 from scipy.sparse.csgraph import connected_components
 from sklearn.datasets import load_digits
 
-from graphlabel.evaluation import expected_calibration_error, noise_scores
-from graphlabel.sampling import flip_labels, keep_per_class
+from labelling.evaluation import expected_calibration_error, noise_scores
+from labelling.sampling import flip_labels, keep_per_class
 from similarity.knn import nearest_neighbors
 from solvers.problem import LabelProblem
 from solvers.registry import solve

@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from graphstore.base import LabelRunRecord, NotFound
+from graphstore.errors import NotFound
+from graphstore.runs import LabelRunRecord
 
 #: Metrics shown in their own rows or table; the others go to "other metrics".
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
@@ -37,7 +38,7 @@ MIN_HOLDOUT = 30
 #: not at a few wrong labels.
 MAX_FLAGGED_SHARE = 0.2
 
-Section = tuple[str, tuple[str, ...], list[tuple[str, ...]]]
+Section = tuple[str, tuple[str, ...], list[tuple[Any, ...]]]
 
 
 # -- the summary --------------------------------------------------------------------------
@@ -227,7 +228,7 @@ def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def statistics_warnings(summary: Mapping[str, Any]) -> list[str]:
+def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord) -> list[str]:
     """Plain words where the numbers cannot carry the weight a reader may give them."""
     s = summarise_run(summary)
     out = []
@@ -317,7 +318,7 @@ def metrics_rows(summary: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def headline_text(summary: Mapping[str, Any]) -> str:
+def headline_text(summary: Mapping[str, Any] | LabelRunRecord) -> str:
     """The headline in one line (artifact descriptions, the CLI's last line)."""
     s = summarise_run(summary)
     name = f"{s['dataset']} · {s['solver']}"

@@ -18,7 +18,7 @@ kind                       the row ...
 ``label not in classes``   has a label outside ``classes`` (when ``classes`` is given).
 ``duplicate key``          shares its key with another row of the batch (see below).
 ``malformed line``         (CSV/TSV) is a line that is no record: more fields than the
-                           header, a quote never closed (``graphlabel.textfiles``).
+                           header, a quote never closed (``labelling.textfiles``).
 ``undecodable text``       (CSV/TSV) is a line that is not text in the file's encoding.
 =========================  =================================================================
 
@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from graphstore.base import NODE_SCHEMA
+from graphstore.schemas import NODE_SCHEMA
 
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
 
@@ -83,6 +83,10 @@ CSV_NA_TEXT = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-n
 
 class NoValidRecords(ValueError):
     """Raised when not a single record could be stored; ``.rejects`` holds every row."""
+
+    def __init__(self, message: str, rejects: pd.DataFrame | None = None) -> None:
+        super().__init__(message)
+        self.rejects = rejects if rejects is not None else pd.DataFrame(columns=["row", "key", "reason"])
 
 
 @dataclass(frozen=True)
@@ -357,7 +361,7 @@ def parse_records(
         unlabeled entity). Classes are normalised like labels (``3`` and ``"3"`` are the
         same class). None (default) allows any label.
     encoding : str, default "utf-8"
-        Text encoding of a CSV/TSV file (``graphlabel.textfiles``).
+        Text encoding of a CSV/TSV file (``labelling.textfiles``).
 
     Returns
     -------
@@ -383,7 +387,7 @@ def parse_records(
     for column in (key, label):
         if column and column not in frame.columns:
             raise ValueError(f"no column {column!r}; columns are {list(frame.columns)[:20]}")
-    columns = resolve_feature_columns(frame, features, exclude={key: "key", label: "label"})
+    columns = resolve_feature_columns(frame, features, exclude={key: "key", **({label: "label"} if label else {})})
     keys = _as_text(frame[key])
     labels = _as_text(frame[label]) if label else pd.Series(np.full(len(frame), None, dtype=object))
     reasons: Reasons = [[] for _ in range(len(frame))]
@@ -427,7 +431,5 @@ def parse_records(
         else:
             where = source if isinstance(source, (str, Path)) else "the input"
             message = f"{where} has no rows: nothing to ingest"
-        error = NoValidRecords(message)
-        error.rejects = rejects
-        raise error
+        raise NoValidRecords(message, rejects)
     return ParsedRecords(nodes, rejects, numbers[good])

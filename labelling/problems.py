@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import scipy.sparse as sp
 
-from graphstore.base import WRITTEN_PREDICTION_SCHEMA, SubGraph
+from graphstore.schemas import WRITTEN_PREDICTION_SCHEMA, SubGraph
 from solvers import LabelProblem, Prediction
 
 

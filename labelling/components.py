@@ -153,7 +153,7 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
         block[:, batch.classes] = prediction.scores[:, : len(batch.classes)]
         scores[batch.nodes] = block
     first = solved[0][1] if solved else None
-    info = dict(first.info) if len(solved) == 1 else {}
+    info = dict(first.info) if first is not None and len(solved) == 1 else {}
     info.update(n_components=plan.n_components, n_batches=len(solved),
                 n_unlabeled_components=plan.n_unlabeled_components,
                 n_single_class_nodes=int(len(plan.single_class_nodes)))

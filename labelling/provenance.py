@@ -10,6 +10,9 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 
+#: graphlabel's own version (pyproject.toml's), for a checkout that is not installed.
+PROJECT_VERSION = "0.1.0"
+
 #: Distributions every run depends on (PyPI names, as ``importlib.metadata`` knows them).
 CORE = ("numpy", "scipy", "scikit-learn", "pandas", "pyarrow", "prefect")
 #: The store's client library per store dialect.
@@ -59,14 +62,12 @@ def versions(store: str | None = None, solver: str | None = None) -> dict[str, s
     >>> sorted(k for k in v if k in ("kuzu", "PyMaxflow", "python", "graphlabel"))
     ['PyMaxflow', 'graphlabel', 'kuzu', 'python']
     """
-    from graphlabel import __version__
-
     # Unknown names add nothing rather than fail: recording provenance must never stop a run
     # (tests/test_provenance.py checks that every registered solver is listed here).
-    found = {"graphlabel": _version("graphlabel") or __version__, "python": platform.python_version()}
+    found = {"graphlabel": _version("graphlabel") or PROJECT_VERSION, "python": platform.python_version()}
     stores = (STORE_LIBRARIES.get(store, ()) if store
               else tuple(name for names in STORE_LIBRARIES.values() for name in names))
-    for name in (*CORE, *stores, *SOLVER_LIBRARIES.get(solver, ())):
+    for name in (*CORE, *stores, *SOLVER_LIBRARIES.get(solver or "", ())):
         version = _version(name)
         if version is not None:
             found[name] = version

@@ -250,7 +250,7 @@ def read_text_table(path: str | Path, sep: str, *, text_columns: list[str], na_v
     """
     path = Path(path)
     raw = path.read_bytes()
-    if re.match(rb"\s*", raw).end() == len(raw):  # scans only up to the first non-blank byte
+    if not raw or raw.isspace():  # scans only up to the first non-blank byte
         raise ValueError(f"{path} is empty: not even a header line")
     data = _normalise_line_ends(_as_utf8(raw, path, encoding), b'"')
     utf8 = codecs.lookup(encoding).name == "utf-8"

@@ -34,7 +34,7 @@ import pandas as pd
 import psutil
 
 from graphstore import GraphStore
-from graphstore.base import run_record
+from graphstore.runs import run_record
 
 STALE_HOURS_ENV = "GRAPHLABEL_RUN_STALE_HOURS"
 DEFAULT_STALE_HOURS = 6.0

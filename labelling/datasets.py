@@ -46,6 +46,8 @@ def load_arff(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     for part in parts:
         data, meta = arff.loadarff(weka_path(part))
         frames.append(pd.DataFrame(data))
+    if meta is None:
+        raise ValueError(f"no ARFF file for {name!r}")
     frame = pd.concat(frames, ignore_index=True)
     target = meta.names()[-1]
     labels = frame.pop(target).str.decode("utf-8")

@@ -1,0 +1,35 @@
+"""The one solve path of every run, full or incremental: one mapped ``solve`` task per
+batch of connected components (``labelling.components``), merged into one prediction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labelling.components import BATCH_NODES, batch_problem, merge_predictions
+from labelling.problems import ExportedProblem
+from solvers import Prediction
+
+from .direct import run_logger
+from .tasks import plan_components, solve_problem
+
+#: Solvers that must see the whole graph at once: maxmargin fits one classifier on the
+#: features of every node and labels the nodes without edges from it.
+WHOLE_GRAPH_SOLVERS = ("maxmargin", "auto")  # auto: one choice per run, not one per batch
+
+
+def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str, Any],
+                       split: bool = True, batch_nodes: int = BATCH_NODES) -> Prediction:
+    """The solve stage: one mapped ``solve`` task per batch of connected components (see
+    ``labelling.components``), run by the flow's task runner (threads by default, a Dask
+    cluster with ``DaskTaskRunner``), merged into one whole-graph prediction."""
+    problem = exported.problem
+    if not split or solver in WHOLE_GRAPH_SOLVERS:
+        return solve_problem(problem, solver, params)
+    plan = plan_components(problem, batch_nodes)
+    parts = [batch_problem(problem, nodes) for nodes in plan.batches]
+    run_logger().info("%d connected components: %d solver batches; %d nodes in one-class components (no solve"
+                      " needed); %d components without a label", plan.n_components, len(parts),
+                      len(plan.single_class_nodes), plan.n_unlabeled_components)
+    names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
+    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
+    return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)

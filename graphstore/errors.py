@@ -1,0 +1,46 @@
+"""The errors a store raises that a caller is expected to handle (everything else is a bug)."""
+
+from __future__ import annotations
+
+from .secrets import StoreConnectionError
+
+
+class StoreUnavailable(ConnectionError):
+    """An open store stopped answering or asked to try again (a network error, a server
+    that stopped, a cluster leader that changed, a timeout): worth retrying. Adapters raise
+    it for their driver's transient errors, so the flows retry on one type. (Failing to
+    open a store at all is ``StoreConnectionError``: told at once, not retried.)"""
+
+
+class StoreSetupError(RuntimeError):
+    """The store answers but is not set up for what was asked: a plugin missing or too old
+    (Neo4j without GDS), a relationship type holding a user's relationships, a graph left
+    half built. An expected condition with a message that says what to do, not a bug."""
+
+
+WRITE_REFUSED = ("this query writes to the store, and queries are read-only unless asked to write"
+                 " (graphlabel query --write)")
+
+
+class WriteRefused(ValueError):
+    """A query typed by a user would have written to a store opened for reading (the
+    message is ``WRITE_REFUSED``); nothing was changed."""
+
+    def __init__(self, message: str = WRITE_REFUSED) -> None:
+        super().__init__(message)
+
+
+class StoreNotFound(FileNotFoundError):
+    """No store where the URI points (a folder that does not exist, or a file): commands
+    that read never create one (only ingesting does)."""
+
+
+class StoreLocked(StoreConnectionError):
+    """Another process holds the store (Kùzu lets one process open a database at a time)
+    and did not let go within the time allowed."""
+
+
+class NotFound(LookupError):
+    """A run or node the caller named is not in the store (the message names it).
+
+    A LookupError but not a KeyError, whose ``str()`` would print the message in quotes."""

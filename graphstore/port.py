@@ -1,0 +1,231 @@
+"""The store port: what every graph store (embedded Kùzu, production Neo4j) offers the
+flows. Every method is the same promise on every store (tests/test_store_contract.py runs
+one set of checks on each); what crosses it is described in ``graphstore.schemas``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from similarity.spec import GraphSpec
+
+from .runs import LabelRunRecord
+from .schemas import SubGraph, edge_table, edge_table_from_pairs
+
+
+@dataclass(frozen=True)
+class BuiltGraph:
+    """What building a dataset's similarity relationships did: the relationships it has
+    afterwards (directed, as written), the Gaussian σ of their weights (None for other
+    weights), and warnings for the run (weights that carry no information)."""
+
+    n_edges: int
+    sigma: float | None
+    warnings: tuple[str, ...] = ()
+
+
+class GraphStore(ABC):
+    """The operations the flows need from a graph database."""
+
+    dialect: str = ""
+
+    @abstractmethod
+    def ensure_schema(self) -> None:
+        """Create tables / constraints if they do not exist (idempotent)."""
+
+    @abstractmethod
+    def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
+        """Upsert nodes by key; returns how many rows were written."""
+
+    @abstractmethod
+    def replace_edges(self, dataset: str, edges: pa.Table) -> int:
+        """Delete the dataset's similarity relationships and write these; returns the count."""
+
+    @abstractmethod
+    def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
+        """Read the dataset's nodes, given labels, features and relationships."""
+
+    @abstractmethod
+    def feature_lengths(self, dataset: str) -> dict[int, int]:
+        """Feature-list length → number of the dataset's nodes with that length (one entry
+        when the dataset is sound, none when it has no nodes), most common first. Ingest
+        rejects rows of another length than the dataset's."""
+
+    @abstractmethod
+    def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
+        """Set the prediction properties on the nodes, matched by key."""
+
+    @abstractmethod
+    def write_run(self, run: LabelRunRecord) -> None:
+        """Create (or replace) the run's ``LabelRun`` node."""
+
+    @abstractmethod
+    def read_runs(self, dataset: str | None = None, run_id: str | None = None,
+                  limit: int = 20, status: str | None = None) -> pd.DataFrame:
+        """The ``LabelRun`` nodes, newest first (by ``started_at``).
+
+        Parameters
+        ----------
+        dataset : str, optional
+            Only this dataset's runs.
+        run_id : str, optional
+            Only this run.
+        limit : int, default 20
+            At most this many rows.
+        status : {"running", "completed", "failed"}, optional
+            Only runs in this state.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``RUN_COLUMNS``; ``parameters``, ``metrics``, ``timings`` and
+            ``versions`` decoded to dicts; no rows when nothing matches.
+        """
+
+    @abstractmethod
+    def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
+        """Mark the run ``failed`` with ``error`` (its ``finished_at`` the last sign of life
+        ``seen``), only if it is still ``running`` with that last sign of life: a run that
+        wrote again, or finished, in the meantime is left alone. Returns whether it was
+        marked."""
+
+    @abstractmethod
+    def prune_runs(self, dataset: str, keep_last: int) -> int:
+        """Retention: delete the dataset's ``LabelRun`` nodes older than its ``keep_last``
+        newest completed runs (see ``runs_to_prune``), never a "running" run nor the run a
+        node's ``label_run_id`` points to. Returns how many were deleted."""
+
+    @abstractmethod
+    def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
+        """Why node ``key`` got its label, from the stored similarity relationships.
+
+        Parameters
+        ----------
+        dataset, key : str
+        limit : int, default 10
+            Neighbours listed (strongest first); the class shares use all of them.
+
+        Returns
+        -------
+        node : dict
+            ``key``, ``given_label``, ``predicted_label``, ``label_confidence``,
+            ``label_noise``, ``label_run_id``, ``label_solver``, ``labelled_at``,
+            ``dataset``, ``degree`` (sum of the weights to the neighbours),
+            ``n_neighbours`` and ``class_shares``: class → share of the degree going to
+            neighbours of that class (given label, else predicted), largest first.
+        neighbours : pandas.DataFrame
+            ``NEIGHBOUR_COLUMNS``: the neighbour's key, the weight (the larger one where a
+            pair has a relationship each way, as the solvers read it), its share of the
+            degree, given and predicted label, ``label`` (given, else predicted) and
+            whether that label agrees with the node's prediction.
+
+        Raises
+        ------
+        NotFound
+            No node with that key in the dataset.
+        """
+
+    @abstractmethod
+    def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
+        """Run one statement typed by a user and return its rows.
+
+        The statement is checked first (``queries.user_statement``: one statement, every
+        ``$parameter`` given a value). It runs read-only unless ``write``: a statement
+        that writes raises ``WriteRefused`` and changes nothing.
+        """
+
+    @abstractmethod
+    def count_nodes(self, dataset: str) -> int:
+        """How many nodes the dataset has."""
+
+    # -- similarity relationships ---------------------------------------------------------
+
+    def check_edge_builder(self, spec: GraphSpec) -> None:
+        """Raise ``StoreSetupError`` when this store cannot build ``spec`` as configured
+        (Neo4j's GDS builder without the plugin); the flows ask before they write
+        anything. The local builder (this default) always can."""
+
+    def build_edges(self, dataset: str, spec: GraphSpec) -> BuiltGraph:
+        """Replace the dataset's similarity relationships with the graph ``spec`` describes.
+
+        This default builds it here (``similarity.build_graph`` on the features read from
+        the store, then ``replace_edges``); a database with a builder of its own (Neo4j
+        GDS) overrides it. Raises ``ValueError`` naming the problem when the dataset has
+        no nodes or features of different lengths.
+        """
+        import similarity  # scikit-learn loads with it: only when a graph is built
+
+        graph = self.read_subgraph(dataset, with_features=True)
+        if graph.n_nodes == 0:
+            raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
+        if graph.features is None:
+            raise ValueError(graph.mixed_lengths(dataset))
+        W, sigma = similarity.build_graph(graph.features, graph.labels, spec)
+        problem = similarity.weights_problem(W.data, sigma) if spec.weights == "gaussian" else None
+        warnings = (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
+        return BuiltGraph(self.replace_edges(dataset, edge_table(graph.keys, W)), sigma, warnings)
+
+    def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
+        """Relationships from the nodes at positions ``new`` of ``graph`` (the dataset as
+        just read, features included) to their ``spec.k`` nearest among all its nodes,
+        weighted as ``spec`` says (Gaussian with ``spec.sigma``, the recorded σ), added
+        next to the existing ones (incremental runs: nothing is deleted). Returns the
+        added edges (``EDGE_SCHEMA``, by key).
+
+        This default finds them here (``similarity.knn_edges_for``) and calls
+        ``add_edges``; Neo4j with GDS overrides it (filtered kNN on the server).
+        """
+        import similarity
+
+        if graph.features is None:
+            raise ValueError(graph.mixed_lengths(dataset))
+        new = np.asarray(new)
+        k, metric, weights = spec.knn
+        source, target, weight = similarity.knn_edges_for(graph.features[new], graph.features, new, k, metric,
+                                                          weights, spec.sigma)
+        edges = edge_table_from_pairs(graph.keys, source, target, weight)
+        self.add_edges(dataset, edges)
+        return edges
+
+    # -- incremental runs (see graphstore/changes.py) ------------------------------------
+
+    @abstractmethod
+    def add_edges(self, dataset: str, edges: pa.Table) -> int:
+        """Write these similarity relationships next to the existing ones (nothing is
+        deleted; a relationship already there is updated, so a retried call does not
+        double it); returns the count written."""
+
+    @abstractmethod
+    def read_predictions(self, dataset: str) -> pa.Table:
+        """Every node's latest prediction, ``READ_PREDICTION_SCHEMA`` (``key``,
+        ``predicted_label``, ``label_confidence``, ``label_noise``, ``label_noise_score``;
+        nulls where a node was never labelled), in no particular order."""
+
+    @abstractmethod
+    def read_label_state(self, dataset: str) -> pa.Table:
+        """Per node (``changes.LABEL_STATE_SCHEMA``): ``key``; ``changed``: never labelled,
+        or features / given label changed after it was (``labelled_at`` older than
+        ``updated_at``); ``labelled``: ``labelled_at`` is set; ``predicted_label``."""
+
+    @abstractmethod
+    def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
+        """Record the parameters the dataset's similarity relationships were built with
+        (graph, k, metric, weights, sigma, ...), replacing the previous record."""
+
+    @abstractmethod
+    def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
+        """The parameters recorded by ``write_graph_build`` (with ``built_at``), or None."""
+
+    def close(self) -> None:
+        """Release the connection."""
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

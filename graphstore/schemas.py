@@ -1,0 +1,163 @@
+"""What crosses the store port: the Arrow schemas of nodes, edges and predictions, the
+``SubGraph`` that comes out, and the checks on names and limits every adapter applies.
+
+Data crosses the port in bulk, as Arrow tables and numpy arrays, never row objects:
+
+- nodes in:   pyarrow table ``key: string, features: list<double>, label: string (nullable)``
+- edges in:   pyarrow table ``source: string, target: string, weight: double`` (keys; one row
+              per undirected pair, the store keeps one relationship per row)
+- predictions in: ``key, predicted_label, label_confidence, label_noise, label_run_id,
+              label_solver, labelled_at``
+- subgraph out: ``SubGraph`` (keys, labels, features, edges as positions into ``keys``)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute below
+import scipy.sparse as sp
+
+# Matched with fullmatch: `$` alone would also accept a trailing newline ("base\n").
+DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+NODE_SCHEMA = pa.schema(
+    [("key", pa.string()), ("features", pa.list_(pa.float64())), ("label", pa.string())]
+)
+EDGE_SCHEMA = pa.schema([("source", pa.string()), ("target", pa.string()), ("weight", pa.float64())])
+PREDICTION_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("predicted_label", pa.string()),
+        ("label_confidence", pa.float64()),
+        ("label_noise", pa.bool_()),
+        ("label_run_id", pa.string()),
+        ("label_solver", pa.string()),
+        ("labelled_at", pa.timestamp("us")),
+    ]
+)
+
+
+def check_dataset_name(dataset: str) -> str:
+    """Dataset names become part of keys and queries' parameters: keep them plain."""
+    if not isinstance(dataset, str) or not DATASET_NAME.fullmatch(dataset):
+        raise ValueError(
+            f"invalid dataset name {dataset!r}: use 1-64 letters, digits, '_', '.' or '-',"
+            " starting with a letter"
+        )
+    return dataset
+
+
+def check_limit(value: Any, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``; anything else (bools, floats, strings) is refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True, eq=False)
+class SubGraph:
+    """One dataset's nodes and similarity relationships, read from a store.
+
+    ``source``/``target`` are positions into ``keys``; each undirected pair appears once.
+    ``labels`` holds the given label strings, ``None`` where a node has none.
+    ``features`` is None when not read, or when the nodes' feature lists differ in length;
+    ``feature_lengths`` then holds each node's length (see ``mixed_lengths``).
+    """
+
+    keys: np.ndarray
+    labels: np.ndarray
+    features: np.ndarray | None
+    source: np.ndarray
+    target: np.ndarray
+    weight: np.ndarray
+    feature_lengths: np.ndarray | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.keys)
+
+    def mixed_lengths(self, dataset: str, shown: int = 5) -> str:
+        """What is wrong when the feature lengths differ, naming the nodes: how many nodes
+        have each length, and keys of the nodes whose length is not the most common."""
+        lengths, counts = np.unique(np.asarray(self.feature_lengths), return_counts=True)
+        usual = lengths[np.argmax(counts)]
+        odd = self.keys[self.feature_lengths != usual]
+        listed = ", ".join(repr(k) for k in odd[:shown]) + (", ..." if len(odd) > shown else "")
+        spread = ", ".join(f"{n} of length {length}" for length, n in zip(lengths, counts))
+        return (f"dataset {dataset!r} has nodes with features of different lengths: {spread} (not of length"
+                f" {usual}: {listed}); ingest those nodes again with {usual} features, or the dataset under a"
+                " new name")
+
+
+#: What ``GraphStore.read_predictions`` returns.
+READ_PREDICTION_SCHEMA = pa.schema([("key", pa.string()), ("predicted_label", pa.string()),
+                                    ("label_confidence", pa.float64()), ("label_noise", pa.bool_()),
+                                    ("label_noise_score", pa.float64())])
+
+#: Prediction columns a writer may leave out (written as null).
+OPTIONAL_COLUMNS = ("label_noise_score",)
+#: What the stores write: PREDICTION_SCHEMA and the optional noise score after label_noise.
+WRITTEN_PREDICTION_SCHEMA = PREDICTION_SCHEMA.insert(PREDICTION_SCHEMA.get_field_index("label_noise") + 1,
+                                                     pa.field("label_noise_score", pa.float64()))
+
+
+def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+    """The table's columns of ``schema``, in its order and types; names what is missing
+    (an ``OPTIONAL_COLUMNS`` column that is missing becomes nulls)."""
+    for name in OPTIONAL_COLUMNS:
+        if name in schema.names and name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
+    missing = [name for name in schema.names if name not in table.column_names]
+    if missing:
+        raise ValueError(f"{what} table lacks columns {missing}")
+    return table.select(schema.names).cast(schema)
+
+
+def _positions(values: pa.ChunkedArray, key_set: pa.Array) -> np.ndarray:
+    """Position of each value in ``key_set``, -1 where it is absent."""
+    found = pa.compute.index_in(values, value_set=key_set)
+    return found.fill_null(-1).to_numpy().astype(np.int64)
+
+
+def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
+    """Assemble a SubGraph from a node table (key, label, features) and an edge table
+    (source, target, weight) given by key; edges to nodes outside the table are dropped."""
+    keys = nodes.column("key").to_numpy(zero_copy_only=False).astype(object)
+    labels = nodes.column("label").to_numpy(zero_copy_only=False).astype(object)
+    features = lengths = None
+    if "features" in nodes.column_names and nodes.num_rows:
+        flat = nodes.column("features").combine_chunks()
+        lengths = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False)
+        if lengths.min() == lengths.max():
+            features, lengths = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1), None
+    # Arrow's hash lookup, in C over the key strings: no Python object per relationship.
+    key_set = nodes.column("key").combine_chunks()
+    src = _positions(edges.column("source"), key_set)
+    dst = _positions(edges.column("target"), key_set)
+    weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
+    inside = (src >= 0) & (dst >= 0)
+    return SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside], lengths)
+
+
+def edge_table_from_pairs(keys: np.ndarray | pa.Array, source: np.ndarray, target: np.ndarray,
+                          weight: np.ndarray) -> pa.Table:
+    """An ``EDGE_SCHEMA`` table from positions into ``keys``. Arrow's ``take`` gathers the
+    key strings in C; indexing an object array and ``.tolist()`` made one Python string per
+    endpoint (14M of them for a 1M-node 10-NN graph)."""
+    names = keys if isinstance(keys, pa.Array) else pa.array(np.asarray(keys, dtype=object), pa.string())
+    return pa.table({
+        "source": names.take(pa.array(source, pa.int64())),
+        "target": names.take(pa.array(target, pa.int64())),
+        "weight": pa.array(np.asarray(weight, dtype=np.float64)),
+    }).cast(EDGE_SCHEMA)
+
+
+def edge_table(keys: np.ndarray | pa.Array, W: sp.spmatrix) -> pa.Table:
+    """One row per undirected pair of the symmetric graph ``W`` (its upper triangle)."""
+    upper = sp.triu(W, k=1).tocoo()
+    return edge_table_from_pairs(keys, upper.row, upper.col, upper.data)

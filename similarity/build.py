@@ -1,0 +1,42 @@
+"""One entry point from a ``GraphSpec`` to a graph: ``build_graph`` dispatches on the kind."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .cut_graphs import delta_rule_graph, mincut3_graph
+from .knn import DegenerateWeightsWarning, delta_graph, knn_graph
+from .paper_graphs import directed_similarities, mutual_knn_graph
+from .spec import GraphSpec
+
+
+def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec) -> tuple[sp.csr_matrix, float | None]:
+    """Symmetric weighted graph from the features (and, for Blum & Chawla's label-reading
+    graphs, the given labels: None where absent), with the Gaussian σ a kNN graph used
+    (None for the others)."""
+    # GraphSpec.__post_init__ has checked that the fields each kind reads are set
+    k, metric, weights = spec.k or 0, spec.metric or "euclidean", spec.weights or "binary"
+    given = pd.Series(labels, dtype=object)
+    codes = np.full(len(given), -1)
+    codes[given.notna().to_numpy()] = pd.factorize(given.dropna())[0]
+    if spec.kind == "knn":
+        with warnings.catch_warnings():  # the caller reports it (similarity.weights_problem), once
+            warnings.simplefilter("ignore", DegenerateWeightsWarning)
+            return knn_graph(features, k, metric=metric, weights=weights, sigma=spec.sigma,
+                             symmetrise=spec.symmetrise or "max", return_sigma=True)
+    if spec.kind == "delta":
+        return delta_graph(features, spec.delta or 0.0, metric=metric, weights=weights, sigma=spec.sigma), None
+    if spec.kind == "mincut3":
+        return mincut3_graph(features, codes >= 0, metric=metric), None
+    if spec.kind in ("delta0", "delta_half"):
+        rule = "zero" if spec.kind == "delta0" else "half"
+        return delta_rule_graph(features, rule, codes, metric=metric), None
+    if spec.kind == "sgt":  # Joachims (2003) eq. 22 on the directed cosine kNN similarities
+        from solvers.spectral import sgt_graph  # the solver's own construction, one place
+
+        return sgt_graph(directed_similarities(features, k), k), None
+    return mutual_knn_graph(features, k), None  # Bergamim & Breve (2022) Eq. 6-8
