@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphlabel.cli import app
+from prefect_runs import flow_runs_tagged
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 runner = CliRunner()
@@ -124,7 +125,7 @@ def test_15_a_refused_uri_never_reaches_prefect(tmp_path):
     assert result.exit_code == 2
     assert "hunter2" not in result.output
     with get_client(sync_client=True) as client:
-        assert not [run for run in client.read_flow_runs() if run.parameters.get("dataset") == "secretive15"]
+        assert flow_runs_tagged(client, "secretive15") == []
 
 
 # -- 4, 5: the query command ----------------------------------------------------------------

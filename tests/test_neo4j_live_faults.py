@@ -116,9 +116,12 @@ def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypat
     # nor in what Prefect keeps of the runs: parameters, states, logs
 
     async def everything() -> str:
-        async with get_client() as client:
-            runs = await client.read_flow_runs()
-            logs = await client.read_logs()
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterTags, LogFilter, LogFilterFlowRunId
+
+        async with get_client() as client:  # the runs of dataset "x" (a session's server holds many more)
+            runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(tags=FlowRunFilterTags(all_=["x"])))
+            logs = await client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id for run in runs])))
+        assert runs, "the failed label and build-graph runs of dataset x are on the Prefect server"
         return " ".join([str(run.parameters) + str(run.state) for run in runs] + [log.message for log in logs])
 
     import asyncio

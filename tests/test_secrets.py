@@ -24,6 +24,7 @@ from graphlabel.cli import app
 from graphstore import StoreConnectionError, open_store, redact, redact_uri
 from graphstore.neo4j_store import Neo4jStore
 from graphstore.secrets import PASSWORD_BLOCK_ENV, neo4j_credentials
+from prefect_runs import flow_runs_tagged
 
 # Prefect sets up logging when its flow API is first imported, replacing the root logger's
 # handlers (caplog's among them): importing the flows above does that at collection time,
@@ -252,7 +253,7 @@ def test_cli_ingest_failing_to_connect_leaks_nothing_to_output_logs_or_prefect(t
     assert "Finished in state Failed" in caplog.text  # Prefect did log the failure
     APILogHandler().flush()  # send the queued logs to the server before reading them
     with get_client(sync_client=True) as client:
-        runs = [run for run in client.read_flow_runs() if run.parameters.get("dataset") == "secretive"]
+        runs = flow_runs_tagged(client, "secretive")
         assert len(runs) == 1
         recorded = [str(runs[0].parameters), str(runs[0].state.message), str(runs[0].state)]
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[runs[0].id])))
