@@ -143,8 +143,15 @@ def demo(
                   f" {noise['caught']} of {noise['flipped']}   (precision {noise['precision']:.2f},"
                   f" recall {noise['recall']:.2f})")
     console.print(_timings_table(result["timings"]))
-    console.print("See the predictions (paste into `graphlabel query`):")
-    console.print(f'  graphlabel query "{result["query"]}"', soft_wrap=True, highlight=False)
+    shown = Table("key", "given", "predicted", "confidence", "flagged", "true label",
+                  title="the least confident predictions: look at these first")
+    for row in result["least_confident"]:
+        given = row["given_label"] if isinstance(row["given_label"], str) else "—"
+        shown.add_row(row["key"], given, str(row["predicted_label"]), f"{row['label_confidence']:.3f}",
+                      "yes" if row["label_noise"] else "", row["true_label"])
+    console.print(shown)
+    console.print("Ask the store yourself with `graphlabel query` (the README's query cookbook,"
+                  " cypher/examples/).", highlight=False)
 
 
 @app.command()

@@ -23,6 +23,9 @@ def test_demo_flow_labels_digits_end_to_end(store_path):
     assert result["noise"]["caught"] >= 4
     assert result["noise"]["precision"] >= 0.6
     assert set(result["timings"]) >= {"ingest", "build_edges", "export", "solve", "write_back"}
+    shown = [row["label_confidence"] for row in result["least_confident"]]
+    assert len(shown) == 10
+    assert shown == sorted(shown)
     with open_store(store_path, create=True) as store:
         written = store.query(
             "MATCH (e:Entity) WHERE e.dataset = 'digits' RETURN count(e.predicted_label) AS p,"
@@ -31,6 +34,7 @@ def test_demo_flow_labels_digits_end_to_end(store_path):
         assert written.to_dict("records") == [
             {"p": 1797, "n": 100, "runs": 1, "lo": written["lo"][0], "hi": written["hi"][0]}]
         assert 0 <= written["lo"][0] <= written["hi"][0] <= 1
+        assert shown[0] == pytest.approx(written["lo"][0])  # the store's least confident come first
         run = store.query("MATCH (r:LabelRun) RETURN r.run_id AS id, r.metrics AS m, r.solver AS s")
     assert run["id"].tolist() == [result["run_id"]]
     assert run["s"][0] == "harmonic"
