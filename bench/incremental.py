@@ -41,14 +41,14 @@ import pyarrow as pa
 from sklearn.datasets import load_digits, make_blobs
 
 import similarity
-from similarity.spec import GraphSpec
 import solvers
 from flows.incremental import label_changed, record_graph_build
-from graphstore.schemas import edge_table
+from graphstore import open_store
+from graphstore.schemas import NODE_SCHEMA, edge_table
+from labelling.options import RunOptions
 from labelling.problems import label_problem, prediction_rows
 from labelling.sampling import keep_per_class
-from graphstore import open_store
-from graphstore.schemas import NODE_SCHEMA
+from similarity.spec import GraphRequest, GraphSpec
 
 from ._common import Report
 
@@ -102,7 +102,7 @@ def labels_of(exported, prediction) -> dict[str, str]:
 
 def incremental_run(store, params: dict, hops: int):
     start = time.perf_counter()
-    result = label_changed(store, DATASET, "harmonic", params, SPEC, hops=hops)
+    result = label_changed(store, DATASET, RunOptions(solver_params=params, hops=hops), GraphRequest("knn", K))
     total = time.perf_counter() - start
     t = dict(result.timings)
     t["other"] = total - sum(t.values())

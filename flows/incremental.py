@@ -1,6 +1,6 @@
 """Incremental labelling runs: label only what changed since the last run.
 
-``label_changed(store, dataset, solver, solver_params, requested, hops)`` is the whole
+``label_changed(store, dataset, options, request)`` is the whole
 incremental path; the flow calls it unless asked for a full run, and falls back to the
 full path when it returns None. Stages: ``read_changes`` → ``graph_parameters`` →
 ``connect_new_nodes`` (store I/O, here) → ``select_region`` → ``region_problem`` (the
@@ -75,6 +75,7 @@ import scipy.sparse as sp
 
 import similarity
 from graphstore import GraphStore, SubGraph
+from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
 from labelling.regions import (
     GRAPH_KEYS,
@@ -86,7 +87,7 @@ from labelling.regions import (
     restrict_to_region,
     select_region,
 )
-from similarity.spec import GraphSpec
+from similarity.spec import GraphRequest, GraphSpec
 from solvers import LabelProblem, Prediction
 
 from .clock import StageClock
@@ -126,14 +127,14 @@ def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec) -> dict
     return build
 
 
-def graph_parameters(store: GraphStore, dataset: str, requested: dict[str, Any] | None,
+def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
                      changes: ChangeSet) -> GraphSpec | None:
     """The graph edges are added with: the recorded build, checked against the options the
-    caller gave (``requested``, by name); σ read back from the stored Gaussian weights (and
-    recorded) when it was not recorded. None when the graph cannot be extended (not kNN,
-    other parameters requested, or Gaussian weights whose σ cannot be recovered): the
-    flow then runs in full."""
-    requested = {name: value for name, value in (requested or {}).items() if value is not None}
+    caller gave (``request``); σ read back from the stored Gaussian weights (and recorded)
+    when it was not recorded. None when the graph cannot be extended (not kNN, other
+    parameters requested, or Gaussian weights whose σ cannot be recovered): the flow then
+    runs in full."""
+    requested = request.given()
     recorded = store.read_graph_build(dataset)
     build = dict(recorded or {})
     for name in GRAPH_KEYS:
@@ -203,23 +204,20 @@ def _nothing_changed(changes: ChangeSet, classes: np.ndarray, solver: str, n_cha
                              n_new, n_added, 0, 0, spec.as_record(), changes.read_at, {})
 
 
-def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
-                  solver_params: dict[str, Any] | None = None, requested: dict[str, Any] | None = None,
-                  hops: int = 2, reasons: list[str] | None = None) -> IncrementalResult | None:
+def label_changed(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest | None = None,
+                  reasons: list[str] | None = None) -> IncrementalResult | None:
     """Label what changed since the last run, on the region it reaches.
 
     Parameters
     ----------
     store : GraphStore
     dataset : str
-    solver : str
-        A ``solvers.METHODS`` name.
-    solver_params : dict, optional
-    requested : dict, optional
-        The graph options the caller gave (``graph``, ``k``, ``metric``, ``weights``,
-        ``sigma``; None or absent: as recorded), compared with the recorded build.
-    hops : int, default 2
-        How far around the changed nodes the labels are recomputed.
+    options : RunOptions
+        The solver and its parameters, and ``hops``: how far around the changed nodes the
+        labels are recomputed.
+    request : GraphRequest, optional
+        The graph options the caller gave (none given: as recorded), compared with the
+        recorded build.
     reasons : list, optional
         Where to append, when the result is None, why the run must be full (for the
         run's record and log).
@@ -239,10 +237,11 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
     if not changes.labelled.any():
         why.append("no node was labelled before (first run)")
         return None
+    request = request or GraphRequest()
     with clock("graph_parameters"):
-        spec = graph_parameters(store, dataset, requested, changes)
+        spec = graph_parameters(store, dataset, request, changes)
     if spec is None:
-        asked = {k: v for k, v in (requested or {}).items() if v is not None}
+        asked = request.given()
         why.append(f"the graph cannot be extended: not a kNN graph, or built with other parameters than {asked}")
         return None
     n_changed = int(changes.changed.sum())
@@ -253,17 +252,17 @@ def label_changed(store: GraphStore, dataset: str, solver: str = "harmonic",
         W = adjacency(changes.graph)
         has_fixed = pd.Series(changes.predicted, dtype=object).notna().to_numpy() | \
             pd.Series(changes.graph.labels, dtype=object).notna().to_numpy()
-        region, boundary = select_region(W, changes.changed, hops, has_fixed, touched)
+        region, boundary = select_region(W, changes.changed, options.hops, has_fixed, touched)
     classes = dataset_classes(changes, boundary)
     if not region.any():
-        return _nothing_changed(changes, classes, solver, n_changed, n_new, n_added, spec)
+        return _nothing_changed(changes, classes, options.solver, n_changed, n_new, n_added, spec)
     with clock("export"):
         problem = region_problem(changes, W, region, boundary, classes)
     if len(set(problem.problem.y[problem.problem.labeled].tolist())) < 2:
         why.append("the changed region and its boundary hold fewer than two classes")
         return None
     with clock("solve"):  # the full run's solve path: batches of connected components
-        prediction = solve_by_component(problem, solver, dict(solver_params or {}))
+        prediction = solve_by_component(problem, options)
     n_region = int(region.sum())
     exported, restricted = restrict_to_region(problem, prediction, n_region)
     return IncrementalResult(exported.keys, exported, restricted, problem, changes.graph.n_nodes, n_changed,

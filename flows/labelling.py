@@ -20,11 +20,12 @@ from graphstore.secrets import PASSWORD_ENV, redact
 from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import pool_copies
 from labelling.liveness import mark_interrupted_runs, this_process
+from labelling.options import RunOptions, run_kind
 from labelling.problems import ExportedProblem
 from labelling.provenance import versions
 from labelling.records import ParsedRecords, parse_records
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
-from similarity.spec import GraphSpec
+from similarity.spec import GraphRequest, GraphSpec
 from solvers import Prediction
 
 from .clock import StageClock
@@ -62,7 +63,7 @@ def _run_name(what: str):
 
         parameters = flow_run.parameters
         if what == "label":
-            kind = "full" if parameters.get("full") or parameters.get("holdout_fraction") else "incremental"
+            kind = run_kind(parameters.get("full", False), parameters.get("holdout_fraction", 0.0))
             return f"{parameters['dataset']} · {parameters.get('solver', 'harmonic')} · {kind}"
         if what == "build-graph":
             k = f" k={parameters['k']}" if parameters.get("graph", "knn") == "knn" else ""
@@ -236,20 +237,19 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     dataset's older LabelRun nodes (``GraphStore.prune_runs``). Returns the run's summary.
     """
     check_dataset_name(dataset)
-    # a scored run needs every label in play: it is a full run
-    full = full or bool(holdout_fraction)
-    solver_params = dict(solver_params or {})
-    requested = {name: value for name, value in (("graph", graph), ("k", k), ("metric", metric),
-                 ("weights", weights), ("delta", delta), ("sigma", sigma)) if value is not None}
-    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma)  # validated here, once
+    # validated here, once; every stage below takes these two objects
+    options = RunOptions(solver, dict(solver_params or {}), build_graph, full, hops, split_components,
+                         batch_nodes, holdout_fraction, holdout_seed)
+    request = GraphRequest(graph, k, metric, weights, delta, sigma)
+    solver_params = options.solver_params
     run_id = str(_flow_run_id() or uuid.uuid4())
     parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
                   "graph": graph, "k": k, "metric": metric,
-                  "weights": weights, "delta": delta, "build_graph": build_graph, "full": full,
+                  "weights": weights, "delta": delta, "build_graph": build_graph, "full": options.full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     with open_store(store_uri) as store:
         if build_graph:
-            store.check_edge_builder(spec)  # e.g. GDS missing: say so before writing anything
+            store.check_edge_builder(request.spec())  # e.g. GDS missing: say so before writing anything
         interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (labelling.liveness)
         if interrupted:
             run_logger().warning("marked %d earlier run(s) of %r interrupted (their process is gone): %s",
@@ -267,10 +267,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         stages: list[tuple[str, str]] = []
         token = STAGE_RUNS.set(stages)
         try:
-            outcome = _label(store, dataset, solver, solver_params, spec, requested, clock, run_id,
-                             build_graph=build_graph,
-                             full=full, hops=hops, split=split_components, batch_nodes=batch_nodes,
-                             holdout_fraction=holdout_fraction, holdout_seed=holdout_seed)
+            outcome = _label(store, dataset, options, request, clock, run_id)
         except BaseException as error:
             failed = _failed(store, run, error, clock)
             if publish:
@@ -392,20 +389,20 @@ def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
     return None
 
 
-def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str, Any], spec: GraphSpec,
-           requested: dict[str, Any], clock: StageClock, run_id: str, *, build_graph: bool, full: bool,
-           hops: int, split: bool, batch_nodes: int, holdout_fraction: float, holdout_seed: int):
+def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest, clock: StageClock,
+           run_id: str):
     """The run's stages; returns the exported problem, the prediction, the holdout and
-    extra metrics. Only the nodes of the exported problem are written back. ``spec`` is
-    the graph a rebuild makes, ``requested`` the parameters the caller gave (an
-    incremental run compares them with the recorded build)."""
+    extra metrics. Only the nodes of the exported problem are written back. A rebuild
+    makes ``request.spec()``; an incremental run compares ``request`` with the recorded
+    build."""
     notes: list[str] = []
-    reason = ("a run scored on a holdout is always full" if holdout_fraction else "asked for (--full)") if full \
-        else solver_change(store, dataset, run_id, solver, solver_params)
-    if not full and reason is None:
+    solver, spec = options.solver, request.spec()
+    reason = ("a run scored on a holdout is always full" if options.holdout_fraction else "asked for (--full)") \
+        if options.full else solver_change(store, dataset, run_id, solver, options.solver_params)
+    if not options.full and reason is None:
         reasons: list[str] = []
         with clock("incremental"):
-            changed = label_changed(store, dataset, solver, solver_params, requested, hops, reasons=reasons)
+            changed = label_changed(store, dataset, options, request, reasons=reasons)
         reason = "; ".join(reasons) or None
         if changed is not None:
             prediction = changed.prediction
@@ -424,12 +421,12 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
     run_logger().info("full run: %s", reason)
-    if build_graph:
+    if options.build_graph:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built
     with clock("export"):
         exported = export_problem(store, dataset)
-    if not build_graph and exported.problem.W.nnz == 0:
+    if not options.build_graph and exported.problem.W.nnz == 0:
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
         store.check_edge_builder(spec)
@@ -442,11 +439,11 @@ def _label(store: GraphStore, dataset: str, solver: str, solver_params: dict[str
     run_logger().info("exported %d nodes, %d edges, %d given labels in %d classes", problem.n_nodes,
                       problem.W.nnz // 2, int(problem.labeled.sum()), problem.n_classes)
     holdout = None
-    if holdout_fraction:
-        exported, holdout = hold_out(exported, holdout_fraction, holdout_seed)
+    if options.holdout_fraction:
+        exported, holdout = hold_out(exported, options.holdout_fraction, options.holdout_seed)
         run_logger().info("held out %d of the given labels to score the run", len(holdout.nodes))
     with clock("solve"):
-        prediction = solve_by_component(exported, solver, solver_params, split, batch_nodes)
+        prediction = solve_by_component(exported, options)
     run_logger().info("solved with %s: %d nodes labelled, %d given labels flagged as noisy", solver,
                       int((prediction.labels >= 0).sum()), int(prediction.noisy.sum()))
     prediction = _pool_copies(store, dataset, exported, prediction, notes)

@@ -3,9 +3,8 @@ batch of connected components (``labelling.components``), merged into one predic
 
 from __future__ import annotations
 
-from typing import Any
-
-from labelling.components import BATCH_NODES, batch_problem, merge_predictions
+from labelling.components import batch_problem, merge_predictions
+from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
 from solvers import Prediction
 
@@ -17,15 +16,15 @@ from .tasks import plan_components, solve_problem
 WHOLE_GRAPH_SOLVERS = ("maxmargin", "auto")  # auto: one choice per run, not one per batch
 
 
-def solve_by_component(exported: ExportedProblem, solver: str, params: dict[str, Any],
-                       split: bool = True, batch_nodes: int = BATCH_NODES) -> Prediction:
+def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Prediction:
     """The solve stage: one mapped ``solve`` task per batch of connected components (see
     ``labelling.components``), run by the flow's task runner (threads by default, a Dask
-    cluster with ``DaskTaskRunner``), merged into one whole-graph prediction."""
-    problem = exported.problem
-    if not split or solver in WHOLE_GRAPH_SOLVERS:
+    cluster with ``DaskTaskRunner``), merged into one whole-graph prediction; the whole
+    graph at once unless ``options.split_components``."""
+    problem, solver, params = exported.problem, options.solver, options.solver_params
+    if not options.split_components or solver in WHOLE_GRAPH_SOLVERS:
         return solve_problem(problem, solver, params)
-    plan = plan_components(problem, batch_nodes)
+    plan = plan_components(problem, options.batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
     run_logger().info("%d connected components: %d solver batches; %d nodes in one-class components (no solve"
                       " needed); %d components without a label", plan.n_components, len(parts),

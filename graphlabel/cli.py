@@ -127,11 +127,12 @@ def demo(
     """Label scikit-learn's handwritten digits end to end and score the result."""
     from flows.demo import DATASET, demo_flow
     from flows.direct import run_flow
+    from labelling.options import run_tags
 
     _quiet_expected_errors()
 
     with console.status("running the labelling flow on the digits..."):
-        result = run_flow(demo_flow, ["graphlabel", DATASET, solver, "demo"], store_uri=store,
+        result = run_flow(demo_flow, run_tags(DATASET, solver, "demo"), store_uri=store,
                           per_class=per_class, flip_fraction=flip, seed=seed, k=k, solver=solver)
     noise = result["noise"]
     console.rule("[bold]graphlabel demo: handwritten digits")
@@ -170,6 +171,7 @@ def ingest(
     """Ingest records as nodes; every rejected row is reported with its reason."""
     from flows.direct import run_flow
     from flows.labelling import ingest_flow
+    from labelling.options import run_tags
     from labelling.records import NoValidRecords
 
     _quiet_expected_errors()
@@ -181,7 +183,7 @@ def ingest(
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
     try:
         with console.status(f"ingesting {file} into {dataset!r}..."):
-            summary = run_flow(ingest_flow, ["graphlabel", dataset, "ingest"], _user_errors(), source=file,
+            summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
                                dataset=dataset, key=key, features=features, label=label, store_uri=store,
                                rejects_path=rejects, classes=allowed, encoding=encoding)
     except NoValidRecords as error:
@@ -217,12 +219,13 @@ def build_graph(
     """Build the dataset's similarity relationships in the store."""
     from flows.direct import run_flow
     from flows.labelling import build_graph_flow
+    from labelling.options import run_tags
 
     _quiet_expected_errors()
 
     try:
         with console.status(f"building the {graph} graph of {dataset!r}..."):
-            summary = run_flow(build_graph_flow, ["graphlabel", dataset, "build-graph", graph], _user_errors(),
+            summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
                                delta=delta, sigma=sigma)
     except _user_errors() as error:
@@ -263,6 +266,7 @@ def label(
 
     from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
+    from labelling.options import run_kind, run_tags
 
     _quiet_expected_errors()
 
@@ -276,9 +280,9 @@ def label(
                 flow = labelling_flow.with_options(task_runner=dask_runner(dask_address))
             else:
                 cluster = dask_client(dask_address)
-        kind = "full" if full or holdout else "incremental"
         with console.status(f"labelling {dataset!r} with {solver}..."), cluster:
-            summary = run_flow(flow, ["graphlabel", dataset, solver, kind], _user_errors(), dataset=dataset,
+            summary = run_flow(flow, run_tags(dataset, solver, run_kind(full, holdout)), _user_errors(),
+                               dataset=dataset,
                                store_uri=store, solver=solver, solver_params=solver_params,
                                build_graph=rebuild_graph, k=k, split_components=split_components, full=full,
                                holdout_fraction=holdout,

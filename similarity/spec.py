@@ -166,3 +166,33 @@ class GraphSpec:
         if values["k"] is not None:
             values["k"] = int(values["k"])
         return cls(kind=record.get("graph") or "knn", **values)
+
+
+@dataclass(frozen=True)
+class GraphRequest:
+    """The graph options a caller gave; None is "not given".
+
+    A rebuild makes ``spec()``: the given options with the defaults for the rest. An
+    incremental run keeps the graph as recorded and only checks that nothing given
+    disagrees with the record (``flows.incremental.graph_parameters``). Validated on
+    construction, so a bad option fails before any work.
+    """
+
+    graph: str | None = None
+    k: int | None = None
+    metric: str | None = None
+    weights: str | None = None
+    delta: float | None = None
+    sigma: float | None = None
+
+    def __post_init__(self) -> None:
+        self.spec()
+
+    def spec(self) -> GraphSpec:
+        """The graph a rebuild makes: the given options, the defaults for the rest."""
+        return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma)
+
+    def given(self) -> dict[str, Any]:
+        """The options given, by name."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+

@@ -19,14 +19,15 @@ import similarity
 from flows.demo import digits_records
 from flows.incremental import graph_parameters, label_changed, read_changes, record_graph_build
 from flows.labelling import labelling_flow
-from labelling.regions import adjacency, select_region
-from similarity.spec import GraphSpec
-from labelling.problems import prediction_rows
-from labelling.records import parse_records
 from graphstore import open_store
-from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 from graphstore.changes import content_hashes
 from graphstore.kuzu_store import DATABASE_FILE
+from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
+from labelling.options import RunOptions
+from labelling.problems import prediction_rows
+from labelling.records import parse_records
+from labelling.regions import adjacency, select_region
+from similarity.spec import GraphRequest, GraphSpec
 
 DATASET = "digits"
 K = 10
@@ -191,7 +192,7 @@ def incremental_flow(store_uri: str, dataset: str, hops: int = 2, run_id: str = 
     """What the labelling flow does on its incremental path: label_changed, then write the
     region's predictions back."""
     with open_store(store_uri, create=True) as store:
-        result = label_changed(store, dataset, "harmonic", {}, {"graph": "knn", "k": K}, hops=hops)
+        result = label_changed(store, dataset, RunOptions(hops=hops), GraphRequest("knn", K))
         if result is None:
             return None
         if result.n_region:
@@ -427,11 +428,11 @@ def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
         record_graph_build(store, DATASET, GraphSpec(k=K, sigma=12.5))
         changes = read_changes(store, DATASET)
-        assert graph_parameters(store, DATASET, {"graph": "knn", "k": K + 1}, changes) is None
-        assert graph_parameters(store, DATASET, {"graph": "knn", "k": K, "sigma": 3.0}, changes) is None
-        assert graph_parameters(store, DATASET, {"graph": "delta", "delta": 0.5}, changes) is None
-        assert graph_parameters(store, DATASET, {"graph": "knn", "k": K}, changes).sigma == 12.5
-        assert graph_parameters(store, DATASET, None, changes).k == K
+        assert graph_parameters(store, DATASET, GraphRequest("knn", K + 1), changes) is None
+        assert graph_parameters(store, DATASET, GraphRequest("knn", K, sigma=3.0), changes) is None
+        assert graph_parameters(store, DATASET, GraphRequest("delta", delta=0.5), changes) is None
+        assert graph_parameters(store, DATASET, GraphRequest("knn", K), changes).sigma == 12.5
+        assert graph_parameters(store, DATASET, GraphRequest(), changes).k == K
         W = adjacency(changes.graph)
         assert (abs(W - W.T)).max() == 0
 

@@ -19,14 +19,12 @@ import re
 import subprocess
 import sys
 import uuid
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
 from test_neo4j_live import delete_dataset
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
@@ -222,8 +220,8 @@ def test_every_solver_writes_on_neo4j_what_it_writes_on_the_embedded_store(
     """The same flow, data and (exact, locally built) graph on Neo4j and on Kùzu: the labels
     and confidences written must agree, and beat the floor on the hidden labels."""
     from flows.labelling import ingest_parsed, labelling_flow
-    from labelling.records import parse_records
     from graphstore import open_store
+    from labelling.records import parse_records
 
     frame, X, y = digits_frame(360, every=5, jitter=1e-3)
     records = parse_records(frame, key="id", features="p*", label="label")
@@ -371,13 +369,14 @@ def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_l
         with open_store(neo4j_env) as store:
             graph = store.read_subgraph("customers")
             assert len(graph.source) == len(pairs)
-            from flows.labelling import solve_by_component
+            from flows.solving import solve_by_component
+            from labelling.options import RunOptions
             from labelling.problems import label_problem
 
             exported = label_problem(graph, "customers")
             # the flow's own solve path: class masses are normalised per batch of the
             # connected components that hold two classes (labelling.components)
-            expected = exported.classes[solve_by_component(exported, "harmonic", {}).labels]
+            expected = exported.classes[solve_by_component(exported, RunOptions()).labels]
             now = store.query(f"MATCH (c:`{label}`) RETURN c.cid AS cid, c.segment_guess AS guess")
             assert dict(zip(now["cid"], now["guess"])) == dict(zip(exported.keys, expected))
             after = store.query(f"MATCH ()-[r:`{knows}`]->() RETURN count(r) AS n, sum(r.strength) AS s,"
