@@ -214,6 +214,11 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    keep_runs: int | None = None, publish: bool = True) -> dict:
     """Label the nodes of ``dataset`` and record the run.
 
+    The parameters are flat on purpose: they are what Prefect records for the run, shows
+    and edits one field at a time in its UI, and what a schedule's TOML job names. They
+    become a ``RunOptions`` and a ``GraphRequest`` here, validated once; every stage below
+    takes those two objects.
+
     Full run (``full=True``): (re)build the similarity graph when ``build_graph``, export
     it, hide a ``holdout_fraction`` of the given labels to score the run on, solve (per
     batch of connected components when ``split_components``), write every node's
