@@ -7,6 +7,7 @@ Every command takes ``--store URI``: a folder for the embedded Kùzu store (defa
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 
@@ -16,6 +17,10 @@ from rich.table import Table
 
 # A closed network has nowhere to send Prefect's telemetry; asking only prints errors.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# The flows return their warnings and each command prints them ("warning: ..."); without a
+# handler of its own, a run without a server would also reach Python's last-resort
+# handler, which printed every warning a second time, bare.
+logging.getLogger("graphlabel").addHandler(logging.NullHandler())
 
 # Tracebacks never list local variables: one of them could hold a store password.
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0], rich_markup_mode=None,
@@ -36,6 +41,19 @@ def _checked_store(uri: str | None) -> str | None:
         except ValueError as error:
             _fail(str(error), code=2)  # a usage error, said in one line (the message is redacted)
     return uri
+
+
+def _checked_dataset(name: str | None) -> str | None:
+    """Refuse a hostile or malformed dataset name before a flow starts: Prefect would
+    otherwise create, name and tag a flow run after it before the flow refused it."""
+    from graphstore.schemas import check_dataset_name
+
+    if name is not None:
+        try:
+            check_dataset_name(name)
+        except ValueError as error:
+            _fail(str(error))
+    return name
 
 
 StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=_checked_store,
@@ -158,7 +176,7 @@ def demo(
 @app.command()
 def ingest(
     file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records."),
-    dataset: str = typer.Option(..., help="Dataset name the nodes belong to."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name the nodes belong to."),
     key: str = typer.Option(..., help="Column with each record's unique key."),
     features: str = typer.Option(..., help="Feature columns: comma-separated names or globs ('x_*')."),
     label: str | None = typer.Option(None, help="Column with the given label (may be empty)."),
@@ -206,7 +224,7 @@ def ingest(
 
 @app.command("build-graph")
 def build_graph(
-    dataset: str = typer.Option(..., help="Dataset name."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name."),
     graph: str = typer.Option("knn", help="knn, delta, Blum & Chawla's mincut3, delta0, delta_half, the SGT's "
                                            "sgt (Joachims eq. 22) or NMF's mutual_knn (Bergamim & Breve Eq. 6-8)."),
     k: int = typer.Option(10, help="Neighbours per node (knn, sgt, mutual_knn)."),
@@ -241,7 +259,7 @@ def build_graph(
 
 @app.command()
 def label(
-    dataset: str = typer.Option(..., help="Dataset name."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name."),
     solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto "
                                                 "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
@@ -368,7 +386,7 @@ def query(
 def report(
     run: str | None = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
                                       " run's summary."),
-    dataset: str | None = typer.Option(None, help="Dataset: list its recent runs (without --run)."),
+    dataset: str | None = typer.Option(None, callback=_checked_dataset, help="Dataset: list its recent runs (without --run)."),
     limit: int = typer.Option(20, help="Runs listed with --dataset."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the run's summary as markdown."),
     store: str | None = StoreOption,
@@ -414,7 +432,7 @@ def report(
 
 @app.command("prune-runs")
 def prune_runs(
-    dataset: str = typer.Option(..., help="Dataset whose LabelRun nodes to prune."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset whose LabelRun nodes to prune."),
     keep_last: int = typer.Option(..., "--keep-last", min=0, help="Completed runs to keep, newest first."),
     store: str | None = StoreOption,
 ) -> None:
@@ -442,7 +460,7 @@ def prune_runs(
 @app.command()
 def explain(
     key: str = typer.Argument(..., help="Key of the node to explain."),
-    dataset: str = typer.Option(..., help="Dataset the node belongs to."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset the node belongs to."),
     limit: int = typer.Option(10, min=1, help="Neighbours listed, strongest first."),
     store: str | None = StoreOption,
 ) -> None:

@@ -80,6 +80,19 @@ def test_14_a_dataset_name_with_a_newline_is_refused(tmp_path, store_path, name)
     assert not Path(store_path).exists()  # refused before the store was opened
 
 
+@pytest.mark.usefixtures("prefect_harness")
+def test_14_a_refused_dataset_name_never_reaches_prefect(tmp_path, store_path):
+    from prefect import get_client
+
+    csv = write_csv(tmp_path / "base.csv", two_blobs())
+    done = cli_process("ingest", csv, "--dataset", "base14\n", "--key", "id", "--features", "x*", "--store",
+                       store_path, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().startswith("error: invalid dataset name"), done.stderr
+    with get_client(sync_client=True) as client:
+        assert flow_runs_tagged(client, "base14\n") == []
+
+
 def test_14_every_identifier_check_matches_the_whole_name():
     from graphstore import check_dataset_name
     from graphstore.identifiers import check_identifier
@@ -587,6 +600,18 @@ def test_09_labelling_a_dataset_without_a_graph_builds_it_and_says_so(tmp_path, 
     result = cli("query", "MATCH (e:Entity) WHERE e.predicted_label IS NULL RETURN count(e) AS n", "--store",
                  store_path)
     assert " 0 " in result.output, result.output
+
+
+def test_09_a_run_without_a_server_says_each_warning_once(tmp_path, store_path):
+    """The real console script with no Prefect server: the flow's warning is printed once,
+    as ``warning: ...`` (Python's last-resort log handler printed it a second time, bare)."""
+    ingest_frame(tmp_path, store_path, "base", two_blobs())
+    done = cli_process("label", "--dataset", "base", "--k", "5", "--store", store_path, cwd=tmp_path,
+                       env={"PREFECT_API_URL": ""})
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "no similarity relationships" in line]
+    assert len(said) == 1, done.stderr
+    assert said[0].startswith("warning: ")
 
 
 def test_09_nodes_no_label_reaches_are_counted_and_said(tmp_path, store_path):
