@@ -168,11 +168,13 @@ def test_04_a_query_with_an_unbound_parameter_is_refused_naming_it(two_datasets)
     assert "-p ds=" in result.output
     result = cli("query", "MATCH (e:Entity) WHERE e.dataset=$ds RETURN count(e) AS n", "-p", "ds=base",
                  "--store", two_datasets)
-    assert result.exit_code == 0 and " 60 " in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert " 60 " in result.output, result.output
     # '$ds' in a string or a comment is not a parameter
     result = cli("query", "MATCH (e:Entity) WHERE e.key <> '$ds' // $x\nRETURN count(e) AS n",
                  "--store", two_datasets)
-    assert result.exit_code == 0 and " 120 " in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert " 120 " in result.output, result.output
 
 
 def test_05_several_statements_are_refused_and_nothing_is_deleted(two_datasets):
@@ -182,7 +184,8 @@ def test_05_several_statements_are_refused_and_nothing_is_deleted(two_datasets):
     assert "one statement" in result.output
     assert count_nodes(two_datasets) == 120
     result = cli("query", "MATCH (e:Entity) RETURN count(e) AS n;", "--store", two_datasets)  # a final ';' is fine
-    assert result.exit_code == 0 and " 120 " in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert " 120 " in result.output, result.output
 
 
 def test_05_query_is_read_only_unless_write_is_given(two_datasets):
@@ -351,7 +354,8 @@ def test_02_feature_globs_never_take_the_key_or_label_column(tmp_path, store_pat
     # naming the key or label column as a feature explicitly is a mistake, said as such
     result = cli("ingest", tmp_path / "lab.csv", "--dataset", "gl", "--key", "id", "--features", "x,x_label",
                  "--label", "x_label", "--store", store_path)
-    assert result.exit_code == 1 and "label column" in result.output, result.output
+    assert result.exit_code == 1, result.output
+    assert "label column" in result.output, result.output
 
 
 KEY_SPELLINGS = pd.DataFrame({"id": ["7", " 7 ", "7.0", "8", "9.50", "007"],
@@ -430,9 +434,11 @@ def test_12_an_undecodable_line_names_the_encoding_option_and_passing_it_stores_
     path = tmp_path / "latin.csv"
     path.write_bytes("id,x1,x2,label\na,1,2,p\nbé,1,2,q\nc,2,3,\n".encode("latin-1"))
     result = ingest_file(path, "latin", store_path)
-    assert result.exit_code == 0 and "--encoding" in rejects_of(tmp_path, "latin")["reason"][0], result.output
+    assert result.exit_code == 0, result.output
+    assert "--encoding" in rejects_of(tmp_path, "latin")["reason"][0], result.output
     result = ingest_file(path, "latin", store_path, "--encoding", "latin-1")
-    assert result.exit_code == 0 and "stored 3 nodes" in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert "stored 3 nodes" in result.output, result.output
     assert set(stored(store_path, "latin")) == {"a", "bé", "c"}
 
 
@@ -445,7 +451,8 @@ def test_12_a_file_in_another_encoding_fails_naming_the_file_and_the_option(tmp_
     assert "--encoding" in result.output
     assert not (tmp_path / "u16.rejects.csv").exists()
     result = ingest_file(path, "u16", store_path, "--encoding", "utf-16")
-    assert result.exit_code == 0 and "stored 2 nodes" in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert "stored 2 nodes" in result.output, result.output
 
 
 def test_12_a_header_only_file_says_no_rows_and_writes_no_rejects_file(tmp_path, store_path):
@@ -457,7 +464,8 @@ def test_12_a_header_only_file_says_no_rows_and_writes_no_rejects_file(tmp_path,
     assert not (tmp_path / "hdr.rejects.csv").exists()
     (tmp_path / "empty.csv").write_bytes(b"")
     result = ingest_file(tmp_path / "empty.csv", "hdr", store_path)
-    assert result.exit_code == 1 and "empty" in result.output, result.output
+    assert result.exit_code == 1, result.output
+    assert "empty" in result.output, result.output
 
 
 def test_12_reject_rows_are_file_line_numbers(tmp_path, store_path):
@@ -492,9 +500,11 @@ def test_01_a_later_ingest_with_another_feature_count_is_rejected_row_by_row(tmp
     mixed.to_parquet(tmp_path / "mixed.parquet")
     result = cli("ingest", tmp_path / "mixed.parquet", "--dataset", "base", "--key", "id", "--features", "vec",
                  "--store", store_path)
-    assert result.exit_code == 0 and "stored 1 nodes" in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert "stored 1 nodes" in result.output, result.output
     result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "5", "--store", store_path)
-    assert result.exit_code == 0 and "labelled 61 nodes" in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert "labelled 61 nodes" in result.output, result.output
 
 
 def test_01_a_store_with_mixed_lengths_names_the_nodes(tmp_path, store_path):
@@ -574,7 +584,8 @@ def test_10_k_is_capped_at_n_minus_1_with_a_warning(tmp_path, store_path, n):
 def test_10_one_node_is_not_a_graph(tmp_path, store_path):
     ingest_frame(tmp_path, store_path, "one", two_blobs(n=1, labelled=1))
     result = cli("build-graph", "--dataset", "one", "--store", store_path)
-    assert result.exit_code == 1 and "at least 2 nodes" in result.output, result.output
+    assert result.exit_code == 1, result.output
+    assert "at least 2 nodes" in result.output, result.output
 
 
 def test_03_one_far_away_point_does_not_flatten_the_weights(tmp_path, store_path):
@@ -733,7 +744,8 @@ def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, s
     # and retention no longer keeps them as if they were running (the completed run stays:
     # the nodes' predictions come from it)
     result = cli("prune-runs", "--dataset", "big", "--keep-last", "0", "--store", store_path)
-    assert result.exit_code == 0 and "deleted 2 LabelRun nodes" in result.output, result.output
+    assert result.exit_code == 0, result.output
+    assert "deleted 2 LabelRun nodes" in result.output, result.output
     assert runs_of(store_path, "big")["status"].tolist() == ["completed"]
 
 
@@ -872,8 +884,9 @@ def test_held_odd_but_valid_csv_files_are_read_whole(tmp_path, store_path):
     path = tmp_path / "odd.csv"
     path.write_bytes(codecs_bom() + text.encode("utf-8"))
     result = ingest_file(path, "odd", store_path)
-    assert result.exit_code == 0 and "stored 4 nodes" in result.output and "rejected" not in result.output, \
-        result.output
+    assert result.exit_code == 0, result.output
+    assert "stored 4 nodes" in result.output, result.output
+    assert "rejected" not in result.output, result.output
     assert set(stored(store_path, "odd")) == {"a", "b, with\r\na line break", "ünïcødé-ключ-键", long_key}
 
 

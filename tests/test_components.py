@@ -165,7 +165,8 @@ def test_flow_maps_the_solve_over_component_batches(island_store):
     # one task run per batch, named by its place and size
     names = _solve_task_runs(split["run_id"])
     sizes = [re.fullmatch(rf"solve\[{i}/4: (\d+) nodes\]", name) for i, name in enumerate(names, 1)]
-    assert all(sizes) and sum(int(m.group(1)) for m in sizes) % 60 == 0, names
+    assert all(sizes), names
+    assert sum(int(m.group(1)) for m in sizes) % 60 == 0, names
     split_labels = _predictions(store_path)
     whole = labelling_flow("islands", store_uri=store_path, build_graph=False, split_components=False,
                            solver_params={"detect_noise": False, "class_mass": "none"})

@@ -287,8 +287,8 @@ def test_example_label_shares_and_explain_match_the_solvers_graph(labelled_kuzu_
         assert node["n_neighbours"] == row.nnz
         assert node["predicted_label"] == exported.classes[prediction.labels[i]]
         assert node["given_label"] == (exported.classes[y[i]] if y[i] >= 0 else None)
-        assert node["label_run_id"] == "run-1" and node["label_noise"] == (bool(prediction.noisy[i]) if y[i] >= 0
-                                                                            else None)
+        assert node["label_run_id"] == "run-1"
+        assert node["label_noise"] == (bool(prediction.noisy[i]) if y[i] >= 0 else None)
         strongest = np.argsort(-row.data, kind="stable")[:4]
         assert neighbours["weight"].to_numpy() == pytest.approx(row.data[strongest])
         assert neighbours["share"].to_numpy() == pytest.approx(row.data[strongest] / degree)

@@ -52,7 +52,8 @@ def cli(*args: str, ok: bool = True) -> Ran:
         assert ran.exit_code == 0, ran.output
     else:  # an expected condition: exit 1, ending with graphlabel's one error message
         text = "\n" + ran.output
-        assert ran.exit_code == 1 and "\nerror: " in text, ran.output
+        assert ran.exit_code == 1, ran.output
+        assert "\nerror: " in text, ran.output
         ran.output = " ".join(text[text.rindex("\nerror: ") + 1:].split())
     return ran
 
