@@ -49,11 +49,12 @@ def cli_process(*args, cwd, env: dict | None = None, timeout: float = 180) -> su
                           text=True, timeout=timeout)
 
 
-def two_blobs(n: int = 60, labelled: int = 20, dim: int = 3, seed: int = 0) -> pd.DataFrame:
-    """``n`` records in two separated blobs, ``labelled`` of them with their class."""
+def two_blobs(n: int = 60, labelled: int = 20, dim: int = 3, seed: int = 0, gap: float = 4.0) -> pd.DataFrame:
+    """``n`` records in two blobs ``gap`` apart (separated by default), ``labelled`` of them
+    with their class."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, dim))
-    X[n // 2:] += 4.0
+    X[n // 2:] += gap
     label = np.array(["a"] * (n // 2) + ["b"] * (n - n // 2), dtype=object)
     label[rng.permutation(n)[labelled:]] = ""
     frame = pd.DataFrame(X, columns=[f"x{j + 1}" for j in range(dim)])
@@ -693,8 +694,10 @@ def runs_of(store: str, dataset: str) -> pd.DataFrame:
         return graph_store.read_runs(dataset, limit=100)
 
 
-def kill_label_run_mid_way(store: str, cwd) -> None:
-    """Start `graphlabel label` and kill -9 it once its LabelRun is written as running."""
+def kill_label_run_mid_way(store: str, cwd, after: str = "record-run") -> None:
+    """Start `graphlabel label --full` and kill -9 it as soon as its task run ``after`` has
+    finished: ``record-run`` (the LabelRun is written as running; the graph build comes
+    next), ``export`` (the solve comes next) or ``solve`` (the write-back comes next)."""
     import signal
 
     from prefect.settings import PREFECT_API_URL
@@ -704,10 +707,10 @@ def kill_label_run_mid_way(store: str, cwd) -> None:
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for line in process.stderr:  # Prefect logs each task run as it finishes
-            if "Task run 'record-run" in line and "Completed" in line:
+            if f"Task run '{after}" in line and "Completed" in line:
                 break
         else:
-            pytest.fail("the label run ended before writing its LabelRun")
+            pytest.fail(f"the label run ended before its {after} task finished")
         os.kill(process.pid, signal.SIGKILL)
     finally:
         process.wait()
@@ -747,6 +750,30 @@ def test_08_a_killed_run_is_marked_failed_by_the_next_report_and_run(tmp_path, s
     assert result.exit_code == 0, result.output
     assert "deleted 2 LabelRun nodes" in result.output, result.output
     assert runs_of(store_path, "big")["status"].tolist() == ["completed"]
+
+
+@pytest.mark.parametrize("after", ["record-run", "export", "solve"],
+                         ids=["during the graph build", "during the solve", "during the write-back"])
+def test_held_a_run_killed_at_any_stage_reruns_to_the_clean_result(tmp_path, store_path, after):
+    """What held in the adversarial run: kill -9 during the kNN build, the solve or the
+    write-back, then run again: the store ends as one clean run leaves it."""
+    # overlapping blobs: one component with both classes, so the solver runs; stages of a second or more
+    frame = two_blobs(n=20_000, labelled=2_000, dim=8, seed=5, gap=1.0)
+    ingest_frame(tmp_path, store_path, "big", frame)
+    kill_label_run_mid_way(store_path, tmp_path, after)
+    assert runs_of(store_path, "big")["status"].tolist() == ["running"]
+    result = cli("label", "--dataset", "big", "--full", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert sorted(runs_of(store_path, "big")["status"]) == ["completed", "failed"]
+    clean = str(tmp_path / "clean")
+    ingest_frame(tmp_path, clean, "big", frame)
+    assert cli("label", "--dataset", "big", "--full", "--store", clean).exit_code == 0
+    query = ("MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p, e.label_confidence AS c,"
+             " e.label_noise AS noise ORDER BY key")
+    from graphstore import open_store
+
+    with open_store(store_path) as after_kill, open_store(clean) as fresh:
+        pd.testing.assert_frame_equal(after_kill.query(query), fresh.query(query))
 
 
 def test_08_the_liveness_rule(monkeypatch):
