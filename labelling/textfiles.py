@@ -130,6 +130,17 @@ def _shown(line: bytes) -> str:
     return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
 
 
+#: Byte-order marks that name a file's encoding, longest first (UTF-32's starts with UTF-16's).
+_ENCODING_MARKS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                   (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def suggested_encoding(raw: bytes) -> str:
+    """The ``--encoding`` to suggest for a file that is not UTF-8: the one its byte-order
+    mark names, else latin-1 (every byte decodes; a guess for a single-byte encoding)."""
+    return next((name for mark, name in _ENCODING_MARKS if raw.startswith(mark)), "latin-1")
+
+
 def _undecodable_lines(data: bytes, arr: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[int, str]:
     """Lines that are not valid UTF-8 (checked one by one only when the whole is not)."""
     high = np.flatnonzero(arr >= 0x80)
@@ -266,7 +277,7 @@ def read_text_table(path: str | Path, sep: str, *, text_columns: list[str], na_v
     if 0 in undecodable or (undecodable and len(undecodable) >= n_data_lines):
         first = min(undecodable)
         raise ValueError(f"{path} is not valid utf-8 text ({undecodable[first].split(';')[0]}): pass the file's"
-                         " encoding with --encoding, e.g. --encoding latin-1")
+                         f" encoding with --encoding, e.g. --encoding {suggested_encoding(raw)}")
     header = next(csv.reader([data[starts[0]:ends[0]].decode("utf-8").rstrip("\r")], delimiter=sep))
     found = {i: (UNDECODABLE, reason) for i, reason in undecodable.items()}
     keep = np.zeros(len(starts), dtype=bool)

@@ -449,7 +449,7 @@ def test_12_a_file_in_another_encoding_fails_naming_the_file_and_the_option(tmp_
     result = ingest_file(path, "u16", store_path)
     assert result.exit_code == 1, result.output
     assert "utf16.csv" in result.output
-    assert "--encoding" in result.output
+    assert "--encoding utf-16" in result.output  # the encoding its byte-order mark names
     assert not (tmp_path / "u16.rejects.csv").exists()
     result = ingest_file(path, "u16", store_path, "--encoding", "utf-16")
     assert result.exit_code == 0, result.output
