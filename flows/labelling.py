@@ -159,11 +159,16 @@ def _heartbeat(store: GraphStore, run: LabelRunRecord, clock: StageClock) -> Non
         run_logger().warning("could not write the heartbeat of run %s: %s", run.run_id, redact(error))
 
 
+#: A failed run's error as its LabelRun keeps it: enough for a traceback's last lines, not a
+#: whole dump of the data an exception may quote.
+MAX_ERROR_CHARS = 2000
+
+
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> LabelRunRecord:
     """Mark the run failed (best effort: the store may be what failed) and return the failed
     record. The message is redacted: a store URI or password in an exception never reaches
     the run node."""
-    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:2000]
+    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
     failed = replace(run, status="failed", error=message, timings=dict(clock.seconds),
                      finished_at=pd.Timestamp.now(tz="UTC"))
     try:

@@ -38,6 +38,9 @@ from graphstore.runs import run_record
 
 STALE_HOURS_ENV = "GRAPHLABEL_RUN_STALE_HOURS"
 DEFAULT_STALE_HOURS = 6.0
+#: At most this many running runs are checked at once (more would be a store of runaway
+#: schedules: the rest are checked by the next run).
+MAX_RUNNING_CHECKED = 10_000
 
 
 def this_process() -> dict[str, Any]:
@@ -95,7 +98,7 @@ def mark_interrupted_runs(store: GraphStore, dataset: str | None = None,
     now = pd.Timestamp.now(tz="UTC").tz_localize(None) if now is None else now
     silence = stale_after()
     marked = []
-    for row in store.read_runs(dataset=dataset, status="running", limit=10_000).to_dict("records"):
+    for row in store.read_runs(dataset=dataset, status="running", limit=MAX_RUNNING_CHECKED).to_dict("records"):
         reason = why_interrupted(row, now, silence)
         if reason is None:
             continue
