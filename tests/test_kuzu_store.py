@@ -242,3 +242,63 @@ def test_explain_reads_the_weights_and_labels_around_a_node(kuzu_store):
         kuzu_store.explain("toy", "zz")
     with pytest.raises(LookupError, match="in dataset 'other'"):
         kuzu_store.explain("other", "a")  # keys are per dataset
+
+
+# -- the embedded engine: kuzu or ladybug, a property of the store -------------------------
+
+
+def test_the_engine_is_the_stores_and_a_uri_may_name_it(tmp_path):
+    from graphstore import StoreNotFound, StoreSetupError
+    from graphstore.kuzu_store import KuzuStore
+
+    folder = tmp_path / "store"
+    with open_store(str(folder), create=True) as store:  # a new store: the default engine
+        assert (store.dialect, store.engine) == ("kuzu", "kuzu")
+        store.write_nodes("toy", nodes(["a"], ["x"]))
+    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu"]
+    with open_store(f"kuzu://{folder}") as store:
+        assert store.count_nodes("toy") == 1
+    # the files are not compatible: a URI naming the other engine is refused, not answered
+    # from a second, empty database made beside the first (checked before ladybug loads)
+    with pytest.raises(StoreSetupError, match=r"is a kuzu store \(graph.kuzu\), not a ladybug one"):
+        open_store(f"ladybug://{folder}", create=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu"]
+    with pytest.raises(StoreNotFound, match="no store at"):
+        open_store(f"ladybug://{tmp_path / 'none'}")
+    (folder / "graph.lbug").write_bytes(b"")  # a folder with both: the URI must say which
+    with pytest.raises(StoreSetupError, match="holds a database of each engine"):
+        open_store(str(folder))
+    with open_store(f"kuzu://{folder}") as store:
+        assert store.count_nodes("toy") == 1
+    with pytest.raises(ValueError, match="embedded engine must be one of"):
+        KuzuStore(folder, engine="sqlite")
+
+
+ENGINES_IN_ONE_PROCESS = """
+import sys
+from graphstore import StoreSetupError, open_store
+first, second, folder = sys.argv[1:]
+with open_store(f"{first}://{folder}/one", create=True) as store:
+    store.count_nodes("toy")
+try:
+    open_store(f"{second}://{folder}/two", create=True)
+except StoreSetupError as error:
+    print(error)
+"""
+
+
+@pytest.mark.parametrize("first, second", [("kuzu", "ladybug"), ("ladybug", "kuzu")])
+def test_the_two_engines_are_never_loaded_in_one_process(tmp_path, first, second):
+    """Loading the second engine's native module fails ("type Database is already
+    registered") and the process then dies on exit (SIGSEGV, measured with kuzu 0.11.3 and
+    ladybug 0.22.0): the store refuses with a message before it gets there."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", ENGINES_IN_ONE_PROCESS, first, second, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"the {second} engine cannot be loaded next to it" in done.stdout
+    file = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}[first]
+    assert [p.name for p in (tmp_path / "one").iterdir()] == [file]
+    assert not (tmp_path / "two").exists()
