@@ -78,7 +78,6 @@ import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -157,18 +156,6 @@ def _read_only_result(result):
 def _batches(table: pa.Table, size: int):
     for start in range(0, table.num_rows, size):
         yield table.slice(start, size).to_pylist()
-
-
-def one_row_per_pair(graph: SubGraph) -> SubGraph:
-    """Keep one edge per unordered pair (the larger weight) and drop self loops."""
-    lo = np.minimum(graph.source, graph.target)
-    hi = np.maximum(graph.source, graph.target)
-    order = np.lexsort((-graph.weight, hi, lo))
-    lo, hi, weight = lo[order], hi[order], graph.weight[order]
-    first = np.ones(len(lo), dtype=bool)
-    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
-    keep = first & (lo != hi)
-    return replace(graph, source=lo[keep], target=hi[keep], weight=weight[keep])
 
 
 class Neo4jStore(GraphStore):
@@ -415,7 +402,7 @@ class Neo4jStore(GraphStore):
             "target": pa.array(edge_columns["target"], pa.string()),
             "weight": pa.array(edge_columns["weight"], pa.float64()),
         })
-        return one_row_per_pair(subgraph_from_tables(pa.table(columns), edges))
+        return subgraph_from_tables(pa.table(columns), edges)
 
     def count_nodes(self, dataset: str) -> int:
         check_dataset_name(dataset)

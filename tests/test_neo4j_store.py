@@ -28,7 +28,8 @@ from similarity.spec import GraphSpec
 from graphstore import LabelRunRecord, open_store
 from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, SubGraph
 from graphstore.identifiers import Fragment, check_identifier, quote, render
-from graphstore.neo4j_store import Neo4jGraphConfig, Neo4jStore, one_row_per_pair
+from graphstore.neo4j_store import Neo4jGraphConfig, Neo4jStore
+from graphstore.schemas import one_row_per_pair
 
 HOSTILE_NAMES = [
     "Entity`) DETACH DELETE e //",
