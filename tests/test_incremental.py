@@ -510,6 +510,8 @@ def test_neo4j_add_edges_label_state_and_graph_build():
     assert [len(c.parameters["rows"]) for c in sent] == [2, 1]
     assert not driver.sent(store.cypher("delete_edges"))
     assert "MERGE (a)-[r:`SIMILAR` {`graphlabel_similarity`: row.weight}]->(b)" in store.cypher("add_edges")
+    # a pair graphlabel wrote before is replaced, not doubled; a user's relationship stays
+    assert "WHERE old.`graphlabel_similarity` IS NOT NULL\nDELETE old" in store.cypher("add_edges")
     driver.answers[store.cypher("read_label_state")] = [{
         "keys": ["a", "b", "c"], "changed": [True, False, False], "labelled": [False, True, True],
         "has_predicted": [False, True, False], "predicted": ["", "x", ""]}]
