@@ -50,6 +50,7 @@ from .schemas import (
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
+    check_endpoints,
     check_limit,
     conform_table,
     subgraph_from_tables,
@@ -236,6 +237,10 @@ class KuzuStore(GraphStore):
         self._run(name, parameters)
         self._run("checkpoint")
 
+    def _check_endpoints(self, dataset: str, edges: pa.Table) -> None:
+        if edges.num_rows:
+            check_endpoints(dataset, edges, self._run("node_keys", {"dataset": dataset}).get_as_arrow().column("key"))
+
     def ensure_schema(self) -> None:
         for statement in split_statements(load_query("schema", self.cypher_dialect)):
             self._conn.execute(statement)
@@ -256,6 +261,7 @@ class KuzuStore(GraphStore):
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        self._check_endpoints(dataset, edges)  # before the old relationships are deleted
         self._bulk("delete_edges", {"dataset": dataset})
         rows = pa.table(
             {
@@ -279,9 +285,11 @@ class KuzuStore(GraphStore):
 
     def add_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
-        rows = self._edge_rows(dataset, conform_table(edges, EDGE_SCHEMA, "edge"))
-        if not rows.num_rows:
+        edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        if not edges.num_rows:
             return 0
+        self._check_endpoints(dataset, edges)
+        rows = self._edge_rows(dataset, edges)
         # pairs already stored (a retried call) are MERGEd, the others bulk-loaded (see
         # existing_edges.kuzu.cypher for the timings behind the split)
         stored = self._run("existing_edges", {"edges": rows}).get_as_arrow()

@@ -107,6 +107,7 @@ from .schemas import (
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
+    check_endpoints,
     check_limit,
     conform_table,
     edge_table_from_pairs,
@@ -328,14 +329,19 @@ class Neo4jStore(GraphStore):
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        keys = self.node_keys(dataset)
+        check_endpoints(dataset, edges, keys)  # before anything is deleted
         self.check_edges_owned(dataset)
-        self.delete_own_edges(dataset)
+        self.delete_own_edges(dataset, keys)
         self._write_batches("insert_edges", edges, {"dataset": dataset})
         return edges.num_rows
 
     def add_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        if not edges.num_rows:
+            return 0
+        check_endpoints(dataset, edges, self.node_keys(dataset))  # MATCH would drop such a row unsaid
         self._write_batches("add_edges", edges, {"dataset": dataset})
         return edges.num_rows
 

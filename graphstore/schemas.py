@@ -120,6 +120,24 @@ def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
     return table.select(schema.names).cast(schema)
 
 
+def check_endpoints(dataset: str, edges: pa.Table, keys: pa.Array | pa.ChunkedArray | list[str]) -> None:
+    """Raise ``ValueError`` naming the keys of ``edges`` (``EDGE_SCHEMA``) that are not in
+    ``keys``, the dataset's node keys: the stores check before they delete or write
+    anything (Kùzu's COPY would fail half way, Neo4j's MATCH would drop the row)."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    elif not isinstance(keys, pa.Array):
+        keys = pa.array(list(keys), pa.string())
+    ends = pa.chunked_array(edges.column("source").chunks + edges.column("target").chunks, pa.string())
+    known = pa.compute.is_in(ends, value_set=keys.cast(pa.string()))
+    if pa.compute.all(known).as_py() is not False:
+        return
+    unknown = pa.compute.unique(ends.filter(pa.compute.invert(known))).to_pylist()
+    listed = ", ".join(repr(key) for key in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+    raise ValueError(f"{len(unknown)} keys of the relationships are not nodes of dataset {dataset!r}: {listed}"
+                     " (ingest those nodes first); nothing was written")
+
+
 def _positions(values: pa.ChunkedArray, key_set: pa.Array) -> np.ndarray:
     """Position of each value in ``key_set``, -1 where it is absent."""
     found = pa.compute.index_in(values, value_set=key_set)

@@ -504,6 +504,7 @@ def test_neo4j_add_edges_label_state_and_graph_build():
     from graphstore.neo4j_store import Neo4jGraphConfig
 
     store, driver = make_store(Neo4jGraphConfig(batch_size=2))
+    driver.answers[store.cypher("node_keys")] = [{"keys": ["a", "b", "c"]}]
     edges = pa.table({"source": ["a", "b", "c"], "target": ["b", "c", "a"], "weight": [0.5, 0.25, 1.0]})
     assert store.add_edges("toy", edges) == 3
     sent = driver.sent(store.cypher("add_edges"))

@@ -616,6 +616,7 @@ def test_graphs_gds_does_not_build_are_built_locally_through_the_port(config, sp
                                                    "has_features": [True] * 3,
                                                    "features": [[0.0], [1.0], [3.0]]}]
     driver.answers[store.cypher("read_edges")] = [{"source": [], "target": [], "weight": [], "unweighted": 0}]
+    driver.answers[store.cypher("node_keys")] = [{"keys": ["a", "b", "c"]}]
     start = len(driver.calls)
     store.check_edge_builder(spec)  # no GDS asked for
     store.build_edges("toy", spec)
