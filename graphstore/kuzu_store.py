@@ -232,10 +232,12 @@ class KuzuStore(GraphStore):
     def _run(self, name: str, parameters: dict[str, Any] | None = None):
         return self._conn.execute(load_query(name, self.cypher_dialect), parameters or {})
 
-    def _bulk(self, name: str, parameters: dict[str, Any]) -> None:
-        """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why)."""
-        self._run(name, parameters)
+    def _bulk(self, name: str, parameters: dict[str, Any]):
+        """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why);
+        returns the write's result."""
+        result = self._run(name, parameters)
         self._run("checkpoint")
+        return result
 
     def _check_endpoints(self, dataset: str, edges: pa.Table) -> None:
         if edges.num_rows:
@@ -353,9 +355,9 @@ class KuzuStore(GraphStore):
         check_dataset_name(dataset)
         predictions = conform_table(predictions, WRITTEN_PREDICTION_SCHEMA, "prediction")
         rows = predictions.append_column("uid", _uids(dataset, predictions.column("key")))
-        if rows.num_rows:
-            self._bulk("write_predictions", {"rows": rows})
-        return rows.num_rows
+        if not rows.num_rows:
+            return 0
+        return int(self._bulk("write_predictions", {"rows": rows}).get_next()[0])
 
     def write_run(self, run: LabelRunRecord) -> None:
         self._run("write_run", run.properties())
