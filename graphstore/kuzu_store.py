@@ -226,6 +226,7 @@ class KuzuStore(GraphStore):
         self.path.mkdir(parents=True, exist_ok=True)
         timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
         self._db = _open_database(module, self.path / ENGINES[engine], timeout)
+        self._module = module
         self._conn = module.Connection(self._db)
         self.ensure_schema()
 
@@ -367,8 +368,9 @@ class KuzuStore(GraphStore):
         if dataset is not None:
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
-        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit,
-                                       "status": check_status(status)})
+        # '' for a filter not given (read_runs.kuzu.cypher says why not null)
+        rows = self._run("read_runs", {"dataset": dataset or "", "run_id": "" if run_id is None else str(run_id),
+                                       "max_rows": limit, "status": check_status(status) or ""})
         return runs_frame(rows.get_as_arrow().to_pylist())
 
     def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
@@ -409,6 +411,11 @@ class KuzuStore(GraphStore):
         except RuntimeError as error:
             self._conn.execute("ROLLBACK")
             if "read-only transaction" in str(error):
+                # ladybug 0.22 caches the statement it prepared in the read-only
+                # transaction, and that one keeps refusing to write, even with write=True
+                # (found by tests/test_store_contract.py): a new connection has no cache
+                self._conn.close()
+                self._conn = self._module.Connection(self._db)
                 raise WriteRefused() from None
             raise
         self._conn.execute("COMMIT")
