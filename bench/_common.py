@@ -33,6 +33,7 @@ _VERSIONED = {
     "PyMaxflow": ("PyMaxflow",),
     "networkx": ("networkx",),
     "kuzu": ("kuzu",),
+    "ladybug": ("ladybug",),
     "prefect": ("prefect",),
 }
 

@@ -1,4 +1,5 @@
-// One statement over the Arrow table $rows (LOAD FROM); Neo4j uses UNWIND batches.
+// One statement over the Arrow table $rows (LOAD FROM); Neo4j uses UNWIND batches. Returns
+// how many nodes matched (a row whose key is not a node of the dataset sets nothing).
 LOAD FROM $rows
 MATCH (e:Entity {uid: uid})
 SET e.predicted_label = predicted_label,
@@ -8,3 +9,4 @@ SET e.predicted_label = predicted_label,
     e.label_run_id = label_run_id,
     e.label_solver = label_solver,
     e.labelled_at = labelled_at
+RETURN count(e) AS written

@@ -312,12 +312,20 @@ def load_schedule(path: str | Path) -> list[Job]:
 
 
 def _beside(path: Path, uri: str | None) -> str | None:
-    from graphstore import NEO4J_SCHEMES
+    from graphstore import NEO4J_SCHEMES, embedded_folder
 
     if uri is None or uri.startswith(NEO4J_SCHEMES):
         return uri
-    folder = Path(uri.removeprefix("kuzu://")).expanduser()
-    return uri if folder.is_absolute() else str((path.parent / folder).resolve())
+    try:
+        engine, folder = embedded_folder(uri)
+    except ValueError:
+        return uri  # not a store URI: open_store says so, naming it
+    beside = Path(folder).expanduser()
+    if beside.is_absolute():
+        return uri
+    resolved = str((path.parent / beside).resolve())
+    # the scheme stays: it names the engine of a store not created yet (ladybug://)
+    return resolved if engine is None else f"{engine}://{resolved}"
 
 
 def jobs_from_env(environ: Mapping[str, str] | None = None) -> list[Job]:

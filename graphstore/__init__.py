@@ -2,9 +2,11 @@
 May import ``similarity`` (the local edge builder), nothing else of the project.
 
 ``open_store(uri)`` picks the adapter from the URI: ``neo4j://``, ``neo4j+s://``,
-``bolt://`` or ``bolt+s://`` open Neo4j; anything else (a folder, or ``kuzu://folder``)
-opens the embedded Kùzu store. Without a URI the store is ``$GRAPHLABEL_STORE`` or
-``.graphlabel/``. A Neo4j URI must not carry credentials (``graphstore.secrets`` says why
+``bolt://`` or ``bolt+s://`` open Neo4j; anything else opens the embedded store: a folder
+(the engine whose database file it holds; a new one gets the default engine, Kùzu),
+``kuzu://FOLDER`` or ``ladybug://FOLDER`` (that engine; ``graphstore.kuzu_store`` says why
+the engine is part of the store's address rather than a process setting). Without a URI
+the store is ``$GRAPHLABEL_STORE`` or ``.graphlabel/``. A Neo4j URI must not carry credentials (``graphstore.secrets`` says why
 and where the password comes from instead); errors quote URIs through ``redact_uri``.
 """
 
@@ -20,6 +22,8 @@ from .secrets import StoreConnectionError, check_store_uri, redact, redact_uri
 
 DEFAULT_STORE = ".graphlabel"
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
+#: The embedded engines' schemes (graphstore/kuzu_store.py ENGINES).
+EMBEDDED_SCHEMES = ("kuzu://", "ladybug://")
 
 
 def default_store_uri() -> str:
@@ -32,11 +36,6 @@ def open_store(uri: str | None = None, *, create: bool = False, **options) -> Gr
     ``create``: make an embedded store where there is none (``ingest`` and ``demo`` do);
     otherwise a missing one raises ``StoreNotFound``. A Neo4j database is never created."""
     uri = uri or default_store_uri()
-    scheme, sep, _ = uri.partition("://")
-    if sep and f"{scheme}://" not in (*NEO4J_SCHEMES, "kuzu://"):
-        # without this, "NEO4J://..." or "http://..." would become the name of a Kùzu folder
-        raise ValueError(f"unsupported store URI {redact_uri(uri)}: use a folder, kuzu://FOLDER or one of"
-                         f" {', '.join(NEO4J_SCHEMES)}")
     if uri.startswith(NEO4J_SCHEMES):
         check_store_uri(uri)  # before the driver is even imported
         from .neo4j_store import Neo4jStore  # the driver is loaded only for Neo4j runs
@@ -44,9 +43,24 @@ def open_store(uri: str | None = None, *, create: bool = False, **options) -> Gr
         return Neo4jStore.from_uri(uri, **options)
     from .kuzu_store import KuzuStore
 
-    return KuzuStore(uri.removeprefix("kuzu://"), create=create, **options)
+    engine, folder = embedded_folder(uri)
+    return KuzuStore(folder, engine=engine, create=create, **options)
+
+
+def embedded_folder(uri: str) -> tuple[str | None, str]:
+    """``(engine, folder)`` of an embedded store's URI: ``("ladybug", "x")`` for
+    ``ladybug://x``, ``(None, "x")`` for the folder ``x`` (the engine its file says).
+    Any other scheme is refused: "NEO4J://..." or "http://..." must not become the name of
+    a folder."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return None, uri
+    if f"{scheme}://" not in EMBEDDED_SCHEMES:
+        raise ValueError(f"unsupported store URI {redact_uri(uri)}: use a folder, "
+                         f"{', '.join(s + 'FOLDER' for s in EMBEDDED_SCHEMES)} or one of {', '.join(NEO4J_SCHEMES)}")
+    return scheme, rest
 
 
 __all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "BuiltGraph", "StoreSetupError", "StoreUnavailable",
-           "open_store", "default_store_uri", "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
+           "open_store", "default_store_uri", "embedded_folder", "EMBEDDED_SCHEMES", "NEO4J_SCHEMES", "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
            "redact_uri"]

@@ -1,18 +1,33 @@
-"""The embedded store: Kùzu, in-process, Cypher, Arrow in and out.
+"""The embedded store: Kùzu, in-process, Cypher, Arrow in and out, on one of two engines.
 
-The Kùzu package is imported in this module only (``import kuzu``), so moving to a
-fork with the same Python API (real-ladybug, ryugraph) is a one-line change here.
+Engines (``ENGINES``): ``kuzu`` 0.11.3, the last release of an archived project, and
+``ladybug``, its maintained fork with the same Python API and Cypher (installed with
+``pip install 'graphlabel[ladybug]'``). The engine is a property of the store, not of the
+process, because their database files are not compatible (each refuses the other's:
+"not a valid Kuzu/Lbug database file"): each keeps its own file in the store folder
+(``graph.kuzu`` / ``graph.lbug``), a plain folder opens whichever is there, and a URI says
+which one to create or insist on (``kuzu://FOLDER``, ``ladybug://FOLDER``; ``open_store``).
+A new store without a scheme gets ``DEFAULT_ENGINE``, the faster one
+(``python -m bench store`` measures both in the same run; README "The embedded engine").
+
+The two engines cannot share a process: both register the same native (pybind11) types,
+so loading the second fails ("generic_type: type "Database" is already registered!") and
+the process then crashes on exit. Each engine is imported only when a store of its kind is
+opened, and opening the other kind in the same process is refused with a message instead
+(``check_engine_free``); the tests run the contract suite on ladybug in a process of its own.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
+import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import kuzu
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -23,7 +38,7 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import StoreLocked, StoreNotFound, WriteRefused
+from .errors import StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
 from .explain import explanation
 from .port import GraphStore
 from .queries import load_query, split_statements, user_statement
@@ -35,12 +50,22 @@ from .schemas import (
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
+    check_endpoints,
     check_limit,
     conform_table,
     subgraph_from_tables,
 )
 
-DATABASE_FILE = "graph.kuzu"
+#: Engine → its database file in the store folder. The Python package has the engine's name.
+ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
+#: The engine of a new store opened without a scheme: the faster of the two in
+#: bench/results/store.md (relationship COPY of 1M rows 3x faster, export 1.5x).
+DEFAULT_ENGINE = "kuzu"
+DATABASE_FILE = ENGINES[DEFAULT_ENGINE]
+#: The native module each engine loads; the other engine cannot load while it is there.
+NATIVE_MODULES = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
+INSTALL_HINTS = {"kuzu": "pip install graphlabel (kuzu is a dependency)",
+                 "ladybug": "pip install 'graphlabel[ladybug]'"}
 LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 60.0
 logger = logging.getLogger(__name__)
@@ -97,15 +122,43 @@ def lock_timeout_from_env(environ=None) -> float:
     return seconds
 
 
-def _open_database(folder: Path, timeout: float) -> kuzu.Database:
-    """The database of ``folder``, waiting up to ``timeout`` seconds while another process
+def check_engine_free(engine: str) -> None:
+    """Raise ``StoreSetupError`` when the other embedded engine is loaded in this process
+    (module docstring: loading both crashes the process)."""
+    for other, native in NATIVE_MODULES.items():
+        if other != engine and native in sys.modules:
+            raise StoreSetupError(
+                f"this process has already opened a {other} store, and the {engine} engine cannot be loaded"
+                f" next to it (both register the same native types): open the {engine} store from another"
+                " process")
+
+
+def engine_module(engine: str) -> ModuleType:
+    """The engine's Python package, imported now (only when a store of its kind opens)."""
+    if engine not in ENGINES:
+        raise ValueError(f"embedded engine must be one of {tuple(ENGINES)}, got {engine!r}")
+    check_engine_free(engine)
+    try:
+        return importlib.import_module(engine)
+    except ImportError as error:
+        raise StoreSetupError(f"the {engine} engine is not installed ({error}): {INSTALL_HINTS[engine]}") from None
+
+
+def stored_engines(folder: Path) -> list[str]:
+    """The engines whose database file is in ``folder``."""
+    return [engine for engine, name in ENGINES.items() if (folder / name).exists()]
+
+
+def _open_database(module: ModuleType, path: Path, timeout: float):
+    """The database at ``path``, waiting up to ``timeout`` seconds while another process
     holds its lock (Kùzu lets one process at a time open a database for writing: a
     scheduled run and a user's ``query`` meet here). Says once that it waits, then either
     opens or raises ``StoreLocked``."""
+    folder = path.parent
     deadline, delay = None, 0.25
     while True:
         try:
-            return kuzu.Database(str(folder / DATABASE_FILE))
+            return module.Database(str(path))
         except RuntimeError as error:
             if "lock" not in str(error).lower():
                 raise
@@ -122,12 +175,17 @@ def _open_database(folder: Path, timeout: float) -> kuzu.Database:
 
 
 class KuzuStore(GraphStore):
-    """A Kùzu database in the folder ``path``.
+    """A Kùzu (or ladybug) database in the folder ``path``.
 
     Parameters
     ----------
     path : str or Path
-        Folder of the store; the database file is ``path/graph.kuzu``.
+        Folder of the store; the database file is ``path/graph.kuzu`` (``graph.lbug`` for
+        ladybug).
+    engine : {"kuzu", "ladybug"}, optional
+        The engine; by default the one whose file the folder holds, ``DEFAULT_ENGINE`` for
+        a new store. A folder holding the other engine's file is refused (the files are
+        not compatible), as is a folder holding both without ``engine``.
     create : bool, default False
         Create the store when the folder holds none. Without it a missing store raises
         ``StoreNotFound``: a mistyped ``--store`` must not answer "0 rows" from a store
@@ -137,32 +195,57 @@ class KuzuStore(GraphStore):
         ``$GRAPHLABEL_LOCK_TIMEOUT``, else 60); then ``StoreLocked``.
     """
 
-    dialect = "kuzu"
+    #: The Cypher files both engines run (``cypher/*.kuzu.cypher``); ``dialect`` names the
+    #: engine, whose library a run's provenance records.
+    cypher_dialect = "kuzu"
 
-    def __init__(self, path: str | Path, *, create: bool = False, lock_timeout: float | None = None) -> None:
+    def __init__(self, path: str | Path, *, engine: str | None = None, create: bool = False,
+                 lock_timeout: float | None = None) -> None:
         self.path = Path(path)
+        if engine is not None and engine not in ENGINES:
+            raise ValueError(f"embedded engine must be one of {tuple(ENGINES)}, got {engine!r}")
         if self.path.exists() and not self.path.is_dir():
             raise StoreNotFound(f"the store path {self.path} is a file, not a store folder: check --store"
                                 " or GRAPHLABEL_STORE")
-        if not create and not (self.path / DATABASE_FILE).exists():
+        present = stored_engines(self.path)
+        if engine is None:
+            if len(present) > 1:
+                raise StoreSetupError(f"the store folder {self.path} holds a database of each engine"
+                                      f" ({', '.join(ENGINES[e] for e in present)}): say which with"
+                                      f" {' or '.join(f'{e}://{self.path}' for e in present)}")
+            engine = present[0] if present else DEFAULT_ENGINE
+        elif present and engine not in present:
+            raise StoreSetupError(f"the store {self.path} is a {present[0]} store ({ENGINES[present[0]]}), not a"
+                                  f" {engine} one (their files are not compatible): open it as"
+                                  f" {present[0]}://{self.path} or as the folder {self.path}")
+        if not create and engine not in present:
             raise StoreNotFound(f"no store at {self.path}: check --store or GRAPHLABEL_STORE (graphlabel ingest"
                                 " creates a store)")
+        module = engine_module(engine)
+        self.engine = self.dialect = engine
         self.path.mkdir(parents=True, exist_ok=True)
         timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
-        self._db = _open_database(self.path, timeout)
-        self._conn = kuzu.Connection(self._db)
+        self._db = _open_database(module, self.path / ENGINES[engine], timeout)
+        self._module = module
+        self._conn = module.Connection(self._db)
         self.ensure_schema()
 
     def _run(self, name: str, parameters: dict[str, Any] | None = None):
-        return self._conn.execute(load_query(name, self.dialect), parameters or {})
+        return self._conn.execute(load_query(name, self.cypher_dialect), parameters or {})
 
-    def _bulk(self, name: str, parameters: dict[str, Any]) -> None:
-        """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why)."""
-        self._run(name, parameters)
+    def _bulk(self, name: str, parameters: dict[str, Any]):
+        """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why);
+        returns the write's result."""
+        result = self._run(name, parameters)
         self._run("checkpoint")
+        return result
+
+    def _check_endpoints(self, dataset: str, edges: pa.Table) -> None:
+        if edges.num_rows:
+            check_endpoints(dataset, edges, self._run("node_keys", {"dataset": dataset}).get_as_arrow().column("key"))
 
     def ensure_schema(self) -> None:
-        for statement in split_statements(load_query("schema", self.dialect)):
+        for statement in split_statements(load_query("schema", self.cypher_dialect)):
             self._conn.execute(statement)
 
     def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
@@ -181,6 +264,7 @@ class KuzuStore(GraphStore):
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        self._check_endpoints(dataset, edges)  # before the old relationships are deleted
         self._bulk("delete_edges", {"dataset": dataset})
         rows = pa.table(
             {
@@ -204,9 +288,11 @@ class KuzuStore(GraphStore):
 
     def add_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
-        rows = self._edge_rows(dataset, conform_table(edges, EDGE_SCHEMA, "edge"))
-        if not rows.num_rows:
+        edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        if not edges.num_rows:
             return 0
+        self._check_endpoints(dataset, edges)
+        rows = self._edge_rows(dataset, edges)
         # pairs already stored (a retried call) are MERGEd, the others bulk-loaded (see
         # existing_edges.kuzu.cypher for the timings behind the split)
         stored = self._run("existing_edges", {"edges": rows}).get_as_arrow()
@@ -270,9 +356,9 @@ class KuzuStore(GraphStore):
         check_dataset_name(dataset)
         predictions = conform_table(predictions, WRITTEN_PREDICTION_SCHEMA, "prediction")
         rows = predictions.append_column("uid", _uids(dataset, predictions.column("key")))
-        if rows.num_rows:
-            self._bulk("write_predictions", {"rows": rows})
-        return rows.num_rows
+        if not rows.num_rows:
+            return 0
+        return int(self._bulk("write_predictions", {"rows": rows}).get_next()[0])
 
     def write_run(self, run: LabelRunRecord) -> None:
         self._run("write_run", run.properties())
@@ -282,8 +368,9 @@ class KuzuStore(GraphStore):
         if dataset is not None:
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
-        rows = self._run("read_runs", {"dataset": dataset, "run_id": run_id, "max_rows": limit,
-                                       "status": check_status(status)})
+        # '' for a filter not given (read_runs.kuzu.cypher says why not null)
+        rows = self._run("read_runs", {"dataset": dataset or "", "run_id": "" if run_id is None else str(run_id),
+                                       "max_rows": limit, "status": check_status(status) or ""})
         return runs_frame(rows.get_as_arrow().to_pylist())
 
     def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
@@ -324,6 +411,11 @@ class KuzuStore(GraphStore):
         except RuntimeError as error:
             self._conn.execute("ROLLBACK")
             if "read-only transaction" in str(error):
+                # ladybug 0.22 caches the statement it prepared in the read-only
+                # transaction, and that one keeps refusing to write, even with write=True
+                # (found by tests/test_store_contract.py): a new connection has no cache
+                self._conn.close()
+                self._conn = self._module.Connection(self._db)
                 raise WriteRefused() from None
             raise
         self._conn.execute("COMMIT")

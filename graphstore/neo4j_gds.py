@@ -153,14 +153,27 @@ def projection(store: Neo4jStore, query: str, dataset: str, **parameters: Any) -
     store._autocommit("gds_drop", {"graph_name": name})
 
 
+def check_features(store: Neo4jStore, dataset: str, keys: list[str]) -> None:
+    """``ValueError`` when the dataset has no nodes, or nodes without features or with
+    features of different lengths: the port's promise (the local builder's checks). GDS
+    would fail on an empty projection ("graph does not exist") and, with features of
+    different lengths, build a graph over a part of them without a word."""
+    if not keys:
+        raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
+    lengths = store.feature_lengths(dataset)
+    if len(lengths) != 1 or sum(lengths.values()) != len(keys):
+        raise ValueError(store.read_subgraph(dataset).mixed_lengths(dataset))
+
+
 def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: str,
               sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> BuiltGraph:
     """Replace the dataset's similarity relationships with GDS kNN ones (see the module
     docstring); returns the relationships it has afterwards (directed, as written) and the
     Gaussian σ of their weights (None unless ``weights="gaussian"``)."""
     gds_version(store)  # before anything is deleted
-    store.check_edges_owned(dataset)
     keys = store.node_keys(dataset)
+    check_features(store, dataset, keys)
+    store.check_edges_owned(dataset)
     store.delete_own_edges(dataset, keys, per_node=k)
     config = knn_config(store, k, metric, **knn_options)
     with projection(store, "gds_project", dataset) as graph_name:

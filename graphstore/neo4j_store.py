@@ -78,7 +78,6 @@ import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -108,6 +107,7 @@ from .schemas import (
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
+    check_endpoints,
     check_limit,
     conform_table,
     edge_table_from_pairs,
@@ -157,18 +157,6 @@ def _read_only_result(result):
 def _batches(table: pa.Table, size: int):
     for start in range(0, table.num_rows, size):
         yield table.slice(start, size).to_pylist()
-
-
-def one_row_per_pair(graph: SubGraph) -> SubGraph:
-    """Keep one edge per unordered pair (the larger weight) and drop self loops."""
-    lo = np.minimum(graph.source, graph.target)
-    hi = np.maximum(graph.source, graph.target)
-    order = np.lexsort((-graph.weight, hi, lo))
-    lo, hi, weight = lo[order], hi[order], graph.weight[order]
-    first = np.ones(len(lo), dtype=bool)
-    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
-    keep = first & (lo != hi)
-    return replace(graph, source=lo[keep], target=hi[keep], weight=weight[keep])
 
 
 class Neo4jStore(GraphStore):
@@ -341,14 +329,19 @@ class Neo4jStore(GraphStore):
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        keys = self.node_keys(dataset)
+        check_endpoints(dataset, edges, keys)  # before anything is deleted
         self.check_edges_owned(dataset)
-        self.delete_own_edges(dataset)
+        self.delete_own_edges(dataset, keys)
         self._write_batches("insert_edges", edges, {"dataset": dataset})
         return edges.num_rows
 
     def add_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        if not edges.num_rows:
+            return 0
+        check_endpoints(dataset, edges, self.node_keys(dataset))  # MATCH would drop such a row unsaid
         self._write_batches("add_edges", edges, {"dataset": dataset})
         return edges.num_rows
 
@@ -415,7 +408,7 @@ class Neo4jStore(GraphStore):
             "target": pa.array(edge_columns["target"], pa.string()),
             "weight": pa.array(edge_columns["weight"], pa.float64()),
         })
-        return one_row_per_pair(subgraph_from_tables(pa.table(columns), edges))
+        return subgraph_from_tables(pa.table(columns), edges)
 
     def count_nodes(self, dataset: str) -> int:
         check_dataset_name(dataset)

@@ -16,7 +16,7 @@ PROJECT_VERSION = "0.1.0"
 #: Distributions every run depends on (PyPI names, as ``importlib.metadata`` knows them).
 CORE = ("numpy", "scipy", "scikit-learn", "pandas", "pyarrow", "prefect")
 #: The store's client library per store dialect.
-STORE_LIBRARIES = {"kuzu": ("kuzu",), "neo4j": ("neo4j",)}
+STORE_LIBRARIES = {"kuzu": ("kuzu",), "ladybug": ("ladybug",), "neo4j": ("neo4j",)}
 #: Compiled libraries a solver loads beyond the core (see each solver's module).
 SOLVER_LIBRARIES = {
     "harmonic": ("pyamg",),          # AMG-preconditioned CG on large problems

@@ -1,6 +1,8 @@
 """The Neo4j store against a live Neo4j 5.26 server with GDS 2.13 (tests/live_neo4j.py
-starts it for the session): the adapter's queries, GDS kNN, write-back, the cookbook
-queries, runs and explain, and which relationships graphlabel may touch.
+starts it for the session): what only this adapter has: GDS kNN and its options, the
+write-back's history and the cookbook queries, explain on GDS graphs, every query planned
+by the server, the flows on Neo4j, and which relationships graphlabel may touch. The
+promises every store keeps are checked in tests/test_store_contract.py.
 
 Each test works in datasets of its own (random names) and deletes their nodes after.
 """
@@ -63,25 +65,6 @@ def dense(graph) -> np.ndarray:
     W = np.zeros((graph.n_nodes, graph.n_nodes))
     W[graph.source, graph.target] = graph.weight
     return np.maximum(W, W.T)
-
-
-def test_store_round_trip_with_local_edges(neo4j_store, dataset):
-    import similarity
-    from graphstore.schemas import edge_table
-
-    nodes, X, _ = digits_nodes(150)
-    assert neo4j_store.write_nodes(dataset, nodes) == 150
-    assert neo4j_store.write_nodes(dataset, nodes) == 150  # upsert, not duplicate
-    assert neo4j_store.count_nodes(dataset) == 150
-    W = similarity.knn_graph(X, 6)
-    keys = np.array(nodes.column("key").to_pylist(), dtype=object)
-    neo4j_store.replace_edges(dataset, edge_table(keys, W))
-    neo4j_store.replace_edges(dataset, edge_table(keys, W))  # replaces, does not add
-    graph = neo4j_store.read_subgraph(dataset)
-    order = np.argsort([int(k[1:]) for k in graph.keys])
-    np.testing.assert_array_equal(graph.features[order], X)
-    assert graph.labels[order].tolist() == nodes.column("label").to_pylist()
-    np.testing.assert_allclose(dense(graph)[np.ix_(order, order)], W.toarray())
 
 
 def test_gds_knn_matches_exact_neighbours_and_gaussian_weights(neo4j_store, dataset):
@@ -202,31 +185,14 @@ def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_env, neo4j_sto
     assert "ERROR" not in logged.err + logged.out
 
 
-def test_runs_retention_and_explain_on_neo4j(neo4j_store, dataset):
-    from graphstore import LabelRunRecord
-    from graphstore.errors import NotFound
-
+def test_explain_and_label_shares_match_the_solvers_graph_on_gds(neo4j_store, dataset):
+    """On a GDS graph (a pair written once per direction it was found in) explain and the
+    label_shares example see the graph the solver saw (the store contract checks explain's
+    promise on hand-made relationships)."""
     nodes, _, _ = digits_nodes(120)
     neo4j_store.write_nodes(dataset, nodes)
     neo4j_store.build_knn_edges(dataset, k=6, weights="gaussian", deterministic=True)
-    exported, prediction = _label(neo4j_store, dataset, "run-current")  # started now: the newest
-    t0 = pd.Timestamp.now(tz="UTC") - pd.Timedelta(days=10)
-    for i, status in enumerate(["completed", "failed", "running", "completed"]):
-        started = t0 + pd.Timedelta(hours=i)
-        neo4j_store.write_run(LabelRunRecord(
-            f"old-{i}", dataset, "harmonic", {"k": 6}, {}, {}, started,
-            None if status == "running" else started + pd.Timedelta(minutes=1), 120, 20, 0, status=status,
-            versions={"neo4j": "x"}, error="boom" if status == "failed" else None))
-    runs = neo4j_store.read_runs(dataset)
-    assert runs["run_id"].tolist() == ["run-current", "old-3", "old-2", "old-1", "old-0"]
-    failed = neo4j_store.read_runs(run_id="old-1").iloc[0]
-    assert (failed["status"], failed["error"], failed["versions"]) == ("failed", "boom", {"neo4j": "x"})
-    assert pd.isna(neo4j_store.read_runs(run_id="old-2").iloc[0]["finished_at"])
-    # keep run-current; old-2 is running; old-3, old-1, old-0 go
-    assert neo4j_store.prune_runs(dataset, keep_last=1) == 3
-    assert neo4j_store.read_runs(dataset)["run_id"].tolist() == ["run-current", "old-2"]
-    assert neo4j_store.prune_runs(dataset, keep_last=0) == 0  # run-current is what the nodes carry
-
+    exported, prediction = _label(neo4j_store, dataset, "run-current")
     W = exported.problem.W.tocsr()
     y = exported.problem.y
     voted = np.where(y >= 0, y, prediction.labels)
@@ -244,8 +210,6 @@ def test_runs_retention_and_explain_on_neo4j(neo4j_store, dataset):
     shares = neo4j_store.query(load_query("examples/label_shares", "neo4j"),
                                {"dataset": dataset, "key": exported.keys[i]})
     assert dict(zip(shares["label"], shares["class_weight"])) == pytest.approx(expected)
-    with pytest.raises(NotFound, match="no node with key 'nope'"):
-        neo4j_store.explain(dataset, "nope")
 
 
 # -- every query file, planned by the server ----------------------------------------------
@@ -337,44 +301,6 @@ def test_a_graph_build_that_stopped_half_way_is_refused_until_rebuilt(neo4j_stor
 
 
 # -- what the bad-input and solver work added to the adapter, on the server --------------
-
-
-def test_user_queries_are_read_only_one_statement_and_fully_bound(neo4j_store, dataset):
-    from graphstore.errors import WriteRefused
-
-    nodes, _, _ = digits_nodes(20)
-    neo4j_store.write_nodes(dataset, nodes)
-    count = "MATCH (e:Entity) WHERE e.dataset = $ds RETURN count(e) AS n"
-    assert neo4j_store.query(count, {"ds": dataset})["n"].item() == 20
-    with pytest.raises(WriteRefused):
-        neo4j_store.query("MATCH (e:Entity) WHERE e.dataset = $ds DETACH DELETE e", {"ds": dataset})
-    assert neo4j_store.query(count, {"ds": dataset})["n"].item() == 20  # rolled back on the server
-    with pytest.raises(ValueError, match="ds"):
-        neo4j_store.query(count, {})  # an unbound $ds would have matched every dataset
-    with pytest.raises(ValueError, match="one statement"):
-        neo4j_store.query(count + "; MATCH (e) DETACH DELETE e", {"ds": dataset})
-    neo4j_store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.key = 'd0' SET e.flag = true",
-                      {"ds": dataset}, write=True)
-    assert neo4j_store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.flag RETURN e.key AS k",
-                             {"ds": dataset})["k"].tolist() == ["d0"]
-
-
-def test_feature_lengths_and_a_killed_runs_interruption_on_neo4j(neo4j_store, dataset):
-    from labelling.liveness import mark_interrupted_runs
-    from graphstore import LabelRunRecord
-
-    nodes, _, _ = digits_nodes(30)
-    neo4j_store.write_nodes(dataset, nodes)
-    assert neo4j_store.feature_lengths(dataset) == {64: 30}
-    started = pd.Timestamp.now(tz="UTC") - pd.Timedelta(minutes=5)
-    gone = {"host": __import__("socket").gethostname(), "pid": 2 ** 22 + 7, "started": 1.0}
-    neo4j_store.write_run(LabelRunRecord("killed-run", dataset, "harmonic", {}, {}, {}, started, None, 30, 5, 0,
-                                         status="running", process=gone, heartbeat_at=started))
-    assert mark_interrupted_runs(neo4j_store, dataset) == ["killed-run"]
-    run = neo4j_store.read_runs(run_id="killed-run").iloc[0]
-    assert run["status"] == "failed"
-    assert run["error"].startswith("interrupted")
-    assert mark_interrupted_runs(neo4j_store, dataset) == []  # once
 
 
 def test_noise_scores_and_the_median_sigma_reach_neo4j(prefect_harness, neo4j_env, neo4j_store, dataset):

@@ -28,7 +28,8 @@ from similarity.spec import GraphSpec
 from graphstore import LabelRunRecord, open_store
 from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, SubGraph
 from graphstore.identifiers import Fragment, check_identifier, quote, render
-from graphstore.neo4j_store import Neo4jGraphConfig, Neo4jStore, one_row_per_pair
+from graphstore.neo4j_store import Neo4jGraphConfig, Neo4jStore
+from graphstore.schemas import one_row_per_pair
 
 HOSTILE_NAMES = [
     "Entity`) DETACH DELETE e //",
@@ -471,6 +472,7 @@ def gds_store(config=None, version="2.13.9", written=40, keys=("k0", "k1", "k2")
         [{"version": version}] if version else
         lambda p: (_ for _ in ()).throw(CypherSyntaxError("Unknown function 'gds.version' (line 1)")))
     driver.answers[store.cypher("node_keys")] = [{"keys": list(keys)}]
+    driver.answers[store.cypher("feature_lengths")] = [{"length": 3, "nodes": len(keys)}]
     driver.answers[store.cypher("unowned_edges")] = [{"unowned": unowned}]
     driver.answers[store.cypher("gds_knn_write")] = [{"written": written}]
     driver.answers[store.cypher("gds_knn_filtered_write")] = [{"written": written}]
@@ -483,7 +485,7 @@ def queries_sent(store, driver, start=2):
     names = {store.cypher(name): name for name in (
         "gds_version", "node_keys", "unowned_edges", "delete_edges", "gds_project", "gds_project_new",
         "gds_knn_write", "gds_knn_filtered_write", "gds_drop", "gds_prune_edges", "gds_edge_scale",
-        "gds_set_weights", "keys_with_features")}
+        "gds_set_weights", "keys_with_features", "feature_lengths")}
     return [names.get(call.query, call.query) for call in driver.calls[start:]]
 
 
@@ -492,9 +494,10 @@ def test_gds_knn_write_is_called_with_its_configuration_and_the_projection_dropp
     assert store.build_knn_edges("toy", k=4, metric="cosine", weights="similarity",
                                  similarity_cutoff=0.2, deterministic=True) == BuiltGraph(40, None)
     # checks first (nothing deleted before them), then delete, project, kNN, drop, weights
-    assert queries_sent(store, driver) == ["gds_version", "unowned_edges", "node_keys", "delete_edges",
-                                           "gds_project", "gds_knn_write", "gds_drop", "gds_set_weights"]
-    project, knn, drop = (driver.calls[i] for i in (6, 7, 8))
+    assert queries_sent(store, driver) == ["gds_version", "node_keys", "feature_lengths", "unowned_edges",
+                                           "delete_edges", "gds_project", "gds_knn_write", "gds_drop",
+                                           "gds_set_weights"]
+    project, knn, drop = (driver.calls[i] for i in (7, 8, 9))
     assert project.routing == knn.routing == drop.routing == "auto"  # not retried by the driver
     assert project.parameters["dataset"] == "toy"
     assert project.parameters["graph_name"].startswith("graphlabel_toy_")
@@ -615,6 +618,7 @@ def test_graphs_gds_does_not_build_are_built_locally_through_the_port(config, sp
                                                    "has_features": [True] * 3,
                                                    "features": [[0.0], [1.0], [3.0]]}]
     driver.answers[store.cypher("read_edges")] = [{"source": [], "target": [], "weight": [], "unweighted": 0}]
+    driver.answers[store.cypher("node_keys")] = [{"keys": ["a", "b", "c"]}]
     start = len(driver.calls)
     store.check_edge_builder(spec)  # no GDS asked for
     store.build_edges("toy", spec)

@@ -52,6 +52,14 @@ def test_a_valid_schedule_loads_with_defaults(tmp_path):
     assert "delta" not in first.parameters()
 
 
+def test_a_relative_embedded_store_keeps_its_engine(tmp_path):
+    text = ('[[jobs]]\ndataset = "digits"\ncron = "0 3 * * *"\nstore = "ladybug://stores/digits"\n'
+            '[[jobs]]\nname = "k"\ndataset = "digits"\ncron = "0 4 * * *"\nstore = "kuzu://stores/k"\n')
+    lady, kuzu = load_schedule(write(tmp_path, text))
+    assert lady.store_uri == f"ladybug://{(tmp_path / 'stores' / 'digits').resolve()}"
+    assert kuzu.store_uri == f"kuzu://{(tmp_path / 'stores' / 'k').resolve()}"
+
+
 def test_the_example_file_loads():
     jobs = load_schedule(ROOT / "graphlabel.example.toml")
     assert [job.name for job in jobs] == ["digits-nightly", "digits-weekly-maxmargin"]
