@@ -92,7 +92,7 @@ Margin Classifiers.
 
 from __future__ import annotations
 
-import time
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -101,10 +101,30 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
 from ._graph import margin_scores, per_label, unreachable
+from ._timing import Stopwatch
+from ._validation import Integral, Interval, Options, Real, check_choice, validate_params
 from .harmonic import SOLVERS, harmonic_scores
 from .problem import LabelProblem, Prediction
 
 KERNELS = ("linear", "cubic", "rbf")
+# Up to this many nodes the harmonic step (eq. 6) is solved by a sparse LU, above it
+# iteratively: ``solvers.harmonic.harmonic_scores``' own default, passed on unchanged.
+DIRECT_MAX_NODES = 10_000
+
+PARAMETER_CONSTRAINTS = {
+    "gamma_g": [Interval(Real, 0, None), Options((math.inf,))],  # ∞: the supervised SVM
+    "epsilon": [Interval(Real, 0, None)],
+    "kernel": [Options(KERNELS)],
+    "C": [Interval(Real, 0, None, closed="neither")],
+    "bandwidth": [None, Interval(Real, 0, None, closed="neither")],
+    "cv": [Options((0,)), Interval(Integral, 2, None)],
+    "noise_threshold": [Interval(Real, 0, 1, closed="right")],
+    "drop_noisy": [Options((True, False))],
+    "solver": [Options(SOLVERS)],
+    "direct_max_nodes": [Interval(Integral, 0, None)],
+    "cache_size": [Interval(Real, 0, None, closed="neither")],
+    "random_state": [None, Interval(Integral)],
+}
 
 
 def paper_bandwidth(X: np.ndarray) -> float:
@@ -129,7 +149,7 @@ def induce_labels(
     epsilon: float = 1e-6,
     label_confidence: np.ndarray | None = None,
     solver: str = "auto",
-    direct_max_nodes: int = 10_000,
+    direct_max_nodes: int = DIRECT_MAX_NODES,
 ):
     """Labels induced by the regularised harmonic solution, eq. (6), thresholded at ε, eq. (7).
 
@@ -260,7 +280,7 @@ class MaxMarginGraphCut(BaseEstimator):
         wrongly flagged labels are the only ones covering unusual handwriting, and hiding
         them cost more test error than the flipped labels did (see the module docstring).
     solver : {"auto", "direct", "amg"}, default "auto"
-    direct_max_nodes : int, default 10_000
+    direct_max_nodes : int, default ``DIRECT_MAX_NODES`` (10,000)
     cache_size : float, default 500
         libsvm kernel cache in MB.
     random_state : int, default 0
@@ -296,7 +316,7 @@ class MaxMarginGraphCut(BaseEstimator):
         noise_threshold: float = 0.5,
         drop_noisy: bool = False,
         solver: str = "auto",
-        direct_max_nodes: int = 10_000,
+        direct_max_nodes: int = DIRECT_MAX_NODES,
         cache_size: float = 500.0,
         random_state: int = 0,
     ):
@@ -320,22 +340,7 @@ class MaxMarginGraphCut(BaseEstimator):
             raise ValueError("max-margin graph cuts need node features: build the LabelProblem with X")
         if not np.all(np.isfinite(problem.X)):
             raise ValueError("X has NaN or infinite features")
-        if not self.gamma_g >= 0:
-            raise ValueError(f"gamma_g must be >= 0, got {self.gamma_g}")
-        if not self.epsilon >= 0:
-            raise ValueError(f"epsilon must be >= 0, got {self.epsilon}")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
-        if not self.C > 0:
-            raise ValueError(f"C must be positive, got {self.C}")
-        if self.bandwidth is not None and not self.bandwidth > 0:
-            raise ValueError(f"bandwidth must be positive, got {self.bandwidth}")
-        if int(self.cv) != self.cv or self.cv < 0 or self.cv == 1:
-            raise ValueError(f"cv must be 0 (off) or an integer >= 2, got {self.cv}")
-        if not 0 < self.noise_threshold <= 1:
-            raise ValueError(f"noise_threshold must lie in (0, 1], got {self.noise_threshold}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        validate_params(self.get_params(), PARAMETER_CONSTRAINTS)
         if len(set(problem.y[problem.labeled].tolist())) < 2:
             raise ValueError("need given labels of at least two classes")
 
@@ -349,21 +354,21 @@ class MaxMarginGraphCut(BaseEstimator):
 
     def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float):
         """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins."""
-        start = time.perf_counter()
-        induced, margin = induce_labels(
-            problem.W, y, problem.n_classes, gamma_g=self.gamma_g, epsilon=self.epsilon,
-            label_confidence=problem.label_confidence, solver=self.solver,
-            direct_max_nodes=self.direct_max_nodes)
-        harmonic_seconds = time.perf_counter() - start
+        clock = Stopwatch()
+        with clock("harmonic_seconds"):
+            induced, margin = induce_labels(
+                problem.W, y, problem.n_classes, gamma_g=self.gamma_g, epsilon=self.epsilon,
+                label_confidence=problem.label_confidence, solver=self.solver,
+                direct_max_nodes=self.direct_max_nodes)
         train = np.flatnonzero(induced >= 0)
         weight = np.ones(len(y))
         if problem.label_confidence is not None:
             weight = np.where(y >= 0, problem.label_confidence, 1.0)
         if len(np.unique(induced[train])) < 2:
             raise ValueError("the induced labels hold fewer than two classes; lower epsilon or gamma_g")
-        start = time.perf_counter()
-        svm = self._svc(width).fit(problem.X[train], induced[train], sample_weight=weight[train])
-        timings = {"harmonic_seconds": harmonic_seconds, "svm_seconds": time.perf_counter() - start}
+        with clock("svm_seconds"):
+            svm = self._svc(width).fit(problem.X[train], induced[train], sample_weight=weight[train])
+        timings = clock.seconds
         return svm, induced, margin, timings
 
     def _proba_from(self, D: np.ndarray, svm_classes: np.ndarray, calibrator) -> np.ndarray:
@@ -490,7 +495,7 @@ def maxmargin(
     drop_noisy: bool = False,
     predict_unreachable: bool = True,
     solver: str = "auto",
-    direct_max_nodes: int = 10_000,
+    direct_max_nodes: int = DIRECT_MAX_NODES,
     random_state: int = 0,
 ) -> Prediction:
     """Label every node with a max-margin graph cut fitted on the problem (Kveton et al. 2010).
@@ -515,6 +520,7 @@ def maxmargin(
         ``info["graph_unreachable"]`` the nodes no label reaches, ``info["n_train"]`` the
         SVM's training-set size, ``info["calibrated"]`` and the two steps' timings.
     """
+    check_choice("predict_unreachable", predict_unreachable, (True, False))
     model = MaxMarginGraphCut(
         gamma_g=gamma_g, epsilon=epsilon, kernel=kernel, C=C, bandwidth=bandwidth, cv=cv,
         noise_threshold=noise_threshold, drop_noisy=drop_noisy, solver=solver,

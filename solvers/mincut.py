@@ -106,19 +106,30 @@ choice made here:
 
 from __future__ import annotations
 
-import time
-
 import maxflow
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ._graph import finish_labels, margin_scores, one_hot, per_label, unreachable
+from ._timing import Stopwatch
+from ._validation import Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
 
 NOISE_RULES = ("cavity", "grouped", "loo", "none")
 UNREACHED_RULES = ("none", "paper", "nearest")
 MULTICLASS_RULES = ("expansion", "isolation")
+PARAMETER_CONSTRAINTS = {
+    "alpha": [Interval(Real, 0, None)],
+    "multiclass": [Options(MULTICLASS_RULES)],
+    "max_sweeps": [Interval(Integral, 1, None)],
+    "expansion_hops": [None, Interval(Integral, 0, None)],
+    "n_cuts": [Interval(Integral, 0, None)],
+    "perturbation": [Interval(Real, 0, None, closed="neither")],
+    "noise": [Options(NOISE_RULES)],
+    "noise_threshold": [Interval(Real, 0, 1, closed="right")],
+    "unreached": [Options(UNREACHED_RULES)],
+}
 
 
 def _upper_edges(W: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -539,25 +550,10 @@ def mincut(
     """
     if not isinstance(problem, LabelProblem):
         raise TypeError(f"problem must be a LabelProblem, got {type(problem).__name__}")
-    if not (np.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0, got {alpha}")
-    if isinstance(n_cuts, bool) or not isinstance(n_cuts, (int, np.integer)) or n_cuts < 0:
-        raise ValueError(f"n_cuts must be an integer >= 0, got {n_cuts!r}")
-    if not (np.isfinite(perturbation) and perturbation > 0):
-        raise ValueError(f"perturbation must be a finite number > 0, got {perturbation}")
-    if multiclass not in MULTICLASS_RULES:
-        raise ValueError(f"multiclass must be one of {MULTICLASS_RULES}, got {multiclass!r}")
-    if isinstance(max_sweeps, bool) or not isinstance(max_sweeps, (int, np.integer)) or max_sweeps < 1:
-        raise ValueError(f"max_sweeps must be an integer >= 1, got {max_sweeps!r}")
-    if expansion_hops is not None and (isinstance(expansion_hops, bool)
-                                       or not isinstance(expansion_hops, (int, np.integer)) or expansion_hops < 0):
-        raise ValueError(f"expansion_hops must be None or an integer >= 0, got {expansion_hops!r}")
-    if noise not in NOISE_RULES:
-        raise ValueError(f"noise must be one of {NOISE_RULES}, got {noise!r}")
-    if not 0 < noise_threshold <= 1:
-        raise ValueError(f"noise_threshold must lie in (0, 1], got {noise_threshold}")
-    if unreached not in UNREACHED_RULES:
-        raise ValueError(f"unreached must be one of {UNREACHED_RULES}, got {unreached!r}")
+    validate_params(
+        {"alpha": alpha, "multiclass": multiclass, "max_sweeps": max_sweeps, "expansion_hops": expansion_hops,
+         "n_cuts": n_cuts, "perturbation": perturbation, "noise": noise, "noise_threshold": noise_threshold,
+         "unreached": unreached}, PARAMETER_CONSTRAINTS)
     if unreached == "nearest" and problem.X is None:
         raise ValueError("unreached='nearest' needs node features: build the LabelProblem with X")
     y, C = problem.y, problem.n_classes
@@ -565,37 +561,34 @@ def mincut(
     if not labeled.any():
         raise ValueError("mincut needs at least one given label")
 
-    timings = {}
-    t0 = time.perf_counter()
-    W = scale_unlabeled_edges(problem.W, labeled, alpha)
-    labels, cut_info = _multiclass(W, y, C, multiclass, max_sweeps, expansion_hops)
-    timings["cuts"] = time.perf_counter() - t0
+    clock = Stopwatch()
+    with clock("cuts"):
+        W = scale_unlabeled_edges(problem.W, labeled, alpha)
+        labels, cut_info = _multiclass(W, y, C, multiclass, max_sweeps, expansion_hops)
 
-    t0 = time.perf_counter()
-    if n_cuts:
-        rng = np.random.default_rng(random_state)
-        votes = np.zeros((problem.n_nodes, C))
-        rows = np.arange(problem.n_nodes)
-        for _ in range(n_cuts):  # one perturbed run per randomized cut
-            run_labels, _ = _multiclass(_perturb(W, perturbation, rng), y, C, multiclass, max_sweeps,
-                                        expansion_hops)
-            votes[rows, run_labels] += 1.0
-        scores = votes / n_cuts
-    else:
-        scores = one_hot(labels, C)
-    confidence = scores[np.arange(problem.n_nodes), labels]
-    timings["randomized_cuts"] = time.perf_counter() - t0
+    with clock("randomized_cuts"):
+        if n_cuts:
+            rng = np.random.default_rng(random_state)
+            votes = np.zeros((problem.n_nodes, C))
+            rows = np.arange(problem.n_nodes)
+            for _ in range(n_cuts):  # one perturbed run per randomized cut
+                run_labels, _ = _multiclass(_perturb(W, perturbation, rng), y, C, multiclass, max_sweeps,
+                                            expansion_hops)
+                votes[rows, run_labels] += 1.0
+            scores = votes / n_cuts
+        else:
+            scores = one_hot(labels, C)
+        confidence = scores[np.arange(problem.n_nodes), labels]
 
-    t0 = time.perf_counter()
-    noise_score = None
-    if noise == "none":
-        noisy = np.zeros(problem.n_nodes, dtype=bool)
-    elif noise == "cavity":
-        noise_score = _cavity_scores(W, y, labels, C)
-        noisy = labeled & (noise_score >= noise_threshold)
-    else:
-        noisy, noise_score = _loo_flags(W, y, alpha, problem.W, noise, random_state)
-    timings["noise"] = time.perf_counter() - t0
+    with clock("noise"):
+        noise_score = None
+        if noise == "none":
+            noisy = np.zeros(problem.n_nodes, dtype=bool)
+        elif noise == "cavity":
+            noise_score = _cavity_scores(W, y, labels, C)
+            noisy = labeled & (noise_score >= noise_threshold)
+        else:
+            noisy, noise_score = _loo_flags(W, y, alpha, problem.W, noise, random_state)
 
     labels_exact = labels
     no_label = unreachable(problem.W, labeled)
@@ -627,6 +620,6 @@ def mincut(
         "expansion_sweeps": cut_info["sweeps"],
         "isolation_cost": cut_info.get("isolation_cost"),
         "cost": potts_cost(W, labels_exact),
-        "timings": timings,
+        "timings": clock.seconds,
     }
     return Prediction(labels, confidence, noisy, scores, "mincut", params, info, noise_score)

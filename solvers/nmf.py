@@ -101,13 +101,13 @@ classification. Sections 2.2–5.1: Eqs. 9, 15–17, 18–20, 21–27, Alg. 3.1.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
 from ._graph import finish_labels, margin_scores, one_hot, per_label, unreachable
+from ._timing import Stopwatch
+from ._validation import Integral, Interval, Options, Real, check, check_choice, check_interval, validate_params
 from .problem import LabelProblem, Prediction
 
 VARIANTS = ("symmetric", "row")
@@ -117,9 +117,22 @@ GAMMAS = ("midpoint",)
 # every AUTO_PATIENCE iterations without convergence, up to AUTO_MAX_DAMPING (item 28).
 AUTO_PATIENCE = 100
 AUTO_MAX_DAMPING = 0.99
+# The paper's stopping rule (Alg. 3.1, item 8): ε and t_max.
+TOL = 1e-3
+MAX_ITER = 10_000
 # deflate="auto": a class predicted on this much more of the graph than its share of the
 # given labels has taken it by the ordering of the model, not by the labels (item 29).
 COLLAPSE_SHARE = 0.25
+PARAMETER_CONSTRAINTS = {
+    "variant": [Options(VARIANTS)],
+    "beta": [Options(("auto",)), Interval(Real, 0, None, closed="neither")],
+    "tol": [Interval(Real, 0, None, closed="neither")],
+    "max_iter": [Interval(Integral, 1, None)],
+    "criterion": [Options(CRITERIA)],
+    "damping": [Options(("auto",)), Interval(Real, 0, 1, closed="left")],
+    "deflate": [Options((True, False, "auto"))],
+    "noise_threshold": [Interval(Real, 0, 1, closed="neither")],
+}
 
 
 def normalise(W: sp.spmatrix, variant: str = "symmetric") -> sp.csr_matrix:
@@ -127,8 +140,7 @@ def normalise(W: sp.spmatrix, variant: str = "symmetric") -> sp.csr_matrix:
 
     Nodes without edges keep a zero row (no division by zero).
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    check_choice("variant", variant, VARIANTS)
     W = sp.csr_matrix(W, dtype=np.float64)
     d = np.asarray(W.sum(axis=1)).ravel()
     safe = np.where(d > 0, d, 1.0)
@@ -188,8 +200,7 @@ def beta_star(labeled_rate: float, n_classes: int, gamma: float | str = 1.0,
         raise ValueError(f"n_classes must be at least 2, got {n_classes}")
     g_target = np.log(_gamma_value(gamma, q))
     if field_values is None:
-        if not 0.0 <= labeled_rate <= 1.0:
-            raise ValueError(f"labeled_rate must lie in [0, 1], got {labeled_rate}")
+        check_interval("labeled_rate", labeled_rate, 0, 1)
         field_values, field_weights = [0.0, 1.0], [1.0 - labeled_rate, labeled_rate]
 
     def f(b):
@@ -204,14 +215,9 @@ def beta_star(labeled_rate: float, n_classes: int, gamma: float | str = 1.0,
 
 
 def _gamma_value(gamma, q: int) -> float:
-    if isinstance(gamma, str):
-        if gamma not in GAMMAS:
-            raise ValueError(f"gamma must be a number in (1/q, 1] or one of {GAMMAS}, got {gamma!r}")
-        return (1.0 + q) / (2.0 * q)
-    gamma = float(gamma)
-    if not (1.0 / q < gamma <= 1.0):
-        raise ValueError(f"gamma must lie in (1/q, 1] = ({1.0 / q:.4g}, 1], got {gamma}")
-    return gamma
+    """γ of Eq. 27 for q classes: a number in (1/q, 1], or "midpoint" = (1+q)/(2q) (NMF-A)."""
+    check("gamma", gamma, [Options(GAMMAS), Interval(Real, 1.0 / q, 1, closed="right")])
+    return (1.0 + q) / (2.0 * q) if isinstance(gamma, str) else float(gamma)
 
 
 def _softmax_rows(h: np.ndarray) -> np.ndarray:
@@ -246,8 +252,8 @@ def trivial_mode(W: sp.spmatrix, variant: str = "symmetric"):
     return right, left_sum, comp
 
 
-def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float = 1e-3,
-               max_iter: int = 10_000, criterion: str = "coupling", damping: float | str = "auto",
+def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float = TOL,
+               max_iter: int = MAX_ITER, criterion: str = "coupling", damping: float | str = "auto",
                deflate: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
     """Iterate the synchronous NMF update (Eq. 15–16, Alg. 3.1) from φ = 1/q.
 
@@ -313,7 +319,7 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
 
 
 def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str = 1.0,
-        beta: float | str = "auto", tol: float = 1e-3, max_iter: int = 10_000,
+        beta: float | str = "auto", tol: float = TOL, max_iter: int = MAX_ITER,
         criterion: str = "coupling", damping: float | str = "auto",
         deflate: bool | str = "auto", noise_threshold: float = 0.35) -> Prediction:
     """Label nodes with the naive mean-field Potts model, β from the Γ criterion.
@@ -361,26 +367,15 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     ----------
     Bergamim & Breve (2022), Sec. 3 (Eq. 15–17, Alg. 3.1) and Sec. 5.1 (Eq. 21–27).
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if deflate not in (True, False, "auto"):
-        raise ValueError(f"deflate must be True, False or 'auto', got {deflate!r}")
-    if damping != "auto" and not (isinstance(damping, (int, float)) and 0.0 <= damping < 1.0):
-        raise ValueError(f"damping must be 'auto' or lie in [0, 1), got {damping!r}")
-    if not (isinstance(noise_threshold, (int, float)) and 0.0 < noise_threshold < 1.0):
-        raise ValueError(f"noise_threshold must lie in (0, 1), got {noise_threshold!r}")
+    validate_params({"variant": variant, "beta": beta, "tol": tol, "max_iter": max_iter, "criterion": criterion,
+                     "damping": damping, "deflate": deflate, "noise_threshold": noise_threshold},
+                    PARAMETER_CONSTRAINTS)
     q = problem.n_classes
     if q < 2:
         raise ValueError(f"the Potts model needs at least 2 classes, got {q}")
     gamma_value = _gamma_value(gamma, q)  # validated even for a fixed β
 
-    start = time.perf_counter()
+    clock = Stopwatch()
     labeled = problem.labeled
     n = problem.n_nodes
     conf = np.ones(n) if problem.label_confidence is None else problem.label_confidence
@@ -389,14 +384,10 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     labeled_rate = float(labeled.sum()) / n
 
     if isinstance(beta, str):
-        if beta != "auto":
-            raise ValueError(f"beta must be 'auto' or a positive number, got {beta!r}")
         values, counts = np.unique(field, return_counts=True)
         beta_value = beta_star(labeled_rate, q, gamma_value, values, counts / n)
         tuned = beta_value
     else:
-        if isinstance(beta, bool) or not (np.isfinite(beta) and beta > 0):
-            raise ValueError(f"beta must be 'auto' or a positive number, got {beta!r}")
         beta_value, tuned = float(beta), None
 
     A = normalise(problem.W, variant)
@@ -429,7 +420,7 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         "converged": bool(converged),
         "delta": float(delta),
         "log_mode_probability": log_gamma,
-        "seconds": time.perf_counter() - start,
+        "seconds": clock.elapsed,
     }
     params = {"variant": variant, "gamma": gamma, "beta": beta_value, "tol": tol,
               "max_iter": int(max_iter), "criterion": criterion, "damping": damping, "deflate": deflate,

@@ -86,7 +86,6 @@ Open decisions (paper silent or ambiguous) and what this module chooses
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -96,6 +95,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ._graph import finish_labels, margin_scores, per_label, unreachable
+from ._timing import Stopwatch
+from ._validation import Integral, Interval, Options, Real, check, check_choice, validate_params
 from .problem import LabelProblem, Prediction
 
 LAPLACIANS = ("rw", "rw_unit", "sym", "unnormalized")
@@ -105,6 +106,22 @@ CALIBRATIONS = ("loo", "none")
 NOISE_RULES = ("fit", "loo")
 # "auto": dense LAPACK up to _AUTO_EXACT nodes, plain Lanczos above (decision 12).
 _AUTO_EXACT = 3000
+# The paper's settings (Sec. 6): d = 80 eigenvectors, c = 3200.
+D_PAPER = 80
+C_PAPER = 3200.0
+PARAMETER_CONSTRAINTS = {
+    "d": [Interval(Integral, 1, None)],
+    "c": [Interval(Real, 0, None, closed="neither")],
+    "laplacian": [Options(LAPLACIANS)],
+    "eigen_method": [Options(EIGEN_METHODS)],
+    "root": [Options(ROOTS)],
+    "calibration": [Options(CALIBRATIONS)],
+    "min_calibration": [Interval(Integral, 2, None)],
+    "noise": [Options(NOISE_RULES)],
+    "noise_threshold": [Interval(Real, 0, None)],
+    "check_spectrum": [Options((True, False))],
+    "random_state": [None, Interval(Integral)],
+}
 
 
 # --------------------------------------------------------------------------- graph
@@ -149,8 +166,7 @@ def sgt_graph(similarities, k: int | None = None, random_state: int = 0) -> sp.c
     counts = np.diff(S.indptr)
     if k is None:
         k = max(int(counts.max(initial=0)), 1)
-    if not 1 <= k < n:
-        raise ValueError(f"k must lie in 1..{n - 1}, got {k}")
+    check("k", k, [Interval(Integral, 1, n - 1)])
     empty = np.flatnonzero(counts == 0)
     if empty.size:
         rng = np.random.default_rng(random_state)
@@ -305,7 +321,7 @@ def _drop_trivial(K, mass, trivial, vals, vecs, d):
 
 def graph_spectrum(
     W,
-    d: int = 80,
+    d: int = D_PAPER,
     *,
     laplacian: str = "rw",
     eigen_method: str = "auto",
@@ -352,27 +368,23 @@ def graph_spectrum(
         raise ValueError("W must be non-negative")
     if abs(W - W.T).max() > 1e-9 * max(1.0, W.max()):
         raise ValueError("W must be symmetric")
-    if not isinstance(d, (int, np.integer)) or not 1 <= d <= n - 2:
-        raise ValueError(f"d must be an integer in 1..{n - 2} (n - 2), got {d!r}")
-    if laplacian not in LAPLACIANS:
-        raise ValueError(f"laplacian must be one of {LAPLACIANS}, got {laplacian!r}")
-    if eigen_method not in EIGEN_METHODS:
-        raise ValueError(f"eigen_method must be one of {EIGEN_METHODS}, got {eigen_method!r}")
+    check("d", d, [Interval(Integral, 1, n - 2)])
+    validate_params({"laplacian": laplacian, "eigen_method": eigen_method}, PARAMETER_CONSTRAINTS)
     method = eigen_method
     if method == "auto":
         method = "dense" if n <= _AUTO_EXACT else "lanczos"
     K, mass, trivial = _pencil(W, laplacian)
     m = d + 1
-    t0 = time.perf_counter()
-    if method == "dense":
-        vals, vecs, extra = _eig_dense(K, mass, m)
-    elif method == "lanczos":
-        vals, vecs, extra = _eig_lanczos(W, K, mass, laplacian, m, tol or 0.0, random_state)
-    elif method == "arpack":
-        vals, vecs, extra = _eig_arpack(K, mass, m, tol or 0.0, random_state)
-    else:
-        vals, vecs, extra = _eig_lobpcg(K, mass, trivial, d, tol, maxiter, random_state)
-    eig_seconds = time.perf_counter() - t0
+    clock = Stopwatch()
+    with clock("eigen_seconds"):
+        if method == "dense":
+            vals, vecs, extra = _eig_dense(K, mass, m)
+        elif method == "lanczos":
+            vals, vecs, extra = _eig_lanczos(W, K, mass, laplacian, m, tol or 0.0, random_state)
+        elif method == "arpack":
+            vals, vecs, extra = _eig_arpack(K, mass, m, tol or 0.0, random_state)
+        else:
+            vals, vecs, extra = _eig_lobpcg(K, mass, trivial, d, tol, maxiter, random_state)
     if method == "lobpcg":  # already M-orthogonal to the trivial vector (constraint Y)
         theta, V = vals, vecs
     else:
@@ -380,7 +392,7 @@ def graph_spectrum(
     if laplacian == "rw_unit":
         V = V / np.linalg.norm(V, axis=0)
     V = V * np.where(V[np.argmax(np.abs(V), axis=0), np.arange(d)] < 0, -1.0, 1.0)  # sign convention
-    info = {"eigen_seconds": eig_seconds, "n": n, "nnz": W.nnz, **extra}
+    info = {**clock.seconds, "n": n, "nnz": W.nnz, **extra}
     return GraphSpectrum(np.ascontiguousarray(V), theta, laplacian, graph_fingerprint(W), method, info)
 
 
@@ -411,8 +423,7 @@ def sphere_minimizer(G, b, n: float, root: str = "secular"):
     ----------
     Joachims (2003), eq. 21; Gander, Golub & von Matt (1989).
     """
-    if root not in ROOTS:
-        raise ValueError(f"root must be one of {ROOTS}, got {root!r}")
+    check_choice("root", root, ROOTS)
     G = np.asarray(G, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     single = G.ndim == 2
@@ -564,8 +575,8 @@ def spectral(
     problem: LabelProblem,
     *,
     spectrum: GraphSpectrum | None = None,
-    d: int = 80,
-    c: float = 3200.0,
+    d: int = D_PAPER,
+    c: float = C_PAPER,
     laplacian: str = "rw",
     eigen_method: str = "auto",
     root: str = "secular",
@@ -618,30 +629,24 @@ def spectral(
     ----------
     Joachims (2003), Sec. 4 eqs. 17-21 and Sec. 5.
     """
-    if root not in ROOTS:
-        raise ValueError(f"root must be one of {ROOTS}, got {root!r}")
-    if calibration not in CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
-    if noise not in NOISE_RULES:
-        raise ValueError(f"noise must be one of {NOISE_RULES}, got {noise!r}")
-    if not (np.isfinite(c) and c > 0):
-        raise ValueError(f"c must be a positive number, got {c!r}")
-    if not isinstance(min_calibration, (int, np.integer)) or min_calibration < 2:
-        raise ValueError(f"min_calibration must be an integer >= 2, got {min_calibration!r}")
+    validate_params({"d": d, "c": c, "laplacian": laplacian, "eigen_method": eigen_method, "root": root,
+                     "calibration": calibration, "min_calibration": min_calibration, "noise": noise,
+                     "noise_threshold": noise_threshold, "check_spectrum": check_spectrum,
+                     "random_state": random_state}, PARAMETER_CONSTRAINTS)
     n = problem.n_nodes
-    t0 = time.perf_counter()
-    if spectrum is None:
-        # a graph smaller than d + 2 nodes (a small connected component solved on its own)
-        # has only n - 2 usable non-trivial eigenvectors: use them all
-        spectrum = graph_spectrum(
-            problem.W, min(d, max(n - 2, 1)), laplacian=laplacian, eigen_method=eigen_method,
-            random_state=random_state,
-        )
-    elif not isinstance(spectrum, GraphSpectrum):
-        raise TypeError(f"spectrum must be a GraphSpectrum, got {type(spectrum).__name__}")
-    elif spectrum.n_nodes != n or (check_spectrum and spectrum.fingerprint != graph_fingerprint(problem.W)):
-        raise ValueError("spectrum was computed from another graph than problem.W")
-    t_spec = time.perf_counter() - t0
+    clock = Stopwatch()
+    with clock("spectrum_seconds"):
+        if spectrum is None:
+            # a graph smaller than d + 2 nodes (a small connected component solved on its own)
+            # has only n - 2 usable non-trivial eigenvectors: use them all
+            spectrum = graph_spectrum(
+                problem.W, min(d, max(n - 2, 1)), laplacian=laplacian, eigen_method=eigen_method,
+                random_state=random_state,
+            )
+        elif not isinstance(spectrum, GraphSpectrum):
+            raise TypeError(f"spectrum must be a GraphSpectrum, got {type(spectrum).__name__}")
+        elif spectrum.n_nodes != n or (check_spectrum and spectrum.fingerprint != graph_fingerprint(problem.W)):
+            raise ValueError("spectrum was computed from another graph than problem.W")
     V = spectrum.vectors
     d = spectrum.d
     D = np.arange(1, d + 1, dtype=np.float64) ** 2
@@ -651,10 +656,9 @@ def spectral(
     conf_l = np.ones(len(lab)) if problem.label_confidence is None else problem.label_confidence[lab]
     V_l = V[lab]
 
-    t1 = time.perf_counter()
-    Wt, theta, span, objective, valid = _solve_labels(V_l, y_l, conf_l, C, c, D, n, root)
-    scores = _margins(V, Wt, theta, span, valid)
-    t_solve = time.perf_counter() - t1
+    with clock("solve_seconds"):
+        Wt, theta, span, objective, valid = _solve_labels(V_l, y_l, conf_l, C, c, D, n, root)
+        scores = _margins(V, Wt, theta, span, valid)
 
     gap = _top_gap(scores)
     platt = None
@@ -690,8 +694,7 @@ def spectral(
         "objective": objective,
         "thresholds": theta,
         "platt": platt,
-        "spectrum_seconds": t_spec,
-        "solve_seconds": t_solve,
+        **clock.seconds,
         "fingerprint": spectrum.fingerprint,
     }
     return Prediction(labels, confidence, noisy, scores, "spectral", params, info, noise_score)
@@ -701,7 +704,7 @@ def select_k(
     spectra: Mapping[int, GraphSpectrum],
     label_sets: Sequence[np.ndarray],
     *,
-    c: float = 3200.0,
+    c: float = C_PAPER,
     root: str = "secular",
 ) -> tuple[int, dict[int, float]]:
     """Choose k without labels beyond the given ones: least average normalised objective.
