@@ -92,13 +92,13 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     needs a Jacobian eigenvalue below −1, which λ maps to (1−λ)μ + λ > −1 once λ is
     large enough. ``damping=0`` is the paper's update throughout.
     ``bench/nmf.py`` measures what this buys and costs.
-29. (ours) Collapse into one class on hard graphs. Linearised at the uniform state
-    φ = 1/q, the update multiplies a perturbation along an eigenvector of the couplings
-    with eigenvalue μ by β μ / q; the largest, μ = 1, is each connected component's
-    trivial (whole-graph) mode, D^½1 for ``"symmetric"``. So for β > q the uniform state
-    is unstable along that mode (the mean-field Potts model's ferromagnetic transition)
-    and the whole component can order into one class, whatever the labels say; Eq. 26-27
-    put β* above q whenever few labels are given (β* = 3.29 for q = 2 with 3 of vote's 435
+29. (ours) Collapse into one class on hard graphs. Linearised at the uniform state φ =
+    1/q, the update multiplies a perturbation along an eigenvector of the couplings with
+    eigenvalue μ by β μ / q; the largest, μ = 1, is each connected component's trivial
+    (whole-graph) mode, D^½1 for ``"symmetric"``. So for β > q the uniform state is
+    unstable along that mode (the mean-field Potts model's ferromagnetic transition) and
+    the whole component can order into one class, whatever the labels say; Eq. 26-27 put
+    β* above q whenever few labels are given (β* = 3.29 for q = 2 with 3 of vote's 435
     nodes labeled, 33-35 for q = 10 with 1% of 2,000). Measured on vote (Weka's file,
     z-scored, 10-NN, 3 random labels, seed 2 of ``bench/hard_data.py``'s draw): β* puts
     every unlabeled node in one class (accuracy 0.384); fixed β = 1.5 or 1.9 (< q) does
@@ -109,11 +109,15 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     deflated run at β* scores 0.910. ``deflate="auto"`` (default) runs the paper's model
     first and reruns deflated only when one class has taken the graph: its predicted
     share exceeds its share of the given labels by more than ``COLLAPSE_SHARE`` = 0.25
-    (a collapse moves it towards 1). Runs that did not collapse are unchanged. What it does not fix: the next mode, μ₂ close to 1 on a kNN graph, can
-    order the same way; on 2,000-node versions of ``bench/hard_data.py``'s overlapping
-    classes at 1% labeled (β* ≈ 34, q = 10) the deflated run still sits at chance (0.10),
-    where at 20,000 nodes it scores 0.87; and on ionosphere at 1% (seed 1) the rerun
-    lowered accuracy from 0.670 to 0.598.
+    (a collapse moves it towards 1). Runs that did not collapse are unchanged. What it
+    does not fix: the next mode, μ₂ close to 1 on a kNN graph, can order the same way;
+    on 2,000-node versions of ``bench/hard_data.py``'s overlapping classes at 1% labeled
+    (β* ≈ 34, q = 10) the deflated run still sits at chance (0.10), where at 20,000
+    nodes it scores 0.87 (a fixed β = 0.9 q still ordered into one class there, 0.5 q
+    did not: 0.39); and on ionosphere at 1% (seed 1) the rerun lowered accuracy from
+    0.670 to 0.598. A labeling that is still degenerate after the rerun (one class takes
+    at least 95% of the unlabeled nodes while holding less of the given labels) raises a
+    ``DegenerateLabelingWarning`` and is kept in ``info["degenerate"]``.
 
 References
 ----------
@@ -127,7 +131,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from ._graph import finish_labels, margin_scores, one_hot, per_label, unreachable
+from ._graph import (finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable,
+                     warn_degenerate)
 from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, check, check_choice, check_interval, validate_params
 from .problem import LabelProblem, Prediction
@@ -430,9 +435,18 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     reach = ~no_label
     log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
     converged = delta <= tol if criterion == "coupling" else delta < tol
+    degenerate = one_class_takes_all(labels, problem.y, q)
+    if degenerate:
+        tried = "; deflating the whole-graph mode did not stop it" if mode is not None else ""
+        warn_degenerate("nmf", degenerate, (
+            f"β = {beta_value:.3g} is above q = {q}, where the uniform state is unstable and the model can order into "
+            f"one class whatever the labels say{tried} (solvers/nmf.py, item 29). Try a fixed beta well below q, "
+            "or another solver." if beta_value > q
+            else "The mean field ordered into one class (solvers/nmf.py, item 29)."))
     info = {
         "collapsed": collapsed,
         "deflated": mode is not None,
+        "degenerate": degenerate,
         "beta": beta_value,
         "beta_star": tuned,
         "gamma": gamma_value if tuned is not None else None,

@@ -97,3 +97,73 @@ def test_stopwatch_keeps_the_time_of_a_step_that_raised():
         with clock("failing"):
             raise RuntimeError("boom")
     assert "failing" in clock.seconds
+
+
+# --------------------------------------------------------------------------- degenerate labelings
+
+def test_one_class_takes_all_needs_a_share_the_labels_do_not_explain():
+    from solvers._graph import DEGENERATE_MIN_NODES, one_class_takes_all
+
+    y = np.full(100, -1)
+    y[:4] = [0, 0, 1, 1]
+    labels = np.zeros(100, dtype=int)
+    labels[:4] = [0, 0, 1, 1]
+    found = one_class_takes_all(labels, y, 2)
+    assert found == {"class": 0, "share": 1.0, "given_share": 0.5}
+    labels[4:9] = 1  # 5 of 96: 94.8% left for class 0
+    assert one_class_takes_all(labels, y, 2) is None
+    y_all_zero = np.where(y >= 0, 0, -1)  # the labels themselves are one class: no surprise
+    assert one_class_takes_all(np.zeros(100, dtype=int), y_all_zero, 2) is None
+    few = np.full(DEGENERATE_MIN_NODES + 1, -1)
+    few[:2] = [0, 1]
+    assert one_class_takes_all(np.zeros(len(few), dtype=int), few, 2) is None  # 19 unlabeled: too few
+    no_label = labels.copy()
+    no_label[4:] = -1  # nodes no label reaches do not count
+    assert one_class_takes_all(no_label, y, 2) is None
+
+
+def _hard_data_draw(name, fraction, seed):
+    """bench/hard_data.py's problem: z-scored Weka / scikit-learn data, 10-NN, random labels."""
+    from labelling.datasets import load, standardise
+    from similarity import knn_graph
+
+    X, y, _ = load(name)
+    X = standardise(X)
+    rng = np.random.default_rng(seed)
+    given = rng.random(len(y)) < fraction
+    for c in np.unique(y):
+        if not given[y == c].any():
+            given[rng.choice(np.flatnonzero(y == c))] = True
+    return LabelProblem(knn_graph(X, 10), np.where(given, y, -1), X=X), y
+
+
+@pytest.mark.parametrize("method, params, name, fraction, seed, cause", [
+    ("mincut", {"n_cuts": 0}, "wdbc", 0.01, 0, "§3.1"),
+    ("spectral", {}, "ionosphere", 0.01, 0, "given labels' counts"),
+    ("lcsnc", {}, "diabetes", 0.1, 2, "cut does not separate"),
+])
+def test_a_degenerate_labeling_says_so(method, params, name, fraction, seed, cause):
+    from solvers.problem import DegenerateLabelingWarning
+
+    problem, y = _hard_data_draw(name, fraction, seed)
+    with pytest.warns(DegenerateLabelingWarning, match=cause):
+        p = solve(problem, method, **params)
+    hidden = ~problem.labeled
+    found = p.info["degenerate"]
+    assert np.mean(p.labels[hidden] == found["class"]) >= 0.95 > found["given_share"]
+    majority = np.bincount(y[hidden]).max() / hidden.sum()
+    assert np.mean(p.labels[hidden] == y[hidden]) <= majority + 0.01  # no better than chance
+
+
+def test_mincut_with_scaled_unlabeled_edges_is_not_degenerate_there():
+    import warnings
+
+    from solvers.problem import DegenerateLabelingWarning
+
+    problem, y = _hard_data_draw("wdbc", 0.01, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateLabelingWarning)
+        p = solve(problem, "mincut", alpha=0.1, n_cuts=0)
+    hidden = ~problem.labeled
+    assert p.info["degenerate"] is None
+    assert np.mean(p.labels[hidden] == y[hidden]) > np.bincount(y[hidden]).max() / hidden.sum() + 0.1
