@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+
+from .problem import DegenerateLabelingWarning
+
+# A labeling is degenerate when one class takes at least this share of the unlabeled nodes a
+# label reaches while holding less than this share of the given labels.
+DEGENERATE_SHARE = 0.95
+# ... among at least this many such nodes: with fewer, one node of another class already puts
+# a share below 95%, so the test would mean "all of them" (a handful of nodes says nothing).
+DEGENERATE_MIN_NODES = round(1 / (1 - DEGENERATE_SHARE))
 
 
 def unreachable(W: sp.spmatrix, labeled: np.ndarray) -> np.ndarray:
@@ -57,3 +68,27 @@ def per_label(n: int, labeled: np.ndarray, values: np.ndarray) -> np.ndarray:
     out = np.full(n, np.nan)
     out[labeled] = values
     return out
+
+
+def one_class_takes_all(labels: np.ndarray, y: np.ndarray, n_classes: int) -> dict | None:
+    """The class that takes at least ``DEGENERATE_SHARE`` of the labeled-reachable unlabeled
+    nodes (of at least ``DEGENERATE_MIN_NODES``) though it holds less than that share of the
+    given labels, with both shares; None when the labeling is not degenerate."""
+    unlabeled = (y < 0) & (labels >= 0)
+    given = y >= 0
+    if unlabeled.sum() < DEGENERATE_MIN_NODES or not given.any():
+        return None
+    share = np.bincount(labels[unlabeled], minlength=n_classes) / unlabeled.sum()
+    given_share = np.bincount(y[given], minlength=n_classes) / given.sum()
+    c = int(np.argmax(share))
+    if share[c] < DEGENERATE_SHARE or given_share[c] >= DEGENERATE_SHARE:
+        return None
+    return {"class": c, "share": float(share[c]), "given_share": float(given_share[c])}
+
+
+def warn_degenerate(method: str, found: dict, reason: str) -> None:
+    """One ``DegenerateLabelingWarning`` for a labeling ``one_class_takes_all`` found."""
+    warnings.warn(
+        f"{method}: class {found['class']} takes {found['share']:.1%} of the unlabeled nodes with "
+        f"{found['given_share']:.1%} of the given labels, a labeling no better than guessing that class. "
+        + reason, DegenerateLabelingWarning, stacklevel=3)

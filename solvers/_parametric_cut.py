@@ -28,6 +28,8 @@ import ctypes
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import check_choice
+
 BACKENDS = ("auto", "pseudoflow", "maxflow")
 
 
@@ -41,8 +43,7 @@ def _have_pseudoflow() -> bool:
 
 def resolve_backend(backend: str) -> str:
     """The backend actually used: ``"auto"`` is pseudoflow when it loads, else PyMaxflow."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_choice("backend", backend, BACKENDS)
     if backend == "auto":
         return "pseudoflow" if _have_pseudoflow() else "maxflow"
     return backend

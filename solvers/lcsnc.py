@@ -92,11 +92,22 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
     parametric pseudoflow by 1.4x at 569 nodes, 10x at 10k and 81x at 100k (648 s against
     8 s): libhpf computes every breakpoint of the lambda range (1,635 at 100k) when only
     the grid's 4-8 values are needed. ``"pseudoflow"`` gives the same cuts (tested).
+18. Degenerate labelings: the cut can put nearly every node on one side, most often
+    because no (λ, c) of the grid separates the classes on the graph and the CV
+    accuracy of predicting the larger class is the best it finds. On
+    ``bench/hard_data.py``'s diabetes (z-scored, 10-NN, 10% labeled, seeds 0-2) the tuned
+    cut put 95-100% of the nodes in the negative class (accuracy 0.645-0.647, chance
+    0.650) at CV accuracies 0.673, 0.649, 0.701 against the labels' majority shares 0.657,
+    0.634, 0.701; tuned for balanced accuracy the best CV scores were 0.53-0.56 and the
+    accuracies the same. The labels stay (the method's answer); when one class takes at
+    least 95% of the unlabeled nodes while holding less of the given labels, a
+    ``DegenerateLabelingWarning`` says so with the CV score, and ``info["degenerate"]``
+    holds the shares.
 """
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass, replace
 from itertools import product
 
 import numpy as np
@@ -104,8 +115,10 @@ import scipy.sparse as sp
 from sklearn.model_selection import StratifiedKFold
 from sklearn.neighbors import NearestNeighbors
 
-from ._graph import margin_scores, per_label, unreachable
+from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
 from ._parametric_cut import BACKENDS, entry_parameters, parametric_min_cut, resolve_backend
+from ._timing import Stopwatch
+from ._validation import Integral, Interval, Options, validate_params
 from .problem import LabelProblem, Prediction
 
 LAMBDA_GRID = tuple(4.0 ** np.arange(-4, 0))  # Table 2
@@ -123,6 +136,21 @@ MULTICLASS = ("path", "cut")
 # The λ range of the path rule: at λ = 1 an unlabeled node's source arc (λ d_i) outweighs
 # all its edges, so every unlabeled node has entered some class by then.
 PATH_RANGE = (1e-6, 1.0)
+PARAMETER_CONSTRAINTS = {
+    "variant": [Options(VARIANTS)],
+    "confidence": [Options(CONFIDENCES)],
+    "class_balance": [Options((True, False))],
+    "graph": [Options(GRAPHS)],
+    "cv": [Interval(Integral, 2, None)],
+    "scoring": [Options(SCORINGS)],
+    "n_iter": [None, Interval(Integral, 1, None)],
+    "cv_graph": [Options(CV_GRAPHS)],
+    "feature_weights": [Options(FEATURE_WEIGHTS)],
+    "n_trees": [Interval(Integral, 1, None)],
+    "backend": [Options(BACKENDS)],
+    "multiclass": [Options(MULTICLASS)],
+    "random_state": [None, Interval(Integral)],
+}
 
 
 def lcsnc(
@@ -218,14 +246,23 @@ def lcsnc(
     D. S. Hochbaum, Y. T. Yang, "A comparative study of the leading machine learning
     techniques and two new optimization algorithms", EJOR 272(3), 2019.
     """
-    opts = _validate(problem, locals())
-    started = time.perf_counter()
+    validate_params(
+        {"variant": variant, "confidence": confidence, "class_balance": class_balance, "graph": graph, "cv": cv,
+         "scoring": scoring, "n_iter": n_iter, "cv_graph": cv_graph, "feature_weights": feature_weights,
+         "n_trees": n_trees, "backend": backend, "multiclass": multiclass, "random_state": random_state},
+        PARAMETER_CONSTRAINTS)
+    opts = _Settings(
+        variant=variant, confidence=confidence, class_balance=class_balance, graph=graph, cv=cv, scoring=scoring,
+        n_iter=n_iter, cv_graph=cv_graph, feature_weights=feature_weights, n_trees=n_trees,
+        backend=resolve_backend(backend), multiclass=multiclass, random_state=random_state,
+        **_grids(problem, variant=variant, confidence=confidence, class_balance=class_balance, graph=graph,
+                 multiclass=multiclass, cv=cv, fixed={"lam": lam, "c": c, "k": k, "eps": eps},
+                 grids={"lam": lam_grid, "c": c_grid, "k": k_grid, "eps": eps_grid}))
+    clock = Stopwatch()
     if variant == "lc" and confidence == "ensemble":
-        shared: dict = {}
-        members = {
-            name: _fit_one(problem, {**opts, "confidence": name, "shared": shared})
-            for name in ENSEMBLE_MEMBERS
-        }
+        shared: dict = {}  # the members see the same folds: forest and neighbours computed once
+        members = {name: _fit_one(problem, replace(opts, confidence=name, shared=shared))
+                   for name in ENSEMBLE_MEMBERS}
         labels, noisy, scores, info = _vote(problem, members)
     else:
         labels, noisy, scores, info = _fit_one(problem, opts)
@@ -235,96 +272,125 @@ def lcsnc(
     noise_score = None
     if variant == "lc":  # decision 17: SNC's seeds are hard, nothing to doubt
         noise_score = per_label(problem.n_nodes, problem.labeled, margin_scores(scores[given], problem.y[given]))
-    info["seconds"] = time.perf_counter() - started
-    params = {key: opts[key] for key in (
+    info["degenerate"] = one_class_takes_all(labels, problem.y, problem.n_classes)
+    if info["degenerate"]:
+        warn_degenerate("lcsnc", info["degenerate"], _degenerate_reason(problem, opts, info))
+    info["seconds"] = clock.elapsed
+    params = {key: getattr(opts, key) for key in (
         "variant", "confidence", "class_balance", "graph", "cv", "scoring", "n_iter",
         "cv_graph", "feature_weights", "n_trees", "backend", "multiclass", "random_state")}
     params.update(info.get("chosen", {}))
     return Prediction(labels, np.clip(conf, 0.0, 1.0), noisy, scores, "lcsnc", params, info, noise_score)
 
 
+def _degenerate_reason(problem: LabelProblem, opts: "_Settings", info: dict) -> str:
+    """Why an LC-SNC labeling can put nearly every node in one class (decision 18)."""
+    given = problem.y[problem.labeled]
+    majority = np.bincount(given).max() / len(given)
+    score = info.get("cv_score", float("nan"))
+    if np.isnan(score):
+        found = "the fixed λ and c"
+    else:
+        found = (f"the best setting cross-validation found (CV {opts.scoring} {score:.3f}; the given labels' "
+                 f"largest class holds {majority:.3f} of them)")
+    return (f"The cut at {found} puts nearly every node on one side: on this graph the cut does not separate "
+            "the classes, and tuning for accuracy rewards predicting the larger one. Try scoring="
+            "'balanced_accuracy', class_balance=True, another graph, or another solver.")
+
+
 # --------------------------------------------------------------------------- validation
 
-def _validate(problem: LabelProblem, given: dict) -> dict:
-    opts = {key: given[key] for key in given if key != "problem"}
-    for key, allowed in (("variant", VARIANTS), ("confidence", CONFIDENCES), ("scoring", SCORINGS),
-                         ("graph", GRAPHS), ("cv_graph", CV_GRAPHS),
-                         ("feature_weights", FEATURE_WEIGHTS), ("backend", BACKENDS), ("multiclass", MULTICLASS)):
-        if opts[key] not in allowed:
-            raise ValueError(f"{key} must be one of {allowed}, got {opts[key]!r}")
-    opts["backend"] = resolve_backend(opts["backend"])
-    needs_x = opts["graph"] == "knn" or (
-        opts["variant"] == "lc" and opts["confidence"] in ("local_mean", "ensemble"))
+@dataclass(frozen=True, eq=False)
+class _Settings:
+    """One ``lcsnc`` call's validated options and what follows from them."""
+
+    variant: str
+    confidence: str
+    class_balance: bool
+    graph: str
+    cv: int
+    scoring: str
+    n_iter: int | None
+    cv_graph: str
+    feature_weights: str
+    n_trees: int
+    backend: str
+    multiclass: str
+    random_state: int
+    grids: dict  # "lam", "c", "k", "eps" -> the values tried (one when fixed)
+    lam_path: list  # the λ values the sweep scores are read along (decision 14)
+    uses_k_eps: bool  # k and eps shape the graph or the confidences
+    path: bool  # the multi-class path rule is used (decision 13)
+    shared: dict | None = None  # the ensemble members' cache of forests and neighbours
+
+
+def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, multiclass, cv, fixed: dict,
+           grids: dict) -> dict:
+    """The grids (a fixed value is a grid of one), checked against the problem, and the
+    fields of ``_Settings`` that follow from them."""
+    needs_x = graph == "knn" or (variant == "lc" and confidence in ("local_mean", "ensemble"))
     if needs_x and problem.X is None:
         raise ValueError(
             "graph='knn' and the 'local_mean' (so also 'ensemble') confidence need node features:"
             " problem.X is None (use graph='given' with confidence 'constant' or 'knn')")
-    if not isinstance(opts["cv"], (int, np.integer)) or opts["cv"] < 2:
-        raise ValueError(f"cv must be an integer >= 2, got {opts['cv']!r}")
-    if opts["n_iter"] is not None and (not isinstance(opts["n_iter"], (int, np.integer)) or opts["n_iter"] < 1):
-        raise ValueError(f"n_iter must be None or a positive integer, got {opts['n_iter']!r}")
-    if not isinstance(opts["n_trees"], (int, np.integer)) or opts["n_trees"] < 1:
-        raise ValueError(f"n_trees must be a positive integer, got {opts['n_trees']!r}")
-    grids = {}
-    for name, fixed, grid, check in (
-        ("lam", opts["lam"], opts["lam_grid"], lambda v: v > 0),
-        ("c", opts["c"], opts["c_grid"], lambda v: v > 0),
-        ("k", opts["k"], opts["k_grid"], lambda v: v >= 1 and float(v).is_integer()),
-        ("eps", opts["eps"], opts["eps_grid"], lambda v: v > 0),
+    checked = {}
+    for name, check in (
+        ("lam", lambda v: v > 0),
+        ("c", lambda v: v > 0),
+        ("k", lambda v: v >= 1 and float(v).is_integer()),
+        ("eps", lambda v: v > 0),
     ):
-        values = [fixed] if fixed is not None else list(np.atleast_1d(grid))
+        values = [fixed[name]] if fixed[name] is not None else list(np.atleast_1d(grids[name]))
         if not values:
             raise ValueError(f"{name}_grid must not be empty")
         for v in values:
-            if name == "lam" and opts["class_balance"]:
+            if name == "lam" and class_balance:
                 ok = v != 0 and np.isfinite(v)
             else:
                 ok = np.isfinite(v) and check(v)
             if not ok:
                 raise ValueError(f"invalid {name} value {v!r}"
                                  + (" (a negative lam needs class_balance=True)" if name == "lam" else ""))
-        grids[name] = [int(v) for v in values] if name == "k" else [float(v) for v in values]
+        checked[name] = [int(v) for v in values] if name == "k" else [float(v) for v in values]
     n_lab = int(problem.labeled.sum())
     counts = np.bincount(problem.y[problem.labeled], minlength=problem.n_classes)
     # k and eps matter only where features are used (the graph confidence has neither)
-    opts["uses_k_eps"] = opts["graph"] == "knn" or (
-        opts["variant"] == "lc" and opts["confidence"] in ("local_mean", "ensemble")) or (
-        opts["variant"] == "lc" and opts["confidence"] == "knn" and problem.X is not None)
-    opts["path"] = (opts["multiclass"] == "path" and problem.n_classes > 2 and not opts["class_balance"])
-    if opts["uses_k_eps"] and max(grids["k"]) >= problem.n_nodes:
+    uses_k_eps = graph == "knn" or (variant == "lc" and confidence in ("local_mean", "ensemble")) or (
+        variant == "lc" and confidence == "knn" and problem.X is not None)
+    path = multiclass == "path" and problem.n_classes > 2 and not class_balance
+    if uses_k_eps and max(checked["k"]) >= problem.n_nodes:
         raise ValueError(f"k must be smaller than the number of nodes ({problem.n_nodes})")
-    needs_cv = ((len(grids["lam"]) > 1 and not opts["path"]) or (opts["class_balance"] and opts["lam"] is None)
-                or (opts["variant"] == "lc" and len(grids["c"]) > 1)
-                or (opts["uses_k_eps"] and len(grids["k"]) * len(grids["eps"]) > 1))
-    if needs_cv and counts[counts > 0].min() < opts["cv"]:
+    needs_cv = ((len(checked["lam"]) > 1 and not path) or (class_balance and fixed["lam"] is None)
+                or (variant == "lc" and len(checked["c"]) > 1)
+                or (uses_k_eps and len(checked["k"]) * len(checked["eps"]) > 1))
+    if needs_cv and counts[counts > 0].min() < cv:
         raise ValueError(
-            f"every labeled class needs at least cv={opts['cv']} labels for the tuning"
+            f"every labeled class needs at least cv={cv} labels for the tuning"
             f" (smallest has {counts[counts > 0].min()}); fix lam, c, k, eps or lower cv")
-    if needs_cv and n_lab < 2 * opts["cv"]:
-        raise ValueError(f"too few labeled nodes ({n_lab}) for cv={opts['cv']}")
+    if needs_cv and n_lab < 2 * cv:
+        raise ValueError(f"too few labeled nodes ({n_lab}) for cv={cv}")
     # The signed sweep covers both signs; an unprimed model only uses lam > 0.
-    lams = sorted(set(abs(v) for v in grids["lam"]))
-    if opts["class_balance"] and opts["lam"] is None:
-        grids["lam"] = [-v for v in reversed(lams)] + lams
+    lams = sorted(set(abs(v) for v in checked["lam"]))
+    if class_balance and fixed["lam"] is None:
+        checked["lam"] = [-v for v in reversed(lams)] + lams
     # The lambda values the scores are measured along (decision 14), tuned or not.
-    path = sorted(set(abs(float(v)) for v in np.atleast_1d(opts["lam_grid"])))
-    opts["lam_path"] = ([-v for v in reversed(path)] if opts["class_balance"] else []) + path
-    opts["grids"] = grids
-    return opts
+    along = sorted(set(abs(float(v)) for v in np.atleast_1d(grids["lam"])))
+    lam_path = ([-v for v in reversed(along)] if class_balance else []) + along
+    return {"grids": checked, "lam_path": lam_path, "uses_k_eps": uses_k_eps, "path": path}
 
 
 # --------------------------------------------------------------------------- features
 
-def _features(X: np.ndarray, y: np.ndarray, opts: dict) -> np.ndarray:
+def _features(X: np.ndarray, y: np.ndarray, *, feature_weights: str, n_trees: int, random_state) -> np.ndarray:
     """z-scored features scaled by sqrt(feature importance): Euclidean on them is the
     paper's weighted distance over sqrt(m) (decision 2)."""
     std = X.std(axis=0)
     Z = (X - X.mean(axis=0)) / np.where(std > 0, std, 1.0)
-    if opts["feature_weights"] == "forest":
+    if feature_weights == "forest":
         from sklearn.ensemble import RandomForestClassifier
 
         lab = y >= 0
-        forest = RandomForestClassifier(n_estimators=opts["n_trees"], random_state=opts["random_state"])
+        forest = RandomForestClassifier(n_estimators=n_trees, random_state=random_state)
         importance = forest.fit(Z[lab], y[lab]).feature_importances_
         if importance.sum() > 0:  # all-leaf forests (no split found) carry no weighting
             Z = Z * np.sqrt(importance / importance.sum())
@@ -458,7 +524,7 @@ def _path_labels(W, y_fit, n_classes, opts, conf_by_class, c):
     """Labels and scores of the path rule: the class entered at the smallest λ; score =
     the share of the log-λ range on the class's side (decision 14 on the exact path)."""
     d = np.asarray(W.sum(axis=1)).ravel()
-    entry = np.column_stack([_entry(W, d, y_fit, cls, conf_by_class.get(cls), c, opts["variant"])
+    entry = np.column_stack([_entry(W, d, y_fit, cls, conf_by_class.get(cls), c, opts.variant)
                              for cls in range(n_classes)])  # a loop over classes
     lo, hi = PATH_RANGE
     with np.errstate(divide="ignore"):  # a class never entered: log(hi / inf) = -inf, score 0
@@ -473,7 +539,7 @@ def _class_sweeps(W, y_fit, n_classes, opts, conf_by_class, c, lams):
     positives = [1] if n_classes == 2 else list(range(n_classes))
     out = []
     for cls in positives:  # a loop over classes
-        member, _ = _sweep(W, d, y_fit, cls, conf_by_class.get(cls), c, lams, opts["variant"], opts["backend"])
+        member, _ = _sweep(W, d, y_fit, cls, conf_by_class.get(cls), c, lams, opts.variant, opts.backend)
         out.append((cls, member))
     return out
 
@@ -509,20 +575,21 @@ def _setting(problem, y_fit, nodes, opts):
     """Graph, features and the (k, eps) loop pieces for one fit on the node subset ``nodes``.
 
     The three members of an ensemble see the same folds, so they share these through the
-    per-call ``opts["shared"]`` dict (the forest and the neighbour search are the cost).
+    per-call ``opts.shared`` cache (the forest and the neighbour search are the cost).
     """
-    feature_conf = opts["variant"] == "lc" and opts["confidence"] in ("local_mean", "knn")
-    need_z = problem.X is not None and (opts["graph"] == "knn" or feature_conf)
+    feature_conf = opts.variant == "lc" and opts.confidence in ("local_mean", "knn")
+    need_z = problem.X is not None and (opts.graph == "knn" or feature_conf)
     key = (nodes.tobytes(), y_fit.tobytes(), need_z)
-    shared = opts.get("shared")
+    shared = opts.shared
     if shared is not None and key in shared:
         return shared[key]
-    Z = _features(problem.X[nodes], y_fit, opts) if need_z else None
-    if opts["graph"] == "knn":
+    Z = _features(problem.X[nodes], y_fit, feature_weights=opts.feature_weights, n_trees=opts.n_trees,
+                  random_state=opts.random_state) if need_z else None
+    if opts.graph == "knn":
         W = None
     else:
         W = problem.W if len(nodes) == problem.n_nodes else problem.W[nodes][:, nodes]
-    nbrs = _neighbours(Z, max(opts["grids"]["k"])) if opts["graph"] == "knn" else None
+    nbrs = _neighbours(Z, max(opts.grids["k"])) if opts.graph == "knn" else None
     if shared is not None:
         shared[key] = (W, Z, nbrs)
     return W, Z, nbrs
@@ -533,36 +600,36 @@ def _graph_for(W, nbrs, k, eps):
 
 
 def _conf_for(problem_classes, y_fit, Z, W, k, eps, opts):
-    if opts["variant"] == "snc":
+    if opts.variant == "snc":
         return {}
     positives = [1] if problem_classes == 2 else range(problem_classes)
     lab = y_fit >= 0
-    return {cls: _confidence(opts["confidence"], y_fit == cls, lab, Z, W, k, eps) for cls in positives}
+    return {cls: _confidence(opts.confidence, y_fit == cls, lab, Z, W, k, eps) for cls in positives}
 
 
 def _combos(opts):
-    grids = opts["grids"]
-    uses_k_eps = opts["uses_k_eps"] and (opts["graph"] == "knn" or opts["confidence"] != "ensemble")
+    grids = opts.grids
+    uses_k_eps = opts.uses_k_eps and (opts.graph == "knn" or opts.confidence != "ensemble")
     ks = grids["k"] if uses_k_eps else grids["k"][:1]
     epss = grids["eps"] if uses_k_eps else grids["eps"][:1]
-    cs = grids["c"] if opts["variant"] == "lc" else [None]
+    cs = grids["c"] if opts.variant == "lc" else [None]
     combos = list(product(ks, epss, cs))
-    if opts["n_iter"] is not None and opts["n_iter"] < len(combos):
-        rng = np.random.default_rng(opts["random_state"])
-        combos = [combos[i] for i in np.sort(rng.choice(len(combos), opts["n_iter"], replace=False))]
+    if opts.n_iter is not None and opts.n_iter < len(combos):
+        rng = np.random.default_rng(opts.random_state)
+        combos = [combos[i] for i in np.sort(rng.choice(len(combos), opts.n_iter, replace=False))]
     return combos
 
 
 def _tune(problem, opts):
     combos = _combos(opts)
-    lams = [None] if opts["path"] else opts["grids"]["lam"]
+    lams = [None] if opts.path else opts.grids["lam"]
     if len(combos) == 1 and len(lams) == 1:
         return combos[0], lams[0], float("nan")
     lab = np.flatnonzero(problem.labeled)
-    folds = StratifiedKFold(opts["cv"], shuffle=True, random_state=opts["random_state"])
+    folds = StratifiedKFold(opts.cv, shuffle=True, random_state=opts.random_state)
     totals = np.zeros((len(combos), len(lams)))
     for train, valid in folds.split(lab, problem.y[lab]):  # a loop over folds
-        nodes = np.arange(problem.n_nodes) if opts["cv_graph"] == "all" else lab
+        nodes = np.arange(problem.n_nodes) if opts.cv_graph == "all" else lab
         y_fit = problem.y[nodes].copy()
         valid_nodes = np.searchsorted(nodes, lab[valid])
         y_fit[valid_nodes] = -1
@@ -574,58 +641,58 @@ def _tune(problem, opts):
                 cache = {(k, eps): (Wk, _conf_for(problem.n_classes, y_fit, Z, Wk, k, eps, opts))}
             Wk, conf = cache[(k, eps)]
             truth = problem.y[lab[valid]]
-            if opts["path"]:
+            if opts.path:
                 pred, _ = _path_labels(Wk, y_fit, problem.n_classes, opts, conf, c)
-                totals[q, 0] += _score(truth, pred[valid_nodes], opts["scoring"])
+                totals[q, 0] += _score(truth, pred[valid_nodes], opts.scoring)
                 continue
             sweeps = _class_sweeps(Wk, y_fit, problem.n_classes, opts, conf, c, lams)
             for j in range(len(lams)):  # a loop over lambda values
                 pred, _ = _labels_from(sweeps, problem.n_classes, j)
-                totals[q, j] += _score(truth, pred[valid_nodes], opts["scoring"])
+                totals[q, j] += _score(truth, pred[valid_nodes], opts.scoring)
     # Ties (frequent: validation folds are small and the labels noisy) go to a random
     # candidate, as in the paper's randomized search, not to the first of the grid.
-    priority = np.random.default_rng(opts["random_state"]).permutation(totals.size).reshape(totals.shape)
+    priority = np.random.default_rng(opts.random_state).permutation(totals.size).reshape(totals.shape)
     best = np.unravel_index(np.argmin(np.where(totals == totals.max(), priority, totals.size)), totals.shape)
-    return combos[best[0]], lams[best[1]], float(totals[best] / opts["cv"])
+    return combos[best[0]], lams[best[1]], float(totals[best] / opts.cv)
 
 
-def _fit_one(problem: LabelProblem, opts: dict):
+def _fit_one(problem: LabelProblem, opts: _Settings):
     """Tune (unless fixed), then cut the full problem: labels, flags, scores, info."""
-    t0 = time.perf_counter()
-    (k, eps, c), lam, cv_score = _tune(problem, opts)
-    t1 = time.perf_counter()
-    nodes = np.arange(problem.n_nodes)
-    W0, Z, nbrs = _setting(problem, problem.y, nodes, opts)
-    W = _graph_for(W0, nbrs, k, eps)
-    conf = _conf_for(problem.n_classes, problem.y, Z, W, k, eps, opts)
-    if opts["path"]:
-        labels, scores = _path_labels(W, problem.y, problem.n_classes, opts, conf, c)
-    else:
-        lams = sorted(set(opts["lam_path"]) | {lam})
-        sweeps = _class_sweeps(W, problem.y, problem.n_classes, opts, conf, c, lams)
-        labels, scores = _labels_from(sweeps, problem.n_classes, lams.index(lam))
+    clock = Stopwatch()
+    with clock("seconds_tuning"):
+        (k, eps, c), lam, cv_score = _tune(problem, opts)
+    with clock("seconds_final_cut"):
+        nodes = np.arange(problem.n_nodes)
+        W0, Z, nbrs = _setting(problem, problem.y, nodes, opts)
+        W = _graph_for(W0, nbrs, k, eps)
+        conf = _conf_for(problem.n_classes, problem.y, Z, W, k, eps, opts)
+        if opts.path:
+            labels, scores = _path_labels(W, problem.y, problem.n_classes, opts, conf, c)
+        else:
+            lams = sorted(set(opts.lam_path) | {lam})
+            sweeps = _class_sweeps(W, problem.y, problem.n_classes, opts, conf, c, lams)
+            labels, scores = _labels_from(sweeps, problem.n_classes, lams.index(lam))
     given = problem.labeled
-    noisy = given & (labels != problem.y) if opts["variant"] == "lc" else np.zeros(problem.n_nodes, bool)
-    if opts["variant"] == "snc":
+    noisy = given & (labels != problem.y) if opts.variant == "lc" else np.zeros(problem.n_nodes, bool)
+    if opts.variant == "snc":
         labels[given] = problem.y[given]
     no_label = unreachable(W, given)
     labels[no_label] = -1
     scores[no_label] = 0.0
     noisy &= ~no_label
     chosen = {"lam": lam, "c": c, "k": k, "eps": eps}
-    if opts["variant"] == "snc":
+    if opts.variant == "snc":
         chosen.pop("c")
-    if not opts["uses_k_eps"]:
+    if not opts.uses_k_eps:
         chosen.pop("k"), chosen.pop("eps")
-    if opts["path"]:
+    if opts.path:
         chosen.pop("lam")  # the path rule uses the whole λ range, no tuned λ
     info = {
         "chosen": chosen,
         "cv_score": cv_score,
         "sink_side": bool(lam is not None and lam < 0),
         "seed_confidence": conf,
-        "seconds_tuning": t1 - t0,
-        "seconds_final_cut": time.perf_counter() - t1,
+        **clock.seconds,
     }
     return labels, noisy, scores, info
 

@@ -15,6 +15,13 @@ import scipy.sparse as sp
 UNLABELED = -1
 
 
+class DegenerateLabelingWarning(UserWarning):
+    """A solver's labeling puts (nearly) every unlabeled node in one class that the given
+    labels do not favour that much: the solver has found no structure to follow, and its
+    labels are no better than a guess of that class. The message names the solver's known
+    reason and what to change; ``Prediction.info["degenerate"]`` holds the numbers."""
+
+
 @dataclass(frozen=True, eq=False)
 class LabelProblem:
     """A graph, a few given labels, and optionally what is known about them.

@@ -172,7 +172,7 @@ def test_feature_confidences_match_dense_recomputation():
     labeled = rng.random(len(y)) < 0.5
     y_obs = np.where(labeled, y, -1)
     k, eps = 5, 0.7
-    Z = _features(X, y_obs, {"feature_weights": "uniform", "n_trees": 1, "random_state": 0})
+    Z = _features(X, y_obs, feature_weights="uniform", n_trees=1, random_state=0)
     positive = y_obs == 1
     lab = np.flatnonzero(labeled)
     D = ((Z[lab][:, None, :] - Z[lab][None, :, :]) ** 2).sum(axis=2)

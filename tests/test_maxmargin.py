@@ -197,19 +197,24 @@ def test_noise_flags_and_calibration_on_flipped_digits(digits_split):
     given = keep_per_class(y, 15, rng)
     noisy_y, flipped = flip_labels(y, given, 0.1, 10, rng)
     problem = LabelProblem(W, np.where(given, noisy_y, -1), X=X)
-    model = MaxMarginGraphCut(gamma_g=0.1, C=10.0, drop_noisy=True).fit(problem)
+    model = MaxMarginGraphCut(gamma_g=0.1, C=1.0, drop_noisy=True).fit(problem)
     scores = noise_scores(model.noisy_[given], flipped[given])
     assert scores["precision"] > 0.4 and scores["recall"] > 0.6  # base rate of a flip is 0.1
     assert not model.noisy_[~given].any()
     # drop_noisy: the final fit no longer clamps the flagged labels (|ℓ| = 1 only when clamped)
     assert np.all(model.margin_[model.noisy_] < 1.0 - 1e-9)
-    kept = MaxMarginGraphCut(gamma_g=0.1, C=10.0).fit(problem)  # default: flag, keep
+    kept = MaxMarginGraphCut(gamma_g=0.1, C=1.0).fit(problem)  # default: flag, keep
     np.testing.assert_array_equal(kept.noisy_, model.noisy_)
+    # a flag needs both models: the cross-fitted one doubts it, the final one (trained with it) errs on it
+    assert np.all(kept.svm_.predict(X[kept.noisy_]) != noisy_y[kept.noisy_])
+    doubted = np.zeros(len(y), dtype=bool)
+    doubted[given] = (kept.oof_proba_.max(axis=1) > kept.oof_proba_[np.arange(given.sum()), noisy_y[given]])
+    assert np.all(doubted[kept.noisy_])
     np.testing.assert_allclose(kept.margin_[given], 1.0)
     P = model.predict_proba(X_test)
     labels = model.predict(X_test)
     conf = P[np.arange(len(labels)), labels]
-    raw = MaxMarginGraphCut(gamma_g=0.1, C=10.0, cv=0).fit(problem.with_labels(
+    raw = MaxMarginGraphCut(gamma_g=0.1, C=1.0, cv=0).fit(problem.with_labels(
         np.where(given & ~model.noisy_, noisy_y, -1)))
     raw_conf = raw.predict_proba(X_test)[np.arange(len(labels)), raw.predict(X_test)]
     ece = expected_calibration_error(conf, labels == y_test)

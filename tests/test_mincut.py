@@ -266,6 +266,36 @@ def test_noise_flags_on_digits_find_flipped_labels():
     assert cavity["precision"] > 0.5  # the vote of the exact labeling: far fewer false flags
 
 
+def test_cavity_vote_weighs_the_neighbours_class_distribution():
+    from solvers.mincut import _cavity_scores
+
+    A = np.zeros((5, 5))
+    A[0, 1] = A[0, 2] = A[3, 4] = 1.0
+    A[0, 3] = 2.0
+    A = sp.csr_matrix(A + A.T)
+    y = np.array([0, -1, -1, 1, 0])  # node 4: a second label of class 0, so node 0's can be doubted
+    membership = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [0.0, 1.0], [1.0, 0.0]])
+    score = _cavity_scores(A, y, membership)
+    # node 0's weight: 0.5 of class 0 (node 1, half) and 3.5 of class 1, out of 4
+    assert score[0] == pytest.approx(3.5 / 4 - 0.5 / 4)
+    assert np.isnan(score[1]) and np.isnan(score[2])
+
+
+def test_default_flags_on_digits_are_precise():
+    X, y = load_digits(return_X_y=True)
+    W = knn_graph(X, 10)
+    caught = flagged = flipped_total = 0
+    for seed in (0, 1, 2):
+        rng = np.random.default_rng(seed)
+        keep = keep_per_class(y, 10, rng)
+        y_noisy, flipped = flip_labels(y, keep, 0.1, 10, rng)
+        p = mincut(LabelProblem(W, np.where(keep, y_noisy, -1)))  # randomized-cut vote, threshold 0.95
+        caught += int(np.sum(p.noisy & flipped))
+        flagged += int(p.noisy.sum())
+        flipped_total += int(flipped.sum())
+    assert caught / flagged > 0.8 and caught / flipped_total > 0.6
+
+
 def test_digits_accuracy_and_randomized_confidence_rank_errors():
     X, y, keep, y_given, _ = _digits_problem(10, 0.0, 1)
     p = solve(LabelProblem(knn_graph(X, 10), y_given), "mincut", n_cuts=8, noise="none")
@@ -301,7 +331,7 @@ def test_component_without_labels_gets_no_label():
     y2 = np.array([0, 0, 1, -1, -1, -1])  # node 1 sits between a 0 and a 1 label: a tie, kept
     for rule in ("loo", "grouped", "cavity"):
         assert not mincut(LabelProblem(sp.csr_matrix(A), y2), n_cuts=0, noise=rule).noisy.any()
-    A[1, 2] = A[2, 1] = 3.0  # now node 1 leans to class 1 (3 to 1): flagged
+    A[1, 2] = A[2, 1] = 50.0  # now node 1 leans to class 1 (50 to 1, a cavity margin of 0.96): flagged
     for rule in ("loo", "grouped", "cavity"):
         flags = mincut(LabelProblem(sp.csr_matrix(A), y2), n_cuts=0, noise=rule).noisy
         assert flags.tolist() == [False, True] + [False] * 4, rule

@@ -230,6 +230,39 @@ def test_noise_flags_find_injected_flips_on_digits():
     assert np.isnan(pred.noise_score[~given]).all()
 
 
+def test_deflation_ends_the_collapse_of_the_whole_graph_into_one_class():
+    """Item 29: with 3 of vote's 435 nodes labeled, β* is above the uniform state's
+    instability (β > q) and the paper's model orders every node into one class; the
+    deflated couplings (the default reruns with them) do not (commit 4889009)."""
+    from labelling.datasets import load, standardise
+
+    X, y, _ = load("vote")
+    W = knn_graph(standardise(X), 10)
+    rng = np.random.default_rng(2)  # bench/hard_data.py's draw: each node labeled with p = 1%
+    given = rng.random(len(y)) < 0.01
+    problem = LabelProblem(W, np.where(given, y, -1))
+    hidden = ~given
+    paper = nmf(problem, deflate=False)
+    assert paper.info["beta"] > problem.n_classes  # β* = 3.29 > q = 2: unstable along the trivial mode
+    assert np.bincount(paper.labels[hidden], minlength=2).max() == hidden.sum()  # one class takes all
+    assert paper.info["collapsed"] and not paper.info["deflated"]
+    below = nmf(problem, beta=0.9 * problem.n_classes, deflate=False)  # below the instability
+    assert np.bincount(below.labels[hidden], minlength=2).max() < 0.9 * hidden.sum()
+    default = nmf(problem)
+    assert default.info["collapsed"] and default.info["deflated"]
+    assert np.bincount(default.labels[hidden], minlength=2).max() < 0.75 * hidden.sum()
+    assert np.mean(default.labels[hidden] == y[hidden]) > np.mean(paper.labels[hidden] == y[hidden]) + 0.3
+    assert not nmf(problem, deflate=True).info["collapsed"]
+
+
+def test_deflation_leaves_a_run_that_did_not_collapse_unchanged():
+    X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.0, random_state=0)
+    problem, _ = _problem(X, y, 0.1, seed=0, k=8)
+    auto, paper = nmf(problem), nmf(problem, deflate=False)
+    assert not auto.info["collapsed"] and not auto.info["deflated"]
+    np.testing.assert_array_equal(auto.scores, paper.scores)
+
+
 @pytest.mark.parametrize(
     "params",
     [
