@@ -41,12 +41,13 @@ Zhu, Ghahramani & Lafferty (2003), Sec. 4 (class mass normalisation). Bergamim &
 
 from __future__ import annotations
 
-import time
 from importlib import import_module
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from ._timing import Stopwatch
+from ._validation import Integral, Interval, Real, validate_params
 from .problem import LabelProblem, Prediction
 
 # (name, method, parameters inside the CV, parameters of the final run)
@@ -58,6 +59,12 @@ CANDIDATES = (
     ("nmf, γ=1", "nmf", {"noise_threshold": 0.99}, {}),
     ("nmf, γ=midpoint", "nmf", {"gamma": "midpoint", "noise_threshold": 0.99}, {"gamma": "midpoint"}),
 )
+# Checked once at the door (solvers/_validation.py).
+PARAMETER_CONSTRAINTS = {
+    "budget": [Interval(Real, 1, None, closed="neither")],  # in harmonic runs, the first included
+    "cv": [Interval(Integral, 2, None)],
+    "random_state": [Interval(Integral, 0, None)],
+}
 
 
 def _run(problem: LabelProblem, method: str, params: dict) -> Prediction:
@@ -85,14 +92,11 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, random_sta
     Prediction
         The chosen solver's, with ``method`` its name and ``info["auto"]`` the record.
     """
-    if not (np.isfinite(budget) and budget > 1):
-        raise ValueError(f"budget must be a number > 1 (harmonic runs), got {budget!r}")
-    if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
-        raise ValueError(f"cv must be an integer >= 2, got {cv!r}")
-    started = time.perf_counter()
+    validate_params({"budget": budget, "cv": cv, "random_state": random_state}, PARAMETER_CONSTRAINTS)
+    clock = Stopwatch()
     baseline = _run(problem, "harmonic", {})
-    unit = time.perf_counter() - started
-    deadline = started + budget * unit
+    unit = clock.elapsed
+    allowed = budget * unit
     lab = np.flatnonzero(problem.labeled)
     y_l = problem.y[lab]
     counts = np.bincount(y_l, minlength=problem.n_classes)
@@ -106,7 +110,7 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, random_sta
     folds = list(StratifiedKFold(n_folds, shuffle=True, random_state=random_state).split(lab, y_l))
     best = None
     for name, method, cv_params, final_params in CANDIDATES:  # a loop over a few candidates
-        scores, t0, status = [], time.perf_counter(), "scored"
+        scores, candidate_started, status = [], clock.elapsed, "scored"
         for index, (_, held) in enumerate(folds):  # a loop over folds
             y_fold = problem.y.copy()
             y_fold[lab[held]] = -1
@@ -115,13 +119,13 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, random_sta
             p = _run(problem.with_labels(y_fold), method, cv_params)
             scores.append(float(np.mean(p.labels[lab[held]] == y_l[held])))
             # the other folds and, should it win, its final run (about one fold's time)
-            if index == 0 and time.perf_counter() + n_folds * (time.perf_counter() - t0) > deadline:
+            if index == 0 and clock.elapsed + n_folds * (clock.elapsed - candidate_started) > allowed:
                 status = "skipped: its folds would pass the time budget"
                 scores = []
                 break
         mean = float(np.mean(scores)) if scores else None
         record["candidates"].append({"name": name, "method": method, "params": final_params, "fold_scores": scores,
-                                     "score": mean, "seconds": time.perf_counter() - t0, "status": status})
+                                     "score": mean, "seconds": clock.elapsed - candidate_started, "status": status})
         if mean is not None and (best is None or mean > best[0]):
             best = (mean, name, method, final_params)
     if best is None:
@@ -130,6 +134,6 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, random_sta
     else:
         chosen = _run(problem, best[2], best[3])
         record["chosen"] = best[1]
-    record["seconds"] = time.perf_counter() - started
+    record["seconds"] = clock.elapsed
     chosen.info["auto"] = record
     return chosen

@@ -167,3 +167,14 @@ def test_mincut_with_scaled_unlabeled_edges_is_not_degenerate_there():
     hidden = ~problem.labeled
     assert p.info["degenerate"] is None
     assert np.mean(p.labels[hidden] == y[hidden]) > np.bincount(y[hidden]).max() / hidden.sum() + 0.1
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"budget": 1}, r"^budget must be a finite number > 1, got 1$"),
+    ({"budget": float("nan")}, r"^budget must be a finite number > 1, got nan$"),
+    ({"cv": 1}, r"^cv must be an integer >= 2, got 1$"),
+    ({"cv": True}, r"^cv must be an integer >= 2, got True$"),
+])
+def test_auto_checks_its_options_with_the_same_message(params, message):
+    with pytest.raises(ValueError, match=message):
+        solve(_problem(), "auto", **params)
