@@ -20,7 +20,8 @@ def _components(A):
 def test_condensed_positions_map_back_to_pairs(n):
     i, j = np.triu_indices(n, 1)
     got_i, got_j = _pairs_from_condensed(np.arange(n * (n - 1) // 2), n)
-    assert np.array_equal(got_i, i) and np.array_equal(got_j, j)
+    assert np.array_equal(got_i, i)
+    assert np.array_equal(got_j, j)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -52,7 +53,9 @@ def test_mincut3_on_moons_leaves_no_component_without_a_label():
     comp = _components(W)
     assert np.all(np.isin(comp, comp[labeled]))
     A = W.toarray()
-    assert np.array_equal(A, A.T) and np.all(np.diag(A) == 0) and set(np.unique(A)) == {0.0, 1.0}
+    assert np.array_equal(A, A.T)
+    assert np.all(np.diag(A) == 0)
+    assert set(np.unique(A)) == {0.0, 1.0}
     assert A.sum(axis=1).min() >= 3
 
 

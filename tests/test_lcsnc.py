@@ -101,7 +101,8 @@ def test_pseudoflow_and_maxflow_agree_on_knn_graph():
     a, info_a = parametric_min_cut(*args, lambdas, backend="pseudoflow")
     b, info_b = parametric_min_cut(*args, lambdas, backend="maxflow")
     np.testing.assert_array_equal(a, b)
-    assert info_a["n_max_flows"] == 1 and info_b["n_max_flows"] == len(lambdas)
+    assert info_a["n_max_flows"] == 1
+    assert info_b["n_max_flows"] == len(lambdas)
     # Nested source sets as lambda grows (the parametric property).
     assert np.all(a[1:] >= a[:-1])
     assert a[0].sum() < a[-1].sum()
@@ -226,7 +227,8 @@ def test_wdbc_lc_knn_flags_injected_noise_and_beats_chance():
     accuracy = np.mean(pred.labels[test] == y[test])
     assert accuracy > 0.92  # majority class is 0.63
     scores = noise_scores(pred.noisy[given], flipped[given])
-    assert scores["precision"] > 0.7 and scores["recall"] > 0.5  # 20% of the labels are flipped
+    assert scores["precision"] > 0.7
+    assert scores["recall"] > 0.5  # 20% of the labels are flipped
     assert not pred.noisy[~given].any()
     assert set(pred.params) >= {"lam", "c", "k", "eps"}
 
@@ -256,7 +258,8 @@ def test_unreachable_component_gets_no_label():
     y_obs = -np.ones(n + 2, dtype=np.int64)
     y_obs[np.arange(0, n, 7)] = y[np.arange(0, n, 7)]
     pred = lcsnc(LabelProblem(big, y_obs), confidence="constant", lam=0.0625, c=4.0)
-    assert np.all(pred.labels[n:] == -1) and np.all(pred.confidence[n:] == 0)
+    assert np.all(pred.labels[n:] == -1)
+    assert np.all(pred.confidence[n:] == 0)
     assert np.all(pred.labels[:n] >= 0)
     assert np.mean(pred.labels[:n] == y) > 0.9
 
@@ -267,7 +270,8 @@ def test_class_balance_sink_side_can_be_chosen_and_is_reported():
     problem = LabelProblem(W, y_obs, X=X)
     pos = lcsnc(problem, confidence="constant", lam=0.25, c=4.0, class_balance=True)
     neg = lcsnc(problem, confidence="constant", lam=-0.25, c=4.0, class_balance=True)
-    assert neg.info["sink_side"] and not pos.info["sink_side"]
+    assert neg.info["sink_side"]
+    assert not pos.info["sink_side"]
     # Sink-side lambda-arcs push unlabeled nodes to the negative (class 0) side.
     assert np.sum(neg.labels[~given] == 1) < np.sum(pos.labels[~given] == 1)
 
@@ -316,7 +320,8 @@ def test_labeled_only_cv_with_random_draws_tunes_within_the_grids():
                  class_balance=True, feature_weights="uniform", random_state=3)
     chosen = pred.info["chosen"]
     assert abs(chosen["lam"]) in {4.0**-4, 4.0**-3, 4.0**-2, 4.0**-1}
-    assert chosen["c"] in {0.5, 1, 2, 4, 8, 16} and chosen["k"] in {1, 2, 3, 4, 8, 12, 16, 20}
+    assert chosen["c"] in {0.5, 1, 2, 4, 8, 16}
+    assert chosen["k"] in {1, 2, 3, 4, 8, 12, 16, 20}
     assert pred.info["sink_side"] == (chosen["lam"] < 0)
     assert 0.5 < pred.info["cv_score"] <= 1.0
     assert np.mean(pred.labels[~given] == y[~given]) > 0.85
@@ -330,7 +335,8 @@ def test_knn_graph_needs_no_dummy_w():
     rng = np.random.default_rng(0)
     given = np.where(rng.random(len(y)) < 0.2, y, -1)
     features_only = LabelProblem(None, given, X=X)
-    assert not features_only.has_graph and features_only.W.nnz == 0
+    assert not features_only.has_graph
+    assert features_only.W.nnz == 0
     kw = dict(graph="knn", k=8, eps=1.0, lam=4.0**-4, c=16.0)
     pred = solve(features_only, "lcsnc", **kw)
     with_dummy = solve(LabelProblem(sp.csr_matrix((len(y), len(y))), given, X=X), "lcsnc", **kw)
@@ -357,7 +363,8 @@ def test_multiclass_path_rule_on_digits_beats_the_cut_rule():
     hidden = ~kept
     path = solve(problem, "lcsnc", c_grid=(8.0, 16.0))
     cut = solve(problem, "lcsnc", c_grid=(8.0, 16.0), multiclass="cut")
-    assert "lam" not in path.params and path.params["multiclass"] == "path"
+    assert "lam" not in path.params
+    assert path.params["multiclass"] == "path"
     assert np.mean(path.labels[hidden] == y[hidden]) > 0.88
     assert np.mean(path.labels[hidden] == y[hidden]) > np.mean(cut.labels[hidden] == y[hidden]) + 0.05
     np.testing.assert_allclose(path.confidence[hidden], path.scores[hidden].max(axis=1))

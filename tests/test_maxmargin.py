@@ -176,7 +176,8 @@ def test_maxmargin_prediction_covers_nodes_without_edges(digits_split):
     np.testing.assert_allclose(pred.scores.sum(axis=1), 1.0)
     assert np.all((pred.confidence >= 0) & (pred.confidence <= 1))
     strict = maxmargin(problem, gamma_g=0.1, C=10.0, predict_unreachable=False)
-    assert np.all(strict.labels[~reached] == -1) and np.all(strict.confidence[~reached] == 0)
+    assert np.all(strict.labels[~reached] == -1)
+    assert np.all(strict.confidence[~reached] == 0)
     np.testing.assert_array_equal(strict.labels[reached], pred.labels[reached])
 
 
@@ -199,7 +200,8 @@ def test_noise_flags_and_calibration_on_flipped_digits(digits_split):
     problem = LabelProblem(W, np.where(given, noisy_y, -1), X=X)
     model = MaxMarginGraphCut(gamma_g=0.1, C=1.0, drop_noisy=True).fit(problem)
     scores = noise_scores(model.noisy_[given], flipped[given])
-    assert scores["precision"] > 0.4 and scores["recall"] > 0.6  # base rate of a flip is 0.1
+    assert scores["precision"] > 0.4
+    assert scores["recall"] > 0.6  # base rate of a flip is 0.1
     assert not model.noisy_[~given].any()
     # drop_noisy: the final fit no longer clamps the flagged labels (|ℓ| = 1 only when clamped)
     assert np.all(model.margin_[model.noisy_] < 1.0 - 1e-9)

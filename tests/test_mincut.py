@@ -58,14 +58,17 @@ def test_binary_cut_is_the_smallest_minimum_cut_of_brute_force(seed):
     got_largest, value_largest = binary_min_cut(sp.csr_matrix(A), positive, negative, smallest=False)
     assert value_largest == pytest.approx(values.min(), abs=1e-9)
     assert np.array_equal(got_largest, largest)
-    assert not got[-1] and got_largest[-1]  # isolated node: negative under the paper's rule
+    # isolated node: negative under the paper's rule
+    assert not got[-1]
+    assert got_largest[-1]
 
 
 def test_tie_rule_on_a_path():
     # v+ - a - b - v- with equal weights: three minimum cuts; the smallest V+ is {a}.
     A = sp.csr_matrix(np.array([[0, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float))
     side, value = binary_min_cut(A, np.array([True, False, False]), np.array([False, False, True]))
-    assert value == 1.0 and side.tolist() == [True, False, False]
+    assert value == 1.0
+    assert side.tolist() == [True, False, False]
     side, _ = binary_min_cut(A, np.array([True, False, False]), np.array([False, False, True]), smallest=False)
     assert side.tolist() == [True, True, False]
 
@@ -173,7 +176,8 @@ def test_expansion_move_is_the_best_move_of_brute_force(seed):
         moved = _expansion_move(rows, cols, w, labels, y >= 0, a, 1.0 + 2 * w.sum())
         best = min(potts_cost(W, m) for m in _expansion_moves(labels, y >= 0, a))
         assert potts_cost(W, moved) == pytest.approx(best, abs=1e-9)
-        assert np.all((moved == labels) | (moved == a)) and np.array_equal(moved[:4], y[:4])
+        assert np.all((moved == labels) | (moved == a))
+        assert np.array_equal(moved[:4], y[:4])
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -278,7 +282,8 @@ def test_cavity_vote_weighs_the_neighbours_class_distribution():
     score = _cavity_scores(A, y, membership)
     # node 0's weight: 0.5 of class 0 (node 1, half) and 3.5 of class 1, out of 4
     assert score[0] == pytest.approx(3.5 / 4 - 0.5 / 4)
-    assert np.isnan(score[1]) and np.isnan(score[2])
+    assert np.isnan(score[1])
+    assert np.isnan(score[2])
 
 
 def test_default_flags_on_digits_are_precise():
@@ -293,7 +298,8 @@ def test_default_flags_on_digits_are_precise():
         caught += int(np.sum(p.noisy & flipped))
         flagged += int(p.noisy.sum())
         flipped_total += int(flipped.sum())
-    assert caught / flagged > 0.8 and caught / flipped_total > 0.6
+    assert caught / flagged > 0.8
+    assert caught / flipped_total > 0.6
 
 
 def test_digits_accuracy_and_randomized_confidence_rank_errors():
@@ -325,8 +331,10 @@ def test_component_without_labels_gets_no_label():
     y = np.array([0, -1, 1, -1, -1, -1])
     p = mincut(LabelProblem(sp.csr_matrix(A), y), n_cuts=4)
     assert p.labels[3:].tolist() == [-1, -1, -1]
-    assert np.all(p.confidence[3:] == 0) and np.all(p.scores[3:] == 0)
-    assert p.labels[0] == 0 and p.labels[2] == 1
+    assert np.all(p.confidence[3:] == 0)
+    assert np.all(p.scores[3:] == 0)
+    assert p.labels[0] == 0
+    assert p.labels[2] == 1
     assert not p.noisy.any()  # each class's only label: no leave-one-out evidence
     y2 = np.array([0, 0, 1, -1, -1, -1])  # node 1 sits between a 0 and a 1 label: a tie, kept
     for rule in ("loo", "grouped", "cavity"):
@@ -359,7 +367,8 @@ def test_label_colours_separate_labels_within_two_hops():
     near = ((H @ H)[l][:, l] != 0).toarray()
     np.fill_diagonal(near, False)
     i, j = np.nonzero(near)
-    assert len(i) > 0 and np.all(colour[i] != colour[j])
+    assert len(i) > 0
+    assert np.all(colour[i] != colour[j])
     assert colour.max() + 1 < len(l) / 4  # far fewer cuts than one per label
 
 
@@ -381,7 +390,8 @@ def test_unreached_rules():
     y = np.array([0, -1, 1, -1, -1, -1, -1])
     problem = LabelProblem(sp.csr_matrix(A), y, X=X)
     none = mincut(problem, n_cuts=0)
-    assert none.labels[3:].tolist() == [-1] * 4 and (none.confidence[3:] == 0).all()
+    assert none.labels[3:].tolist() == [-1] * 4
+    assert (none.confidence[3:] == 0).all()
     paper = mincut(problem, n_cuts=0, unreached="paper")
     assert paper.labels[3:].tolist() == [0] * 4  # outside the smallest V+: negative
     nearest = mincut(problem, n_cuts=0, unreached="nearest")

@@ -163,15 +163,18 @@ def test_auto_damping_leaves_fast_runs_unchanged_and_ends_cycles():
     X, y = make_moons(n_samples=300, noise=0.1, random_state=4)
     fast, _ = _problem(X, y, 0.1, seed=4)
     plain = nmf(fast, damping=0.0)
-    assert plain.info["n_iter"] <= 100 and plain.info["converged"]
+    assert plain.info["n_iter"] <= 100
+    assert plain.info["converged"]
     np.testing.assert_array_equal(plain.scores, nmf(fast, damping="auto").scores)
     # Digits at 2 % labeled, β* ≈ 31: the paper's synchronous update cycles.
     X, y = load_digits(return_X_y=True)
     slow, given = _problem(X, y, 0.02, seed=0, k=10)
     plain = nmf(slow, damping=0.0, max_iter=600)
     auto = nmf(slow, damping="auto", max_iter=600)
-    assert not plain.info["converged"] and plain.info["delta"] > 0.1
-    assert auto.info["converged"] and auto.info["damped_from"] == 101
+    assert not plain.info["converged"]
+    assert plain.info["delta"] > 0.1
+    assert auto.info["converged"]
+    assert auto.info["damped_from"] == 101
     un = ~given
     assert np.mean(auto.labels[un] == y[un]) > 0.7
 
@@ -186,7 +189,8 @@ def test_contract_unreachable_nodes_and_outputs():
     yy = np.full(n + 3, -1)
     yy[[0, 1, 2, 3, 50, 60]] = y[[0, 1, 2, 3, 50, 60]]
     pred = solve(LabelProblem(W2, yy), "nmf", gamma="midpoint")
-    assert np.all(pred.labels[n:] == -1) and np.all(pred.confidence[n:] == 0)
+    assert np.all(pred.labels[n:] == -1)
+    assert np.all(pred.confidence[n:] == 0)
     assert np.all(pred.labels[:n] >= 0)
     np.testing.assert_allclose(pred.confidence[:n], pred.scores[:n].max(axis=1))
     assert pred.scores.shape == (n + 3, 2)
@@ -194,7 +198,8 @@ def test_contract_unreachable_nodes_and_outputs():
     assert pred.info["beta_star"] == pytest.approx(beta_star(6 / (n + 3), 2, "midpoint"))
     assert pred.info["gamma"] == pytest.approx(0.75)
     fixed = nmf(LabelProblem(W2, yy), beta=3.0)
-    assert fixed.info["beta"] == 3.0 and fixed.info["beta_star"] is None
+    assert fixed.info["beta"] == 3.0
+    assert fixed.info["beta_star"] is None
 
 
 def test_accuracy_on_digits_close_to_label_spreading_same_graph():
@@ -222,7 +227,8 @@ def test_noise_flags_find_injected_flips_on_digits():
     pred = nmf(problem.with_labels(np.where(given, noisy_y, -1)))
     scores = noise_scores(pred.noisy[given], flipped[given])
     assert not pred.noisy[~given].any()
-    assert scores["precision"] > 0.6 and scores["recall"] > 0.4
+    assert scores["precision"] > 0.6
+    assert scores["recall"] > 0.4
     # A stricter (higher) threshold flags a subset; the flags are the scores at the threshold.
     strict = nmf(problem.with_labels(np.where(given, noisy_y, -1)), noise_threshold=0.99)
     assert np.all(pred.noisy[strict.noisy])
@@ -245,11 +251,13 @@ def test_deflation_ends_the_collapse_of_the_whole_graph_into_one_class():
     paper = nmf(problem, deflate=False)
     assert paper.info["beta"] > problem.n_classes  # β* = 3.29 > q = 2: unstable along the trivial mode
     assert np.bincount(paper.labels[hidden], minlength=2).max() == hidden.sum()  # one class takes all
-    assert paper.info["collapsed"] and not paper.info["deflated"]
+    assert paper.info["collapsed"]
+    assert not paper.info["deflated"]
     below = nmf(problem, beta=0.9 * problem.n_classes, deflate=False)  # below the instability
     assert np.bincount(below.labels[hidden], minlength=2).max() < 0.9 * hidden.sum()
     default = nmf(problem)
-    assert default.info["collapsed"] and default.info["deflated"]
+    assert default.info["collapsed"]
+    assert default.info["deflated"]
     assert np.bincount(default.labels[hidden], minlength=2).max() < 0.75 * hidden.sum()
     assert np.mean(default.labels[hidden] == y[hidden]) > np.mean(paper.labels[hidden] == y[hidden]) + 0.3
     assert not nmf(problem, deflate=True).info["collapsed"]
@@ -259,7 +267,8 @@ def test_deflation_leaves_a_run_that_did_not_collapse_unchanged():
     X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.0, random_state=0)
     problem, _ = _problem(X, y, 0.1, seed=0, k=8)
     auto, paper = nmf(problem), nmf(problem, deflate=False)
-    assert not auto.info["collapsed"] and not auto.info["deflated"]
+    assert not auto.info["collapsed"]
+    assert not auto.info["deflated"]
     np.testing.assert_array_equal(auto.scores, paper.scores)
 
 

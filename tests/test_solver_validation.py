@@ -31,9 +31,14 @@ def test_integer_interval_rejects_floats_and_booleans(value, inside):
 
 def test_options_compare_by_type_and_value():
     flags = Options((True, False, "auto"))
-    assert True in flags and "auto" in flags and np.str_("auto") in flags
-    assert 1 not in flags and 0 not in flags and "Auto" not in flags
-    assert np.int64(0) in Options((0,)) and 0.0 in Options((0,))
+    assert True in flags
+    assert "auto" in flags
+    assert np.str_("auto") in flags
+    assert 1 not in flags
+    assert 0 not in flags
+    assert "Auto" not in flags
+    assert np.int64(0) in Options((0,))
+    assert 0.0 in Options((0,))
     assert np.zeros(2) not in Options((0,))
 
 

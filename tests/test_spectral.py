@@ -138,14 +138,16 @@ def test_sgt_graph_links_rows_without_similarity():
     S[row, :] = 0.0  # a row with zero cosine to every neighbour
     S = S.tocsr()
     A = sgt_graph(S, k=3, random_state=4).toarray()
-    assert np.allclose(A, A.T) and np.all(np.diag(A) == 0)
+    assert np.allclose(A, A.T)
+    assert np.all(np.diag(A) == 0)
     Sd = S.toarray()
     sums = Sd.sum(axis=1, keepdims=True)
     Ap = np.divide(Sd, sums, out=np.zeros_like(Sd), where=sums > 0)
     R = A - (Ap + Ap.T)  # what the empty row added: its random links, both directions
     links = np.where(np.abs(R[row]) > 1e-12, R[row], 0.0)
     assert links.sum() == pytest.approx(1.0)  # row-normalised like every other row
-    assert 1 <= np.count_nonzero(links) <= 3 and links[row] == 0
+    assert 1 <= np.count_nonzero(links) <= 3
+    assert links[row] == 0
     assert np.allclose(links[links > 0] * 3, np.round(links[links > 0] * 3))  # 1/k per link
     R[row] = 0
     R[:, row] = 0
@@ -190,7 +192,8 @@ def test_spectrum_solves_the_random_walk_problem(small_graph):
     np.testing.assert_allclose((np.eye(len(A)) - A / deg[:, None]) @ V, V * lam, atol=1e-9)
     np.testing.assert_allclose(V.T @ (deg[:, None] * V), np.eye(10), atol=1e-9)
     np.testing.assert_allclose(deg @ V, 0.0, atol=1e-9)
-    assert np.all(lam > 1e-10) and np.all(np.diff(lam) >= -1e-12)
+    assert np.all(lam > 1e-10)
+    assert np.all(np.diff(lam) >= -1e-12)
     # The dense eigenvalues of the non-symmetric B⁻¹(B − A): ours are 2..d+1.
     full = np.sort(np.linalg.eigvals(np.eye(len(A)) - A / deg[:, None]).real)
     np.testing.assert_allclose(lam, full[1:11], atol=1e-8)
@@ -205,12 +208,14 @@ def test_disconnected_graph_drops_only_the_constant_direction(digits):
         deg = np.asarray(W.sum(axis=1)).ravel()
         np.testing.assert_allclose(deg @ spec.vectors, 0.0, atol=1e-8)
         # The second null vector (component indicator ⟂ 1) is kept, with eigenvalue 0.
-        assert abs(spec.eigenvalues[0]) < 1e-8 and spec.eigenvalues[1] > 1e-6
+        assert abs(spec.eigenvalues[0]) < 1e-8
+        assert spec.eigenvalues[1] > 1e-6
     # Labels only in the first component: the second gets -1 and confidence 0.
     yy = np.full(160, -1)
     yy[[0, 1]] = [0, 1]
     pred = spectral(LabelProblem(W, yy), d=8, calibration="none")
-    assert np.all(pred.labels[80:] == -1) and np.all(pred.confidence[80:] == 0)
+    assert np.all(pred.labels[80:] == -1)
+    assert np.all(pred.confidence[80:] == 0)
     assert np.all(pred.labels[:80] >= 0)
 
 
@@ -288,7 +293,8 @@ def test_multiclass_confidence_is_calibrated_by_leave_one_out(digits, digits_spe
     raw = spectral(LabelProblem(A, yy), spectrum=digits_spectrum, calibration="none")
     assert raw.info["platt"] is None
     ece = expected_calibration_error(pred.confidence[test], correct)
-    assert ece < 0.08 and ece < expected_calibration_error(raw.confidence[test], correct)
+    assert ece < 0.08
+    assert ece < expected_calibration_error(raw.confidence[test], correct)
     hi = pred.confidence[test] >= np.quantile(pred.confidence[test], 0.2)
     assert correct[hi].mean() > correct[~hi].mean()
     assert np.all((pred.confidence >= 0) & (pred.confidence <= 1))
@@ -303,8 +309,10 @@ def test_leave_one_out_flags_flipped_labels(digits, digits_spectrum):
     loo = spectral(LabelProblem(A, yy), spectrum=digits_spectrum, calibration="none", noise="loo")
     fit = spectral(LabelProblem(A, yy), spectrum=digits_spectrum, calibration="none", noise="fit")
     scores = noise_scores(loo.noisy[given], flipped[given])
-    assert scores["recall"] >= 0.7 and scores["precision"] >= 0.6
-    assert not loo.noisy[~given].any() and not fit.noisy[~given].any()
+    assert scores["recall"] >= 0.7
+    assert scores["precision"] >= 0.6
+    assert not loo.noisy[~given].any()
+    assert not fit.noisy[~given].any()
     # The fitted labelling overrides flipped labels too (the sphere constraint bounds how
     # hard c pins them).
     assert noise_scores(fit.noisy[given], flipped[given])["recall"] >= 0.5
@@ -341,8 +349,10 @@ def test_select_k_normalises_by_the_best_graph(digits):
         yy[keep] = y[sel][keep]
         sets.append(yy)
     k, avg = select_k(spectra, sets)
-    assert k in spectra and avg[k] == min(avg.values())
-    assert min(avg.values()) >= 1.0 and max(avg.values()) > 1.0
+    assert k in spectra
+    assert avg[k] == min(avg.values())
+    assert min(avg.values()) >= 1.0
+    assert max(avg.values()) > 1.0
 
 
 def test_validation_and_spectrum_fingerprint(digits, digits_spectrum):
@@ -374,6 +384,7 @@ def test_sphere_zero_first_component_with_a_root_below_the_pole():
     b = np.array([0.0, 30.0, 20.0])
     w, lam = sphere_minimizer(G, b, 5.0)
     w_blk, lam_blk = sphere_minimizer(G, b, 5.0, root="block")
-    assert lam < 1.0 and lam == pytest.approx(lam_blk, rel=1e-9)
+    assert lam < 1.0
+    assert lam == pytest.approx(lam_blk, rel=1e-9)
     assert w @ w == pytest.approx(5.0, rel=1e-10)
     np.testing.assert_allclose(w, w_blk, rtol=1e-7, atol=1e-9)

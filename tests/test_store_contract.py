@@ -173,7 +173,8 @@ def test_an_unchanged_reingest_changes_nothing_and_changes_are_seen(store, datas
     features = [[float(i), 1.0] for i in range(8)]
     store.write_nodes(dataset, nodes(keys, labels, features))
     state = store.read_label_state(dataset).to_pandas().set_index("key").loc[keys]
-    assert state["changed"].all() and not state["labelled"].any()  # never labelled
+    assert state["changed"].all()
+    assert not state["labelled"].any()  # never labelled
     assert state["predicted_label"].isna().all()
     store.write_predictions(dataset, predictions(keys, ["p"] * 8, at=pd.Timestamp.now(tz="UTC")))
     stamps = store.query("MATCH (e:Entity) WHERE e.dataset = $ds RETURN e.key AS key, e.updated_at AS t",
@@ -423,7 +424,9 @@ def test_user_queries_are_read_only_one_statement_and_fully_bound(store, dataset
     store.write_nodes(dataset, nodes(["a", "b"], ["x", None]))
     count = "MATCH (e:Entity) WHERE e.dataset = $ds RETURN count(e) AS n"
     frame = store.query(count, {"ds": dataset})
-    assert isinstance(frame, pd.DataFrame) and frame.columns.tolist() == ["n"] and frame["n"].tolist() == [2]
+    assert isinstance(frame, pd.DataFrame)
+    assert frame.columns.tolist() == ["n"]
+    assert frame["n"].tolist() == [2]
     relabel = "MATCH (e:Entity) WHERE e.dataset = $ds AND e.key = 'b' SET e.given_label = 'z'"
     with pytest.raises(WriteRefused, match="read-only"):
         store.query(relabel, {"ds": dataset})
@@ -451,7 +454,8 @@ def test_the_graph_build_record_is_replaced_per_dataset(store, names):
     record = store.read_graph_build(dataset)
     built_at = record.pop("built_at")
     assert record == {"graph": "knn", "k": 5, "sigma": 1.5}
-    assert isinstance(built_at, pd.Timestamp) and before <= built_at <= pd.Timestamp.now(tz="UTC").tz_localize(None)
+    assert isinstance(built_at, pd.Timestamp)
+    assert before <= built_at <= pd.Timestamp.now(tz="UTC").tz_localize(None)
     store.write_graph_build(dataset, GraphSpec(k=3, metric="cosine").with_sigma(0.25).as_record())
     assert GraphSpec.from_record(store.read_graph_build(dataset)) == GraphSpec(k=3, metric="cosine", sigma=0.25)
     assert store.read_graph_build(other) is None
@@ -564,5 +568,6 @@ if EMBEDDED == "kuzu":
         summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
         assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
         passed = re.search(r"(\d+) passed", summary)
-        assert passed and int(passed.group(1)) >= 20, summary
+        assert passed, summary
+        assert int(passed.group(1)) >= 20, summary
         assert not re.search(r"failed|error|skipped|xfail", summary), summary
