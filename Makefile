@@ -36,7 +36,10 @@ $(WEKA)/.fetched:
 	rm -rf $(DATA)/deb
 	touch $@
 
+# ruff and mypy first (their settings are in pyproject.toml): seconds, and a finding fails the target.
 test: $(STAMP) data
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # Only the live Neo4j suite (a server of its own, or the one NEO4J_URI names).

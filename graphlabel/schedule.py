@@ -129,7 +129,7 @@ class Job:
         """The tags of the job's flow runs, as the CLI gives its own runs, and ``scheduled``."""
         from labelling.options import run_kind, run_tags
 
-        return run_tags(self.dataset, self.solver, run_kind(self.full, self.holdout or 0.0), "scheduled")
+        return run_tags(self.dataset, self.solver, run_kind(bool(self.full), self.holdout or 0.0), "scheduled")
 
     def parameters(self) -> dict[str, Any]:
         """The ``labelling_flow`` parameters of this job's runs."""

@@ -48,15 +48,18 @@ class Interval:
             raise ValueError(f"closed must be one of {_CLOSED}, got {self.closed!r}")
 
     def __contains__(self, value: Any) -> bool:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, self.kind):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Integral, Real)):
             return False
-        if not math.isfinite(value):
+        if not isinstance(value, self.kind):
+            return False
+        number = float(value)
+        if not math.isfinite(number):
             return False
         left_open = self.closed in ("right", "neither")
         right_open = self.closed in ("left", "neither")
-        if self.low is not None and (value < self.low or (left_open and value == self.low)):
+        if self.low is not None and (number < self.low or (left_open and number == self.low)):
             return False
-        if self.high is not None and (value > self.high or (right_open and value == self.high)):
+        if self.high is not None and (number > self.high or (right_open and number == self.high)):
             return False
         return True
 
@@ -126,7 +129,7 @@ def check_interval(name: str, value: Any, low: float | None = None, high: float 
     return check(name, value, [Interval(Integral if integer else Real, low, high, closed)])
 
 
-def validate_params(params: Mapping[str, Any], constraints: Mapping[str, Iterable[Any]]) -> None:
+def validate_params(params: Mapping[str, Any], constraints: Mapping[str, Any]) -> None:
     """Check every entry of ``params`` against its constraints (every parameter must have some)."""
     for name, value in params.items():
         check(name, value, constraints[name])

@@ -42,6 +42,7 @@ Zhu, Ghahramani & Lafferty (2003), Sec. 4 (class mass normalisation). Bergamim &
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
@@ -51,7 +52,7 @@ from ._validation import Integral, Interval, Real, validate_params
 from .problem import LabelProblem, Prediction
 
 # (name, method, parameters inside the CV, parameters of the final run)
-CANDIDATES = (
+CANDIDATES: tuple[tuple[str, str, dict[str, Any], dict[str, Any]], ...] = (
     ("harmonic", "harmonic", {"detect_noise": False, "calibrate": False, "class_mass": "none"},
      {"class_mass": "none"}),
     ("harmonic, class mass", "harmonic", {"detect_noise": False, "calibrate": False, "class_mass": "uniform"},
@@ -101,7 +102,7 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, random_sta
     y_l = problem.y[lab]
     counts = np.bincount(y_l, minlength=problem.n_classes)
     n_folds = int(min(cv, counts[counts > 0].min()))
-    record = {"budget_harmonic_runs": float(budget), "harmonic_seconds": unit, "folds": n_folds, "candidates": []}
+    record: dict[str, Any] = {"budget_harmonic_runs": float(budget), "harmonic_seconds": unit, "folds": n_folds, "candidates": []}
     if n_folds < 2:
         record["chosen"] = "harmonic"
         record["reason"] = "a class has a single given label: no fold can hold one out; default harmonic kept"

@@ -113,6 +113,7 @@ Margin Classifiers.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -273,6 +274,13 @@ class TemperatureCalibrator:
         return _softmax(np.asarray(D) / self.temperature_)
 
 
+def _features(problem: LabelProblem) -> np.ndarray:
+    """``problem.X``, or the error saying this solver needs it."""
+    if problem.X is None:
+        raise ValueError("max-margin graph cuts need node features: build the LabelProblem with X")
+    return problem.X
+
+
 class MaxMarginGraphCut(BaseEstimator):
     """Max-margin graph cut (Kveton et al. 2010, eq. 7): an SVM on harmonic-induced labels.
 
@@ -356,21 +364,19 @@ class MaxMarginGraphCut(BaseEstimator):
     def _validate(self, problem: LabelProblem) -> None:
         if not isinstance(problem, LabelProblem):
             raise TypeError(f"fit takes a LabelProblem, got {type(problem).__name__}")
-        if problem.X is None:
-            raise ValueError("max-margin graph cuts need node features: build the LabelProblem with X")
-        if not np.all(np.isfinite(problem.X)):
+        if not np.all(np.isfinite(_features(problem))):
             raise ValueError("X has NaN or infinite features")
         validate_params(self.get_params(), PARAMETER_CONSTRAINTS)
         if len(set(problem.y[problem.labeled].tolist())) < 2:
             raise ValueError("need given labels of at least two classes")
 
     def _svc(self, width: float) -> SVC:
-        kernel = {
-            "linear": dict(kernel="linear"),
-            "cubic": dict(kernel="poly", degree=3, gamma=1.0 / width**2, coef0=1.0),
-            "rbf": dict(kernel="rbf", gamma=1.0 / (2.0 * width**2)),
-        }[self.kernel]
-        return SVC(C=self.C, cache_size=self.cache_size, decision_function_shape="ovo", **kernel)
+        kernels: dict[str, dict[str, Any]] = {  # the SVC's kernel arguments for each of the paper's kernels
+            "linear": {"kernel": "linear"},
+            "cubic": {"kernel": "poly", "degree": 3, "gamma": 1.0 / width**2, "coef0": 1.0},
+            "rbf": {"kernel": "rbf", "gamma": 1.0 / (2.0 * width**2)},
+        }
+        return SVC(C=self.C, cache_size=self.cache_size, decision_function_shape="ovo", **kernels[self.kernel])
 
     def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float):
         """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins."""
@@ -387,7 +393,7 @@ class MaxMarginGraphCut(BaseEstimator):
         if len(np.unique(induced[train])) < 2:
             raise ValueError("the induced labels hold fewer than two classes; lower epsilon or gamma_g")
         with clock("svm_seconds"):
-            svm = self._svc(width).fit(problem.X[train], induced[train], sample_weight=weight[train])
+            svm = self._svc(width).fit(_features(problem)[train], induced[train], sample_weight=weight[train])
         timings = clock.seconds
         return svm, induced, margin, timings
 
@@ -400,25 +406,32 @@ class MaxMarginGraphCut(BaseEstimator):
         P[:, cols] = P_known
         return P
 
-    def _cross_fit(self, problem: LabelProblem, width: float):
-        """Out-of-fold decision values of the given labels (each fold hidden from both steps)."""
+    def _cross_fit(self, problem: LabelProblem, width: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """Out-of-fold decision values of the given labels (each fold hidden from both steps) and
+        their class columns; None when the folds cannot be drawn or their SVMs saw other classes."""
         y = problem.y
         labeled = np.flatnonzero(y >= 0)
         counts = np.bincount(y[labeled], minlength=problem.n_classes)
         n_splits = min(int(self.cv), int(counts[counts > 0].min()))
         if n_splits < 2:
-            return None, None
+            return None
         folds = StratifiedKFold(n_splits, shuffle=True, random_state=self.random_state)
-        D, classes = None, None
+        X = _features(problem)
+        held_scores: list[tuple[np.ndarray, np.ndarray]] = []
+        classes: np.ndarray | None = None
         for _, held in folds.split(labeled, y[labeled]):  # a loop over folds
             y_fold = y.copy()
             y_fold[labeled[held]] = -1
             svm = self._fit_two_steps(problem, y_fold, width)[0]
-            D_held = _class_scores(svm, problem.X[labeled[held]])
-            if D is None:
-                D, classes = np.zeros((len(labeled), D_held.shape[1])), svm.classes_
+            if classes is None:
+                classes = svm.classes_
             elif not np.array_equal(classes, svm.classes_):
-                return None, None  # a fold's SVM saw other classes: its columns differ
+                return None  # a fold's SVM saw other classes: its columns differ
+            held_scores.append((held, _class_scores(svm, X[labeled[held]])))
+        if classes is None:  # no fold at all: n_splits >= 2 draws some
+            return None
+        D = np.zeros((len(labeled), held_scores[0][1].shape[1]))
+        for held, D_held in held_scores:
             D[held] = D_held
         return D, classes
 
@@ -437,15 +450,16 @@ class MaxMarginGraphCut(BaseEstimator):
         self._validate(problem)
         y = problem.y
         self.n_classes_ = int(problem.n_classes)
-        width = float(self.bandwidth) if self.bandwidth is not None else paper_bandwidth(problem.X)
+        width = float(self.bandwidth) if self.bandwidth is not None else paper_bandwidth(_features(problem))
         self.bandwidth_ = width
         labeled = np.flatnonzero(y >= 0)
         self.noisy_ = np.zeros(len(y), dtype=bool)
         self.calibrator_ = None
         self.oof_proba_ = None
-        D_oof, oof_classes = (None, None) if self.cv == 0 else self._cross_fit(problem, width)
+        cross = None if self.cv == 0 else self._cross_fit(problem, width)
         doubted = np.zeros(len(labeled), dtype=bool)
-        if D_oof is not None:
+        if cross is not None:
+            D_oof, oof_classes = cross
             # Doubt with a calibrator fit on every given label, then refit it on the trusted ones.
             first = self._fit_calibrator(D_oof, y[labeled], oof_classes)
             P_oof = self._proba_from(D_oof, oof_classes, first)
@@ -459,7 +473,7 @@ class MaxMarginGraphCut(BaseEstimator):
         if doubted.any():
             # flagged: doubted by the models that never saw the label, and a training error of
             # the one that did (module docstring, noise flags)
-            unfit = self.svm_.predict(problem.X[labeled[doubted]]) != y[labeled[doubted]]
+            unfit = self.svm_.predict(_features(problem)[labeled[doubted]]) != y[labeled[doubted]]
             self.noisy_[labeled[doubted][unfit]] = True
         if self.drop_noisy and self.noisy_.any():
             y_final = y.copy()
@@ -468,7 +482,7 @@ class MaxMarginGraphCut(BaseEstimator):
                 self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(
                     problem, y_final, width)
         self.classes_ = self.svm_.classes_
-        if self.calibrator_ is not None and D_oof is not None and not np.array_equal(oof_classes, self.classes_):
+        if self.calibrator_ is not None and cross is not None and not np.array_equal(cross[1], self.classes_):
             self.calibrator_ = None  # the final SVM's decision columns differ from the folds'
         return self
 

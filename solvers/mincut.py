@@ -393,8 +393,10 @@ def _nearest_labeled(problem: LabelProblem, nodes: np.ndarray) -> np.ndarray:
     """Class of the nearest given label (Euclidean, in problem.X) of each node in ``nodes``."""
     from sklearn.neighbors import NearestNeighbors
 
+    X = problem.X
+    assert X is not None, "mincut refuses unreached='nearest' without X at the door"
     labeled = np.flatnonzero(problem.labeled)
-    _, idx = NearestNeighbors(n_neighbors=1).fit(problem.X[labeled]).kneighbors(problem.X[nodes])
+    _, idx = NearestNeighbors(n_neighbors=1).fit(X[labeled]).kneighbors(X[nodes])
     return problem.y[labeled[idx[:, 0]]]
 
 
@@ -499,7 +501,8 @@ def _loo_flags(W: sp.spmatrix, y: np.ndarray, alpha: float, W_raw: sp.spmatrix, 
             if not np.any(y_loo == c):
                 # the batch holds every label of c: leave those out one at a time instead
                 for i in members:
-                    flags[i], score[i] = _cut_without(*_without(W, y, alpha, W_raw, [i])[::-1], [i], c)
+                    y_i, W_i = _without(W, y, alpha, W_raw, [i])
+                    flags[i], score[i] = _cut_without(W_i, y_i, [i], c)
                 continue
             flags[members], score[members] = _cut_without(W_loo, y_loo, members, c)
     return flags, score

@@ -49,11 +49,15 @@ class LabelProblem:
         values outside -1..C-1, or confidences outside [0, 1].
     """
 
-    W: sp.csr_matrix | None
+    # Typed as the fields hold after __post_init__, which every solver reads: W a csr_matrix
+    # (None in, an empty graph out) and n_classes an int (None in, y.max() + 1 out).
+    W: sp.csr_matrix
     y: np.ndarray
     label_confidence: np.ndarray | None = None
-    n_classes: int | None = None
+    n_classes: int = None  # type: ignore[assignment]
     X: np.ndarray | None = None
+    #: Whether W was given (False: the solver builds its graph from X).
+    has_graph: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "has_graph", self.W is not None)
