@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -142,7 +142,7 @@ class Report:
             "name": self.name,
             "title": self.title,
             "machine": self.machine,
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "versions": versions(),
             "tables": self.tables,
             "notes": self.notes,

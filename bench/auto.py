@@ -51,7 +51,8 @@ def main(argv: list[str]) -> None:
             unit = time.perf_counter() - start
             start = time.perf_counter()
             p = solve(problem, "auto")
-            rows.append({"data": name, "seed": seed, "method": "auto", "accuracy": np.mean(p.labels[hidden] == y[hidden]),
+            accuracy = np.mean(p.labels[hidden] == y[hidden])
+            rows.append({"data": name, "seed": seed, "method": "auto", "accuracy": accuracy,
                          "harmonic runs": (time.perf_counter() - start) / unit})
             choices.append({"data": name, "seed": seed, "chosen": p.info["auto"]["chosen"],
                             **{c["name"]: c["score"] for c in p.info["auto"]["candidates"]}})

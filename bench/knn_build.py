@@ -193,7 +193,7 @@ def plot(report: Report, frame: pd.DataFrame, sizes: list[int], estimate) -> Non
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for (key, label), marker in zip(METHODS.items(), "o^sD"):
+    for (_, label), marker in zip(METHODS.items(), "o^sD"):
         part = frame[(frame["method"] == label) & frame["seconds"].notna()]
         ax.loglog(part["points"], part["seconds"], marker=marker, label=label)
     if estimate is not None and max(sizes) > EXACT_MAX_POINTS:

@@ -5,7 +5,8 @@
    splits; SNC and LC-c / LC-lm / LC-knn / LC-ens tuned by 5-fold stratified CV on the
    labeled nodes (grid of Table 2, scored by accuracy), on the paper's FI-weighted symmetric
    kNN graph; the search evaluates 15 random (k, eps, c) draws x the 4 lambdas of one
-   parametric sweep = the paper's 60 candidates (``--n-iter 0``: full grid). Accuracy, balanced accuracy and F1 (positive = benign, target 1) on the
+   parametric sweep = the paper's 60 candidates (``--n-iter 0``: full grid). Accuracy, balanced
+   accuracy and F1 (positive = benign, target 1) on the
    unlabeled part, noise precision / recall / F1 on the labeled part, side by side with the
    paper's WDBC rows (dataset 15 of Tables 10, 11, 17, 20) and with
    ``cleanlab.filter.find_label_issues`` (out-of-fold logistic-regression probabilities)
@@ -155,7 +156,8 @@ def _wdbc_tables(frame: pd.DataFrame) -> list[str]:
         cells = []
         for model in noise_models:
             m = sub[sub.model == model]
-            cells.append(f"{m['noise precision'].mean():.2f} / {m['noise recall'].mean():.2f} / {m['noise F1'].mean():.2f}")
+            precision, recall, f1 = (m[f"noise {what}"].mean() for what in ("precision", "recall", "F1"))
+            cells.append(f"{precision:.2f} / {recall:.2f} / {f1:.2f}")
         lines.append(f"| {noise:.0%} | " + " | ".join(cells) + " |")
     lines.append("| paper (Table 17, wdbc, level not stated, tuned for bal. acc.) | "
                  + " | ".join("{:.2f} / {:.2f} / {:.2f}".format(*PAPER_NOISE[m]) if m in PAPER_NOISE else "-"

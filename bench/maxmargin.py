@@ -257,7 +257,8 @@ def timing(n: int, kernels, repeats: int, with_ls: bool, seed: int):
     width = paper_bandwidth(X)
     rows = []
     t_h, (induced, _) = _median_time(lambda: induce_labels(W, yg, 10, gamma_g=1.0), repeats)
-    rows.append({"step": "harmonic (L_uu + γ_g I) F = W_ul Y_l, 10 RHS (AMG-CG above 50k unknowns)", "seconds (median)": t_h,
+    rows.append({"step": "harmonic (L_uu + γ_g I) F = W_ul Y_l, 10 RHS (AMG-CG above 50k unknowns)",
+                 "seconds (median)": t_h,
                  "points": n, "test error % (2,000 new vectors)": np.nan})
     train = induced >= 0
     for kernel in kernels:
@@ -324,7 +325,8 @@ def main(argv: list[str]) -> None:
     tbl, graph_seconds, nnz = timing(args.nodes, kernels, timing_repeats, args.full, args.seed)
     emit([f"## One solve at {args.nodes:,} nodes (digit interpolations, 10 classes, 1% labeled, γ_g = 1, C = 1; "
           f"medians of {timing_repeats})", "",
-          f"5-NN graph (faiss HNSW above 50k nodes): {graph_seconds:.1f} s, {nnz:,} stored weights (not part of the solve).", "",
+          f"5-NN graph (faiss HNSW above 50k nodes): {graph_seconds:.1f} s, {nnz:,} stored weights"
+          " (not part of the solve).", "",
           markdown_table(tbl, index=True), ""])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(out) + "\n")

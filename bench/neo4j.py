@@ -68,7 +68,7 @@ class Server:
         self.args = ["--home", str(self.home), "--bolt-port", str(self.bolt), "--http-port", str(self.http),
                      "--password", self.password, "--heap", heap, "--pagecache", pagecache]
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         subprocess.run([sys.executable, str(SERVER), "up", *self.args], check=True)
         return self
 

@@ -156,7 +156,8 @@ def protocol(out: _Out, full: bool) -> None:
             it = {key: f"{int(np.median(rec[key + '_it']))} [{max(rec[key + '_it'])}]" for key in ("A", "B", "Bauto")}
             ms = {key: 1000 * np.median(rec[key + "_t"]) for key in ("A", "B", "Bauto", "LS", "LP")}
             out(f"| {r:.2f} | {beta_star(nl, q, 'midpoint'):.3f} | {np.mean(rec['A']):.4f} | {pub['NMF-A'][j]:.4f} "
-                f"| {beta_star(nl, q, 1.0):.3f} | {np.mean(rec['B']):.4f} | {pub['NMF-B'][j]:.4f} | {np.mean(rec['Bauto']):.4f} "
+                f"| {beta_star(nl, q, 1.0):.3f} | {np.mean(rec['B']):.4f} | {pub['NMF-B'][j]:.4f}"
+                f" | {np.mean(rec['Bauto']):.4f} "
                 f"| {np.mean(rec['LS']):.4f} | {pub['LGC'][j]:.4f} | {np.mean(rec['LP']):.4f} | {pub['GRF'][j]:.4f} "
                 f"| {it['A']} | {it['B']} | {it['Bauto']} | {ms['A']:.1f} | {ms['B']:.1f} | {ms['Bauto']:.1f} "
                 f"| {ms['LS']:.1f} | {ms['LP']:.1f} |")
@@ -212,7 +213,8 @@ def variants(out: _Out, full: bool) -> None:
                         p = solve(problem, "nmf", variant=variant, gamma=g, damping=0.0)
                         acc.setdefault((variant, g), []).append(np.mean(p.labels == y))
             j = RATES.index(r)
-            out(f"| {name} | {r:.2f} | {np.mean(acc['symmetric', 'midpoint']):.4f} | {np.mean(acc['row', 'midpoint']):.4f} "
+            out(f"| {name} | {r:.2f} | {np.mean(acc['symmetric', 'midpoint']):.4f}"
+                f" | {np.mean(acc['row', 'midpoint']):.4f} "
                 f"| {np.mean(acc['symmetric', 1.0]):.4f} | {np.mean(acc['row', 1.0]):.4f} "
                 f"| {PUBLISHED[name]['NMF-A'][j]:.4f} | {PUBLISHED[name]['NMF-B'][j]:.4f} | {isolated} |")
     out()
@@ -317,8 +319,10 @@ def digits_quality(out: _Out, full: bool) -> None:
                               gamma=g, noise_threshold=thr)
                     sc.append(noise_scores(p.noisy[given], flipped[given]))
                     acc.append(np.mean(p.labels[~given] == y[~given]))
-                mean = {key: np.mean([s[key] for s in sc]) for key in ("flipped", "flagged", "precision", "recall", "f1")}
-                out(f"| {r:.2f} | {'(1+q)/2q' if g == 'midpoint' else '1'} | {thr} | {mean['flipped']:.1f} | {mean['flagged']:.1f} "
+                mean = {key: np.mean([s[key] for s in sc])
+                        for key in ("flipped", "flagged", "precision", "recall", "f1")}
+                gamma_shown = "(1+q)/2q" if g == "midpoint" else "1"
+                out(f"| {r:.2f} | {gamma_shown} | {thr} | {mean['flipped']:.1f} | {mean['flagged']:.1f} "
                     f"| {mean['precision']:.3f} | {mean['recall']:.3f} | {mean['f1']:.3f} | {np.mean(acc):.4f} |")
     out()
 

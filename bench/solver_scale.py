@@ -41,7 +41,8 @@ unless the table says otherwise; each table row states them. Why each was chosen
   max_iter = 30, tol = 1e-3; a callable kernel returning W) and with α = 0.99 run to
   convergence (max_iter = 1000), scikit-network's ``Propagation`` and
   ``DiffusionClassifier`` with their defaults. The note of each harmonic row names the
-  fastest peer whose accuracy is at least the harmonic row's, and the time ratio to it. At 10k also ``LabelSpreading(kernel="knn", n_neighbors=10)`` as shipped:
+  fastest peer whose accuracy is at least the harmonic row's, and the time ratio to it. At 10k
+  also ``LabelSpreading(kernel="knn", n_neighbors=10)`` as shipped:
   its own exact 10-NN search and 0/1 graph, end to end.
 """
 
@@ -64,7 +65,7 @@ from similarity.knn import EXACT_MAX_NODES
 from solvers import LabelProblem, solve
 
 from ._common import Report, peak_memory_call
-from .knn_build import K, N_CLASSES, blobs
+from .knn_build import N_CLASSES, K, blobs
 
 LABELED_FRACTION = 0.01
 # The SVC of maxmargin trains on every node with an induced label (all n here) and then
@@ -89,7 +90,8 @@ def _solver_runs(n: int) -> list[dict]:
     """The graphlabel runs at size n: key, method, parameters, label, and why a run is skipped."""
     runs = [
         {"key": "harmonic_flags", "method": "harmonic", "params": {},
-         "label": "harmonic, defaults", "shown": "defaults: float32 CG on all columns (rtol 1e-4), noise flags, calibration"},
+         "label": "harmonic, defaults",
+         "shown": "defaults: float32 CG on all columns (rtol 1e-4), noise flags, calibration"},
         {"key": "harmonic", "method": "harmonic", "params": {"solver": "cg", "detect_noise": False},
          "label": "harmonic", "shown": "solver='cg' (float32 CG, rtol 1e-4), detect_noise=False"},
         {"key": "mincut", "method": "mincut",
@@ -459,7 +461,8 @@ def main(argv: list[str]) -> None:
     report.note(
         "Infeasible or skipped cells are empty with the reason in the note column: maxmargin above "
         f"{MAXMARGIN_MAX_NODES:,} nodes (libsvm fit on all n induced labels, then predict on all n: ~n² each, "
-        "one run at 100k, hours at 1M), mincut with its defaults anywhere (20 randomized multi-class runs plus one leave-one-out "
+        "one run at 100k, hours at 1M), mincut with its defaults anywhere (20 randomized multi-class runs"
+        " plus one leave-one-out "
         "cut per given label), mincut α=1 above 10k (shown once: see below), LabelSpreading kernel='knn' above "
         "10k (its exact 10-NN search, timed in bench/knn_build.py), and any 1M run stopped at the time limit "
         f"({args.timeout:.0f} s per run with --full).")

@@ -138,7 +138,8 @@ def digits_protocol(lines, n_samples, seed=0):
                 knn[k][cls, s] = prbep(scores[k], truth)
     best_k = max(knn_ks, key=lambda k: knn[k].mean())
     _out(lines, f"### Optdigits (load_digits, n={n}), l=10 per one-vs-rest task, {n_samples} samples per task")
-    _out(lines, f"graph: cosine 10-NN, eq. 22, built in {t_graph:.2f} s; d=80, c=3200; macro PRBEP (%) ± s.e. over samples")
+    _out(lines, f"graph: cosine 10-NN, eq. 22, built in {t_graph:.2f} s; d=80, c=3200;"
+                " macro PRBEP (%) ± s.e. over samples")
     _out(lines)
     rows = []
     for lap in variants:
@@ -189,7 +190,8 @@ def k_criterion(lines, n_samples, seed=1):
     _out(lines, "average normalised objective o_ik / min_k o_ik (eq. 19 at the solution); the paper picks k=10")
     _out(lines)
     _table(lines, ["k", "avg normalised objective", "macro PRBEP"], rows)
-    _out(lines, f"criterion picks k = {chosen}; best PRBEP at k = {rows[int(np.argmax([float(r[2]) for r in rows]))][0]}")
+    best_k = rows[int(np.argmax([float(r[2]) for r in rows]))][0]
+    _out(lines, f"criterion picks k = {chosen}; best PRBEP at k = {best_k}")
     _out(lines)
 
 
@@ -253,7 +255,8 @@ def scale(lines, sizes, methods_at, repeats, d_at=None):
             yy = np.where(given, y, -1)
             problem = LabelProblem(A, yy)
             t_none, _ = median_time(lambda: spectral(problem, spectrum=spec, calibration="none"), 5)
-            t_nochk, _ = median_time(lambda: spectral(problem, spectrum=spec, calibration="none", check_spectrum=False), 5)
+            t_nochk, _ = median_time(
+                lambda: spectral(problem, spectrum=spec, calibration="none", check_spectrum=False), 5)
             t_loo, pred = median_time(lambda: spectral(problem, spectrum=spec), 3)
             Z = X / np.linalg.norm(X, axis=1, keepdims=True)
             lab = np.flatnonzero(given)
@@ -268,7 +271,8 @@ def scale(lines, sizes, methods_at, repeats, d_at=None):
             solve_acc = acc
     _out(lines, "### Eigen step (d non-trivial eigenpairs of the rw Laplacian), digits-like data, cosine 10-NN")
     _out(lines)
-    _table(lines, ["n", "nnz(A)", "graph (s)", "eigensolver", "d", "eigen step (s, median)", "repeats", "λ_{d+1}"], rows)
+    _table(lines, ["n", "nnz(A)", "graph (s)", "eigensolver", "d", "eigen step (s, median)", "repeats", "λ_{d+1}"],
+           rows)
     if solve_rows:
         _out(lines, f"### One solve at n=100000 (median seconds; test accuracy {100 * solve_acc:.1f}%)")
         _out(lines)
@@ -290,7 +294,8 @@ def main(argv: list[str]) -> None:
         elif arg != "--full":
             raise SystemExit(f"unknown argument {arg!r}; use --full and/or --only=...")
     lines: list[str] = []
-    _out(lines, f"## bench spectral ({'full' if full else 'quick'}; sections: {', '.join(s for s in SECTIONS if s in only)})")
+    sections = ", ".join(s for s in SECTIONS if s in only)
+    _out(lines, f"## bench spectral ({'full' if full else 'quick'}; sections: {sections})")
     _out(lines, f"machine: {machine()}; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
     _out(lines)
     if "digits" in only:

@@ -84,7 +84,8 @@ def measure_engine(engine: str, full: bool) -> dict[str, float]:
         seconds[STAGES[4]], graph = median_time(lambda: store.read_subgraph("bench"), 3)
         seconds[STAGES[5]], written = median_time(lambda: store.write_predictions("bench", preds), 3)
         seconds[STAGES[6]], _ = median_time(lambda: store.replace_edges("bench", edges.slice(0, 0)), 1)
-        assert graph.n_nodes == n and written == n
+        assert graph.n_nodes == n
+        assert written == n
         assert len(graph.weight) <= edges.num_rows  # a pair drawn twice is read once
         assert store.read_subgraph("bench", with_features=False).weight.size == 0
     return seconds

@@ -386,7 +386,8 @@ def query(
 def report(
     run: str | None = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
                                       " run's summary."),
-    dataset: str | None = typer.Option(None, callback=_checked_dataset, help="Dataset: list its recent runs (without --run)."),
+    dataset: str | None = typer.Option(None, callback=_checked_dataset,
+                                       help="Dataset: list its recent runs (without --run)."),
     limit: int = typer.Option(20, help="Runs listed with --dataset."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the run's summary as markdown."),
     store: str | None = StoreOption,

@@ -6,8 +6,9 @@ May import ``similarity`` (the local edge builder), nothing else of the project.
 (the engine whose database file it holds; a new one gets the default engine, Kùzu),
 ``kuzu://FOLDER`` or ``ladybug://FOLDER`` (that engine; ``graphstore.kuzu_store`` says why
 the engine is part of the store's address rather than a process setting). Without a URI
-the store is ``$GRAPHLABEL_STORE`` or ``.graphlabel/``. A Neo4j URI must not carry credentials (``graphstore.secrets`` says why
-and where the password comes from instead); errors quote URIs through ``redact_uri``.
+the store is ``$GRAPHLABEL_STORE`` or ``.graphlabel/``. A Neo4j URI must not carry
+credentials (``graphstore.secrets`` says why and where the password comes from instead);
+errors quote URIs through ``redact_uri``.
 """
 
 from __future__ import annotations
@@ -62,5 +63,6 @@ def embedded_folder(uri: str) -> tuple[str | None, str]:
 
 
 __all__ = ["GraphStore", "SubGraph", "LabelRunRecord", "BuiltGraph", "StoreSetupError", "StoreUnavailable",
-           "open_store", "default_store_uri", "embedded_folder", "EMBEDDED_SCHEMES", "NEO4J_SCHEMES", "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
+           "open_store", "default_store_uri", "embedded_folder", "EMBEDDED_SCHEMES", "NEO4J_SCHEMES",
+           "check_dataset_name", "StoreConnectionError", "StoreLocked", "StoreNotFound", "check_store_uri", "redact",
            "redact_uri"]

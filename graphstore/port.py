@@ -149,6 +149,7 @@ class GraphStore(ABC):
         """Raise ``StoreSetupError`` when this store cannot build ``spec`` as configured
         (Neo4j's GDS builder without the plugin); the flows ask before they write
         anything. The local builder (this default) always can."""
+        return None
 
     def build_edges(self, dataset: str, spec: GraphSpec) -> BuiltGraph:
         """Replace the dataset's similarity relationships with the graph ``spec`` describes.
@@ -222,7 +223,8 @@ class GraphStore(ABC):
         """The parameters recorded by ``write_graph_build`` (with ``built_at``), or None."""
 
     def close(self) -> None:
-        """Release the connection."""
+        """Release the connection (this default: a store that holds none)."""
+        return None
 
     def __enter__(self) -> GraphStore:
         return self

@@ -188,7 +188,7 @@ def _quoted_records(data: bytes, n_lines: int, sep: str, n_fields: int, blanks: 
     while start < n_lines:
         consumed: list[int] = []
 
-        def feed(first=start):
+        def feed(first=start, consumed=consumed):
             for i in range(first, n_lines):
                 if i not in skip:
                     consumed.append(i)

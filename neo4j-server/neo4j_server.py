@@ -376,7 +376,8 @@ def main(argv: list[str] | None = None) -> int:
             print("Neo4j stopped" if stop(settings.home) else "no Neo4j was running from " + str(settings.home))
         else:
             pid = running_pid(settings.home)
-            print(f"Neo4j running, pid {pid}, home {settings.home}" if pid else f"no Neo4j running from {settings.home}")
+            running = f"Neo4j running, pid {pid}, home {settings.home}"
+            print(running if pid else f"no Neo4j running from {settings.home}")
             return 0 if pid else 1
     except CannotStart as exc:
         print(f"neo4j-server: {exc}", file=sys.stderr)

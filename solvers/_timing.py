@@ -12,8 +12,8 @@ measuring that counts (repeats, medians, a peer in the same run).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["Stopwatch"]
 

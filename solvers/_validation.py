@@ -17,9 +17,10 @@ A parameter passes when it satisfies any one of its constraints. ``check_choice`
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -102,7 +102,8 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, random_sta
     y_l = problem.y[lab]
     counts = np.bincount(y_l, minlength=problem.n_classes)
     n_folds = int(min(cv, counts[counts > 0].min()))
-    record: dict[str, Any] = {"budget_harmonic_runs": float(budget), "harmonic_seconds": unit, "folds": n_folds, "candidates": []}
+    record: dict[str, Any] = {"budget_harmonic_runs": float(budget), "harmonic_seconds": unit, "folds": n_folds,
+                              "candidates": []}
     if n_folds < 2:
         record["chosen"] = "harmonic"
         record["reason"] = "a class has a single given label: no fold can hold one out; default harmonic kept"

@@ -283,7 +283,7 @@ def lcsnc(
     return Prediction(labels, np.clip(conf, 0.0, 1.0), noisy, scores, "lcsnc", params, info, noise_score)
 
 
-def _degenerate_reason(problem: LabelProblem, opts: "_Settings", info: dict) -> str:
+def _degenerate_reason(problem: LabelProblem, opts: _Settings, info: dict) -> str:
     """Why an LC-SNC labeling can put nearly every node in one class (decision 18)."""
     given = problem.y[problem.labeled]
     majority = np.bincount(given).max() / len(given)
@@ -628,7 +628,7 @@ def _tune(problem, opts):
     lab = np.flatnonzero(problem.labeled)
     folds = StratifiedKFold(opts.cv, shuffle=True, random_state=opts.random_state)
     totals = np.zeros((len(combos), len(lams)))
-    for train, valid in folds.split(lab, problem.y[lab]):  # a loop over folds
+    for _, valid in folds.split(lab, problem.y[lab]):  # a loop over folds
         nodes = np.arange(problem.n_nodes) if opts.cv_graph == "all" else lab
         y_fit = problem.y[nodes].copy()
         valid_nodes = np.searchsorted(nodes, lab[valid])

@@ -252,7 +252,7 @@ class TemperatureCalibrator:
     def __init__(self, classes: np.ndarray):
         self.classes = np.asarray(classes)
 
-    def fit(self, D: np.ndarray, target: np.ndarray) -> "TemperatureCalibrator":
+    def fit(self, D: np.ndarray, target: np.ndarray) -> TemperatureCalibrator:
         from scipy.optimize import minimize_scalar
 
         Z = np.asarray(D)
@@ -435,7 +435,7 @@ class MaxMarginGraphCut(BaseEstimator):
             D[held] = D_held
         return D, classes
 
-    def fit(self, problem: LabelProblem) -> "MaxMarginGraphCut":
+    def fit(self, problem: LabelProblem) -> MaxMarginGraphCut:
         """Induce labels on the graph, fit the SVM, and (``cv`` ≥ 2) calibrate and flag noise.
 
         Parameters

@@ -140,8 +140,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ._graph import (finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable,
-                     warn_degenerate)
+from ._graph import finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable, warn_degenerate
 from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
@@ -365,7 +364,8 @@ def _expand(W: sp.spmatrix, y: np.ndarray, labels: np.ndarray, n_classes: int, m
     tol = 1e-12 * max(1.0, float(w.sum()))
     sweeps = 0
     W = sp.csr_matrix(W)
-    for sweeps in range(1, max_sweeps + 1):  # sweeps over classes, each move one cut
+    # sweeps over classes, each move one cut; the number run is returned
+    for sweeps in range(1, max_sweeps + 1):  # noqa: B007
         improved = False
         movable = None if hops is None else _movable(W, labels, unclaimed, hops)
         for a in range(n_classes):

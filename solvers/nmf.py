@@ -131,8 +131,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import brentq
 
-from ._graph import (finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable,
-                     warn_degenerate)
+from ._graph import finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable, warn_degenerate
 from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, check, check_choice, check_interval, validate_params
 from .problem import LabelProblem, Prediction

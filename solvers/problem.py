@@ -115,7 +115,7 @@ class LabelProblem:
         """Boolean mask of the nodes with a given label."""
         return self.y >= 0
 
-    def with_labels(self, y: np.ndarray, label_confidence: np.ndarray | None = None) -> "LabelProblem":
+    def with_labels(self, y: np.ndarray, label_confidence: np.ndarray | None = None) -> LabelProblem:
         """The same graph with other given labels (for cross-validation and leave-one-out)."""
         return LabelProblem(self.W if self.has_graph else None, y, label_confidence, self.n_classes, self.X)
 

@@ -97,8 +97,9 @@ Open decisions (paper silent or ambiguous) and what this module chooses
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.linalg as la
@@ -470,7 +471,8 @@ def _secular_root(G, b, n, iterations: int = 60):
     # relative precision. ‖w‖ ≥ r at δ = |β₁|/r and ≤ r at δ = ‖b‖/r (notes §1.7).
     delta_lo = np.abs(beta[:, 0]) / r
     delta_hi = bnorm / r
-    rest_norm2 = np.sum(np.divide(beta[:, 1:] ** 2, rest[:, 1:] ** 2, out=np.zeros_like(rest[:, 1:]), where=rest[:, 1:] > 0), axis=1)
+    ratio = np.divide(beta[:, 1:] ** 2, rest[:, 1:] ** 2, out=np.zeros_like(rest[:, 1:]), where=rest[:, 1:] > 0)
+    rest_norm2 = np.sum(ratio, axis=1)
     hard = (np.abs(beta[:, 0]) <= 1e-12 * np.maximum(bnorm, 1e-300)) & (rest_norm2 <= n)
     # Newton on h(δ) = 1/‖w(δ)‖ − 1/r (Reinsch; Moré & Sorensen 1983): h is concave and
     # increasing, so Newton from δ_lo (where h ≤ 0) rises monotonically to the root with

@@ -55,7 +55,7 @@ class LiveNeo4j:
     _module: object | None = field(default=None, repr=False)
 
     @classmethod
-    def start(cls, gds: bool = True, heap: str = "1g") -> "LiveNeo4j":
+    def start(cls, gds: bool = True, heap: str = "1g") -> LiveNeo4j:
         """A new server on free ports with its own home; CannotStart says why not."""
         module = server_module()
         home = Path(tempfile.mkdtemp(prefix="graphlabel-neo4j-"))
@@ -73,7 +73,7 @@ class LiveNeo4j:
                    _module=module)
 
     @classmethod
-    def external(cls) -> "LiveNeo4j":
+    def external(cls) -> LiveNeo4j:
         return cls(os.environ["NEO4J_URI"], os.environ.get("NEO4J_PASSWORD", ""), "the server of NEO4J_URI",
                    user=os.environ.get("NEO4J_USER", "neo4j"))
 

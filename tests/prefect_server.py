@@ -48,7 +48,7 @@ class PrefectServer:
     def env(self, **extra: str) -> dict[str, str]:
         return prefect_env(self.home, self.api_url, **extra)
 
-    def __enter__(self) -> "PrefectServer":
+    def __enter__(self) -> PrefectServer:
         self.home.mkdir(parents=True, exist_ok=True)
         prefect = Path(sys.executable).with_name("prefect")
         server_env = prefect_env(self.home, None, PREFECT_SERVER_UI_API_URL=self.api_url)

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from prefect_runs import flow_runs_tagged
 from typer.testing import CliRunner
 
 from graphlabel.cli import app
-from prefect_runs import flow_runs_tagged
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 runner = CliRunner()
@@ -534,7 +534,8 @@ class _AnsweringDriver:
         import neo4j
 
         self.calls.append((query_, dict(parameters_ or {}), routing_))
-        return neo4j.EagerResult([neo4j.Record(row) for row in self.rows], None, list(self.rows[0]) if self.rows else [])
+        keys = list(self.rows[0]) if self.rows else []
+        return neo4j.EagerResult([neo4j.Record(row) for row in self.rows], None, keys)
 
 
 def test_01_the_neo4j_adapter_reports_feature_lengths():

@@ -117,8 +117,8 @@ def island_store(store_path):
     """A Kùzu dataset of 12 islands (one component each) with their kNN edges."""
     import pyarrow as pa
 
-    from graphstore.schemas import edge_table
     from graphstore import open_store
+    from graphstore.schemas import edge_table
 
     W, y_true, given = islands(12, 60, seed=7)
     keys = np.array([f"n{i:04d}" for i in range(len(y_true))], dtype=object)

@@ -27,10 +27,10 @@ from antlr4 import CommonTokenStream, InputStream
 from antlr4.error.ErrorListener import ErrorListener
 from antlr4_cypher import CypherLexer, CypherParser
 
-from graphstore.schemas import NODE_SCHEMA, WRITTEN_PREDICTION_SCHEMA
 from graphstore.identifiers import placeholders, render
 from graphstore.neo4j_store import Neo4jGraphConfig
 from graphstore.queries import CYPHER_DIR, load_query, split_statements
+from graphstore.schemas import NODE_SCHEMA, WRITTEN_PREDICTION_SCHEMA
 
 NEO4J_FILES = sorted(CYPHER_DIR.rglob("*.neo4j.cypher"))
 KUZU_FILES = sorted(CYPHER_DIR.rglob("*.kuzu.cypher"))
@@ -185,9 +185,9 @@ def labelled_kuzu_store(tmp_path_factory):
 
     import similarity
     import solvers
+    from graphstore import LabelRunRecord, open_store
     from graphstore.schemas import edge_table
     from labelling.problems import label_problem, prediction_rows
-    from graphstore import LabelRunRecord, open_store
 
     X, y = load_digits(return_X_y=True)
     X, y = X[:300], y[:300]

@@ -8,8 +8,8 @@ import pytest
 
 from flows.demo import demo_flow
 from flows.labelling import build_graph_flow, ingest_flow, labelling_flow
-from labelling.problems import NotEnoughLabels
 from graphstore import open_store
+from labelling.problems import NotEnoughLabels
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

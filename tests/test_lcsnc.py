@@ -97,7 +97,8 @@ def test_pseudoflow_and_maxflow_agree_on_knn_graph():
     pos, neg = labeled & (y == 1), labeled & (y == 0)
     K = 0.25
     lambdas = K + np.array([-0.25, -0.0625, -0.015625, 0.00390625, 0.0625, 0.25])
-    args = (W, np.where(pos, 2.0, 0.0), np.where(labeled, 0.0, d), np.where(neg, 2.0, 0.0) + np.where(labeled, 0.0, K * d))
+    args = (W, np.where(pos, 2.0, 0.0), np.where(labeled, 0.0, d),
+            np.where(neg, 2.0, 0.0) + np.where(labeled, 0.0, K * d))
     a, info_a = parametric_min_cut(*args, lambdas, backend="pseudoflow")
     b, info_b = parametric_min_cut(*args, lambdas, backend="maxflow")
     np.testing.assert_array_equal(a, b)

@@ -111,9 +111,9 @@ def test_gds_delta_graph_drops_long_relationships(neo4j_store, dataset):
 
 
 def _label(store, dataset, run_id, solver="harmonic", **params):
-    from labelling.problems import label_problem, prediction_rows
-    from graphstore import LabelRunRecord
     import solvers
+    from graphstore import LabelRunRecord
+    from labelling.problems import label_problem, prediction_rows
 
     exported = label_problem(store.read_subgraph(dataset), dataset)
     prediction = solvers.solve(exported.problem, solver, **params)
@@ -139,7 +139,8 @@ def test_write_back_and_the_readme_queries(neo4j_store, dataset):
     flagged = neo4j_store.query(load_query("examples/flagged_with_neighbours", "neo4j"), {"dataset": dataset})
     assert set(flagged["key"]) == set(keys[first.noisy])
     counts = neo4j_store.query(load_query("examples/class_counts_per_run", "neo4j"), {"dataset": dataset})
-    assert dict(zip(counts["predicted_label"], counts["nodes_now"])) == dict(zip(*np.unique(predicted, return_counts=True)))
+    expected = dict(zip(*np.unique(predicted, return_counts=True)))
+    assert dict(zip(counts["predicted_label"], counts["nodes_now"])) == expected
     drivers = neo4j_store.query(load_query("examples/prediction_drivers", "neo4j"),
                                 {"dataset": dataset, "key": keys[1], "max_rows": 4})
     row = exported.problem.W.tocsr()[1]

@@ -14,7 +14,6 @@ import uuid
 import numpy as np
 import pandas as pd
 import pytest
-
 from live_neo4j import LiveNeo4j
 from test_neo4j_live_product import GRAPHLABEL, cli, digits_frame, run_id_of
 
@@ -44,8 +43,8 @@ def test_a_server_killed_during_write_back_never_leaves_a_completed_run(own_serv
     the run is not `completed`, and running the command again ends with the labels of one
     clean run on every node."""
     import solvers
-    from labelling.problems import label_problem
     from graphstore import open_store
+    from labelling.problems import label_problem
 
     uri, dataset, n = own_server.uri, "killed", 600
     ingest_digits(uri, dataset, tmp_path, n=n)

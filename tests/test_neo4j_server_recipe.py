@@ -9,7 +9,6 @@ import re
 import xml.etree.ElementTree as ET
 
 import yaml
-
 from live_neo4j import ROOT, server_module
 
 POM = "{http://maven.apache.org/POM/4.0.0}"

@@ -21,15 +21,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from graphstore.errors import StoreUnavailable
-from graphstore.port import BuiltGraph
-from similarity.spec import GraphSpec
-
 from graphstore import LabelRunRecord, open_store
-from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, SubGraph
+from graphstore.errors import StoreUnavailable
 from graphstore.identifiers import Fragment, check_identifier, quote, render
 from graphstore.neo4j_store import Neo4jGraphConfig, Neo4jStore
-from graphstore.schemas import one_row_per_pair
+from graphstore.port import BuiltGraph
+from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, SubGraph, one_row_per_pair
+from similarity.spec import GraphSpec
 
 HOSTILE_NAMES = [
     "Entity`) DETACH DELETE e //",

@@ -46,7 +46,8 @@ def _dense_reference(W, y, q, beta, variant, criterion, tol=1e-3, max_iter=10_00
             theta[i, y[i]] = 1.0
     phi = np.full((n, q), 1.0 / q)
     prev = np.zeros((n, q))
-    for t in range(1, max_iter + 1):
+    # the number of iterations run is returned
+    for t in range(1, max_iter + 1):  # noqa: B007
         m = np.zeros((n, q))
         h = np.zeros((n, q))
         new = np.zeros((n, q))

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import solvers
-from labelling.provenance import SOLVER_LIBRARIES, versions
 from graphstore import LabelRunRecord
+from labelling.provenance import SOLVER_LIBRARIES, versions
 
 
 def test_versions_name_the_installed_libraries_a_run_uses():

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from graphstore import open_store
 from labelling.records import (
     DUPLICATE_KEY,
     INFINITE_FEATURE,
@@ -35,7 +36,6 @@ from labelling.records import (
     parse_records,
     reject_counts,
 )
-from graphstore import open_store
 
 CLASSES = ["cat", "dog"]
 NOT_NUMBERS = ["abc", "1,5", "x1", "--1", "nan"]  # "nan" as text in a DataFrame is not a number
@@ -58,8 +58,9 @@ def cells(with_lists: bool):
 
 # a few repeated keys to make duplicates likely, blank and missing keys, and any text
 key_text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=6)
-key = st.integers(0, 9).flatmap(lambda i: st.sampled_from(["a", "b", " a ", "007", "7", "7.0", " 7. "]) if i < 3 else key_text
-                                 if i < 8 else st.one_of(st.none(), st.sampled_from(["", "   "])))
+key_repeated = st.sampled_from(["a", "b", " a ", "007", "7", "7.0", " 7. "])
+key_blank = st.one_of(st.none(), st.sampled_from(["", "   "]))
+key = st.integers(0, 9).flatmap(lambda i: key_repeated if i < 3 else key_text if i < 8 else key_blank)
 label = st.one_of(st.none(), st.sampled_from(["cat", "dog", " cat", "bird", "Dog", ""]))
 
 

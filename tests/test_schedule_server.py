@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from prefect_server import PrefectServer, stop
 
 from graphstore import open_store
-
-from prefect_server import PrefectServer, stop
 
 SERVE_SECONDS = 240
 

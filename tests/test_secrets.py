@@ -17,6 +17,7 @@ import traceback
 import neo4j
 import pandas as pd
 import pytest
+from prefect_runs import flow_runs_tagged
 from typer.testing import CliRunner
 
 import flows.labelling  # noqa: F401 - see below
@@ -24,7 +25,6 @@ from graphlabel.cli import app
 from graphstore import StoreConnectionError, open_store, redact, redact_uri
 from graphstore.neo4j_store import Neo4jStore
 from graphstore.secrets import PASSWORD_BLOCK_ENV, neo4j_credentials
-from prefect_runs import flow_runs_tagged
 
 # Prefect sets up logging when its flow API is first imported, replacing the root logger's
 # handlers (caplog's among them): importing the flows above does that at collection time,

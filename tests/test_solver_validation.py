@@ -11,8 +11,7 @@ import scipy.sparse as sp
 
 from solvers import LabelProblem, solve
 from solvers._timing import Stopwatch
-from solvers._validation import (Integral, Interval, Options, Real, check, check_choice, check_interval,
-                                 validate_params)
+from solvers._validation import Integral, Interval, Options, Real, check, check_choice, check_interval, validate_params
 
 
 @pytest.mark.parametrize("value, inside", [

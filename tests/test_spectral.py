@@ -78,9 +78,9 @@ def test_sphere_closed_forms_match_direct_minimisation(scale):
             x0 = rng.standard_normal(d)
             x0 *= np.sqrt(n) / np.linalg.norm(x0)
             res = minimize(
-                lambda w: _objective(G, b, w),
+                lambda w, G=G, b=b: _objective(G, b, w),
                 x0,
-                jac=lambda w: 2 * G @ w - 2 * b,
+                jac=lambda w, G=G, b=b: 2 * G @ w - 2 * b,
                 constraints=[{"type": "eq", "fun": lambda w: w @ w - n, "jac": lambda w: 2 * w}],
                 method="SLSQP",
                 options={"ftol": 1e-12, "maxiter": 500},

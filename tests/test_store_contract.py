@@ -270,7 +270,8 @@ def test_predictions_are_written_by_key_and_read_back(store, dataset):
     store.write_nodes(dataset, nodes(["a", "b", "c"], ["x", None, None]))
     assert store.read_predictions(dataset).num_rows == 3  # every node, nulls before any run
     # a row for a key the dataset does not have matches no node: counted out
-    written = store.write_predictions(dataset, predictions(["a", "b", "nope"], ["x", None, "y"], scores=[0.75, None, 0.5]))
+    rows = predictions(["a", "b", "nope"], ["x", None, "y"], scores=[0.75, None, 0.5])
+    written = store.write_predictions(dataset, rows)
     assert written == 2
     table = store.read_predictions(dataset)
     assert table.schema == READ_PREDICTION_SCHEMA
