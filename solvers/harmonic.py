@@ -39,11 +39,23 @@ Decisions the papers leave open, and what this module does
   (overlapping classes at 1%: 0.45 against 0.82), so it is an option only.
 - Linear solver: SuperLU (``splu``) up to ``direct_max_nodes`` unknowns (1,000); above,
   conjugate gradients with the Jacobi preconditioner, all classes' columns at once in
-  float32 (``_lockstep_cg``) at the default tolerance, falling back to float64 CG per
-  column and then pyamg's smoothed-aggregation AMG for a column that converges slowly
-  (``_spd_solver`` says why, with the measurements). 1,000, not 10,000 as before:
-  SuperLU's fill-in on 32-d 10-NN graphs made it slower than CG from 2,000 nodes up
-  (1.05 s against 0.53 s at 2k, 9.7 s against 0.40 s at 10k, same accuracy).
+  float32 (``_block_cg``, with a coarse space drawn from the current labels) at the
+  default tolerance, falling back to float64 CG per column and then pyamg's
+  smoothed-aggregation AMG for a column that converges slowly (``_spd_solver`` says why,
+  with the measurements). 1,000, not 10,000 as before: SuperLU's fill-in on 32-d 10-NN
+  graphs made it slower than CG from 2,000 nodes up (1.05 s against 0.53 s at 2k, 9.7 s
+  against 0.40 s at 10k, same accuracy).
+- Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
+  label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
+  100k-node graph of ``bench/solver_scale.py`` (1% labeled, one run on a loaded 2-core
+  machine, medians of 3, paired with the committed lock-step CG): 100 column products
+  (10 block iterations) against 324, 0.65 s against 2.34 s without flags, same accuracy
+  (0.9936); with 10% of the labels flipped and flags on 1.35 s against 4.42 s, flag
+  precision / recall 1.00 / 0.83 in both. Scores stop short of ``rtol`` (within 5e-3 of
+  the exact solve on digits, same labels); on digits, segment and WDBC (10, 10, 28 labels
+  per class, seeds 100-104) flags and accuracy matched the committed solver except
+  segment at 10% flipped (precision / recall 0.68 / 0.49 against 0.72 / 0.54; with
+  ``stop="rtol"`` 0.70 / 0.51).
 - Tolerance: ``rtol`` = 1e-4 (it was 1e-8). On the 100k-node 10-NN graph of
   ``bench/solver_scale.py`` (1% labeled) CG needed 540 column products at 1e-8, 394 at
   1e-5 and 324 at 1e-4, with the same labels at every node and scores within 5e-5.
@@ -87,7 +99,7 @@ max-margin graph cuts. AISTATS. Section 3, eq. (4).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -95,77 +107,204 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import LinearOperator, cg, splu
 from threadpoolctl import threadpool_limits
 
-from ._graph import finish_labels, laplacian, margin_scores, one_hot, per_label, unreachable
+from ._graph import margin_scores, per_label
 from .problem import LabelProblem, Prediction
 
 SOLVERS = ("auto", "direct", "cg", "amg")
+STOP_RULES = ("labels", "rtol")
 # Jacobi-CG iterations allowed per right-hand side before AMG takes over (see _spd_solver).
 JACOBI_MAX_ITERATIONS = 300
-# CG runs in float32 (all columns at once, _lockstep_cg) when the tolerance allows it;
+# CG runs in float32 (all columns at once, _block_cg) when the tolerance allows it;
 # tighter tolerances run column by column in float64.
 FLOAT32_RTOL = 1e-5
+# stop="labels": CG stops once no node's label has changed for this many iterations in a row.
+LABEL_PATIENCE = 2
+# CG iterations before the coarse space is drawn from the labels (see _block_cg).
+COARSE_AFTER = 3
 
 
-def _lockstep_cg(A, inverse_diagonal, B, X0, rtol, maxiter):
-    """Jacobi-preconditioned CG on every column of B at once, in A's precision (float32).
+class _Blocks:
+    """Arithmetic on n × C blocks of column vectors through a wide view.
 
-    Each column runs its own CG (its own step lengths), but an iteration multiplies A
-    with all the columns still running in one sparse-dense product: on the 100k-node
-    10-NN graph of bench/solver_scale.py one float32 product with 10 columns took 9.9 ms
-    against 1.5 ms for one vector (float64: 19.7 ms against 1.6 ms), so 10 columns cost
-    about 6 vector products instead of 10. Written out here because scipy's ``cg`` takes
-    one vector and no library in the lock has a multi-column CG.
-
-    Returns X (float64), a mask of the columns that reached ``rtol`` within ``maxiter``,
-    and the number of column products (one per running column per iteration).
+    Per-column scalars (CG's step lengths) broadcast along the last axis of an n × C array
+    run numpy's inner loop C elements at a time: on 100k × 10 float32 a scaled copy took
+    0.79 ms and a column-wise dot product 0.69 ms. Viewed as (n / k) × (k C) with the scalars
+    tiled k times, the same operations took 0.25 and 0.17 ms. The blocks are allocated with
+    their rows padded to a multiple of k (zero rows, which CG leaves at zero), and the
+    operator is padded to match (an indptr only, no copy of the graph).
     """
-    dtype = A.dtype
-    B32 = np.ascontiguousarray(B, dtype=dtype)
-    X = np.zeros_like(B32) if X0 is None else np.ascontiguousarray(X0, dtype=dtype)
-    R = B32 - A @ X if X0 is not None else B32.copy()
-    Z = inverse_diagonal[:, None] * R
+
+    WIDTH = 128  # rows per wide row
+
+    def __init__(self, n: int, C: int, dtype) -> None:
+        self.n, self.C, self.dtype = n, C, dtype
+        self.rows = -(-n // self.WIDTH) * self.WIDTH
+
+    def empty(self) -> np.ndarray:
+        return np.empty((self.rows, self.C), dtype=self.dtype)
+
+    def padded(self, A) -> np.ndarray:
+        out = np.zeros((self.rows, self.C), dtype=self.dtype)
+        out[: self.n] = A
+        return out
+
+    def wide(self, A: np.ndarray) -> np.ndarray:
+        return A.reshape(-1, self.WIDTH * self.C)
+
+    def dot(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Column-wise dot products Σ_i A_ic B_ic (float64 accumulation across lanes)."""
+        lanes = np.einsum("ij,ij->j", self.wide(A), self.wide(B))
+        return lanes.reshape(self.WIDTH, self.C).sum(axis=0, dtype=np.float64)
+
+    def tiled(self, a: np.ndarray) -> np.ndarray:
+        return np.tile(np.asarray(a, dtype=self.dtype), self.WIDTH)
+
+    def operator(self, K: sp.csr_matrix) -> sp.csr_matrix:
+        indptr = np.concatenate([K.indptr, np.full(self.rows - self.n, K.indptr[-1], dtype=K.indptr.dtype)])
+        return sp.csr_matrix((K.data, K.indices, indptr), shape=(self.rows, self.rows))
+
+
+def _coarse_space(K, scale, labels, blocks: _Blocks):
+    """The coarse correction V ↦ Z E⁻¹ Zᵀ V of ``_block_cg``: one coarse unknown per class region.
+
+    Z (n × m) holds s_i⁻¹ = (d_i + γ_g)^½ at the unknowns whose current label is class c in
+    column c (the near-null vector of I − K = S A S on a region: A 1 ≈ 0 away from labels),
+    and E = Zᵀ (I − K) Z is m × m (m ≤ C): one more product with K. Z is kept dense: its
+    two products per iteration are then BLAS calls (n × m by m × C). None when no node has
+    a label yet or E is singular.
+    """
+    rows = np.flatnonzero(labels >= 0)
+    if rows.size == 0:
+        return None
+    classes, column = np.unique(labels[rows], return_inverse=True)
+    Z = np.zeros((blocks.rows, classes.size), dtype=blocks.dtype)
+    Z[rows, column] = 1.0 / scale[rows]
+    Z_t = np.ascontiguousarray(Z.T)
+    E = (Z_t @ Z).astype(np.float64) - (Z_t @ (K @ Z)).astype(np.float64)
+    try:
+        E_inv = np.linalg.inv(E).astype(blocks.dtype)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.isfinite(E_inv).all():
+        return None
+    return lambda V: Z @ (E_inv @ (Z_t @ V))
+
+
+def _reached(X: np.ndarray, unknown: np.ndarray) -> bool:
+    """Every unknown holds some mass: CG's front has reached the whole of every component with a
+    label (a residual below rtol does not say so: far nodes of a long chain can still be 0)."""
+    return bool(np.all((X.max(axis=1) > 0) | ~unknown))
+
+
+def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, patience=LABEL_PATIENCE,
+              coarse_after=COARSE_AFTER):
+    """Preconditioned CG on (I − K) X = B for every column of B at once, in K's precision.
+
+    With K = S W_uu S and S = diag(d'^-½), I − K = S A S is the Jacobi-scaled system, so
+    plain CG here is Jacobi-preconditioned CG on A without a preconditioner pass (x = S x̂).
+    Each column keeps its own step lengths; an iteration multiplies K with all the columns in
+    one sparse-dense product (on the 100k-node graph of bench/solver_scale.py one float32
+    product with 10 columns took 9.9 ms against 1.5 ms for one vector). Written out here
+    because scipy's ``cg`` takes one vector and no library in the lock has a block CG.
+
+    Two-level preconditioner: after ``coarse_after`` iterations (at once from a start
+    vector), CG restarts from its iterate with M⁻¹ = I + Z E⁻¹ Zᵀ, Z one column per current
+    class region (``_coarse_space``): Nicolaides' (1987) piecewise-constant coarse space,
+    with the regions the solution itself draws. Why: the slowest error of the absorbing walk
+    is close to constant on each well-connected region (the walk mixes inside a class's
+    region long before a label absorbs it), and Jacobi-CG needs many iterations to move it;
+    one coarse unknown per region moves it in every iteration. Measured (rtol 1e-4, float32,
+    iterations of all columns): the 100k-node blobs of bench/solver_scale.py 34 → 13, the
+    20k-node sets of bench/hard_data.py at 1% labeled: overlapping classes 27 → 19, wide
+    blobs 21 → 14, 30 classes 27 → 19, 20% flipped 37 → 25; within ±2 on the small real sets;
+    the regions after 3 iterations did better than after 2 (19) or 5 (14).
+
+    Stops when every column's residual is below ``rtol`` times its right-hand side and every
+    unknown has been reached (``_reached``) or, with
+    ``stop_on_labels``, when ``labels_of`` (X ↦ each node's label, -1 where none yet) has not
+    changed for ``patience`` iterations in a row. Returns X (n × C), a mask of the columns
+    that reached ``rtol`` (all True after a label stop), the number of iterations, the number
+    of products with K (iterations, the coarse set-up and a start vector's residual) and the
+    stop reason.
+    """
+    n, C = B.shape
+    blocks = _Blocks(n, C, K.dtype)
+    K = blocks.operator(K)
+    B = blocks.padded(B)
+    if X0 is None:
+        X = np.zeros_like(B)
+        R = B.copy()
+    else:
+        X = blocks.padded(X0)
+        R = B - X
+        R += K @ X
+    target = rtol**2 * blocks.dot(B, B)
+    rr = blocks.dot(R, R)
+    active = rr > target
+    labels = labels_of(X[:n])
+    correct = _coarse_space(K, scale, labels, blocks) if X0 is not None else None
+    Z = R if correct is None else R + correct(R)
     P = Z.copy()
-    rz = np.einsum("ij,ij->j", R, Z)
-    target = rtol * np.linalg.norm(B32, axis=0)
-    active = np.linalg.norm(R, axis=0) > target
-    products = 0
-    for _ in range(maxiter):  # CG iterations, all running columns at once
-        cols = np.flatnonzero(active)
-        if cols.size == 0:
+    T = blocks.empty()  # scratch
+    rz = blocks.dot(R, Z)
+    steady, iterations, reason = 0, 0, "rtol"
+    products = int(X0 is not None) + int(correct is not None)  # products with K outside the iterations
+    unknown = scale > 0
+    while active.any() or not _reached(X[:n], unknown):
+        if iterations >= maxiter:
+            reason = "maxiter"
             break
-        Pa = P[:, cols]
-        Q = A @ Pa
-        products += cols.size
-        curvature = np.einsum("ij,ij->j", Pa, Q)
-        done = curvature <= 0  # an exact solution already (zero direction): nothing left to do
-        if done.any():
-            active[cols[done]] = False
-            cols, Pa, Q, curvature = cols[~done], Pa[:, ~done], Q[:, ~done], curvature[~done]
-            if cols.size == 0:
+        if correct is None and X0 is None and iterations == coarse_after:
+            correct = _coarse_space(K, scale, labels if stop_on_labels else labels_of(X[:n]), blocks)
+            products += 1
+            if correct is not None:  # restart from X with the two-level preconditioner
+                Z = R + correct(R)
+                P = Z.copy()
+                rz = blocks.dot(R, Z)
+        moving = active if active.any() else rz > 0  # below rtol but not reached: every column goes on
+        Q = K @ P
+        np.subtract(P, Q, out=Q)  # (I − K) P
+        curvature = blocks.dot(P, Q)
+        # a converged column (or an exact solution: zero direction) takes no further step
+        alpha = np.divide(rz, curvature, out=np.zeros_like(rz), where=moving & (curvature > 0))
+        np.multiply(blocks.wide(P), blocks.tiled(alpha), out=blocks.wide(T))
+        X += T
+        np.multiply(blocks.wide(Q), blocks.tiled(alpha), out=blocks.wide(T))
+        R -= T
+        Z = R if correct is None else R + correct(R)
+        rz_new = blocks.dot(R, Z)
+        rr = rz_new if correct is None else blocks.dot(R, R)
+        beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=moving & (rz > 0))
+        np.multiply(blocks.wide(P), blocks.tiled(beta), out=blocks.wide(P))
+        P += Z
+        rz = rz_new
+        active &= rr > target
+        iterations += 1
+        products += 1
+        if stop_on_labels:
+            new = labels_of(X[:n])
+            steady = steady + 1 if np.array_equal(new, labels) else 0
+            labels = new
+            if steady >= patience:
+                reason = "labels"
                 break
-        alpha = rz[cols] / curvature
-        X[:, cols] += alpha * Pa
-        Ra = R[:, cols] - alpha * Q
-        R[:, cols] = Ra
-        Za = inverse_diagonal[:, None] * Ra
-        rz_new = np.einsum("ij,ij->j", Ra, Za)
-        P[:, cols] = Za + (rz_new / rz[cols]) * Pa
-        rz[cols] = rz_new
-        active[cols] = np.linalg.norm(Ra, axis=0) > target[cols]
-    return X.astype(np.float64), ~active, products
+    converged = np.ones(C, dtype=bool) if reason == "labels" else ~active & _reached(X[:n], unknown)
+    return X[:n], converged, iterations, products, reason
 
 
 def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: float):
     """A function B ↦ A⁻¹B for the SPD matrix A, factorised or preconditioned once.
 
-    "cg" is scipy's conjugate gradients with the Jacobi (diagonal) preconditioner, and
-    pyamg's smoothed-aggregation AMG as a fallback for a right-hand side that has not
-    converged after ``JACOBI_MAX_ITERATIONS`` (CG restarts from where Jacobi stopped).
-    Why Jacobi first: with labels on 1% of a kNN graph, L_uu is diagonally dominant and
-    well conditioned; on 100k nodes (10-NN, 32-d, bench/e2e.py) Jacobi-CG needed ~45
-    iterations per class at 2.7 ms each (1.7 s for 10 classes) where AMG spent 7.6 s on
-    its set-up and 13 s on 60 cheaper-converging but far costlier iterations. AMG stays
-    for the ill-conditioned cases (few labels on a long, chain-like graph).
+    "cg" is scipy's conjugate gradients with the Jacobi (diagonal) preconditioner in float64,
+    one column at a time, and pyamg's smoothed-aggregation AMG as a fallback for a
+    right-hand side that has not converged after ``JACOBI_MAX_ITERATIONS`` (CG restarts from
+    where Jacobi stopped). Why Jacobi first: with labels on 1% of a kNN graph, L_uu is
+    diagonally dominant and well conditioned; on 100k nodes (10-NN, 32-d, bench/e2e.py)
+    Jacobi-CG needed ~45 iterations per class at 2.7 ms each (1.7 s for 10 classes) where
+    AMG spent 7.6 s on its set-up and 13 s on 60 cheaper-converging but far costlier
+    iterations. AMG stays for the ill-conditioned cases (few labels on a long, chain-like
+    graph). At the default tolerance the classes are solved together in float32 first
+    (``_block_cg``, in ``_solve_system``); this solver finishes what that leaves.
 
     The returned function has ``cg_iterations`` (None for the factorisation): the total
     of CG iterations so far, one product with A each, and ``amg_fallbacks``.
@@ -209,27 +348,16 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
         # with A (plus one preconditioner application).
         solve.cg_iterations += 1
 
-    A32 = A.astype(np.float32) if method == "cg" and rtol >= FLOAT32_RTOL else None
-
     def solve(B, x0=None):
         # column-major, so that each right-hand side B[:, j] is a contiguous vector
         B = np.asfortranarray(np.asarray(B, dtype=np.float64).reshape(A.shape[0], -1))
         X0 = None if x0 is None else np.asfortranarray(np.asarray(x0, dtype=np.float64).reshape(B.shape))
-        pending = np.arange(B.shape[1])
         out = np.empty_like(B)
-        if A32 is not None:  # all columns together in float32; what stalls goes on below
-            with threadpool_limits(limits=1, user_api="blas"):
-                X, converged, products = _lockstep_cg(A32, inverse_diagonal.astype(np.float32), B, X0, rtol,
-                                                      JACOBI_MAX_ITERATIONS)
-            solve.cg_iterations += products
-            out[:, converged] = X[:, converged]
-            pending = np.flatnonzero(~converged)
-            X0 = np.asfortranarray(X) if pending.size else X0
         # CG's dot products are level-1 BLAS on single vectors: OpenBLAS's threads only add
         # synchronisation, and on a loaded 2-core machine made an iteration on 100k nodes
         # take 24 ms instead of 3.1 ms (one SpMV: 2.5 ms). One BLAS thread for the loop.
         with threadpool_limits(limits=1, user_api="blas"):
-            for j in pending:  # one CG per right-hand side (classes or labels) left
+            for j in range(B.shape[1]):  # one CG per right-hand side (classes or labels)
                 x, info = None, 1
                 if method == "cg":
                     x, info = cg(A, B[:, j], x0=None if X0 is None else X0[:, j], rtol=rtol,
@@ -252,11 +380,12 @@ class _System(NamedTuple):
     """One harmonic solve: the solution and the pieces the leave-one-out step reuses."""
 
     F: np.ndarray  # n × C solution (labeled rows = their clamped values)
-    solve_uu: Callable  # B ↦ A⁻¹B, A = L_uu + γ_g I on the kept unlabeled nodes
-    u: np.ndarray  # kept unlabeled nodes (the rows of A)
+    u: np.ndarray  # kept unlabeled nodes: the unknowns (unlabeled, in a component with a label)
     l: np.ndarray  # labeled nodes
-    A: sp.csr_matrix
-    W_ul: sp.csr_matrix
+    scale: np.ndarray  # s = (d + γ_g)^-½ on u, 0 elsewhere (float32)
+    K: sp.csr_matrix  # S W S, S = diag(s): the Jacobi-scaled W_uu in node numbering (float32)
+    degree: np.ndarray  # d = W 1
+    counts: dict  # cg_iterations (column products), cg_block_iterations, amg_fallbacks, cg_stop
 
 
 # Edges lighter than this share of the heaviest are dropped before solving (see _resolvable).
@@ -281,21 +410,105 @@ def _resolvable(W: sp.csr_matrix) -> sp.csr_matrix:
     return W
 
 
-def _solve_system(W, Y, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x0=None) -> _System:
-    W = _resolvable(W)
-    n = W.shape[0]
-    cut_off = unreachable(W, labeled)
-    u = np.flatnonzero(~labeled & ~cut_off)
-    l = np.flatnonzero(labeled)
-    F = np.zeros((n, Y.shape[1]))
-    F[l] = Y[l]
-    L = laplacian(W)
-    A = (L[u][:, u] + gamma_g * sp.eye(len(u), format="csr")).tocsr()
-    W_ul = W[u][:, l].tocsr()
-    solve_uu = _spd_solver(A, solver, direct_max_nodes, rtol) if len(u) else (lambda B, x0=None: B)
-    if len(u):
-        F[u] = solve_uu(W_ul @ Y[l], None if x0 is None else x0[u])
-    return _System(F, solve_uu, u, l, A, W_ul)
+def _reachable(component: np.ndarray, labeled: np.ndarray) -> np.ndarray:
+    """Mask of the nodes whose connected component holds a labeled node."""
+    has_label = np.zeros(component.max() + 1, dtype=bool)
+    has_label[component[labeled]] = True
+    return has_label[component]
+
+
+def _scaled_operator(W: sp.csr_matrix, u_mask: np.ndarray, degree: np.ndarray, gamma_g: float, dtype):
+    """s = (d + γ_g)^-½ on the unknowns (0 elsewhere) and K = S W S, in ``dtype``.
+
+    K keeps W's index arrays (no copy of the graph's structure; only its values are
+    scaled), and its rows and columns outside the unknowns are zero, so CG on I − K needs no
+    slice of W: the labeled and unreachable rows of every iterate stay 0. (Slicing L_uu out
+    of L = D − W took three copies of the graph.)
+    """
+    s = np.zeros(W.shape[0], dtype=dtype)
+    s[u_mask] = 1.0 / np.sqrt(degree[u_mask] + gamma_g)
+    data = W.data.astype(dtype)
+    data *= np.repeat(s, np.diff(W.indptr))
+    data *= s[W.indices]
+    return s, sp.csr_matrix((data, W.indices, W.indptr), shape=W.shape)
+
+
+def _components(W: sp.csr_matrix) -> np.ndarray:
+    """Connected component of every node. W is symmetric, so its strongly connected
+    components are its components; scipy finds those on W itself, where ``directed=False``
+    first builds Wᵀ (at 100k nodes 33 ms against 48 ms)."""
+    return connected_components(W, directed=True, connection="strong")[1]
+
+
+def _uu_system(W, u, l, degree, gamma_g):
+    """A = L_uu + γ_g I = diag(d_u + γ_g) − W_uu and W_ul, sliced out (direct and float64 solves)."""
+    W_u = W[u]
+    A = (sp.diags(degree[u] + gamma_g) - W_u[:, u]).tocsr()
+    return A, W_u[:, l].tocsr()
+
+
+def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x0=None, degree=None,
+                  reachable=None, mass_target=None, stop="rtol") -> _System:
+    """The harmonic solution F (n × C) with F_l = Y_l on the nodes a label reaches.
+
+    ``Y_l`` holds the clamped rows of the labeled nodes (in node order). ``mass_target`` (C
+    class weights or None): CG's labels (the coarse space's regions and ``stop="labels"``)
+    are the arg-max of F with each class column scaled to that share of the total mass
+    (None: the plain arg-max), as the prediction will take them.
+    """
+    n, C = W.shape[0], Y_l.shape[1]
+    if degree is None:
+        degree = np.asarray(W.sum(axis=1)).ravel()
+    if reachable is None:
+        reachable = _reachable(_components(W), labeled)
+    u_mask = ~labeled & reachable
+    u, l = np.flatnonzero(u_mask), np.flatnonzero(labeled)
+    method = solver if solver != "auto" else "direct" if len(u) <= direct_max_nodes else "cg"
+    block = method == "cg" and rtol >= FLOAT32_RTOL  # all columns at once in float32 (_block_cg)
+    s, K = _scaled_operator(W, u_mask, degree, gamma_g, np.float32 if block else np.float64)
+    counts = {"cg_iterations": None, "cg_block_iterations": 0, "amg_fallbacks": 0, "cg_stop": None}
+    if len(u) == 0:
+        F = np.zeros((n, C))
+        F[l] = Y_l
+        return _System(F, u, l, s, K, degree, counts)
+    B = W[l].T @ Y_l  # W_{·l} Y_l (W is symmetric): the unknowns' rows are W_ul Y_l
+    pending = np.arange(C)
+    if block:
+        weights = np.ones(C, dtype=np.float32) if mass_target is None else None
+
+        def labels_of(X):
+            # column sums of F_u = s X (rows outside u are 0), then the weighted arg-max;
+            # s_i > 0 scales a row and leaves its arg-max alone
+            if weights is None:
+                mass = s @ X
+                w = np.divide(mass_target, mass, out=np.zeros(C, dtype=np.float32), where=mass > 0)
+            else:
+                w = weights
+            Z = X * w
+            best = np.argmax(Z, axis=1)
+            best[np.take_along_axis(Z, best[:, None], axis=1)[:, 0] <= 0] = -1  # not reached (or fixed)
+            return best
+
+        start = None if x0 is None else np.divide(x0, s[:, None], out=np.zeros((n, C)), where=s[:, None] > 0)
+        with threadpool_limits(limits=1, user_api="blas"):
+            X, converged, iterations, products, reason = _block_cg(
+                K, s[:, None] * B, start, rtol, JACOBI_MAX_ITERATIONS, labels_of, s, stop_on_labels=stop == "labels")
+        F = np.multiply(X, s[:, None], dtype=np.float64)  # x = S x̂; 0 outside the unknowns
+        counts.update(cg_iterations=iterations * C, cg_block_iterations=iterations, cg_block_products=products,
+                      cg_stop=reason)
+        pending = np.flatnonzero(~converged)
+        x0 = F if pending.size else None
+    else:
+        F = np.zeros((n, C))
+    F[l] = Y_l
+    if pending.size:
+        A, _ = _uu_system(W, u, l, degree, gamma_g)
+        solve_uu = _spd_solver(A, method, direct_max_nodes, rtol)
+        F[np.ix_(u, pending)] = solve_uu(B[np.ix_(u, pending)], None if x0 is None else x0[np.ix_(u, pending)])
+        if solve_uu.cg_iterations is not None:
+            counts["cg_iterations"] = (counts["cg_iterations"] or 0) + solve_uu.cg_iterations
+        counts["amg_fallbacks"] += solve_uu.amg_fallbacks
+    return _System(F, u, l, s, K, degree, counts)
 
 
 def harmonic_scores(
@@ -315,15 +528,38 @@ def harmonic_scores(
     Returns
     -------
     F : array, shape (n, C)
-    solve_uu : callable B ↦ (L_uu + γ_g I)⁻¹ B on the kept unlabeled nodes
+    solve_uu : callable B ↦ (L_uu + γ_g I)⁻¹ B on the kept unlabeled nodes (set up on its
+        first call)
     unlabeled : array of int, the kept unlabeled node indices (the rows solve_uu works on)
     """
-    system = _solve_system(W, Y, labeled, gamma_g=gamma_g, solver=solver,
+    W = _resolvable(W).tocsr()
+    labeled = np.asarray(labeled, dtype=bool)
+    system = _solve_system(W, np.asarray(Y, dtype=np.float64)[labeled], labeled, gamma_g=gamma_g, solver=solver,
                            direct_max_nodes=direct_max_nodes, rtol=rtol)
-    return system.F, system.solve_uu, system.u
+    return system.F, _uu_solver(W, system, gamma_g, solver, direct_max_nodes, rtol), system.u
 
 
-def _leave_one_out(W, Y, system: _System, gamma_g, chunk: int = 256) -> np.ndarray:
+def _uu_solver(W, system: _System, gamma_g, solver, direct_max_nodes, rtol):
+    """B ↦ (L_uu + γ_g I)⁻¹ B on the system's unknowns (float64 CG or SuperLU), set up on the
+    first call (a factorisation or a slice of W that a caller may never need)."""
+    built = []
+
+    def solve_uu(B, x0=None):
+        if len(system.u) == 0:
+            return B
+        if not built:
+            A, _ = _uu_system(W, system.u, system.l, system.degree, gamma_g)
+            built.append(_spd_solver(A, solver, direct_max_nodes, rtol))
+        X = built[0](B, x0)
+        solve_uu.cg_iterations = built[0].cg_iterations
+        solve_uu.amg_fallbacks = built[0].amg_fallbacks
+        return X
+
+    solve_uu.cg_iterations, solve_uu.amg_fallbacks = 0, 0
+    return solve_uu
+
+
+def _leave_one_out(W, Y_l, system: _System, gamma_g, solve_uu, chunk: int = 256) -> np.ndarray:
     """Exact leave-one-out solution at each labeled node, shape (l, C).
 
     Unclamping labeled node i adds it to the unknowns; by the Schur complement of the
@@ -334,18 +570,18 @@ def _leave_one_out(W, Y, system: _System, gamma_g, chunk: int = 256) -> np.ndarr
     where b = W_{·,l∖i} Y_{l∖i}. Since A⁻¹ b_u = F_u − A⁻¹ w Y_i, all labels need only
     the solves A⁻¹ W_ul, done in chunks of columns: one solve per given label.
     """
-    F, solve_uu, u, l = system.F, system.solve_uu, system.u, system.l
-    W_ul = system.W_ul.tocsc()
+    u, l = system.u, system.l
+    W_ul = W[u][:, l].tocsc()
     s = np.zeros(len(l))
     for start in range(0, len(l), chunk):  # chunks of labels bound the n_u × chunk memory
         cols = slice(start, min(start + chunk, len(l)))
         w = W_ul[:, cols].toarray()  # n_u × m
         Aw = solve_uu(w).reshape(len(u), -1) if len(u) else w  # every node labeled: w is 0 × m
         s[cols] = np.einsum("ij,ij->j", w, Aw)  # wᵀ A⁻¹ w
-    return _unclamped(W, Y, system, gamma_g, s)
+    return _unclamped(W, Y_l, system, gamma_g, s)
 
 
-def _unclamped(W, Y, system: _System, gamma_g, s) -> np.ndarray:
+def _unclamped(W, Y_l, system: _System, gamma_g, s) -> np.ndarray:
     """f_i of the Schur formula above for every label, given s_i = wᵢᵀ A⁻¹ wᵢ.
 
     wᵀ A⁻¹ b_u = wᵀ F_u − s_i Y_i, so f_i = (W_i· F − s_i Y_i) / (d_i + γ_g − s_i): the
@@ -353,14 +589,13 @@ def _unclamped(W, Y, system: _System, gamma_g, s) -> np.ndarray:
     neighbours that come back to i) taken out.
     """
     l = system.l
-    d = np.asarray(W.sum(axis=1)).ravel()
     votes = W[l] @ system.F  # W_il Y_l + W_iu F_u (W_ii = 0, so i's own label is not in it)
-    denom = d[l] + gamma_g - s
+    denom = system.degree[l] + gamma_g - s
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom[:, None] > 1e-12, (votes - s[:, None] * Y[l]) / denom[:, None], 0.0)
+        return np.where(denom[:, None] > 1e-12, (votes - s[:, None] * Y_l) / denom[:, None], 0.0)
 
 
-def _local_leave_one_out(W, Y, system: _System, gamma_g, labeled_component) -> tuple[np.ndarray, dict]:
+def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) -> tuple[np.ndarray, dict]:
     """Leave-one-out at each labeled node with s_i = wᵢᵀ A⁻¹ wᵢ estimated, not solved for.
 
     s_i is the weight of the walks from i's unlabeled neighbours that are absorbed back at
@@ -380,31 +615,37 @@ def _local_leave_one_out(W, Y, system: _System, gamma_g, labeled_component) -> t
       of 100 flags at 10% flipped; the degree share alone 2, the short walks alone 2.
 
     s_i then goes into the exact formula (``_unclamped``). Cost: a few sparse products with
-    B (nnz ≈ edges at labels), independent of the number of classes; no solve.
+    B (nnz ≈ edges at labels), independent of the number of classes; no solve. B, K and the
+    products live in node numbering (K's rows outside the unknowns are 0): no slice of W.
     """
-    A, W_ul, l, u = system.A, system.W_ul.tocsc(), system.l, system.u
-    C = Y.shape[1]
-    y_l = np.argmax(Y[l], axis=1)
+    l, u = system.l, system.u
+    C = Y_l.shape[1]
+    y_l = np.argmax(Y_l, axis=1)
     rows = np.arange(len(l))
-    own = Y[l][rows, y_l]  # the label's trust (1 unless label_confidence says less)
+    own = Y_l[rows, y_l]  # the label's trust (1 unless label_confidence says less)
     if len(u) == 0:
-        return _unclamped(W, Y, system, gamma_g, np.zeros(len(l))), {"loo": "local"}
-    scale = 1.0 / np.sqrt(A.diagonal())  # D'^-½; A's diagonal is d_u + γ_g
-    B = (sp.diags(scale) @ W_ul).tocsc()
-    # K B = B − D'^-½ A D'^-½ B  (A = D' − W_uu): no second slice of W
-    KB = (B - sp.diags(scale) @ (A @ (sp.diags(scale) @ B))).tocsc()
-    KB.eliminate_zeros()
+        return _unclamped(W, Y_l, system, gamma_g, np.zeros(len(l))), {"loo": "local"}
+    scale = system.scale.astype(np.float64)  # float32 after the block CG: the estimate in float64
+    W_l = W[l]  # l × n: W_lu with the other labels' columns (zeroed by the scale below)
+    # own index arrays: eliminate_zeros compacts them in place, and W_l is read again below
+    B_t = sp.csr_matrix((W_l.data * scale[W_l.indices], W_l.indices.copy(), W_l.indptr.copy()), shape=W_l.shape)
+    B_t.eliminate_zeros()
+    B = B_t.T.tocsr()  # n × l, D'^-½ W_ul in node numbering
+    K = system.K.astype(np.float64)
+    KB = (K @ B).tocsc()
+    B = B.tocsc()
     S_ii = (np.asarray(B.multiply(B).sum(axis=0)).ravel()
             + np.asarray(B.multiply(KB).sum(axis=0)).ravel()
             + np.asarray(KB.multiply(KB).sum(axis=0)).ravel())
-    # Σ_j S_ij Y_j for every class: the same three terms applied to B Y_l (n_u × C, dense)
-    BY = B @ Y[l]
-    KBY = BY - scale[:, None] * (A @ (scale[:, None] * BY))
-    K2BY = KBY - scale[:, None] * (A @ (scale[:, None] * KBY))
+    # Σ_j S_ij Y_j for every class: the same three terms applied to B Y_l (n × C, dense)
+    BY = B @ Y_l
+    KBY = K @ BY
+    K2BY = K @ KBY
     short_rows = B.T @ (BY + KBY + K2BY)
-    R = W_ul.T @ system.F[u]
+    unknown = (scale > 0).astype(np.float64)
+    R = W_l @ system.F - W_l[:, l] @ Y_l  # W_lu F_u (F is 0 off the unknowns and the labels)
     tail = np.maximum(R[rows, y_l] - short_rows[rows, y_l], 0.0)
-    unlabeled_degree = np.asarray(W_ul.sum(axis=0)).ravel()
+    unlabeled_degree = W_l @ unknown
     group = labeled_component * C + y_l  # a class's labels within one component
     _, group = np.unique(group, return_inverse=True)
     group_degree = np.bincount(group, unlabeled_degree)[group]
@@ -414,7 +655,7 @@ def _local_leave_one_out(W, Y, system: _System, gamma_g, labeled_component) -> t
                             where=short_rows[rows, y_l] > 0)
     share = np.sqrt(np.clip(share_degree, 0, 1) * np.clip(share_short, 0, 1))
     s = S_ii + np.divide(share * tail, own, out=np.zeros(len(l)), where=own > 0)
-    return _unclamped(W, Y, system, gamma_g, s), {"loo": "local", "return_share": s}
+    return _unclamped(W, Y_l, system, gamma_g, s), {"loo": "local", "return_share": s}
 
 
 def _normalise(F: np.ndarray) -> np.ndarray:
@@ -430,9 +671,11 @@ def _sharpen(P: np.ndarray, temperature: float) -> np.ndarray:
 
 def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:
     """Temperature T minimising the negative log-likelihood of the given labels under
-    their sharpened leave-one-out distributions (bounded search over log T)."""
+    their sharpened leave-one-out distributions (bounded search over log T); 1 without labels."""
     from scipy.optimize import minimize_scalar
 
+    if len(given) == 0:  # every label flagged: nothing to fit on
+        return 1.0
     rows = np.arange(len(given))
 
     def nll(log_t: float) -> float:
@@ -458,17 +701,46 @@ def _mass_rule(class_mass: str, given: np.ndarray, n_classes: int) -> str:
     return "uniform" if enough else "none"
 
 
-def _class_mass_weights(F, u, labeled, y, n_classes, rule) -> np.ndarray:
+def _mass_target(rule: str, y: np.ndarray, labeled: np.ndarray, n_classes: int) -> np.ndarray | None:
+    """Target class shares q_c of class mass normalisation for ``rule`` (None: no normalisation)."""
+    if rule == "none":
+        return None
+    counts = np.bincount(y[labeled], minlength=n_classes).astype(float)
+    return counts if rule == "labels" else (counts > 0).astype(float)
+
+
+def _class_mass_weights(system: _System, target: np.ndarray | None) -> np.ndarray:
     """Column weights of class mass normalisation (Zhu et al. 2003, Sec. 4): w_c = q_c / m_c,
-    m_c the class's mass Σ_u F_uc over the unlabeled nodes, q_c its target share."""
-    if rule == "none" or len(u) == 0:
-        return np.ones(n_classes)
-    mass = F[u].sum(axis=0)
-    if rule == "labels":
-        target = np.bincount(y[labeled], minlength=n_classes).astype(float)
+    m_c the class's mass Σ_u F_uc over the system's unknowns, q_c its target share."""
+    C = system.F.shape[1]
+    if target is None or len(system.u) == 0:
+        return np.ones(C)
+    # F is 0 off the unknowns and the labels: the unknowns' mass without a gather of their rows
+    mass = system.F.sum(axis=0) - system.F[system.l].sum(axis=0)
+    return np.divide(target, mass, out=np.zeros(C), where=mass > 0)
+
+
+def _finish(F: np.ndarray, weights: np.ndarray, temperature: float):
+    """Labels and confidences from F: the arg-max of F scaled by the class-mass weights, and
+    the chosen class's share p^(1/T) / Σ_c p_c^(1/T) of the normalised row (``_sharpen``),
+    computed in place on one n × C array. A row of F that is all 0 (no label reaches it)
+    gets label -1 and confidence 0."""
+    G = F * weights
+    np.clip(G, 0.0, None, out=G)  # CG may leave -1e-17 where the exact value is 0
+    total = G.sum(axis=1)
+    labels = np.argmax(G, axis=1).astype(np.int64)
+    rows = np.arange(len(labels))
+    if temperature == 1.0:
+        top, total_sharp = G[rows, labels], total
     else:
-        target = (np.bincount(y[labeled], minlength=n_classes) > 0).astype(float)
-    return np.divide(target, mass, out=np.zeros(n_classes), where=mass > 0)
+        np.divide(G, total[:, None], out=G, where=total[:, None] > 0)
+        np.power(G, 1.0 / temperature, out=G)
+        top, total_sharp = G[rows, labels], G.sum(axis=1)
+    confidence = np.clip(np.divide(top, total_sharp, out=np.zeros(len(labels)), where=total_sharp > 0), 0.0, 1.0)
+    no_label = F.sum(axis=1) <= 0  # the contract of solvers._graph.finish_labels
+    labels[no_label] = -1
+    confidence[no_label] = 0.0
+    return labels, confidence
 
 
 def harmonic(
@@ -484,6 +756,7 @@ def harmonic(
     solver: str = "auto",
     direct_max_nodes: int = 1_000,
     rtol: float = 1e-4,
+    stop: str = "labels",
 ) -> Prediction:
     """Label nodes with the (regularised) harmonic function and flag doubtful given labels.
 
@@ -521,7 +794,10 @@ def harmonic(
         "auto" uses SuperLU up to this many unknowns, "cg" above.
     rtol : float, default 1e-4
         Relative tolerance of CG (on each column's residual against its right-hand side).
-        At 1e-5 or looser CG runs in float32 on all columns at once (``_lockstep_cg``).
+        At 1e-5 or looser CG runs in float32 on all columns at once (``_block_cg``).
+    stop : {"labels", "rtol"}, default "labels"
+        When that block CG stops: once no node's label has changed for 2 iterations, or at
+        ``rtol`` (module docstring: "Stopping"). ``info["cg_stop"]`` says which, per solve.
 
     Returns
     -------
@@ -541,68 +817,85 @@ def harmonic(
         raise ValueError(f"loo must be one of {LOO_METHODS}, got {loo!r}")
     if class_mass not in CLASS_MASS:
         raise ValueError(f"class_mass must be one of {CLASS_MASS}, got {class_mass!r}")
-    W, y, C = _resolvable(problem.W), problem.y, problem.n_classes
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
+    W, y, C = _resolvable(problem.W).tocsr(), problem.y, problem.n_classes
     labeled = problem.labeled
-    trust = problem.label_confidence if problem.label_confidence is not None else np.ones(len(y))
-    Y = one_hot(y, C) * np.where(labeled, trust, 0.0)[:, None]
-    kw = dict(gamma_g=gamma_g, solver=solver, direct_max_nodes=direct_max_nodes, rtol=rtol)
+    l = np.flatnonzero(labeled)
+    trust = problem.label_confidence[l] if problem.label_confidence is not None else np.ones(len(l))
+    Y_l = np.zeros((len(l), C))
+    Y_l[np.arange(len(l)), y[l]] = trust  # a label of trust c enters its class column with value c
+    degree = np.asarray(W.sum(axis=1)).ravel()
+    component = _components(W)  # once: every solve and the estimate use it
+    kw = dict(gamma_g=gamma_g, solver=solver, direct_max_nodes=direct_max_nodes, rtol=rtol, degree=degree,
+              stop=stop)
 
-    system = _solve_system(W, Y, labeled, **kw)
-    F, u = system.F, system.u
-    used = [system.solve_uu]  # every linear solver of this call, for the CG iteration count
+    target = _mass_target(_mass_rule(class_mass, y[labeled], C), y, labeled, C)
+    system = _solve_system(W, Y_l, labeled, reachable=_reachable(component, labeled), mass_target=target, **kw)
+    used = [system.counts]  # every solve of this call, for the CG iteration count
     noisy = np.zeros(len(y), dtype=bool)
     noise_score = None
-    info: dict = {"n_unknowns": int(len(u))}
+    info: dict = {"n_unknowns": int(len(system.u))}
     loo_label = None
+    loo_scores = None
     if detect_noise:
-        l = system.l
         if loo == "exact":
-            unclamped = _leave_one_out(W, Y, system, gamma_g)
+            solve_uu = _uu_solver(W, system, gamma_g, solver, direct_max_nodes, rtol)
+            unclamped = _leave_one_out(W, Y_l, system, gamma_g, solve_uu)
+            used.append({"cg_iterations": solve_uu.cg_iterations, "amg_fallbacks": solve_uu.amg_fallbacks})
         else:
-            _, component = connected_components(W, directed=False)
-            unclamped, _ = _local_leave_one_out(W, Y, system, gamma_g, component[l])
+            unclamped, _ = _local_leave_one_out(W, Y_l, system, gamma_g, component[l])
         info["loo"] = loo
         # the leave-one-out distributions on the class-mass scale the predictions use
-        loo_p = _normalise(_normalise(unclamped) * _class_mass_weights(F, u, labeled, y, C,
-                                                                       _mass_rule(class_mass, y[labeled], C)))
-        margin = margin_scores(loo_p, y[l])
-        flagged = margin >= noise_threshold
-        best_other = np.argmax(np.where(np.eye(C, dtype=bool)[y[l]], -np.inf, loo_p), axis=1)
+        loo_scores = _normalise(_normalise(unclamped) * _class_mass_weights(system, target))
+        margin = margin_scores(loo_scores, y[l])
+        # a label alone in its class is never flagged nor calibrated on: without it the
+        # leave-one-out solution has no mass on its class, so its margin says nothing (2- and
+        # 3-node problems flagged every label)
+        alone = np.bincount(y[l], minlength=C)[y[l]] < 2
+        flagged = (margin >= noise_threshold) & ~alone
+        best_other = np.argmax(np.where(np.eye(C, dtype=bool)[y[l]], -np.inf, loo_scores), axis=1)
         noisy[l[flagged]] = True
         noise_score = per_label(len(y), labeled, margin)
         loo_label = (l[flagged], best_other[flagged])
-        info["loo_scores"] = loo_p
         if drop_noisy and flagged.any():
             kept = labeled & ~noisy
             if len(set(y[kept].tolist())) >= 2:
-                start = F.copy()  # the first solution, with the flagged labels' own estimates
+                reachable = _reachable(component, kept)
+                start = system.F  # the first solution, with the flagged labels' own estimates
                 start[l[flagged]] = unclamped[flagged]
-                resolved = _solve_system(W, Y * kept[:, None], kept, x0=start, **kw)
-                F, u = resolved.F, resolved.u
-                used.append(resolved.solve_uu)
-                info["n_unknowns"] = int(len(u))
+                start[~reachable] = 0.0  # a component whose labels were all dropped: no label
+                target = _mass_target(_mass_rule(class_mass, y[kept], C), y, kept, C)
+                system = _solve_system(W, Y_l[~flagged], kept, x0=start, reachable=reachable, mass_target=target,
+                                       **kw)
+                used.append(system.counts)
+                info["n_unknowns"] = int(len(system.u))
     # CG iterations over all solves (classes, leave-one-out columns, the re-solve): each is
     # one product with L_uu + γ_g I. None when SuperLU solved instead (no iterations).
-    counts = [getattr(linear, "cg_iterations", None) for linear in used]
+    counts = [c["cg_iterations"] for c in used]
     info["cg_iterations"] = None if all(c is None for c in counts) else int(sum(c or 0 for c in counts))
-    info["amg_fallbacks"] = int(sum(getattr(linear, "amg_fallbacks", 0) for linear in used))
+    info["cg_block_iterations"] = int(sum(c.get("cg_block_iterations", 0) for c in used))
+    info["cg_block_products"] = int(sum(c.get("cg_block_products", 0) for c in used))
+    info["cg_stop"] = [c["cg_stop"] for c in used if c.get("cg_stop")]
+    info["amg_fallbacks"] = int(sum(c["amg_fallbacks"] for c in used))
     rule = _mass_rule(class_mass, y[labeled & ~noisy], C)
     info["class_mass"] = rule
-    mass = _class_mass_weights(F, u, labeled & ~noisy, y, C, rule)
+    mass = _class_mass_weights(system, _mass_target(rule, y, labeled & ~noisy, C))
     info["class_mass_weights"] = mass
     temperature = 1.0
     if detect_noise and calibrate:
-        trusted = ~noisy[np.flatnonzero(labeled)]
-        temperature = _fit_temperature(info["loo_scores"][trusted], y[labeled][trusted])
-        info["loo_scores"] = _sharpen(info["loo_scores"], temperature)
+        trusted = ~noisy[l] & ~alone
+        temperature = _fit_temperature(loo_scores[trusted], y[l][trusted])
+        loo_scores = _sharpen(loo_scores, temperature)
+    if loo_scores is not None:
+        info["loo_scores"] = loo_scores
     info["temperature"] = temperature
-    P = _sharpen(_normalise(F * mass), temperature)
-    no_label = F.sum(axis=1) <= 0
-    labels, confidence = finish_labels(P, P.max(axis=1), no_label)
+    F = system.F
+    labels, confidence = _finish(F, mass, temperature)
     if loo_label is not None and len(loo_label[0]):
         idx, cls = loo_label
         labels[idx] = cls
-        confidence[idx] = info["loo_scores"][np.searchsorted(np.flatnonzero(labeled), idx), cls]
+        confidence[idx] = loo_scores[np.searchsorted(l, idx), cls]
     params = dict(gamma_g=gamma_g, class_mass=class_mass, noise_threshold=noise_threshold, loo=loo,
                   drop_noisy=drop_noisy, detect_noise=detect_noise, calibrate=calibrate, solver=solver)
     return Prediction(labels, confidence, noisy, F, "harmonic", params, info, noise_score)

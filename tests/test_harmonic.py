@@ -1,5 +1,7 @@
 """The harmonic solver against exact dense solves, and its noise flags and calibration on digits."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -144,10 +146,31 @@ def test_jacobi_cg_needs_no_amg_on_a_well_labelled_knn_graph(digits):
     assert cg_run.info["amg_fallbacks"] == 0
     np.testing.assert_allclose(cg_run.scores, direct.scores, atol=1e-6)
     # the default tolerance runs every column at once in float32: same labels, close scores
-    fast = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False)
+    fast = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False, stop="rtol")
     assert fast.info["amg_fallbacks"] == 0 and fast.info["cg_iterations"] < cg_run.info["cg_iterations"]
     np.testing.assert_allclose(fast.scores, direct.scores, atol=2e-3)
     np.testing.assert_array_equal(fast.labels, direct.labels)
+    # the default stop (no label changed for 2 iterations) stops earlier with the same labels
+    early = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False)
+    assert early.info["cg_stop"] == ["labels"] and early.info["cg_iterations"] <= fast.info["cg_iterations"]
+    np.testing.assert_array_equal(early.labels, direct.labels)
+    np.testing.assert_allclose(early.scores, direct.scores, atol=1e-2)
+
+
+@pytest.mark.parametrize("W, y", [
+    (np.array([[0, 1.], [1, 0]]), [0, 1]),
+    (np.array([[0, 1, 1.], [1, 0, 1], [1, 1, 0]]), [0, 1, -1]),
+    (np.array([[0, 1, 0.], [1, 0, 1], [0, 1, 0]]), [0, -1, 1]),
+])
+def test_a_two_or_three_node_problem_flags_nothing_and_warns_nothing(W, y):
+    # one label per class: leaving a label out leaves its class no evidence, so its margin
+    # says nothing; it flagged every label and the temperature fit took the mean of nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = solve(LabelProblem(sp.csr_matrix(W), np.array(y)), "harmonic")
+    assert not p.noisy.any()
+    given = np.array(y) >= 0
+    np.testing.assert_array_equal(p.labels[given], np.array(y)[given])
 
 
 def _local_against_exact(W, y):
