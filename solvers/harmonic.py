@@ -99,6 +99,7 @@ max-margin graph cuts. AISTATS. Section 3, eq. (4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -292,6 +293,20 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     return X[:n], converged, iterations, products, reason
 
 
+class _CountedSolve:
+    """B ↦ A⁻¹ B (``solve(B, x0)``) and the work done so far: ``cg_iterations``, one product
+    with A each (None for a factorisation), and ``amg_fallbacks``, the right-hand sides
+    that Jacobi-CG left to AMG."""
+
+    def __init__(self, solve: Callable[..., np.ndarray], cg_iterations: int | None) -> None:
+        self._solve = solve
+        self.cg_iterations = cg_iterations
+        self.amg_fallbacks = 0
+
+    def __call__(self, B, x0=None) -> np.ndarray:
+        return self._solve(B, x0)
+
+
 def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: float):
     """A function B ↦ A⁻¹B for the SPD matrix A, factorised or preconditioned once.
 
@@ -306,8 +321,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
     graph). At the default tolerance the classes are solved together in float32 first
     (``_block_cg``, in ``_solve_system``); this solver finishes what that leaves.
 
-    The returned function has ``cg_iterations`` (None for the factorisation): the total
-    of CG iterations so far, one product with A each, and ``amg_fallbacks``.
+    Returns a ``_CountedSolve``: B ↦ A⁻¹ B with the CG iterations and AMG fall-backs so far.
     """
     if method == "auto":
         method = "direct" if A.shape[0] <= direct_max_nodes else "cg"
@@ -323,9 +337,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
             return (lu.solve(B * (scale[:, None] if B.ndim == 2 else scale))
                     * (scale[:, None] if B.ndim == 2 else scale))
 
-        solve_direct.cg_iterations = None  # no CG: a factorisation
-        solve_direct.amg_fallbacks = 0
-        return solve_direct
+        return _CountedSolve(solve_direct, cg_iterations=None)  # no CG: a factorisation
 
     A = A.tocsr()
     diagonal = A.diagonal()
@@ -334,7 +346,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
     # matvec machinery on every iteration (with contiguous right-hand sides, below, CG on
     # 100k nodes went from 25.6 to 6.7 ms per iteration; one SpMV is 3.1 ms)
     jacobi = LinearOperator(A.shape, matvec=lambda v: inverse_diagonal * v.ravel(), dtype=np.float64)
-    amg = []  # built on first need: its set-up costs more than most Jacobi solves
+    amg: list = []  # built on first need: its set-up costs more than most Jacobi solves
 
     def amg_preconditioner():
         if not amg:
@@ -346,7 +358,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
     def count(_x):
         # scipy's cg calls back once per iteration, and each iteration is one product
         # with A (plus one preconditioner application).
-        solve.cg_iterations += 1
+        counted.cg_iterations = (counted.cg_iterations or 0) + 1
 
     def solve(B, x0=None):
         # column-major, so that each right-hand side B[:, j] is a contiguous vector
@@ -363,7 +375,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
                     x, info = cg(A, B[:, j], x0=None if X0 is None else X0[:, j], rtol=rtol,
                                  maxiter=JACOBI_MAX_ITERATIONS, M=jacobi, callback=count)
                 if info != 0:
-                    solve.amg_fallbacks += method == "cg"
+                    counted.amg_fallbacks += method == "cg"
                     x, info = cg(A, B[:, j], x0=x, rtol=rtol, maxiter=1000, M=amg_preconditioner(),
                                  callback=count)
                 if info != 0:
@@ -371,9 +383,8 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
                 out[:, j] = x
         return out
 
-    solve.cg_iterations = 0  # over every right-hand side solved so far
-    solve.amg_fallbacks = 0
-    return solve
+    counted = _CountedSolve(solve, cg_iterations=0)  # over every right-hand side solved so far
+    return counted
 
 
 class _System(NamedTuple):
@@ -539,10 +550,10 @@ def harmonic_scores(
     return system.F, _uu_solver(W, system, gamma_g, solver, direct_max_nodes, rtol), system.u
 
 
-def _uu_solver(W, system: _System, gamma_g, solver, direct_max_nodes, rtol):
+def _uu_solver(W, system: _System, gamma_g, solver, direct_max_nodes, rtol) -> _CountedSolve:
     """B ↦ (L_uu + γ_g I)⁻¹ B on the system's unknowns (float64 CG or SuperLU), set up on the
     first call (a factorisation or a slice of W that a caller may never need)."""
-    built = []
+    built: list[_CountedSolve] = []
 
     def solve_uu(B, x0=None):
         if len(system.u) == 0:
@@ -551,12 +562,12 @@ def _uu_solver(W, system: _System, gamma_g, solver, direct_max_nodes, rtol):
             A, _ = _uu_system(W, system.u, system.l, system.degree, gamma_g)
             built.append(_spd_solver(A, solver, direct_max_nodes, rtol))
         X = built[0](B, x0)
-        solve_uu.cg_iterations = built[0].cg_iterations
-        solve_uu.amg_fallbacks = built[0].amg_fallbacks
+        counted.cg_iterations = built[0].cg_iterations
+        counted.amg_fallbacks = built[0].amg_fallbacks
         return X
 
-    solve_uu.cg_iterations, solve_uu.amg_fallbacks = 0, 0
-    return solve_uu
+    counted = _CountedSolve(solve_uu, cg_iterations=0)
+    return counted
 
 
 def _leave_one_out(W, Y_l, system: _System, gamma_g, solve_uu, chunk: int = 256) -> np.ndarray:
@@ -883,7 +894,7 @@ def harmonic(
     mass = _class_mass_weights(system, _mass_target(rule, y, labeled & ~noisy, C))
     info["class_mass_weights"] = mass
     temperature = 1.0
-    if detect_noise and calibrate:
+    if loo_scores is not None and calibrate:  # loo_scores: the noise flags ran
         trusted = ~noisy[l] & ~alone
         temperature = _fit_temperature(loo_scores[trusted], y[l][trusted])
         loo_scores = _sharpen(loo_scores, temperature)
@@ -892,7 +903,7 @@ def harmonic(
     info["temperature"] = temperature
     F = system.F
     labels, confidence = _finish(F, mass, temperature)
-    if loo_label is not None and len(loo_label[0]):
+    if loo_label is not None and loo_scores is not None and len(loo_label[0]):
         idx, cls = loo_label
         labels[idx] = cls
         confidence[idx] = loo_scores[np.searchsorted(l, idx), cls]

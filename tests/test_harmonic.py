@@ -90,7 +90,8 @@ def test_digits_accuracy_noise_flags_and_calibration(digits):
         eces.append(expected_calibration_error(prediction.confidence[hidden], correct))
         assert not prediction.noisy[~kept].any()  # flags speak of given labels only
     assert np.mean(accuracies) > 0.9
-    assert np.mean(recalls) > 0.5 and np.mean(precisions) > 0.7
+    assert np.mean(recalls) > 0.5
+    assert np.mean(precisions) > 0.7
     assert np.mean(eces) < 0.08
 
 
@@ -147,12 +148,14 @@ def test_jacobi_cg_needs_no_amg_on_a_well_labelled_knn_graph(digits):
     np.testing.assert_allclose(cg_run.scores, direct.scores, atol=1e-6)
     # the default tolerance runs every column at once in float32: same labels, close scores
     fast = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False, stop="rtol")
-    assert fast.info["amg_fallbacks"] == 0 and fast.info["cg_iterations"] < cg_run.info["cg_iterations"]
+    assert fast.info["amg_fallbacks"] == 0
+    assert fast.info["cg_iterations"] < cg_run.info["cg_iterations"]
     np.testing.assert_allclose(fast.scores, direct.scores, atol=2e-3)
     np.testing.assert_array_equal(fast.labels, direct.labels)
     # the default stop (no label changed for 2 iterations) stops earlier with the same labels
     early = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False)
-    assert early.info["cg_stop"] == ["labels"] and early.info["cg_iterations"] <= fast.info["cg_iterations"]
+    assert early.info["cg_stop"] == ["labels"]
+    assert early.info["cg_iterations"] <= fast.info["cg_iterations"]
     np.testing.assert_array_equal(early.labels, direct.labels)
     np.testing.assert_allclose(early.scores, direct.scores, atol=1e-2)
 
@@ -244,8 +247,11 @@ def test_a_cluster_joined_by_negligible_weights_gets_no_label_not_garbage(solver
     y = np.full(45, -1)
     y[[1, 2, 3, 4]] = [0, 1, 0, 1]
     p = solve(LabelProblem(W.tocsr(), y), "harmonic", solver=solver)
-    assert np.all(np.isfinite(p.scores)) and p.scores.min() >= -1e-9 and p.scores.max() <= 1 + 1e-9
-    assert (p.labels[40:] == -1).all() and (p.confidence[40:] == 0).all()
+    assert np.all(np.isfinite(p.scores))
+    assert p.scores.min() >= -1e-9
+    assert p.scores.max() <= 1 + 1e-9
+    assert (p.labels[40:] == -1).all()
+    assert (p.confidence[40:] == 0).all()
     assert (p.labels[:40] >= 0).all()
 
 
@@ -258,9 +264,11 @@ def test_auto_records_every_candidate_and_uses_given_labels_only(digits):
     p = solve(problem, "auto")
     record = p.info["auto"]
     assert record["chosen"] in [c["name"] for c in record["candidates"]]
-    assert len(record["candidates"]) == 4 and record["folds"] == 3
+    assert len(record["candidates"]) == 4
+    assert record["folds"] == 3
     scored = [c for c in record["candidates"] if c["score"] is not None]
-    assert scored and all(len(c["fold_scores"]) == 3 for c in scored)
+    assert scored
+    assert all(len(c["fold_scores"]) == 3 for c in scored)
     assert max(c["score"] for c in scored) == max(c["score"] for c in scored if c["name"] == record["chosen"])
     assert np.mean(p.labels[~kept] == y_true[~kept]) > 0.93
     with pytest.raises(ValueError, match="budget"):
