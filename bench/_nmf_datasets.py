@@ -86,7 +86,7 @@ def paper_graph(X: np.ndarray, k: int, *, rescue: bool = True, backend: str = "a
 
 
 def labeled_split(y: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
-    """floor(rate·N) labeled nodes drawn uniformly, redrawn until every class appears
+    """floor(rate·N) labelled nodes drawn uniformly, redrawn until every class appears
     (the authors' rejection sampling, not stratified)."""
     n = len(y)
     n_labeled = int(np.floor(rate * n))

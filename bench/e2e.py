@@ -1,5 +1,5 @@
 """End to end on the embedded store: a Parquet file of n entities (32 features, 10 classes,
-1% labeled) through ingest → build edges → export → solve → write back, the time of each
+1% labelled) through ingest → build edges → export → solve → write back, the time of each
 stage as the flows record it, at two sizes so each stage's growth exponent can be read.
 
     python -m bench e2e                 # 10k and 100k entities
@@ -159,7 +159,7 @@ def main(argv: list[str]) -> None:
         return noise_flags(sizes, args.solver)
     name = "e2e_full" if args.full else "e2e"
     report = Report(name, f"End to end on the embedded store ({args.solver} with {SOLVER_PARAMS.get(args.solver, {})},"
-                          " 32-d, k = 10, 1% labeled)")
+                          " 32-d, k = 10, 1% labelled)")
     runs = []
     for n in sizes:
         print(f"running {n} entities...", flush=True)
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> None:
 def noise_flags(sizes: list[int], solver: str) -> None:
     """Each size with ``SOLVER_PARAMS`` and with the solver's defaults, in the same run."""
     report = Report("e2e_noise_flags", f"End to end, {solver}: {SOLVER_PARAMS.get(solver, {})} against the"
-                                       " solver's defaults (32-d, k = 10, 1% labeled)")
+                                       " solver's defaults (32-d, k = 10, 1% labelled)")
     rows = []
     for n in sizes:
         for params in (SOLVER_PARAMS.get(solver, {}), {}):

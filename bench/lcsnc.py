@@ -1,13 +1,13 @@
 """LC-SNC benchmark.
 
 1. WDBC under the paper's protocol (Nitayanont 2022, section 5): 60/40 stratified
-   labeled/unlabeled split, per-class flips of 0/10/20/30% of the labeled part, several
+   labelled/unlabelled split, per-class flips of 0/10/20/30% of the labelled part, several
    splits; SNC and LC-c / LC-lm / LC-knn / LC-ens tuned by 5-fold stratified CV on the
-   labeled nodes (grid of Table 2, scored by accuracy), on the paper's FI-weighted symmetric
+   labelled nodes (grid of Table 2, scored by accuracy), on the paper's FI-weighted symmetric
    kNN graph; the search evaluates 15 random (k, eps, c) draws x the 4 lambdas of one
    parametric sweep = the paper's 60 candidates (``--n-iter 0``: full grid). Accuracy, balanced
    accuracy and F1 (positive = benign, target 1) on the
-   unlabeled part, noise precision / recall / F1 on the labeled part, side by side with the
+   unlabelled part, noise precision / recall / F1 on the labelled part, side by side with the
    paper's WDBC rows (dataset 15 of Tables 10, 11, 17, 20) and with
    ``cleanlab.filter.find_label_issues`` (out-of-fold logistic-regression probabilities)
    on the same splits.
@@ -135,7 +135,7 @@ def _wdbc_tables(frame: pd.DataFrame) -> list[str]:
     order = list(MODELS) + ["cleanlab + LR", "LR (noisy labels)"]
     out = []
     for metric in ("accuracy", "balanced accuracy", "F1"):
-        lines = [f"### WDBC {metric} (%) on the unlabeled 40%, mean ± std over runs (paper value in brackets)",
+        lines = [f"### WDBC {metric} (%) on the unlabelled 40%, mean ± std over runs (paper value in brackets)",
                  "", "| noise | runs | " + " | ".join(order) + " |", "|---" * (len(order) + 2) + "|"]
         for noise in NOISE_LEVELS:
             sub = frame[frame.noise == noise]
@@ -149,7 +149,7 @@ def _wdbc_tables(frame: pd.DataFrame) -> list[str]:
             lines.append(f"| {noise:.0%} | {runs} | " + " | ".join(cells) + " |")
         out.append("\n".join(lines))
     noise_models = ["LC-c", "LC-lm", "LC-knn", "LC-ens", "cleanlab + LR"]
-    lines = ["### WDBC noise flags on the labeled 60%: precision / recall / F1 (mean over runs)",
+    lines = ["### WDBC noise flags on the labelled 60%: precision / recall / F1 (mean over runs)",
              "", "| noise | " + " | ".join(noise_models) + " |", "|---" * (len(noise_models) + 1) + "|"]
     for noise in NOISE_LEVELS[1:]:
         sub = frame[frame.noise == noise]

@@ -6,24 +6,24 @@
 1. Fig. 4 protocol on the 45 one-vs-one pairs of ``load_digits`` (the 1,797-image UCI
    optdigits test partition; the paper does not say which digit set it used): each pair
    is cut into random thirds (train / validation / test); 1, 2, 5, 10% of the training
-   third is labeled (at least one per class); the validation third is capped at n_l points;
+   third is labelled (at least one per class); the validation third is capped at n_l points;
    γ ∈ {0.01, 0.0316, 0.1}·n_l (C = 1/(2γ)) and γ_g ∈ {10⁻³ … 10³} are chosen by validation
    error (ties: the first in grid order, γ_g ascending then γ ascending), ε = 10⁻⁶; the
    graph is the Gaussian 5-NN with width √K·σ on the training third. Test error of
-   - SVM: libsvm on the labeled points only (γ tuned),
+   - SVM: libsvm on the labelled points only (γ tuned),
    - MR: manifold-regularised SVM (LapSVM) through the deformed kernel of Sindhwani,
      Niyogi & Belkin (2005), k̃ = k − k_xᵀ(I + MK)⁻¹M k_z with M = L/γ_g (γ_g = γ/γ_u, the
-     paper's tie), then libsvm on the labeled points. No maintained LapSVM is installed;
+     paper's tie), then libsvm on the labelled points. No maintained LapSVM is installed;
      this is our own ~20-line bench-only implementation, not Belkin et al.'s MATLAB code,
    - GC: ``MaxMarginGraphCut`` (cv=0),
    - LabelSpreading: scikit-learn, RBF kernel of width √K·σ/√{1, 10, 100} and
      α ∈ {0.2, 0.8, 0.99}, tuned on the same validation points.
-2. Ten-class digits, 10% of a training set of 1,200 labeled, 10% of those labels flipped:
+2. Ten-class digits, 10% of a training set of 1,200 labelled, 10% of those labels flipped:
    held-out error, noise precision / recall / F1 of the flags (peer: the harmonic solver's
    leave-one-out flags on the same graph), and the reliability table of the confidence on
    held-out digits.
-3. One solve at 100k nodes (ten-class digit interpolations, 1% labeled): harmonic step and
-   SVM fit timed separately (medians), next to the supervised SVM on the labeled points and,
+3. One solve at 100k nodes (ten-class digit interpolations, 1% labelled): harmonic step and
+   SVM fit timed separately (medians), next to the supervised SVM on the labelled points and,
    with --full, scikit-learn's LabelSpreading (5-NN kernel) on the same data.
 """
 
@@ -90,7 +90,7 @@ def _svc(kernel: str, C: float, width: float) -> SVC:
 
 
 def _deformed_grams(K_train, K_eval_train, L, gamma_g, lab):
-    """LapSVM's deformed kernel (Sindhwani et al. 2005) between labeled and evaluated points."""
+    """LapSVM's deformed kernel (Sindhwani et al. 2005) between labelled and evaluated points."""
     n = K_train.shape[0]
     Z = np.linalg.solve(np.eye(n) + (L / gamma_g) @ K_train, L / gamma_g)  # (I + MK)⁻¹M
     K_ll = K_train[np.ix_(lab, lab)] - K_train[lab] @ Z @ K_train[:, lab]
@@ -267,7 +267,7 @@ def timing(n: int, kernels, repeats: int, with_ls: bool, seed: int):
                      "points": int(train.sum()),
                      "test error % (2,000 new vectors)": 100 * np.mean(svm.predict(X_new) != y_new)})
         t_p, sup = _median_time(lambda: _svc(kernel, 1.0, width).fit(X[given], y[given]), repeats)
-        rows.append({"step": f"peer: supervised SVM ({kernel}) on labeled only", "seconds (median)": t_p,
+        rows.append({"step": f"peer: supervised SVM ({kernel}) on labelled only", "seconds (median)": t_p,
                      "points": int(given.sum()),
                      "test error % (2,000 new vectors)": 100 * np.mean(sup.predict(X_new) != y_new)})
     if with_ls:
@@ -316,14 +316,14 @@ def main(argv: list[str]) -> None:
           markdown_table(PAPER, ".2f", index=True), ""])
 
     for flip, (tbl, reliab) in noise_and_calibration(noise_reps, args.seed).items():
-        emit([f"## Ten-class digits, 10% of 1,200 labeled, {int(flip * 100)}% of labels flipped "
+        emit([f"## Ten-class digits, 10% of 1,200 labelled, {int(flip * 100)}% of labels flipped "
               f"(mean of {noise_reps} splits; errors on the 597 held-out digits; γ_g = 0.1, C = 10, RBF)", "",
               markdown_table(tbl, index=True), "",
               "Reliability of the confidence on held-out digits (defaults: thr=0.5, drop=False; pooled):", "",
               markdown_table(reliab, index=True), ""])
 
     tbl, graph_seconds, nnz = timing(args.nodes, kernels, timing_repeats, args.full, args.seed)
-    emit([f"## One solve at {args.nodes:,} nodes (digit interpolations, 10 classes, 1% labeled, γ_g = 1, C = 1; "
+    emit([f"## One solve at {args.nodes:,} nodes (digit interpolations, 10 classes, 1% labelled, γ_g = 1, C = 1; "
           f"medians of {timing_repeats})", "",
           f"5-NN graph (faiss HNSW above 50k nodes): {graph_seconds:.1f} s, {nnz:,} stored weights"
           " (not part of the solve).", "",

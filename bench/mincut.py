@@ -201,7 +201,7 @@ def table1(seeds: int) -> pd.DataFrame:
 
     L + U points drawn at random (both classes in L, else redrawn), features z-scored
     (vote's y/n/? as 1/0/0.5, labelling.datasets), Euclidean distance; accuracy on U,
-    a node left without a label counting as wrong; coverage = share of U labeled.
+    a node left without a label counting as wrong; coverage = share of U labelled.
     """
     from labelling.datasets import load, standardise
 
@@ -336,13 +336,13 @@ def main(argv: list[str]) -> None:
         print("\n".join(block), flush=True)
 
     print("\n".join(out), flush=True)
-    emit("1. Accuracy on the unlabeled nodes (mean over splits; -1 counts as wrong)", accuracy_table(seeds),
+    emit("1. Accuracy on the unlabelled nodes (mean over splits; -1 counts as wrong)", accuracy_table(seeds),
          "digits: 10 given labels per class (100 of 1797); moons: 1000 points, noise 0.15, 5 per class. "
          "mincut: n_cuts=0, alpha=1. LabelSpreading(kernel='knn', n_neighbors=10, alpha=0.2) on the same splits.")
     emit("2. Noise flags on digits, 10% of the given labels flipped", noise_table(seeds),
          "20 given labels per class (200), 20 flipped; flags = leave-one-out cuts (module docstring, decision 8). "
-         "precision/recall over the given labels; accuracy on the unlabeled nodes under the noise.")
-    emit("1b. Accuracy against α (edges between two unlabeled nodes scaled by α; §5.1, Fig 1)", alpha_table(seeds),
+         "precision/recall over the given labels; accuracy on the unlabelled nodes under the noise.")
+    emit("1b. Accuracy against α (edges between two unlabelled nodes scaled by α; §5.1, Fig 1)", alpha_table(seeds),
          "Same splits as table 1; the paper's Fig 1 (Mushroom, Mincut-δ) had its lowest error at α = 0.4.")
     emit("1c. Table 1 of the paper on Weka's diabetes (Pima), ionosphere and vote, each rule for nodes no label "
          "reaches", table1(seeds),
@@ -352,7 +352,7 @@ def main(argv: list[str]) -> None:
     table, reliability = calibration_tables(seeds)
     emit("3. Calibration of the randomized-cut confidence on digits", table,
          "10 given labels per class; 20 perturbed runs, edge weights × exp(perturbation·z); confidence = fraction "
-         "of runs agreeing with the exact cut's label; scored on unlabeled nodes with a label.")
+         "of runs agreeing with the exact cut's label; scored on unlabelled nodes with a label.")
     for letter, (graph, rel) in zip("bc", reliability.items()):
         emit(f"3{letter}. Reliability table, {graph}, perturbation 0.5 (pooled over splits)",
              rel.reset_index(names="bin"))

@@ -231,7 +231,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     sizes = args.sizes or ([100_000, 1_000_000] if args.full else [100_000])
     report = Report("neo4j_full" if args.full else "neo4j",
-                    "Neo4j 5.26 + GDS 2.13 beside the embedded store (32-d, k = 10, 1% labeled, harmonic)")
+                    "Neo4j 5.26 + GDS 2.13 beside the embedded store (32-d, k = 10, 1% labelled, harmonic)")
     report.note(f"Neo4j heap {args.heap}, page cache {args.pagecache}; GDS open edition (concurrency ≤ 4)"
                 " on this machine's cores; harmonic with detect_noise=False in every pipeline.")
     from graphstore import open_store

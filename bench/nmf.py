@@ -4,7 +4,7 @@
 
 Tables:
 1. The paper's r_l protocol on the data regenerated here (Two moons, Three clusters, Five
-   Gaussians, Twonorm, Ringnorm): k = floor(log2 N), 20 labeled sets per rate holding
+   Gaussians, Twonorm, Ringnorm): k = floor(log2 N), 20 labelled sets per rate holding
    every class, accuracy over all N nodes (the paper's metric). NMF for both γ next to
    the published numbers (implementation notes §3.5.A) and to scikit-learn's
    LabelSpreading (α = 0.99, the paper's LGC) and LabelPropagation (≈ GRF) run here on
@@ -274,7 +274,7 @@ def digits_quality(out: _Out, full: bool) -> None:
             ls, _ = _sklearn(LabelSpreading, W, problem.y, alpha=0.99, max_iter=1000)
             dist = ls.label_distributions_
             pooled.setdefault("LS", []).append((dist.max(axis=1)[un], ls.transduction_[un] == y[un]))
-        out(f"### Reliability on the unlabeled reached nodes, r_l = {r:.2f} (pooled over splits;"
+        out(f"### Reliability on the unlabelled reached nodes, r_l = {r:.2f} (pooled over splits;"
             f" {unreached} node-runs in label-free components left out)")
         out()
         tables = {}
@@ -302,7 +302,7 @@ def digits_quality(out: _Out, full: bool) -> None:
     out("Rule: flag a given label when softmax(β Σ_j W_ij φ_j) (the node's own field removed) gives")
     out("it less than `noise_threshold` and prefers another class. Mean over splits.")
     out()
-    out("| r_l | γ | noise_threshold | flipped | flagged | precision | recall | F1 | accuracy (unlabeled) |")
+    out("| r_l | γ | noise_threshold | flipped | flagged | precision | recall | F1 | accuracy (unlabelled) |")
     out("|---|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(9)
     for r in (0.10, 0.20):

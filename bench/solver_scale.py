@@ -6,8 +6,8 @@ the cut solvers) networkx, with the SpMV lower bound of the iterative solvers.
 
 Graphs: the points of ``bench/knn_build.py`` (10 Gaussian blobs in 32-d, seed 0), the
 library's own ``similarity.knn_graph(X, 10)`` (Gaussian weights, union-symmetrised; exact
-search up to 50k nodes, faiss HNSW above), 1% of the nodes labeled (n/1000 per class,
-seed 0). Accuracy is on the unlabeled nodes (a node left without a label counts as wrong).
+search up to 50k nodes, faiss HNSW above), 1% of the nodes labelled (n/1000 per class,
+seed 0). Accuracy is on the unlabelled nodes (a node left without a label counts as wrong).
 
 Each run is a fresh process (``_common.peak_memory_call``): wall time of ``solve(problem,
 method, **params)`` inside it, and its peak resident memory above the process's baseline
@@ -23,8 +23,8 @@ unless the table says otherwise; each table row states them. Why each was chosen
   products are the SpMV-bound's count).
 - mincut: ``n_cuts=0`` and ``noise="none"`` (the randomized cuts and the leave-one-out flags
   are 20 and one-per-label extra multi-class cuts), ``alpha=0.1`` (Blum & Chawla §5.1:
-  edges between two unlabeled nodes weigh 0.1). With ``alpha=1`` the cheapest cut isolates
-  the few labeled nodes and every unlabeled node falls in one class (accuracy 0.10, shown
+  edges between two unlabelled nodes weigh 0.1). With ``alpha=1`` the cheapest cut isolates
+  the few labelled nodes and every unlabelled node falls in one class (accuracy 0.10, shown
   at 10k); α ∈ {0.3, 0.1, 0.03} all gave ≥ 0.989 at 10k, 0.1 is the middle one.
 - lcsnc: LC-SNC with graph confidences (``confidence="knn"`` on the graph, no features:
   no random forest), fixed ``lam=4⁻⁴, c=4`` (what its own 5-fold CV picked on the 10k graph
@@ -259,7 +259,7 @@ def spmv_seconds(W: sp.csr_matrix, columns: int, repeats: int = SPMV_REPEATS) ->
 
 
 def graph_for(n: int):
-    """Points, classes, the library's 10-NN graph (and its build seconds), the labeled mask."""
+    """Points, classes, the library's 10-NN graph (and its build seconds), the labelled mask."""
     X, y = blobs(n)
     start = time.perf_counter()
     W = knn_graph(X, K)
@@ -410,7 +410,7 @@ def plot(report: Report, frame: pd.DataFrame) -> None:
         peer = label.startswith("LabelSpreading")
         ax.loglog(part["nodes"], part["seconds"], marker="o" if not peer else "s", ls="--" if peer else "-",
                   color="black" if peer else f"C{i % 10}", label=label)
-    ax.set_xlabel("nodes (10-NN graph of 32-d blobs, 1% labeled)")
+    ax.set_xlabel("nodes (10-NN graph of 32-d blobs, 1% labelled)")
     ax.set_ylabel("seconds (median of 3 below 1M, 1 run at 1M)")
     ax.set_title("solve time against graph size")
     ax.grid(True, which="both", alpha=0.3)
@@ -434,7 +434,7 @@ def main(argv: list[str]) -> None:
                  pd.DataFrame([o["graph"] for o in out]), floatfmt=".2f")
     frame = pd.DataFrame([row for o in out for row in o["rows"]])
     report.table("Each solver on the same graph: time, peak memory (extra MiB above the loaded graph), "
-                 "iterations, accuracy on the unlabeled nodes, against LabelSpreading on the same W", frame)
+                 "iterations, accuracy on the unlabelled nodes, against LabelSpreading on the same W", frame)
     report.note(
         "Iterations: harmonic = CG iterations summed over the 10 class columns; nmf = mean-field iterations; "
         "mincut = α-expansion sweeps (10 cuts each) after the 10 isolating cuts; lcsnc = max flows; "
@@ -475,7 +475,7 @@ def main(argv: list[str]) -> None:
             "mincut with α = 1 (the paper's plain mincut) is degenerate here: with 1% labels, cutting the few "
             "labeled nodes out is cheaper than cutting between the blobs, so the isolating cuts claim only the "
             "labels and every other node goes to one class (accuracy 0.10); α = 0.1 scales the "
-            "unlabeled–unlabeled edges (Blum & Chawla §5.1) and the blobs separate.")
+            "unlabelled–unlabelled edges (Blum & Chawla §5.1) and the blobs separate.")
     if worst("lcsnc") < 0.2:
         report.note(
             "lcsnc's accuracy of 0.10 is the solver's, not the benchmark's: on these graphs no single λ lets a "

@@ -34,7 +34,7 @@ class Neo4jGraphConfig:
     features : str or sequence of str
         One property holding a list of floats, or several numeric properties (in order).
     given_label : str
-        Property holding the given (possibly wrong) label; missing means unlabeled.
+        Property holding the given (possibly wrong) label; missing means unlabelled.
     relationship, weight : str
         Type and weight property of the similarity relationships.
     edge_marker : str

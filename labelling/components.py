@@ -130,7 +130,7 @@ def batch_problem(problem: LabelProblem, nodes: np.ndarray) -> BatchProblem:
 def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
                       solved: list[tuple[BatchProblem, Prediction]], method: str) -> Prediction:
     """One whole-graph Prediction from the batches' predictions and the plan's
-    single-class components; the rest (unlabeled components) gets label -1."""
+    single-class components; the rest (unlabelled components) gets label -1."""
     n, C = problem.n_nodes, problem.n_classes
     labels = np.full(n, -1, dtype=np.int64)
     confidence = np.zeros(n)

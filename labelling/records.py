@@ -358,7 +358,7 @@ def parse_records(
     classes : list of str, optional
         The allowed labels. A row whose label is not one of them is rejected (kind
         ``label not in classes``); a row without a label is always allowed (it is an
-        unlabeled entity). Classes are normalised like labels (``3`` and ``"3"`` are the
+        unlabelled entity). Classes are normalised like labels (``3`` and ``"3"`` are the
         same class). None (default) allows any label.
     encoding : str, default "utf-8"
         Text encoding of a CSV/TSV file (``labelling.textfiles``).

@@ -28,7 +28,7 @@ def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple
     """Hide ``fraction`` of each class's given labels from the solver (stratified; every
     class keeps at least one label), so the run can measure its accuracy on them.
 
-    The hidden nodes are labelled by the solver like unlabeled ones, and their
+    The hidden nodes are labelled by the solver like unlabelled ones, and their
     ``label_noise`` is written as null (the solver never saw their label)."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"holdout_fraction must lie in (0, 1), got {fraction}")

@@ -29,7 +29,7 @@ Decisions
   record (pandas skips it too) and is not reported.
 - More fields than the header is malformed. Fewer is not: pandas reads the missing
   trailing fields as empty, and a missing feature is then rejected for that reason,
-  while a missing trailing label just leaves the row unlabeled.
+  while a missing trailing label just leaves the row unlabelled.
 - Encoding: UTF-8 by default (a byte-order mark is dropped). Lines that are not valid
   UTF-8 are rejected one by one, with a reason that names ``--encoding``. When the header
   or every data line is undecodable the file is in another encoding: one error naming

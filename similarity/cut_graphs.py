@@ -1,15 +1,15 @@
 """The graphs of Blum & Chawla (2001) §5.1: Mincut-3 and the 0/1 δ-graphs with the δ₀ / δ½ rules.
 
-They take the features and the given labels (Mincut-3 forces a labeled neighbour, δ₀
+They take the features and the given labels (Mincut-3 forces a labelled neighbour, δ₀
 depends on which labels a threshold joins), so the Neo4j and embedded stores build
 the same edges from the same rows.
 
 Open decisions (notes §7 items 7, 8, 15) and the choices made here:
 
-- Mincut-3: *every* example (labeled ones too, as the paper's "Specifically, each
-  example is connected to ...") gets three distinct neighbours: its nearest labeled
+- Mincut-3: *every* example (labelled ones too, as the paper's "Specifically, each
+  example is connected to ...") gets three distinct neighbours: its nearest labelled
   example other than itself, then the two nearest examples other than itself and that
-  labeled one ("the two other nearest examples overall"). Edges have weight 1 and the
+  labelled one ("the two other nearest examples overall"). Edges have weight 1 and the
   graph is symmetrised by union (a reciprocal pair keeps weight 1, not 2 as in
   Thm 3.1). Distance ties are broken by the neighbour search's order. Exact search
   (scikit-learn) unless ``backend`` says otherwise.
@@ -18,8 +18,8 @@ Open decisions (notes §7 items 7, 8, 15) and the choices made here:
   the largest δ at which no path joins given labels of two different classes (every
   one-vs-rest cut is 0). It is the smallest single-linkage merge height that puts two
   classes in one cluster, i.e. the smallest cophenetic (minimax-path) distance between
-  two differently labeled points; with strict ``<`` that δ itself is the answer. Two
-  differently labeled points at distance 0 give δ₀ = 0 and an empty graph.
+  two differently labelled points; with strict ``<`` that δ itself is the answer. Two
+  differently labelled points at distance 0 give δ₀ = 0 and an empty graph.
 - δ½ ("the size of the largest connected component is half the number of
   datapoints"): the size only moves in steps, so the smallest δ at which the largest
   component holds at least ``ceil(n/2)`` of the n examples. That is just above the
@@ -61,7 +61,7 @@ def _neighbours_excluding(X_query, X_index, k, exclude, metric, algorithm):
     nn = NearestNeighbors(n_neighbors=min(k + n_ex, X_index.shape[0]), metric=metric, algorithm=algorithm)
     idx = nn.fit(X_index).kneighbors(X_query, return_distance=False)
     keep = np.ones(idx.shape, dtype=bool)
-    for e in range(n_ex):  # at most two excluded ids (self, the forced labeled neighbour)
+    for e in range(n_ex):  # at most two excluded ids (self, the forced labelled neighbour)
         keep &= idx != exclude[:, e : e + 1]
     # Keep the first k survivors of each row (a stable rank among the kept columns).
     rank = np.cumsum(keep, axis=1)
@@ -73,15 +73,15 @@ def _neighbours_excluding(X_query, X_index, k, exclude, metric, algorithm):
 def mincut3_graph(X, labeled, *, metric: str = "euclidean", algorithm: str = "auto") -> sp.csr_matrix:
     """The Mincut-3 graph of Blum & Chawla (2001) §5.1.
 
-    Each example is joined by a weight-1 edge to its nearest labeled example and to the
+    Each example is joined by a weight-1 edge to its nearest labelled example and to the
     two other nearest examples overall, so that no component is left without a label.
 
     Parameters
     ----------
     X : array, shape (n, d)
-    labeled : array of bool, shape (n,)
-        Which examples carry a given label (at least 2, so that a labeled example also
-        has a labeled neighbour other than itself).
+    labelled : array of bool, shape (n,)
+        Which examples carry a given label (at least 2, so that a labelled example also
+        has a labelled neighbour other than itself).
     metric : str, default "euclidean"
         Any scikit-learn neighbour metric ("euclidean", "manhattan", "hamming", ...).
     algorithm : str, default "auto"
@@ -102,17 +102,17 @@ def mincut3_graph(X, labeled, *, metric: str = "euclidean", algorithm: str = "au
     if labeled.shape != (n,):
         raise ValueError(f"labeled must have shape ({n},), got {labeled.shape}")
     if labeled.sum() < 2:
-        raise ValueError("Mincut-3 needs at least 2 labeled examples")
+        raise ValueError("Mincut-3 needs at least 2 labelled examples")
     if n < 4:
         raise ValueError("Mincut-3 needs at least 4 examples (3 distinct neighbours each)")
     lab_ids = np.flatnonzero(labeled)
     everyone = np.arange(n)
-    # Nearest labeled example other than itself: search the labeled rows, skip self.
+    # Nearest labelled example other than itself: search the labelled rows, skip self.
     self_in_labeled = np.full(n, -1)
     self_in_labeled[lab_ids] = np.arange(len(lab_ids))
     _, pos = _neighbours_excluding(X, X[lab_ids], 1, self_in_labeled[:, None], metric, algorithm)
     nearest_labeled = lab_ids[pos]
-    # Two nearest examples other than itself and that labeled neighbour.
+    # Two nearest examples other than itself and that labelled neighbour.
     exclude = np.column_stack([everyone, nearest_labeled])
     rows, cols = _neighbours_excluding(X, X, 2, exclude, metric, algorithm)
     src = np.concatenate([everyone, rows])
@@ -176,7 +176,7 @@ def delta_rule(X, rule: str = "half", y=None, *, metric: str = "euclidean") -> f
     X : array, shape (n, d)
     rule : {"half", "zero"}
     y : array of int, shape (n,), optional
-        Given labels (-1 unlabeled); required by ``"zero"``.
+        Given labels (-1 unlabelled); required by ``"zero"``.
     metric : str, default "euclidean"
         A ``scipy.spatial.distance.pdist`` metric.
 
@@ -202,9 +202,9 @@ def delta_rule_graph(X, rule: str = "half", y=None, *, metric: str = "euclidean"
     X : array, shape (n, d)
     rule : {"half", "zero"}
         ``"half"``: smallest δ whose largest component holds half the examples;
-        ``"zero"``: largest δ at which no path joins two differently labeled examples.
+        ``"zero"``: largest δ at which no path joins two differently labelled examples.
     y : array of int, shape (n,), optional
-        Given labels (-1 unlabeled); required by ``"zero"``.
+        Given labels (-1 unlabelled); required by ``"zero"``.
     metric : str, default "euclidean"
         A ``scipy.spatial.distance.pdist`` metric.
 

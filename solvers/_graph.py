@@ -10,7 +10,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .problem import DegenerateLabelingWarning
 
-# A labeling is degenerate when one class takes at least this share of the unlabeled nodes a
+# A labelling is degenerate when one class takes at least this share of the unlabelled nodes a
 # label reaches while holding less than this share of the given labels.
 DEGENERATE_SHARE = 0.95
 # ... among at least this many such nodes: with fewer, one node of another class already puts
@@ -19,7 +19,7 @@ DEGENERATE_MIN_NODES = round(1 / (1 - DEGENERATE_SHARE))
 
 
 def unreachable(W: sp.spmatrix, labeled: np.ndarray) -> np.ndarray:
-    """Mask of nodes whose connected component holds no labeled node."""
+    """Mask of nodes whose connected component holds no labelled node."""
     _, comp = connected_components(W, directed=False)
     has_label = np.zeros(comp.max() + 1, dtype=bool)
     has_label[comp[labeled]] = True
@@ -33,7 +33,7 @@ def laplacian(W: sp.spmatrix) -> sp.csr_matrix:
 
 
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
-    """n×C indicator of the given labels (rows of unlabeled nodes are 0)."""
+    """n×C indicator of the given labels (rows of unlabelled nodes are 0)."""
     Y = np.zeros((len(y), n_classes))
     lab = y >= 0
     Y[np.flatnonzero(lab), y[lab]] = 1.0
@@ -64,16 +64,16 @@ def margin_scores(P: np.ndarray, given: np.ndarray) -> np.ndarray:
 
 
 def per_label(n: int, labeled: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """An (n,) array holding ``values`` at the labeled nodes and NaN elsewhere."""
+    """An (n,) array holding ``values`` at the labelled nodes and NaN elsewhere."""
     out = np.full(n, np.nan)
     out[labeled] = values
     return out
 
 
 def one_class_takes_all(labels: np.ndarray, y: np.ndarray, n_classes: int) -> dict | None:
-    """The class that takes at least ``DEGENERATE_SHARE`` of the labeled-reachable unlabeled
+    """The class that takes at least ``DEGENERATE_SHARE`` of the labelled-reachable unlabelled
     nodes (of at least ``DEGENERATE_MIN_NODES``) though it holds less than that share of the
-    given labels, with both shares; None when the labeling is not degenerate."""
+    given labels, with both shares; None when the labelling is not degenerate."""
     unlabeled = (y < 0) & (labels >= 0)
     given = y >= 0
     if unlabeled.sum() < DEGENERATE_MIN_NODES or not given.any():
@@ -87,8 +87,8 @@ def one_class_takes_all(labels: np.ndarray, y: np.ndarray, n_classes: int) -> di
 
 
 def warn_degenerate(method: str, found: dict, reason: str) -> None:
-    """One ``DegenerateLabelingWarning`` for a labeling ``one_class_takes_all`` found."""
+    """One ``DegenerateLabelingWarning`` for a labelling ``one_class_takes_all`` found."""
     warnings.warn(
-        f"{method}: class {found['class']} takes {found['share']:.1%} of the unlabeled nodes with "
-        f"{found['given_share']:.1%} of the given labels, a labeling no better than guessing that class. "
+        f"{method}: class {found['class']} takes {found['share']:.1%} of the unlabelled nodes with "
+        f"{found['given_share']:.1%} of the given labels, a labelling no better than guessing that class. "
         + reason, DegenerateLabelingWarning, stacklevel=3)

@@ -1,7 +1,7 @@
 """Harmonic function solution, in the regularised form of max-margin graph cuts.
 
-Zhu, Ghahramani & Lafferty (2003) label the unlabeled nodes with the harmonic
-function that equals the given labels on labeled nodes; Kveton et al. (2010, Sec. 3,
+Zhu, Ghahramani & Lafferty (2003) label the unlabelled nodes with the harmonic
+function that equals the given labels on labelled nodes; Kveton et al. (2010, Sec. 3,
 eq. 4) regularise it with γ_g I, which adds an absorbing sink to the random walk:
 
     ℓ_u = (L_uu + γ_g I)⁻¹ W_ul y_l,        L = D − W.
@@ -22,16 +22,16 @@ Decisions the papers leave open, and what this module does
   left out). The sink (γ_g > 0) shrinks all columns alike and does not change p; a
   node no label can reach has F_i = 0 and gets label -1, confidence 0.
 - Class mass normalisation (``class_mass="auto"``, the default): the arg-max is taken
-  after scaling each class column to equal total mass over the unlabeled nodes (Zhu et
+  after scaling each class column to equal total mass over the unlabelled nodes (Zhu et
   al. 2003, Sec. 4, with a uniform target) from 20 given labels with at least 2 in
-  every labeled class; below that, the plain arg-max. Why: as the unlabeled share grows the
+  every labelled class; below that, the plain arg-max. Why: as the unlabelled share grows the
   harmonic solution flattens (Nadler, Srebro & Zhou 2009) and its arg-max piles onto the
   classes whose labels absorb the most mass. On ``bench/hard_data.py``'s generated sets
-  (20k nodes, 1% labeled at random) the plain arg-max scored 0.308 / 0.208 / 0.495 /
+  (20k nodes, 1% labelled at random) the plain arg-max scored 0.308 / 0.208 / 0.495 /
   0.547 (overlapping classes / two clusters per class / wide blobs / 30 classes)
   against 0.821 / 0.384 / 0.825 / 0.776 with uniform masses, and within 0.01 of it at
   10%. With a handful of labels the masses are set by where those few labels sit, and
-  uniform masses failed on the binary sets (1% labeled: ionosphere 0.719 → 0.450, vote
+  uniform masses failed on the binary sets (1% labelled: ionosphere 0.719 → 0.450, vote
   0.697 → 0.460, WDBC 0.683 → 0.627: 4 to 8 labels each); hence the floor. A floor of
   5 labels in every class left 30 classes at 1% (200 labels, some class with fewer
   than 5) at 0.547 instead of 0.776. The class prior from
@@ -47,7 +47,7 @@ Decisions the papers leave open, and what this module does
   against 0.40 s at 10k, same accuracy).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
-  100k-node graph of ``bench/solver_scale.py`` (1% labeled, one run on a loaded 2-core
+  100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
   machine, medians of 3, paired with the committed lock-step CG): 100 column products
   (10 block iterations) against 324, 0.65 s against 2.34 s without flags, same accuracy
   (0.9936); with 10% of the labels flipped and flags on 1.35 s against 4.42 s, flag
@@ -57,10 +57,10 @@ Decisions the papers leave open, and what this module does
   segment at 10% flipped (precision / recall 0.68 / 0.49 against 0.72 / 0.54; with
   ``stop="rtol"`` 0.70 / 0.51).
 - Tolerance: ``rtol`` = 1e-4 (it was 1e-8). On the 100k-node 10-NN graph of
-  ``bench/solver_scale.py`` (1% labeled) CG needed 540 column products at 1e-8, 394 at
+  ``bench/solver_scale.py`` (1% labelled) CG needed 540 column products at 1e-8, 394 at
   1e-5 and 324 at 1e-4, with the same labels at every node and scores within 5e-5.
 - Noise flags (the rule): for each given label i, the solution at i is recomputed
-  *as if i were unlabeled* (leave-one-out). Its ``noise_score`` is the margin by which
+  *as if i were unlabelled* (leave-one-out). Its ``noise_score`` is the margin by which
   the best other class beats the given one in that leave-one-out distribution (in
   [-1, 1]; cleanlab's ``normalized_margin`` with the sign flipped, so a person ranks by
   it), and the label is flagged when the margin reaches ``noise_threshold`` = 0.35. A
@@ -216,7 +216,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     region long before a label absorbs it), and Jacobi-CG needs many iterations to move it;
     one coarse unknown per region moves it in every iteration. Measured (rtol 1e-4, float32,
     iterations of all columns): the 100k-node blobs of bench/solver_scale.py 34 → 13, the
-    20k-node sets of bench/hard_data.py at 1% labeled: overlapping classes 27 → 19, wide
+    20k-node sets of bench/hard_data.py at 1% labelled: overlapping classes 27 → 19, wide
     blobs 21 → 14, 30 classes 27 → 19, 20% flipped 37 → 25; within ±2 on the small real sets;
     the regions after 3 iterations did better than after 2 (19) or 5 (14).
 
@@ -390,9 +390,9 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
 class _System(NamedTuple):
     """One harmonic solve: the solution and the pieces the leave-one-out step reuses."""
 
-    F: np.ndarray  # n × C solution (labeled rows = their clamped values)
-    u: np.ndarray  # kept unlabeled nodes: the unknowns (unlabeled, in a component with a label)
-    l: np.ndarray  # labeled nodes
+    F: np.ndarray  # n × C solution (labelled rows = their clamped values)
+    u: np.ndarray  # kept unlabelled nodes: the unknowns (unlabelled, in a component with a label)
+    l: np.ndarray  # labelled nodes
     scale: np.ndarray  # s = (d + γ_g)^-½ on u, 0 elsewhere (float32)
     K: sp.csr_matrix  # S W S, S = diag(s): the Jacobi-scaled W_uu in node numbering (float32)
     degree: np.ndarray  # d = W 1
@@ -422,7 +422,7 @@ def _resolvable(W: sp.csr_matrix) -> sp.csr_matrix:
 
 
 def _reachable(component: np.ndarray, labeled: np.ndarray) -> np.ndarray:
-    """Mask of the nodes whose connected component holds a labeled node."""
+    """Mask of the nodes whose connected component holds a labelled node."""
     has_label = np.zeros(component.max() + 1, dtype=bool)
     has_label[component[labeled]] = True
     return has_label[component]
@@ -433,7 +433,7 @@ def _scaled_operator(W: sp.csr_matrix, u_mask: np.ndarray, degree: np.ndarray, g
 
     K keeps W's index arrays (no copy of the graph's structure; only its values are
     scaled), and its rows and columns outside the unknowns are zero, so CG on I − K needs no
-    slice of W: the labeled and unreachable rows of every iterate stay 0. (Slicing L_uu out
+    slice of W: the labelled and unreachable rows of every iterate stay 0. (Slicing L_uu out
     of L = D − W took three copies of the graph.)
     """
     s = np.zeros(W.shape[0], dtype=dtype)
@@ -462,7 +462,7 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
                   reachable=None, mass_target=None, stop="rtol") -> _System:
     """The harmonic solution F (n × C) with F_l = Y_l on the nodes a label reaches.
 
-    ``Y_l`` holds the clamped rows of the labeled nodes (in node order). ``mass_target`` (C
+    ``Y_l`` holds the clamped rows of the labelled nodes (in node order). ``mass_target`` (C
     class weights or None): CG's labels (the coarse space's regions and ``stop="labels"``)
     are the arg-max of F with each class column scaled to that share of the total mass
     (None: the plain arg-max), as the prediction will take them.
@@ -534,14 +534,14 @@ def harmonic_scores(
 ):
     """Regularised harmonic solution F (n × C) with F_l = Y_l, F_u = (L_uu + γ_g I)⁻¹ W_ul Y_l.
 
-    Nodes that no labeled node reaches are left out of the system and get F = 0.
+    Nodes that no labelled node reaches are left out of the system and get F = 0.
 
     Returns
     -------
     F : array, shape (n, C)
-    solve_uu : callable B ↦ (L_uu + γ_g I)⁻¹ B on the kept unlabeled nodes (set up on its
+    solve_uu : callable B ↦ (L_uu + γ_g I)⁻¹ B on the kept unlabelled nodes (set up on its
         first call)
-    unlabeled : array of int, the kept unlabeled node indices (the rows solve_uu works on)
+    unlabelled : array of int, the kept unlabelled node indices (the rows solve_uu works on)
     """
     W = _resolvable(W).tocsr()
     labeled = np.asarray(labeled, dtype=bool)
@@ -571,9 +571,9 @@ def _uu_solver(W, system: _System, gamma_g, solver, direct_max_nodes, rtol) -> _
 
 
 def _leave_one_out(W, Y_l, system: _System, gamma_g, solve_uu, chunk: int = 256) -> np.ndarray:
-    """Exact leave-one-out solution at each labeled node, shape (l, C).
+    """Exact leave-one-out solution at each labelled node, shape (l, C).
 
-    Unclamping labeled node i adds it to the unknowns; by the Schur complement of the
+    Unclamping labelled node i adds it to the unknowns; by the Schur complement of the
     block system [[A, -w], [-wᵀ, d_i + γ_g]] with A = L_uu + γ_g I and w = W_ui:
 
         f_i = (b_i + wᵀ A⁻¹ b_u) / (d_i + γ_g − wᵀ A⁻¹ w),
@@ -587,7 +587,7 @@ def _leave_one_out(W, Y_l, system: _System, gamma_g, solve_uu, chunk: int = 256)
     for start in range(0, len(l), chunk):  # chunks of labels bound the n_u × chunk memory
         cols = slice(start, min(start + chunk, len(l)))
         w = W_ul[:, cols].toarray()  # n_u × m
-        Aw = solve_uu(w).reshape(len(u), -1) if len(u) else w  # every node labeled: w is 0 × m
+        Aw = solve_uu(w).reshape(len(u), -1) if len(u) else w  # every node labelled: w is 0 × m
         s[cols] = np.einsum("ij,ij->j", w, Aw)  # wᵀ A⁻¹ w
     return _unclamped(W, Y_l, system, gamma_g, s)
 
@@ -607,9 +607,9 @@ def _unclamped(W, Y_l, system: _System, gamma_g, s) -> np.ndarray:
 
 
 def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) -> tuple[np.ndarray, dict]:
-    """Leave-one-out at each labeled node with s_i = wᵢᵀ A⁻¹ wᵢ estimated, not solved for.
+    """Leave-one-out at each labelled node with s_i = wᵢᵀ A⁻¹ wᵢ estimated, not solved for.
 
-    s_i is the weight of the walks from i's unlabeled neighbours that are absorbed back at
+    s_i is the weight of the walks from i's unlabelled neighbours that are absorbed back at
     i (A⁻¹wᵢ is the probability of ending at i). Writing A = D' − W_uu (D' = d_u + γ_g),
     A⁻¹ = Σ_t (D'⁻¹W_uu)^t D'⁻¹, and with B = D'^-½ W_ul, K = D'^-½ W_uu D'^-½:
 
@@ -618,7 +618,7 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     - the rest (longer walks) is the tail of class y_i's absorption that the short walks
       do not explain: tail_i = R_{i,y} − Σ_{j of class y} S_ij, with R = W_lu F_u read off
       the solution (Σ_j (wᵢᵀA⁻¹wⱼ) Y_j = wᵢᵀ F_u). i's own share of that tail lies between
-      its share of the class's labels weighted by their unlabeled degree (long walks mixed
+      its share of the class's labels weighted by their unlabelled degree (long walks mixed
       over the class's labels in the component: an underestimate) and its share of the
       class's short-walk returns S_ii / Σ_j S_ij (long walks split like short ones: an
       overestimate); the estimate takes their geometric mean. Against the exact s_i on
@@ -779,10 +779,10 @@ def harmonic(
         harmonic function of Zhu et al. (2003).
     class_mass : {"auto", "uniform", "labels", "none"}, default "auto"
         Class mass normalisation (Zhu et al. 2003, Sec. 4): scale each class column so
-        that the classes' total masses over the unlabeled nodes are equal (``"uniform"``)
+        that the classes' total masses over the unlabelled nodes are equal (``"uniform"``)
         or proportional to the given labels' class counts (``"labels"``) before the
         arg-max; ``"none"`` takes the arg-max of the absorption probabilities; ``"auto"``
-        is ``"uniform"`` from 20 given labels with at least 2 in every labeled class, else
+        is ``"uniform"`` from 20 given labels with at least 2 in every labelled class, else
         ``"none"`` (module docstring: the measurements behind it).
     noise_threshold : float in (0, 1], default 0.35
         A given label is flagged when, in its leave-one-out distribution, the best other
@@ -815,7 +815,7 @@ def harmonic(
     Prediction
         ``scores`` are the absorption probabilities F (n × C); ``noise_score`` the margin of
         the best other class over the given one in each given label's leave-one-out
-        distribution (NaN for unlabeled nodes); ``info["loo_scores"]`` those normalised
+        distribution (NaN for unlabelled nodes); ``info["loo_scores"]`` those normalised
         leave-one-out distributions.
     """
     if gamma_g < 0:

@@ -8,8 +8,8 @@ supervised form SNC (Baumann, Hochbaum & Yang 2019):
   linearly with lambda, so every lambda of a list is one parametric min cut
   (``solvers._parametric_cut``).
 - SNC, section 2.2, Fig. 2: positive labels contracted into the source, negative labels into
-  the sink; each unlabeled node i gets ``s -> i`` of capacity ``lambda * d_i``.
-- LC-SNC, section 3.1, Figs. 3-4: the labeled nodes stay in the graph with finite seed arcs
+  the sink; each unlabelled node i gets ``s -> i`` of capacity ``lambda * d_i``.
+- LC-SNC, section 3.1, Figs. 3-4: the labelled nodes stay in the graph with finite seed arcs
   ``s -> l`` of capacity ``c * conf_s(l)`` (positive labels) and ``l -> t`` of capacity
   ``c * conf_t(l)`` (negative labels), conf from section 3.1: constant, local mean
   (Mitani & Hamamoto 2006) or kNN agreement; the ensemble is their majority vote.
@@ -18,11 +18,11 @@ supervised form SNC (Baumann, Hochbaum & Yang 2019):
   ``mu > 0`` puts ``mu * d_i`` on ``s -> i``, ``mu < 0`` puts ``|mu| * d_i`` on ``i -> t``.
   Both signs are one parametric sweep: ``s -> i`` gets ``(K + mu) d_i`` and ``i -> t``
   gets ``K d_i`` with ``K = max |mu|``; this differs from the signed graph by the constant
-  ``K d(U)`` (exactly one of the two arcs of each unlabeled node is cut).
+  ``K d(U)`` (exactly one of the two arcs of each unlabelled node is cut).
 - Noise flags, section 4.4.3: a given label whose node the cut puts on the other side.
 - Graph, section 4.2: z-scored features, random-forest feature-importance-weighted
   Euclidean distance, symmetric kNN sparsification (section 2.2), Gaussian weights.
-- Tuning, section 4.3: stratified K-fold cross-validation on the labeled nodes only, scored
+- Tuning, section 4.3: stratified K-fold cross-validation on the labelled nodes only, scored
   against the observed (possibly noisy) labels, grids of Tables 1-2 (section 4.1).
 
 Open decisions (notes' list, then the ones met while implementing) and the choice made:
@@ -30,24 +30,24 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
 1. Feature scaling (graph="knn" and the feature confidences): z-score over all nodes (it
    uses no label).
 2. Feature importance: a random forest (``n_trees`` trees, ``random_state``) fitted on the
-   observed labels of the labeled nodes of the current fit (training folds inside CV, so
+   observed labels of the labelled nodes of the current fit (training folds inside CV, so
    no validation label leaks); importances sum to 1; distance ``sqrt(sum_f FI_f dx_f^2)``,
    i.e. the paper's formula divided by ``sqrt(m)`` (with it, most Gaussian weights would
    underflow at eps in {0.5, 1, 2}). ``feature_weights="uniform"`` gives plain Euclidean.
 3. Edge weights: symmetric kNN union (j in kNN(i) or i in kNN(j)) with the plain kernel
    ``exp(-dist^2 / (2 eps^2))`` once per pair; d_i = row sum.
-4. lambda arcs on unlabeled nodes only (paper's figures), not on labeled ones.
+4. lambda arcs on unlabelled nodes only (paper's figures), not on labelled ones.
 5. Seed capacity ``c * conf`` (paper), not the author code's ``k * c * conf``.
-6. Confidence neighbours: the same k as the graph, among the labeled nodes of the current
+6. Confidence neighbours: the same k as the graph, among the labelled nodes of the current
    fit, the node itself excluded, same weighted distance as the graph. Local mean uses the
    k nearest of each class (all of them when a class has fewer); ``a / (a + b)`` is
    computed as a logistic of the squared-distance difference, so it never divides 0 by 0.
    Without features (``problem.X is None``), "knn" uses the graph instead: the weighted
-   share of a node's labeled graph neighbours carrying its label (1 when it has none),
+   share of a node's labelled graph neighbours carrying its label (1 when it has none),
    and "local_mean" is unavailable (ValueError).
 7. Class balance: mu from +-lambda grid (0 excluded), both signs tried exhaustively.
-8. CV: ``cv=5`` stratified folds; the validation fold acts as unlabeled nodes and the real
-   unlabeled nodes stay in the graph (``cv_graph="all"``, transductive like every solver
+8. CV: ``cv=5`` stratified folds; the validation fold acts as unlabelled nodes and the real
+   unlabelled nodes stay in the graph (``cv_graph="all"``, transductive like every solver
    here) or are left out (``cv_graph="labeled"``, the author code's reading); score =
    ``scoring`` ("accuracy" or "balanced_accuracy") on the validation fold; the grid over
    (k, eps, c) is exhaustive (``n_iter=None``) or ``n_iter`` random draws; lambda is
@@ -64,7 +64,7 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
     multi-class CV score). ``multiclass="path"`` (default): each class's minimal source
     sets along the whole λ range ``PATH_RANGE`` = [1e-6, 1] come from one exact
     parametric pseudoflow run (``_parametric_cut.entry_parameters``), and a node goes to
-    the class whose source set it enters at the smallest λ (at λ = 1 every unlabeled
+    the class whose source set it enters at the smallest λ (at λ = 1 every unlabelled
     node has entered: its λ arc outweighs its edges). No λ is tuned (the CV tunes c,
     k, eps on these labels). Why: hard memberships at one λ leave nodes unclaimed or
     claimed twice, and on kNN graphs the λ path jumps from the seeds to whole clusters,
@@ -92,15 +92,15 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
     parametric pseudoflow by 1.4x at 569 nodes, 10x at 10k and 81x at 100k (648 s against
     8 s): libhpf computes every breakpoint of the lambda range (1,635 at 100k) when only
     the grid's 4-8 values are needed. ``"pseudoflow"`` gives the same cuts (tested).
-18. Degenerate labelings: the cut can put nearly every node on one side, most often
+18. Degenerate labellings: the cut can put nearly every node on one side, most often
     because no (λ, c) of the grid separates the classes on the graph and the CV
     accuracy of predicting the larger class is the best it finds. On
-    ``bench/hard_data.py``'s diabetes (z-scored, 10-NN, 10% labeled, seeds 0-2) the tuned
+    ``bench/hard_data.py``'s diabetes (z-scored, 10-NN, 10% labelled, seeds 0-2) the tuned
     cut put 95-100% of the nodes in the negative class (accuracy 0.645-0.647, chance
     0.650) at CV accuracies 0.673, 0.649, 0.701 against the labels' majority shares 0.657,
     0.634, 0.701; tuned for balanced accuracy the best CV scores were 0.53-0.56 and the
     accuracies the same. The labels stay (the method's answer); when one class takes at
-    least 95% of the unlabeled nodes while holding less of the given labels, a
+    least 95% of the unlabelled nodes while holding less of the given labels, a
     ``DegenerateLabelingWarning`` says so with the CV score, and ``info["degenerate"]``
     holds the shares.
 """
@@ -133,8 +133,8 @@ CV_GRAPHS = ("all", "labeled")
 FEATURE_WEIGHTS = ("forest", "uniform")
 ENSEMBLE_MEMBERS = ("constant", "local_mean", "knn")
 MULTICLASS = ("path", "cut")
-# The λ range of the path rule: at λ = 1 an unlabeled node's source arc (λ d_i) outweighs
-# all its edges, so every unlabeled node has entered some class by then.
+# The λ range of the path rule: at λ = 1 an unlabelled node's source arc (λ d_i) outweighs
+# all its edges, so every unlabelled node has entered some class by then.
 PATH_RANGE = (1e-6, 1.0)
 PARAMETER_CONSTRAINTS = {
     "variant": [Options(VARIANTS)],
@@ -192,7 +192,7 @@ def lcsnc(
         tuned on its own. Ignored by "snc".
     class_balance : bool
         Primed models (section 3.2): lambda is signed, a negative value attaches the
-        unlabeled lambda-arcs to the sink.
+        unlabelled lambda-arcs to the sink.
     lam, c, k, eps : float or int, optional
         Fix a hyperparameter instead of tuning it over its grid. ``lam`` may be negative
         only with ``class_balance``. ``k``/``eps`` are the kNN size and Gaussian bandwidth
@@ -203,13 +203,13 @@ def lcsnc(
     lam_grid, c_grid, k_grid, eps_grid : sequences
         Grids of Table 2 by default.
     cv : int
-        Number of stratified folds over the labeled nodes (>= 2).
+        Number of stratified folds over the labelled nodes (>= 2).
     scoring : {"accuracy", "balanced_accuracy"}
         CV criterion, against the observed labels.
     n_iter : int, optional
         Random (k, eps, c) draws instead of the full grid (lambda is always swept in full).
     cv_graph : {"all", "labeled"}
-        Keep the real unlabeled nodes in the CV graphs, or cut the labeled subgraph only.
+        Keep the real unlabelled nodes in the CV graphs, or cut the labelled subgraph only.
     feature_weights : {"forest", "uniform"}
         Random-forest importance weights on the features, or none.
     n_trees : int
@@ -284,7 +284,7 @@ def lcsnc(
 
 
 def _degenerate_reason(problem: LabelProblem, opts: _Settings, info: dict) -> str:
-    """Why an LC-SNC labeling can put nearly every node in one class (decision 18)."""
+    """Why an LC-SNC labelling can put nearly every node in one class (decision 18)."""
     given = problem.y[problem.labeled]
     majority = np.bincount(given).max() / len(given)
     score = info.get("cv_score", float("nan"))
@@ -365,10 +365,10 @@ def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, 
                 or (uses_k_eps and len(checked["k"]) * len(checked["eps"]) > 1))
     if needs_cv and counts[counts > 0].min() < cv:
         raise ValueError(
-            f"every labeled class needs at least cv={cv} labels for the tuning"
+            f"every labelled class needs at least cv={cv} labels for the tuning"
             f" (smallest has {counts[counts > 0].min()}); fix lam, c, k, eps or lower cv")
     if needs_cv and n_lab < 2 * cv:
-        raise ValueError(f"too few labeled nodes ({n_lab}) for cv={cv}")
+        raise ValueError(f"too few labelled nodes ({n_lab}) for cv={cv}")
     # The signed sweep covers both signs; an unprimed model only uses lam > 0.
     lams = sorted(set(abs(v) for v in checked["lam"]))
     if class_balance and fixed["lam"] is None:
@@ -432,7 +432,7 @@ def _knn_graph(nbr_idx: np.ndarray, nbr_sq: np.ndarray, k: int, eps: float) -> s
 def _confidence(scheme: str, positive: np.ndarray, seeds: np.ndarray, Z, W, k, eps) -> np.ndarray:
     """conf of each seed node for its own (binary) side, section 3.1; 0 elsewhere.
 
-    ``positive`` marks the seeds on the source side, ``seeds`` all labeled nodes.
+    ``positive`` marks the seeds on the source side, ``seeds`` all labelled nodes.
     """
     conf = np.zeros(len(seeds))
     lab = np.flatnonzero(seeds)
@@ -440,7 +440,7 @@ def _confidence(scheme: str, positive: np.ndarray, seeds: np.ndarray, Z, W, k, e
     if scheme == "constant":
         conf[lab] = 1.0
     elif scheme == "knn" and Z is None:
-        # No features: weighted agreement among the labeled graph neighbours (decision 6).
+        # No features: weighted agreement among the labelled graph neighbours (decision 6).
         Wl = W[:, lab][lab]
         same = np.asarray(Wl.multiply(pos_lab[:, None] == pos_lab[None, :]).sum(axis=1)).ravel()
         total = np.asarray(Wl.sum(axis=1)).ravel()
@@ -486,7 +486,7 @@ def _sweep(W, d, y_fit, positive_class, conf, c, lams, variant, backend):
     neg = lab & ~pos
     free = ~lab
     if variant == "snc":
-        # Fig. 2: seeds contracted into the terminals; only unlabeled nodes remain.
+        # Fig. 2: seeds contracted into the terminals; only unlabelled nodes remain.
         Wu = W[free][:, free]
         to_pos = np.asarray(W[free][:, pos].sum(axis=1)).ravel()
         to_neg = np.asarray(W[free][:, neg].sum(axis=1)).ravel()

@@ -8,7 +8,7 @@ Kveton, Valko, Rahimi & Huang (2010) learn in two convex steps:
 2. Sec. 3, eq. (7)-(8): a soft-margin kernel SVM (hinge loss + γ‖f‖²_K) on the points with
    ``|ℓ_i| ≥ ε`` and their induced labels. The SVM, not the graph, predicts; so it labels
    feature vectors that were never in the graph (entities ingested after the last graph
-   build), and γ_g → ∞ reduces it to the supervised SVM on the labeled points.
+   build), and γ_g → ∞ reduces it to the supervised SVM on the labelled points.
 
 ``MaxMarginGraphCut`` is the estimator (``fit(problem)``, ``predict(X)``, ``predict_proba(X)``,
 ``decision_function(X)``; pickleable, so a flow can keep it); ``maxmargin(problem)`` is the
@@ -22,7 +22,7 @@ Decisions the paper leaves open, and what this module does
 - Graph: not built here (solvers do not import ``similarity``); the paper's graph is the
   Gaussian 5-NN above, union-symmetrised (knn_graph's default ``max``), raw features.
 - σ (mean per-feature standard deviation) is computed on the ``X`` the model is fit on
-  (all graph nodes, labeled and unlabeled), unless ``bandwidth`` is given.
+  (all graph nodes, labelled and unlabelled), unless ``bandwidth`` is given.
 - Binary problems follow the paper exactly: one right-hand side ``y_l = ±1`` (class 1 is
   +1), ``ℓ`` from eq. (6), induced label ``sgn ℓ``, kept iff ``|ℓ| ≥ ε`` and ``ℓ ≠ 0``
   (``sgn 0`` is no label; nodes no label can reach have ``ℓ = 0`` and are dropped).
@@ -75,8 +75,8 @@ Decisions the paper leaves open, and what this module does
   (precision 0.93-1.0); the paper's range, C = 1/(2γ) with γ ∈ [0.01, 0.1]·n_l, is
   C ≤ 0.33 there. With ``cv=0`` nothing is flagged (no model that never saw the label).
   With ``drop_noisy`` the final model is refit with the flagged labels hidden (they then
-  get induced labels like any unlabeled node). It is off by default, unlike
-  ``solvers.harmonic``: on ten-class digits (10% labeled, ``bench/maxmargin.py --full``,
+  get induced labels like any unlabelled node). It is off by default, unlike
+  ``solvers.harmonic``: on ten-class digits (10% labelled, ``bench/maxmargin.py --full``,
   under the cross-fitted rule alone) hiding the flags raised the held-out error from 3.7%
   to 6.5% with clean labels and from 5.5% to 6.7% with 10% flipped labels (flags:
   precision 0.65, recall 0.97), because the correct labels that rule flags are the lone
@@ -85,7 +85,7 @@ Decisions the paper leaves open, and what this module does
 - Noise score (for ranking, ``Prediction.noise_score``): the margin of the best other class
   over the given one in the cross-fitted probabilities; NaN when ``cv=0``. The flag keeps
   its own rule above (a flagged label also has a training error of the final model).
-- Nodes that no labeled node can reach (including nodes with no edges, such as entities
+- Nodes that no labelled node can reach (including nodes with no edges, such as entities
   added after the last graph build) get the model's prediction and confidence, not label -1:
   they are *model* predictions, not graph ones, and ``info["graph_unreachable"]`` marks them.
   ``predict_unreachable=False`` restores the contract's -1 / confidence 0.
@@ -97,7 +97,7 @@ Decisions the paper leaves open, and what this module does
   one fit.
 - The harmonic solve is ``solvers.harmonic.harmonic_scores`` (SuperLU up to
   ``direct_max_nodes`` unknowns, AMG-preconditioned CG above).
-- Degenerate labelings: when one class takes at least 95% of the unlabeled nodes while
+- Degenerate labellings: when one class takes at least 95% of the unlabelled nodes while
   holding less of the given labels, a ``DegenerateLabelingWarning`` says so (with the
   induced labels per class) and ``info["degenerate"]`` holds the shares; no such run
   was met on ``bench/hard_data.py``'s sets, so no cause is named.
@@ -177,7 +177,7 @@ def induce_labels(
     Parameters
     ----------
     W : sparse matrix (n, n)
-    y : array of int (n,), -1 for unlabeled
+    y : array of int (n,), -1 for unlabelled
     n_classes : int
     gamma_g : float ≥ 0
     epsilon : float ≥ 0

@@ -1,4 +1,4 @@
-"""Graph mincut labeling (Blum & Chawla, ICML 2001), one-vs-rest for several classes.
+"""Graph mincut labelling (Blum & Chawla, ICML 2001), one-vs-rest for several classes.
 
 Each binary problem is the paper's §2 construction: a source ``v+`` tied to the
 positive given labels and a sink ``v-`` tied to the negative ones by arcs no cut can
@@ -21,7 +21,7 @@ choice made here:
    then the library's sink tree, which is the residual reach of ``v+``. Checked against
    brute-force enumeration in ``tests/test_mincut.py``. networkx is not used (its
    ``minimum_cut`` returns the largest source side).
-3. α (§2, §5.1 / Fig 1): scales edges whose two ends are both unlabeled; default 1
+3. α (§2, §5.1 / Fig 1): scales edges whose two ends are both unlabelled; default 1
    (plain mincut). Labeled-labeled and labeled-unlabeled edges keep their weight.
 4. Multi-class (not in the paper, §1.7 of the notes): one-vs-rest cuts, class ``c``
    against all other given labels. These are the *isolating cuts* of multiway cut
@@ -30,25 +30,25 @@ choice made here:
    function), so no node is claimed by two classes in exact arithmetic; should
    rounding make it happen, the claiming class with the cheapest cut wins. A node
    claimed by no class goes to the class whose isolating cut is the most expensive
-   (ties: lowest class index) — the isolation heuristic, whose labeling is a
+   (ties: lowest class index) — the isolation heuristic, whose labelling is a
    (2 - 2/C)-approximate minimum multiway cut. For two classes this is exactly the
    paper's binary algorithm with class 1 as ``+`` (``V+`` = smallest source side,
    everything else ``-``). The isolation rule dumps every unclaimed node into one
    class, which can be far from them; so by default (``multiclass="expansion"``) the
-   isolation labeling is then improved by α-expansion moves (Boykov, Veksler & Zabih,
+   isolation labelling is then improved by α-expansion moves (Boykov, Veksler & Zabih,
    2001) on the same Potts / multiway-cut energy (the multi-class objective of
    Kleinberg & Tardos that the paper names in §1), given labels fixed, one exact cut
    per move, a move kept only if it lowers the cost strictly, until a sweep over the
    classes changes nothing (or ``max_sweeps``). The result is never costlier than the
-   isolation labeling and, once converged, within a factor 2 of the optimum (BVZ
+   isolation labelling and, once converged, within a factor 2 of the optimum (BVZ
    Thm 6.1 for the Potts model); with two classes the
-   isolation labeling is already optimal, so the paper's binary answer is unchanged.
+   isolation labelling is already optimal, so the paper's binary answer is unchanged.
    ``multiclass="isolation"`` stops after the isolating cuts.
    The moves are restricted (``expansion_hops``, default 0): in each sweep only the
    isolation step's unclaimed nodes and the nodes on an edge whose ends disagree may
    switch; an edge to a node that cannot move becomes a unary term, so each move is
    still an exact cut of a smaller graph and never raises the cost. Measured on the
-   100k-node 10-NN graph of ``bench/solver_scale.py`` (1% labeled, α = 0.1): the full
+   100k-node 10-NN graph of ``bench/solver_scale.py`` (1% labelled, α = 0.1): the full
    moves took 41.7 of the 46.4 s (30 moves), restricted they leave 16% of the nodes
    movable and reach the same cost (1042.91 from 1110.99 after isolation) and the same
    labels in 7.9 s in all; 1 hop makes 84% movable, 2 hops every node (a 10-NN graph
@@ -56,7 +56,7 @@ choice made here:
    unclaimed nodes, which stay movable. ``expansion_hops=None`` is the full move.
 5. Components with no given label: by default the contract wins over the paper's tie
    rule ("negative"): label -1, confidence 0 (``unreached="none"``). On the δ₀ and δ½
-   graphs that leaves many nodes unlabeled (about a quarter on 50 labeled Pima-like
+   graphs that leaves many nodes unlabelled (about a quarter on 50 labelled Pima-like
    points with δ½), so ``unreached="paper"`` keeps the cut's own answer (the paper's tie
    rule) and ``"nearest"`` takes the nearest given label's class in feature space;
    ``bench/mincut.py`` compares the three on the paper's Table 1 data.
@@ -69,7 +69,7 @@ choice made here:
    seeds, this one is an implementer choice that keeps weights positive and
    symmetric), and the whole multi-class procedure (isolating cuts, then expansion) is
    rerun. ``scores[:, c]`` is the
-   fraction of perturbed runs labeling the node ``c``; ``confidence`` is that fraction
+   fraction of perturbed runs labelling the node ``c``; ``confidence`` is that fraction
    for the returned label. The returned labels are the unperturbed exact cut's (the
    2001 algorithm), not the majority vote of 2004. The 2004 paper's discarding of
    unbalanced cuts is not done. With ``n_cuts=0`` the scores are one-hot and the
@@ -77,17 +77,17 @@ choice made here:
 8. Noise flags (not in the paper: infinite seed arcs never let a given label lose).
    Three rules (``noise=``), each giving a ``noise_score`` per label:
    - ``"cavity"`` (default): the label's own node is relabelled by Lemma 3.4's rule for
-     an unlabeled node, the weighted vote of its neighbours (the leave-one-out that moves
+     an unlabelled node, the weighted vote of its neighbours (the leave-one-out that moves
      only that node). The neighbours vote with their class distribution over the
      randomized cuts of decision 7 (Blum et al. 2004; ``scores``), or with the exact
-     labeling when ``n_cuts=0``. Score: the best other class's share of the node's edge
+     labelling when ``n_cuts=0``. Score: the best other class's share of the node's edge
      weight minus the given class's. Cost: one sparse product.
      Why the randomized cuts vote: a clean label that the exact cut isolates (the cut
      gives its whole neighbourhood to another class, §3.1's failure with few labels)
-     scores 1 on the exact labeling like a flipped one; over perturbed cuts its
+     scores 1 on the exact labelling like a flipped one; over perturbed cuts its
      neighbourhood is not always lost. On digits (10 per class, 10% flipped,
      development draws seeds 0-9, not the benchmark's 100-104) at the old threshold 0.35:
-     precision / recall 0.71 / 0.99 with the exact labeling, 0.85 / 0.99 with the
+     precision / recall 0.71 / 0.99 with the exact labelling, 0.85 / 0.99 with the
      randomized cuts' distribution; clean labels flagged: digits 4.4% → 2.0%, segment
      12.0% → 10.7%, WDBC 4.1% → 4.6%.
      ``noise_threshold`` = 0.95, by a stated rule, not fitted to flipped labels: the
@@ -97,7 +97,7 @@ choice made here:
      0.95; digits 0.4%, WDBC 0.5%). On the development digits with 10% flipped it gives
      precision / recall 0.95 / 0.75 (0.94 / 0.84 at 0.90): a flag needs nearly all of
      the node's neighbourhood, in nearly every perturbed cut, on one other class.
-   - ``"loo"``: the ``c``-vs-rest cut recomputed without the label (``i`` unlabeled,
+   - ``"loo"``: the ``c``-vs-rest cut recomputed without the label (``i`` unlabelled,
      every other label kept); flagged when *no* minimum cut puts ``i`` on ``c``'s side
      (``i`` outside the largest source side, so a tie keeps the label: the benefit of
      the doubt, where Lemma 3.4 sends a tie to ``-``). Score: (w_out − w_in) / d_i of
@@ -117,14 +117,14 @@ choice made here:
    cut can give its class back to it).
 9. Graph construction (Mincut-3, δ-graphs, weighted kNN) is the caller's: the solver
    takes ``W`` as given (see ``similarity/cut_graphs.py``).
-10. Degenerate labelings (the paper's own failure, §3.1): with few labels on a sparse
+10. Degenerate labellings (the paper's own failure, §3.1): with few labels on a sparse
     graph, cutting around each seed is cheaper than cutting between the classes, the
     isolating cuts claim little more than their seeds and every other node falls to one
-    class (plain mincut, α = 1, at 1% labeled on ``bench/hard_data.py``'s sets: WDBC,
+    class (plain mincut, α = 1, at 1% labelled on ``bench/hard_data.py``'s sets: WDBC,
     ionosphere, diabetes and vote, 3-8 labels, at or below chance with one class taking
     99-100% of the nodes; means of seeds 0-2, ``n_cuts=0``). That is the algorithm's
     answer, not a defect, so the labels stay; when one class takes at least 95% of the
-    unlabeled nodes a label reaches while holding less of the given labels
+    unlabelled nodes a label reaches while holding less of the given labels
     (``_graph.one_class_takes_all``), the solver says so with a
     ``DegenerateLabelingWarning`` naming §3.1 and the remedy, α < 1, and
     ``info["degenerate"]`` holds the shares. α = 0.1 put the same runs at 0.84 (WDBC,
@@ -151,7 +151,7 @@ MULTICLASS_RULES = ("expansion", "isolation")
 DEGENERATE_REASON = (
     "With few given labels a cut around each label's node costs less than a cut between the classes, so the "
     "isolating cuts claim little beyond the labels and the rest falls to one class (Blum & Chawla 2001, §3.1). "
-    "Scaling the edges between unlabeled nodes down lets the labels' neighbourhoods follow them: alpha=0.1 "
+    "Scaling the edges between unlabelled nodes down lets the labels' neighbourhoods follow them: alpha=0.1 "
     "(bench/results/hard_data.md).")
 PARAMETER_CONSTRAINTS = {
     "alpha": [Interval(Real, 0, None)],
@@ -227,7 +227,7 @@ def binary_min_cut(
 
 
 def scale_unlabeled_edges(W: sp.spmatrix, labeled: np.ndarray, alpha: float) -> sp.csr_matrix:
-    """Multiply the weight of every edge between two unlabeled nodes by ``alpha`` (§5.1, Fig 1)."""
+    """Multiply the weight of every edge between two unlabelled nodes by ``alpha`` (§5.1, Fig 1)."""
     W = sp.csr_matrix(W)
     if alpha == 1.0:
         return W
@@ -319,7 +319,7 @@ def _move_cut(rows, cols, w, labels, fixed, a, infinite, extra_keep, extra_switc
     la, lb = labels[rows] == a, labels[cols] == a
     diff = labels[rows] != labels[cols]
     keep_cost = np.zeros(n) if extra_keep is None else extra_keep.astype(float)  # paid if x = 0 (keep)
-    # An edge to a node already labeled a costs w unless the other end joins a.
+    # An edge to a node already labelled a costs w unless the other end joins a.
     keep_cost += np.bincount(cols[la & ~lb], w[la & ~lb], n) + np.bincount(rows[lb & ~la], w[lb & ~la], n)
     same = ~la & ~lb & ~diff
     mixed = ~la & ~lb & diff
@@ -415,7 +415,7 @@ def _flaggable(W_raw: sp.spmatrix, y: np.ndarray) -> np.ndarray:
 def _cavity_scores(W: sp.spmatrix, y: np.ndarray, membership: np.ndarray) -> np.ndarray:
     """Decision 8, ``"cavity"``: the share of a given label's edge weight on each class of its
     neighbours' ``membership`` (n × C: the randomized cuts' distribution, or the exact
-    labeling one-hot; Lemma 3.4's vote, the label itself left out), best other minus its own."""
+    labelling one-hot; Lemma 3.4's vote, the label itself left out), best other minus its own."""
     labeled = y >= 0
     l = np.flatnonzero(labeled)
     vote = sp.csr_matrix(W)[l] @ membership
@@ -428,7 +428,7 @@ def _cavity_scores(W: sp.spmatrix, y: np.ndarray, membership: np.ndarray) -> np.
 
 
 def _without(W, y, alpha, W_raw, removed):
-    """Labels and network with the labels ``removed`` left out (α-scaled for the new unlabeled)."""
+    """Labels and network with the labels ``removed`` left out (α-scaled for the new unlabelled)."""
     y_loo = y.copy()
     y_loo[removed] = -1
     return y_loo, sp.csr_matrix(W if alpha == 1.0 else scale_unlabeled_edges(W_raw, y_loo >= 0, alpha))
@@ -446,11 +446,11 @@ def _cut_without(W_loo, y_loo, members, c):
 
 
 def colour_labels(W: sp.spmatrix, labeled: np.ndarray, random_state=0) -> np.ndarray:
-    """Colour classes of the labeled nodes such that two labels within 2 hops differ.
+    """Colour classes of the labelled nodes such that two labels within 2 hops differ.
 
     An independent set per round (Jones & Plassmann 1993): every uncoloured label whose
     random priority beats those of all its uncoloured 2-hop neighbours takes the round's
-    colour. Returns one colour per labeled node (in node order), 0..k-1.
+    colour. Returns one colour per labelled node (in node order), 0..k-1.
     """
     l = np.flatnonzero(labeled)
     H = sp.csr_matrix(W, copy=True)
@@ -522,7 +522,7 @@ def mincut(
     unreached: str = "none",
     random_state: int | None = 0,
 ) -> Prediction:
-    """Graph mincut labeling of Blum & Chawla (2001), one-vs-rest for more than two classes.
+    """Graph mincut labelling of Blum & Chawla (2001), one-vs-rest for more than two classes.
 
     Parameters
     ----------
@@ -530,7 +530,7 @@ def mincut(
         ``W`` is used as the edge-weighting function ``w`` (§2 step 3); build it with
         ``similarity.cut_graphs`` (Mincut-3, δ₀, δ½) or ``similarity.knn_graph``.
     alpha : float >= 0, default 1.0
-        Scale of the edges between two unlabeled nodes (§5.1, Fig 1); 1 is plain mincut.
+        Scale of the edges between two unlabelled nodes (§5.1, Fig 1); 1 is plain mincut.
     multiclass : {"expansion", "isolation"}, default "expansion"
         With more than two classes: the one-vs-rest isolating cuts with unclaimed nodes
         sent to the most expensive cut's class (``"isolation"``), then improved by
@@ -549,7 +549,7 @@ def mincut(
         Standard deviation of the log-normal multiplicative noise on each edge weight.
     noise : {"cavity", "grouped", "loo", "none"}, default "cavity"
         How ``noisy`` is computed (module docstring, decision 8): the weighted vote of the
-        label's neighbours over the randomized cuts (the exact labeling with ``n_cuts=0``;
+        label's neighbours over the randomized cuts (the exact labelling with ``n_cuts=0``;
         ``"cavity"``); leave-one-out cuts with
         labels far apart left out together (one cut per class and colour class,
         ``"grouped"``); one leave-one-out cut per given label (``"loo"``); or not at all.
@@ -572,15 +572,15 @@ def mincut(
     -------
     Prediction
         ``labels``: the exact min-cut labels (smallest-``V+`` rule; for more than two
-        classes the multiway labeling of ``multiclass``; -1 where no given label is
+        classes the multiway labelling of ``multiclass``; -1 where no given label is
         reachable).
-        ``scores[:, c]``: fraction of perturbed runs labeling the node ``c``.
+        ``scores[:, c]``: fraction of perturbed runs labelling the node ``c``.
         ``confidence``: that fraction for the returned label. ``noisy``: leave-one-out
         flags. ``info``: cut values per class, claim counts, timings.
 
     References
     ----------
-    Blum, A. & Chawla, S. (2001). Learning from labeled and unlabeled data using graph
+    Blum, A. & Chawla, S. (2001). Learning from labelled and unlabelled data using graph
     mincuts. ICML. §2 (algorithm, tie rule), §3 Lemma 3.4, §5.1 (α).
     Blum, A., Lafferty, J., Rwebangira, M. R. & Reddy, R. (2004). Semi-supervised
     learning using randomized mincuts. ICML (randomized cuts as confidence).
@@ -626,7 +626,7 @@ def mincut(
         if noise == "none":
             noisy = np.zeros(problem.n_nodes, dtype=bool)
         elif noise == "cavity":
-            noise_score = _cavity_scores(W, y, scores)  # n_cuts=0: scores is the exact labeling
+            noise_score = _cavity_scores(W, y, scores)  # n_cuts=0: scores is the exact labelling
             noisy = labeled & (noise_score >= noise_threshold)
         else:
             noisy, noise_score = _loo_flags(W, y, alpha, problem.W, noise, random_state)

@@ -11,7 +11,7 @@ mean-field equations (Eq. 15–16) are
     h_i(s) = β (θ_is + Σ_j W_ij φ_j(s)),      φ_i = softmax(h_i),
 
 iterated synchronously from φ⁽⁰⁾ = 1/q (Alg. 3.1); labels are arg-max φ_i (Eq. 17).
-Labeled nodes are not clamped: they enter only through the field β θ.
+Labelled nodes are not clamped: they enter only through the field β θ.
 
 β is tuned without test labels (Sec. 5.1): with φ ≈ 1/q and a first-order expansion of
 Z_i, the log mode probability (1/N) ln Γ = mean_i ln φ_i(ŷ_i) (Eq. 21–22) is about
@@ -27,19 +27,19 @@ Open decisions (the implementation notes' list, then ours) and what this module 
 1. W normalisation, ``variant=``. ``"symmetric"`` (default): D^-1/2 W D^-1/2, what the
    authors' code ran; the notes found the published numbers come from it (with the
    code's graph, stopping rule and start). ``"row"``: D^-1 W, the paper's Eq. 9, under
-   which a labeled node's arg-max can never leave its label (Eq. 18–20) and the β*
+   which a labelled node's arg-max can never leave its label (Eq. 18–20) and the β*
    derivation is exact to first order. For NMF itself the two give close accuracies
    on the 2-D sets (``bench/nmf.py`` table 2); the notes' large gap is in LGC. The solver
    receives the symmetric graph of the contract and normalises it itself; building the
    paper's graph (mutual kNN, σ of Eq. 7, the code's nearest-neighbour rescue and
    (W+Wᵀ)/2) is the caller's job (``bench/_nmf_datasets.py`` does it).
 2. Isolated nodes: under ``"row"`` a node without edges gets a zero row (no division by
-   zero); it keeps φ = 1/q and, unless labeled, gets label -1 (contract: no guess).
+   zero); it keeps φ = 1/q and, unless labelled, gets label -1 (contract: no guess).
 3. Eq. 6's missing minus sign is a typo (graph construction, caller's side).
 4. kNN details (k-th neighbour without self, k = floor(log2 N)): caller's side.
 5. Eq. 10 vs Eq. 11 double counting: Eq. 16 is the definition (each W_ij once).
 6. Alg. 3.1's θ_{i,s_i} is read θ_{i,s}.
-7. φ⁽⁰⁾: uniform 1/q for every node, labeled ones included (the authors' code).
+7. φ⁽⁰⁾: uniform 1/q for every node, labelled ones included (the authors' code).
 8. Convergence test, ``criterion=``. ``"coupling"`` (default, the authors' code):
    δ = max_is (m⁽ᵗ⁾ − m⁽ᵗ⁻¹⁾)² with m = Wφ and m⁽⁰⁾ = 0, stop when δ ≤ ``tol``; it
    reproduces the published numbers (the effective tolerance on |Δm| is √tol). ``"field"``
@@ -99,9 +99,9 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     unstable along that mode (the mean-field Potts model's ferromagnetic transition) and
     the whole component can order into one class, whatever the labels say; Eq. 26-27 put
     β* above q whenever few labels are given (β* = 3.29 for q = 2 with 3 of vote's 435
-    nodes labeled, 33-35 for q = 10 with 1% of 2,000). Measured on vote (Weka's file,
+    nodes labelled, 33-35 for q = 10 with 1% of 2,000). Measured on vote (Weka's file,
     z-scored, 10-NN, 3 random labels, seed 2 of ``bench/hard_data.py``'s draw): β* puts
-    every unlabeled node in one class (accuracy 0.384); fixed β = 1.5 or 1.9 (< q) does
+    every unlabelled node in one class (accuracy 0.384); fixed β = 1.5 or 1.9 (< q) does
     not (0.782), β = 3.0 does again. ``deflate`` removes that mode from the couplings:
     ``A φ`` becomes ``A φ − r (lᵀφ)`` per component (``trivial_mode``: r and l its right
     and left eigenvectors), so a class can no longer take a component by the dynamics
@@ -111,12 +111,12 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     share exceeds its share of the given labels by more than ``COLLAPSE_SHARE`` = 0.25
     (a collapse moves it towards 1). Runs that did not collapse are unchanged. What it
     does not fix: the next mode, μ₂ close to 1 on a kNN graph, can order the same way;
-    on 2,000-node versions of ``bench/hard_data.py``'s overlapping classes at 1% labeled
+    on 2,000-node versions of ``bench/hard_data.py``'s overlapping classes at 1% labelled
     (β* ≈ 34, q = 10) the deflated run still sits at chance (0.10), where at 20,000
     nodes it scores 0.87 (a fixed β = 0.9 q still ordered into one class there, 0.5 q
     did not: 0.39); and on ionosphere at 1% (seed 1) the rerun lowered accuracy from
-    0.670 to 0.598. A labeling that is still degenerate after the rerun (one class takes
-    at least 95% of the unlabeled nodes while holding less of the given labels) raises a
+    0.670 to 0.598. A labelling that is still degenerate after the rerun (one class takes
+    at least 95% of the unlabelled nodes while holding less of the given labels) raises a
     ``DegenerateLabelingWarning`` and is kept in ``info["degenerate"]``.
 
 References
@@ -183,7 +183,7 @@ def log_mode_probability_approx(beta, field_values, field_weights, n_classes: in
     ----------
     beta : float or array of float
     field_values : array of float
-        The distinct label-field strengths θ_{i,y_i} (0 for unlabeled nodes).
+        The distinct label-field strengths θ_{i,y_i} (0 for unlabelled nodes).
     field_weights : array of float
         Fraction of the nodes with each field strength (sums to 1).
     n_classes : int
@@ -236,7 +236,7 @@ def beta_star(labeled_rate: float, n_classes: int, gamma: float | str = 1.0,
     while f(hi) < 0.0:  # a bracket: f(0) = ln(1/q) - ln γ < 0 and f grows without bound
         hi *= 2.0
         if hi > 1e12:
-            raise ValueError("no β* found: the labeled field is too weak for this γ")
+            raise ValueError("no β* found: the labelled field is too weak for this γ")
     return float(brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-14))
 
 

@@ -16,7 +16,7 @@ UNLABELED = -1
 
 
 class DegenerateLabelingWarning(UserWarning):
-    """A solver's labeling puts (nearly) every unlabeled node in one class that the given
+    """A solver's labelling puts (nearly) every unlabelled node in one class that the given
     labels do not favour that much: the solver has found no structure to follow, and its
     labels are no better than a guess of that class. The message names the solver's known
     reason and what to change; ``Prediction.info["degenerate"]`` holds the numbers."""
@@ -83,7 +83,7 @@ class LabelProblem:
         if y.shape != (n,):
             raise ValueError(f"y must have shape ({n},), got {y.shape}")
         if not np.issubdtype(y.dtype, np.integer):
-            raise ValueError(f"y must hold integers (class indices, -1 for unlabeled), got {y.dtype}")
+            raise ValueError(f"y must hold integers (class indices, -1 for unlabelled), got {y.dtype}")
         y = y.astype(np.int64)
         n_classes = int(self.n_classes) if self.n_classes is not None else int(y.max()) + 1
         if y.min(initial=0) < UNLABELED or y.max(initial=-1) >= n_classes:
@@ -127,7 +127,7 @@ class Prediction:
     Attributes
     ----------
     labels : array of int, shape (n,)
-        Predicted class index; ``-1`` where no labeled node can reach the node (its
+        Predicted class index; ``-1`` where no labelled node can reach the node (its
         confidence is then 0: no silent guess).
     confidence : array of float in [0, 1], shape (n,)
     noisy : array of bool, shape (n,)
@@ -140,7 +140,7 @@ class Prediction:
     info : dict
         Solver metadata (iterations, chosen hyperparameters, timings of its own steps...).
     noise_score : array of float, shape (n,), optional
-        How strongly the solver doubts each given label, to rank them (NaN for unlabeled
+        How strongly the solver doubts each given label, to rank them (NaN for unlabelled
         nodes): a given label is flagged (``noisy``) when its score reaches the solver's
         ``noise_threshold``. Each solver's docstring says what its score measures; for
         most it is the margin of the best other class over the given one in the label's

@@ -81,14 +81,14 @@ Open decisions (paper silent or ambiguous) and what this module chooses
     not finished its LU after 20 min (4 GB). Hence "auto" = dense LAPACK up to 3000
     nodes, "lanczos" above: at most ~1.6x the best measured, and no fill-in risk.
 13. d is capped at n − 2 (notes §8.15) with a ValueError rather than a silent cap.
-14. Degenerate labelings. The class ratio comes from the given labels only (γ̂₊ =
+14. Degenerate labellings. The class ratio comes from the given labels only (γ̂₊ =
     √(l₋/l₊), notes §1.5: "the estimate need not be precise"), so with a handful of labels
     the predicted shares can be far from the truth: on ``bench/hard_data.py``'s ionosphere
-    at 1% labeled (3-4 labels; seeds 0 and 1 with one label of one class) the SGT put
+    at 1% labelled (3-4 labels; seeds 0 and 1 with one label of one class) the SGT put
     98.8% and 99.4% of the nodes in the other class (accuracy 0.35 and 0.36, chance
     0.64), diabetes at 1% (seed 1, 1 and 4 labels) 100% (0.35, chance 0.65). That is
     the method's answer, so the labels stay; when one class takes at least 95% of the
-    unlabeled nodes while holding less of the given labels, a
+    unlabelled nodes while holding less of the given labels, a
     ``DegenerateLabelingWarning`` says so with the label counts, and
     ``info["degenerate"]`` holds the shares. Not caught: vote at 1% (seed 2, 1 and 2
     labels) put 82% in the minority class (accuracy 0.32, chance 0.62).

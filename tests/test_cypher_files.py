@@ -266,7 +266,7 @@ def test_example_label_shares_and_explain_match_the_solvers_graph(labelled_kuzu_
     y = exported.problem.y
     voted = np.where(y >= 0, y, prediction.labels)  # given label, else predicted
     position = {k: i for i, k in enumerate(exported.keys)}
-    for key in ("d0", "d1", "d5", "d123"):  # the planted wrong label, unlabeled and labelled nodes
+    for key in ("d0", "d1", "d5", "d123"):  # the planted wrong label, unlabelled and labelled nodes
         i = position[key]
         row = W[i]
         expected: dict = {}

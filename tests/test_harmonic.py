@@ -183,14 +183,14 @@ def _local_against_exact(W, y):
 
 
 def test_local_leave_one_out_is_exact_where_no_walk_returns():
-    # A star whose centre is labeled and whose leaves are unlabeled and joined only to other
-    # labeled nodes: every walk from the centre's neighbours ends at a label in one step, so
+    # A star whose centre is labelled and whose leaves are unlabelled and joined only to other
+    # labelled nodes: every walk from the centre's neighbours ends at a label in one step, so
     # no mass returns after 4 steps and the estimate's tail is 0: it must equal the exact one.
     rng = np.random.default_rng(3)
     n_leaves = 6
     n = 1 + n_leaves + n_leaves
     rows, cols, vals = [], [], []
-    for leaf in range(1, n_leaves + 1):  # centre - leaf - outer labeled node
+    for leaf in range(1, n_leaves + 1):  # centre - leaf - outer labelled node
         rows += [0, leaf]
         cols += [leaf, n_leaves + leaf]
         vals += list(rng.uniform(0.5, 2.0, 2))

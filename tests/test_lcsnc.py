@@ -202,7 +202,7 @@ def test_graph_knn_confidence_without_features():
     labeled = np.array([True, True, True, False])
     positive = np.array([True, True, False, False])
     got = _confidence("knn", positive, labeled, None, W, 8, 1.0)
-    # node 0: same-label weight 1 of labeled weight 4; node 1: 1/1; node 2: 0/3.
+    # node 0: same-label weight 1 of labelled weight 4; node 1: 1/1; node 2: 0/3.
     np.testing.assert_allclose(got, [0.25, 1.0, 0.0, 0.0])
 
 
@@ -273,7 +273,7 @@ def test_class_balance_sink_side_can_be_chosen_and_is_reported():
     neg = lcsnc(problem, confidence="constant", lam=-0.25, c=4.0, class_balance=True)
     assert neg.info["sink_side"]
     assert not pos.info["sink_side"]
-    # Sink-side lambda-arcs push unlabeled nodes to the negative (class 0) side.
+    # Sink-side lambda-arcs push unlabelled nodes to the negative (class 0) side.
     assert np.sum(neg.labels[~given] == 1) < np.sum(pos.labels[~given] == 1)
 
 

@@ -127,7 +127,7 @@ def test_two_class_gap_rule_equals_the_papers_abs_ell(moons):
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_large_gamma_g_is_the_supervised_svm(digits_split, kernel):
-    """γ_g → ∞: every unlabeled |ℓ| falls below ε, leaving the SVM on the labeled points."""
+    """γ_g → ∞: every unlabelled |ℓ| falls below ε, leaving the SVM on the labelled points."""
     X, y, X_test, _, W, rng = digits_split
     given = keep_per_class(y, 5, rng)
     yg = np.where(given, y, -1)

@@ -142,7 +142,7 @@ def test_one_vs_rest_isolation_rule_against_brute_force_multiway_cut(seed):
     assert claims.sum(axis=1).max() <= 1  # smallest source sides of different classes are disjoint
     free = np.flatnonzero(y < 0)
     best = np.inf
-    for assignment in itertools.product(range(C), repeat=len(free)):  # all C^|U| labelings
+    for assignment in itertools.product(range(C), repeat=len(free)):  # all C^|U| labellings
         full = y.copy()
         full[free] = assignment
         best = min(best, _multiway_cost(A, full))
@@ -154,7 +154,7 @@ def test_one_vs_rest_isolation_rule_against_brute_force_multiway_cut(seed):
 
 
 def _expansion_moves(labels, fixed, a):
-    """Every labeling reachable from ``labels`` by one α-expansion towards ``a``."""
+    """Every labelling reachable from ``labels`` by one α-expansion towards ``a``."""
     movable = np.flatnonzero(~fixed & (labels != a))
     for subset in itertools.product([False, True], repeat=len(movable)):
         moved = labels.copy()
@@ -170,7 +170,7 @@ def test_expansion_move_is_the_best_move_of_brute_force(seed):
     W = sp.csr_matrix(A)
     y = np.full(n, -1)
     y[:4] = [0, 1, 2, rng.integers(3)]
-    labels = np.where(y >= 0, y, rng.integers(0, C, n))  # an arbitrary current labeling
+    labels = np.where(y >= 0, y, rng.integers(0, C, n))  # an arbitrary current labelling
     rows, cols, w = _upper_edges(W)
     for a in range(C):
         moved = _expansion_move(rows, cols, w, labels, y >= 0, a, 1.0 + 2 * w.sum())
@@ -267,7 +267,7 @@ def test_noise_flags_on_digits_find_flipped_labels():
         assert scores["recall"] > 0.5
         assert not p.noisy[~keep].any()
     cavity = noise_scores(p.noisy[keep], flipped[keep])
-    assert cavity["precision"] > 0.5  # the vote of the exact labeling: far fewer false flags
+    assert cavity["precision"] > 0.5  # the vote of the exact labelling: far fewer false flags
 
 
 def test_cavity_vote_weighs_the_neighbours_class_distribution():

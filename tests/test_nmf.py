@@ -102,7 +102,7 @@ def test_beta_star_solves_the_criterion_directly():
         target = (1 + q) / (2 * q) if gamma == "midpoint" else gamma
         h = b * (theta + A @ np.full((len(y), q), 1.0 / q))
         Z = (1.0 + h).sum(axis=1)  # Eq. 23: Taylor series of exp to first order
-        mode = np.where(given, y, 0)  # unlabeled rows of h are flat: any s is a mode
+        mode = np.where(given, y, 0)  # unlabelled rows of h are flat: any s is a mode
         log_gamma = np.mean(h[np.arange(len(y)), mode] - np.log(Z))
         assert log_gamma == pytest.approx(math.log(target), abs=1e-9)
         grid = np.linspace(0.0, 3 * b, 300_001)
@@ -167,7 +167,7 @@ def test_auto_damping_leaves_fast_runs_unchanged_and_ends_cycles():
     assert plain.info["n_iter"] <= 100
     assert plain.info["converged"]
     np.testing.assert_array_equal(plain.scores, nmf(fast, damping="auto").scores)
-    # Digits at 2 % labeled, β* ≈ 31: the paper's synchronous update cycles.
+    # Digits at 2 % labelled, β* ≈ 31: the paper's synchronous update cycles.
     X, y = load_digits(return_X_y=True)
     slow, given = _problem(X, y, 0.02, seed=0, k=10)
     plain = nmf(slow, damping=0.0, max_iter=600)
@@ -238,14 +238,14 @@ def test_noise_flags_find_injected_flips_on_digits():
 
 
 def test_deflation_ends_the_collapse_of_the_whole_graph_into_one_class():
-    """Item 29: with 3 of vote's 435 nodes labeled, β* is above the uniform state's
+    """Item 29: with 3 of vote's 435 nodes labelled, β* is above the uniform state's
     instability (β > q) and the paper's model orders every node into one class; the
     deflated couplings (the default reruns with them) do not (commit 4889009)."""
     from labelling.datasets import load, standardise
 
     X, y, _ = load("vote")
     W = knn_graph(standardise(X), 10)
-    rng = np.random.default_rng(2)  # bench/hard_data.py's draw: each node labeled with p = 1%
+    rng = np.random.default_rng(2)  # bench/hard_data.py's draw: each node labelled with p = 1%
     given = rng.random(len(y)) < 0.01
     problem = LabelProblem(W, np.where(given, y, -1))
     hidden = ~given

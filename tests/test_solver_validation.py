@@ -103,7 +103,7 @@ def test_stopwatch_keeps_the_time_of_a_step_that_raised():
     assert "failing" in clock.seconds
 
 
-# --------------------------------------------------------------------------- degenerate labelings
+# --------------------------------------------------------------------------- degenerate labellings
 
 def test_one_class_takes_all_needs_a_share_the_labels_do_not_explain():
     from solvers._graph import DEGENERATE_MIN_NODES, one_class_takes_all
@@ -120,7 +120,7 @@ def test_one_class_takes_all_needs_a_share_the_labels_do_not_explain():
     assert one_class_takes_all(np.zeros(100, dtype=int), y_all_zero, 2) is None
     few = np.full(DEGENERATE_MIN_NODES + 1, -1)
     few[:2] = [0, 1]
-    assert one_class_takes_all(np.zeros(len(few), dtype=int), few, 2) is None  # 19 unlabeled: too few
+    assert one_class_takes_all(np.zeros(len(few), dtype=int), few, 2) is None  # 19 unlabelled: too few
     no_label = labels.copy()
     no_label[4:] = -1  # nodes no label reaches do not count
     assert one_class_takes_all(no_label, y, 2) is None
