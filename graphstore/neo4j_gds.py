@@ -50,15 +50,14 @@ import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .errors import StoreSetupError
+from .neo4j_config import Neo4jGraphConfig
 from .port import BuiltGraph
-
-if TYPE_CHECKING:  # the store passes itself; no import cycle at run time
-    from .neo4j_store import Neo4jStore
+from .schemas import SubGraph
 
 MIN_GDS_VERSION = (2, 13, 0)
 KNN_METRICS = {"euclidean": "EUCLIDEAN", "cosine": "COSINE"}
@@ -68,7 +67,34 @@ NEW_LABEL, ANY_LABEL = "GraphlabelNew", "GraphlabelNode"
 READ = "r"
 
 
-def gds_version(store: Neo4jStore) -> tuple[int, ...]:
+class Neo4jSession(Protocol):
+    """What the GDS calls need of the store that passes itself in (``Neo4jStore``): its
+    configuration, its queries by name (read, or in auto-commit transactions for GDS) and
+    the reads and batched writes around a build. Declared here so that this module imports
+    nothing of the store and the store's module alone imports this one."""
+
+    config: Neo4jGraphConfig
+    gds_version: tuple[int, ...] | None
+
+    def _single(self, name: str, parameters: dict[str, Any], routing: str = ...) -> Any: ...
+
+    def _autocommit(self, name: str, parameters: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    def sum_batches(self, name: str, keys: list[str], per_node: int, parameters: dict[str, Any],
+                    column: str) -> int: ...
+
+    def node_keys(self, dataset: str) -> list[str]: ...
+
+    def check_edges_owned(self, dataset: str) -> None: ...
+
+    def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10) -> int: ...
+
+    def feature_lengths(self, dataset: str) -> dict[int, int]: ...
+
+    def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph: ...
+
+
+def gds_version(store: Neo4jSession) -> tuple[int, ...]:
     """The server's GDS version; ``StoreSetupError`` when the plugin is missing or older
     than ``MIN_GDS_VERSION``. Asked once per store."""
     if store.gds_version is None:
@@ -104,7 +130,7 @@ def check_knn_spec(k: Any, metric: str, weights: str) -> None:
         raise ValueError("weights='cosine' needs metric='cosine' with the GDS builder")
 
 
-def knn_config(store: Neo4jStore, k: int, metric: str, *, seed: int | None = None,
+def knn_config(store: Neo4jSession, k: int, metric: str, *, seed: int | None = None,
                deterministic: bool = False, concurrency: int | None = None,
                **optional: float | int | None) -> dict[str, Any]:
     """The ``gds.knn(.filtered).write`` configuration map: topK, the features property and
@@ -138,7 +164,7 @@ def knn_config(store: Neo4jStore, k: int, metric: str, *, seed: int | None = Non
 
 
 @contextmanager
-def projection(store: Neo4jStore, query: str, dataset: str, **parameters: Any) -> Iterator[str]:
+def projection(store: Neo4jSession, query: str, dataset: str, **parameters: Any) -> Iterator[str]:
     """Project the dataset into GDS's catalog under a fresh name; dropped on leaving,
     also when what ran inside failed (a drop that fails then does not hide that error)."""
     name = f"graphlabel_{dataset}_{uuid.uuid4().hex[:12]}"
@@ -153,7 +179,7 @@ def projection(store: Neo4jStore, query: str, dataset: str, **parameters: Any) -
     store._autocommit("gds_drop", {"graph_name": name})
 
 
-def check_features(store: Neo4jStore, dataset: str, keys: list[str]) -> None:
+def check_features(store: Neo4jSession, dataset: str, keys: list[str]) -> None:
     """``ValueError`` when the dataset has no nodes, or nodes without features or with
     features of different lengths: the port's promise (the local builder's checks). GDS
     would fail on an empty projection ("graph does not exist") and, with features of
@@ -165,7 +191,7 @@ def check_features(store: Neo4jStore, dataset: str, keys: list[str]) -> None:
         raise ValueError(store.read_subgraph(dataset).mixed_lengths(dataset))
 
 
-def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: str,
+def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights: str,
               sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> BuiltGraph:
     """Replace the dataset's similarity relationships with GDS kNN ones (see the module
     docstring); returns the relationships it has afterwards (directed, as written) and the
@@ -189,7 +215,7 @@ def build_knn(store: Neo4jStore, dataset: str, *, k: int, metric: str, weights: 
     return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None)
 
 
-def build_knn_for(store: Neo4jStore, dataset: str, keys: list[str], *, k: int, metric: str,
+def build_knn_for(store: Neo4jSession, dataset: str, keys: list[str], *, k: int, metric: str,
                   weights: str, sigma: float | None, knn_options: dict[str, Any]) -> int:
     """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
     nodes, added next to the existing ones (nothing is deleted); returns how many."""
@@ -209,7 +235,7 @@ def build_knn_for(store: Neo4jStore, dataset: str, keys: list[str], *, k: int, m
     return int(result["written"]) if result else 0
 
 
-def set_weights(store: Neo4jStore, dataset: str, keys: list[str], k: int, metric: str, weights: str,
+def set_weights(store: Neo4jSession, dataset: str, keys: list[str], k: int, metric: str, weights: str,
                 sigma: float | None) -> int:
     """Set ``weight`` on the marked relationships without one, from the nodes ``keys``."""
     return store.sum_batches("gds_set_weights", keys, k, {
