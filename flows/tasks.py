@@ -77,8 +77,8 @@ def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, 
     start = time.perf_counter()
     prediction = solvers.solve(problem, method=solver, **params)
     # one line per batch: the progress of a long solve stage
-    run_logger().info("solved %d nodes (%d given labels) with %s in %.2f s", problem.n_nodes,
-                      int(problem.labeled.sum()), solver, time.perf_counter() - start)
+    run_logger().info("solved %s nodes (%s given labels) with %s in %.2f s", f"{problem.n_nodes:,}",
+                      f"{int(problem.labeled.sum()):,}", solver, time.perf_counter() - start)
     return prediction
 
 

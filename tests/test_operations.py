@@ -67,25 +67,31 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
                                                    f" (ECE {metrics['holdout_ece']:.3f})")]
     assert [name for name, _ in rows[2:5]] == ["labels flagged as noisy", "unlabeled nodes reached", "coverage"]
     assert all(len(value) < 60 for _, value in rows)  # no 17-digit floats
+    # the description leads with the numbers (the artifact list shows its first 50 characters)
     description = artifacts["label-digits-metrics"].description
-    assert description.startswith(f"digits · harmonic: accuracy {metrics['holdout_accuracy']:.3f} on 50")
+    assert description.startswith(f"accuracy {metrics['holdout_accuracy']:.3f} on 50 held-out labels")
     report = artifacts["label-digits-report"].data
     assert result["run_id"] in report
     assert "/runs/task-run/" in report
     assert "[solve[1/1: 1,797 nodes]]" in report
     assert report.index("## Headline") < report.index("## Run")
-    image = artifacts["label-digits-reliability"].data
-    assert image.startswith("data:image/png;base64,")
-    png = base64.b64decode(image.split(",", 1)[1])
+    # the plot: markdown with the PNG inside (an image artifact printed its 40 kB data URL
+    # under the image, over the page's side panel) and its numbers in a table below
+    plot = artifacts["label-digits-reliability"]
+    assert plot.type == "markdown"
+    assert plot.data.startswith("# digits · harmonic: reliability on 50 held-out labels")
+    png = base64.b64decode(plot.data.split("(data:image/png;base64,", 1)[1].split(")", 1)[0])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    assert (width, height) == (800, 550)
+    assert (width, height) == (800, 650)
+    bins = [line for line in plot.data.splitlines() if line.startswith("| 0.") or line.startswith("| 1.")]
+    assert sum(int(line.split("|")[2].replace(",", "")) for line in bins) == 50  # every held-out label, once
     # the flow run is named by what it does, its task runs by their stage
     from prefect import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
-    texts = ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
-             "wrote 1797 predictions", "published the run's report")
+    texts = ("exported 1,797 nodes", "held out 50 of the given labels", "solved 1,797 nodes (150 given labels)",
+             "1 connected component: 1 solver batch;", "wrote 1,797 predictions", "published the run's report")
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(result["run_id"])
         for _ in range(20):  # logs reach the API in batches, after the flow returns
@@ -95,8 +101,7 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
                 break
             time.sleep(0.5)
     assert flow_run.name == "digits · harmonic · full"
-    for text in ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
-                 "wrote 1797 predictions", "published the run's report"):
+    for text in texts:
         assert any(text in message for message in logs), (text, logs)
     with open_store(store_path, create=True) as store:
         run = store.read_runs(run_id=result["run_id"]).iloc[0]
@@ -195,7 +200,11 @@ def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
     report = artifacts["label-digits-report"].data
     assert "| status | failed |" in report
     assert "store went away (injected)" in report
-    assert artifacts["label-digits-metrics"].description.startswith("digits · harmonic: failed: RuntimeError")
+    assert artifacts["label-digits-metrics"].description.startswith("failed: RuntimeError")
+    plot = artifacts["label-digits-reliability"].data  # the error, not an older run's plot
+    assert "failed, nothing to plot" in plot
+    assert "store went away (injected)" in plot
+    assert "data:image" not in plot
 
 
 def test_bad_input_is_not_retried(digits_store, flaky):
