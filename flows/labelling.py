@@ -21,9 +21,9 @@ from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import pool_copies
 from labelling.liveness import mark_interrupted_runs, this_process
 from labelling.options import RunOptions, run_kind
-from labelling.problems import ExportedProblem
+from labelling.problems import ExportedProblem, NotEnoughLabels
 from labelling.provenance import versions
-from labelling.records import ParsedRecords, parse_records
+from labelling.records import NoValidRecords, ParsedRecords, parse_records
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from similarity.spec import GraphRequest, GraphSpec
 from solvers import Prediction
@@ -78,7 +78,11 @@ def _run_name(what: str):
     return name
 
 
-@flow("ingest-records", flow_run_name=_run_name("ingest"))
+#: Errors that are the data's fault: a run's log says them in one line (``flows.direct.Flow``).
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords)
+
+
+@flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
                 classes: list[str] | None = None, encoding: str = "utf-8") -> dict:
@@ -127,7 +131,7 @@ def _warn(notes: list[str]) -> list[str]:
     return notes
 
 
-@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"))
+@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"), data_errors=DATA_ERRORS)
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None) -> dict:
@@ -209,7 +213,7 @@ def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) ->
     return ids
 
 
-@flow("label-dataset", flow_run_name=_run_name("label"))
+@flow("label-dataset", flow_run_name=_run_name("label"), data_errors=DATA_ERRORS)
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
                    graph: str | None = None, k: int | None = None, metric: str | None = None,

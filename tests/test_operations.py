@@ -207,6 +207,35 @@ def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
     assert "data:image" not in plot
 
 
+def test_a_data_error_is_one_line_in_the_runs_log(store_path):
+    # given labels of one class: the data's fault, said in one line, not over 80 lines of
+    # Prefect's internals in the run's Logs tab; a bug keeps its traceback
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from labelling.problems import NotEnoughLabels
+
+    frame = pd.DataFrame({"key": [f"k{i:02d}" for i in range(30)], "x": np.arange(30.0),
+                          "label": ["a"] * 5 + [None] * 25})
+    with open_store(store_path, create=True) as store:
+        store.write_nodes("oneclass", parse_records(frame, key="key", features="x", label="label").nodes)
+    with pytest.raises(NotEnoughLabels, match="one class"):
+        labelling_flow("oneclass", store_uri=store_path, publish=False)
+    with open_store(store_path) as store:
+        run_id = str(store.read_runs("oneclass")["run_id"][0])
+    with get_client(sync_client=True) as client:
+        for _ in range(20):  # logs reach the API in batches, after the flow returns
+            logs = [log.message for log in client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
+            if any("Encountered exception" in message for message in logs):
+                break
+            time.sleep(0.5)
+    errors = [message for message in logs if "Encountered exception" in message]
+    assert len(errors) == 1, logs
+    assert "one class" in errors[0]
+    assert not any("Traceback" in message for message in logs), logs
+
+
 def test_bad_input_is_not_retried(digits_store, flaky):
     store_path, _ = digits_store
     flaky(failures=10, error=ValueError)
