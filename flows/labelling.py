@@ -403,6 +403,27 @@ def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
     return None
 
 
+def _name_the_run_full() -> None:
+    """An incremental run that fell back to a full one (the log line before says why): its
+    flow run's name and tags say ``full`` from here on, so the runs list does not show a
+    dataset's first run, which relabels every node, as incremental. Cosmetic: a failure to
+    rename is a warning, never the run's end."""
+    if not in_flow_run():
+        return
+    from prefect import get_client
+    from prefect.runtime import flow_run
+
+    name, tags = flow_run.name, list(flow_run.tags)
+    if not name.endswith(" · incremental"):
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(flow_run.id, name=name.removesuffix(" · incremental") + " · full",
+                                   tags=["full" if tag == "incremental" else tag for tag in tags])
+    except Exception as error:  # noqa: BLE001 - the run's name is not worth the run
+        run_logger().warning("could not rename the flow run %r to say it is full: %s", name, error)
+
+
 def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest, clock: StageClock,
            run_id: str):
     """The run's stages; returns the exported problem, the prediction, the holdout and
@@ -436,6 +457,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
     run_logger().info("full run: %s", reason)
+    if not options.full:
+        _name_the_run_full()
     if options.build_graph:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built

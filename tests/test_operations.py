@@ -176,6 +176,22 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     assert (after_failure["run"] == rerun["run_id"]).all()
 
 
+def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store):
+    # the first run of a dataset relabels every node: the runs list must not call it incremental
+    from prefect import get_client, tags
+
+    store_path, _ = digits_store
+    with tags("graphlabel", "digits", "harmonic", "incremental"):  # as the CLI tags it
+        first = labelling_flow("digits", store_uri=store_path, publish=False)
+        again = labelling_flow("digits", store_uri=store_path, publish=False)
+    assert first["metrics"]["full_run_reason"] == "no node was labelled before (first run)"
+    with get_client(sync_client=True) as client:
+        first_run, again_run = client.read_flow_run(first["run_id"]), client.read_flow_run(again["run_id"])
+    assert first_run.name == "digits · harmonic · full"
+    assert sorted(first_run.tags) == ["digits", "full", "graphlabel", "harmonic"]
+    assert again_run.name == "digits · harmonic · incremental"  # it was one
+
+
 def test_an_incremental_run_that_changed_nothing_publishes_no_new_plot(digits_store):
     store_path, _ = digits_store
     labelling_flow("digits", store_uri=store_path)
