@@ -429,8 +429,9 @@ def report(
             console.print(f"[bold red]{run_id} failed:[/] {_escape(message)}", highlight=False)
         # the id's end, as the table shows it: a schedule's runs share their ids' start
         newest = short_run_id(runs["run_id"].iloc[0]).removeprefix("…")
-        console.print(f"a run's summary: graphlabel report --run {newest}"
-                      " (any unique start or end of its id)", highlight=False)
+        # in 80 columns: "a run's summary: ... (any unique start or end of its id)" wrapped
+        console.print(f"one run: graphlabel report --run {newest} (a unique start or end of its id)",
+                      highlight=False)
         return
     if dataset is not None and summary["dataset"] != dataset:
         _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")
