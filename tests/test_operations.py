@@ -101,6 +101,13 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
                 break
             time.sleep(0.5)
     assert flow_run.name == "digits · harmonic · full"
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[result["run_id"]])))
+    # the run records itself twice: each task run is named by the status it writes
+    assert sorted(run.name for run in task_runs if run.name.startswith("record-run")) == [
+        "record-run: completed", "record-run: running"]
     for text in texts:
         assert any(text in message for message in logs), (text, logs)
     with open_store(store_path, create=True) as store:
