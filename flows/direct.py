@@ -177,33 +177,70 @@ def task(name: str, **options: Any) -> Callable[[Callable], Task]:
     return lambda fn: Task(fn, name, **options)
 
 
+class _DataErrorsInOneLine(logging.Filter):
+    """Drops the traceback from a run's log records about an error of the data (no given
+    label, one class, no valid record): the Logs tab of a scheduled run that met one showed
+    80 lines of Prefect's internals under the one line that says what is wrong with the
+    data. The record keeps its message (the error's type and text); a bug keeps its
+    traceback. On Prefect's flow and task run loggers, so the server and the console get the
+    same record."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expected: tuple[type[BaseException], ...] = ()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], self.expected):
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+_DATA_ERRORS_IN_ONE_LINE = _DataErrorsInOneLine()
+
+
+def _log_in_one_line(data_errors: tuple[type[BaseException], ...]) -> None:
+    """Log ``data_errors`` without their traceback in every flow and task run of this
+    process (``_DataErrorsInOneLine``). Idempotent."""
+    quiet = _DATA_ERRORS_IN_ONE_LINE
+    quiet.expected = tuple(dict.fromkeys((*quiet.expected, *data_errors)))
+    for name in ("prefect.flow_runs", "prefect.task_runs"):
+        logger = logging.getLogger(name)
+        if quiet not in logger.filters:
+            logger.addFilter(quiet)
+
+
 class Flow:
     """A flow: its plain function ``fn`` and ``prefect``, the Prefect flow (made on first
     use). Calling it runs the Prefect flow, as calling a ``@flow`` function does; every
-    other attribute (``with_options``, ``to_deployment``, ...) is the Prefect flow's."""
+    other attribute (``with_options``, ``to_deployment``, ...) is the Prefect flow's.
+    ``data_errors``: the exception types that are the data's fault, logged by its runs
+    without a traceback (``_DataErrorsInOneLine``)."""
 
-    def __init__(self, fn: Callable, name: str, **options: Any) -> None:
+    def __init__(self, fn: Callable, name: str, data_errors: tuple[type[BaseException], ...] = (),
+                 **options: Any) -> None:
         functools.update_wrapper(self, fn)
         _importable_as_attribute(fn)
         self.fn, self.name, self._options = fn, name, options
+        self.data_errors = data_errors
 
     @functools.cached_property
     def prefect(self):  # cached: one Prefect flow, as the decorator would make
         from prefect import flow
 
+        _log_in_one_line(self.data_errors)
         return flow(name=self.name, **self._options)(self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.prefect(*args, **kwargs)
 
     def __getattr__(self, attribute: str) -> Any:
-        if attribute.startswith("__") or attribute in ("fn", "name", "_options"):
+        if attribute.startswith("__") or attribute in ("fn", "name", "_options", "data_errors"):
             raise AttributeError(attribute)
         return getattr(self.prefect, attribute)
 
 
 def flow(name: str, **options: Any) -> Callable[[Callable], Flow]:
-    """``@flow(name, **options of Prefect's @flow)``: see ``Flow``."""
+    """``@flow(name, data_errors=(...), **options of Prefect's @flow)``: see ``Flow``."""
     return lambda fn: Flow(fn, name, **options)
 
 

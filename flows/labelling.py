@@ -21,9 +21,9 @@ from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import pool_copies
 from labelling.liveness import mark_interrupted_runs, this_process
 from labelling.options import RunOptions, run_kind
-from labelling.problems import ExportedProblem
+from labelling.problems import ExportedProblem, NotEnoughLabels
 from labelling.provenance import versions
-from labelling.records import ParsedRecords, parse_records
+from labelling.records import NoValidRecords, ParsedRecords, parse_records
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from similarity.spec import GraphRequest, GraphSpec
 from solvers import Prediction
@@ -39,7 +39,8 @@ from .tasks import export_problem, ingest_records, record_run, write_predictions
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
     """Store the valid records and write the rejected ones (with reasons) to ``rejects_path``."""
     stored = ingest_records(store, dataset, records)
-    run_logger().info("stored %d nodes in dataset %r, rejected %d rows", stored, dataset, len(records.rejects))
+    run_logger().info("stored %s nodes in dataset %r, rejected %s rows", f"{stored:,}", dataset,
+                      f"{len(records.rejects):,}")
     # reject_reasons: rejected rows per kind of reason, for run reports (see records.REJECT_KINDS)
     summary = {"dataset": dataset, "stored": stored, "rejected": len(records.rejects),
                "reject_reasons": records.reject_counts, "rejects_file": None}
@@ -48,10 +49,14 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
         records.rejects.to_csv(rejects_path, index=False)
         summary["rejects_file"] = str(rejects_path)
     if len(records.rejects):
+        # the first reasons, each once and cut short: a duplicate key is every one of its
+        # rows' reason, and one row with 13 bad features listed all 13 (seen on wine)
+        reasons = [reason if len(reason) <= 120 else reason[:117] + "..."
+                   for reason in pd.unique(records.rejects["reason"].astype(str))[:5]]
         run_logger().warning(
-            "%d of %d records rejected (%s): %s", len(records.rejects), stored + len(records.rejects),
-            ", ".join(f"{kind}: {n}" for kind, n in records.reject_counts.items()),
-            "; ".join(records.rejects["reason"].head(5)),
+            "%s of %s records rejected (%s), reasons in the rejects file; first: %s",
+            f"{len(records.rejects):,}", f"{stored + len(records.rejects):,}",
+            ", ".join(f"{kind}: {n:,}" for kind, n in records.reject_counts.items()), "; ".join(reasons),
         )
     return summary
 
@@ -73,7 +78,11 @@ def _run_name(what: str):
     return name
 
 
-@flow("ingest-records", flow_run_name=_run_name("ingest"))
+#: Errors that are the data's fault: a run's log says them in one line (``flows.direct.Flow``).
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords)
+
+
+@flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
 def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
                 classes: list[str] | None = None, encoding: str = "utf-8") -> dict:
@@ -109,7 +118,7 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
         built = build_edges_task(store, dataset, spec)
     spec = spec.with_sigma(built.sigma)
     record_graph_build(store, dataset, spec)
-    run_logger().info("built the %s graph of %r: %d edges (%s%s)", spec.kind, dataset, built.n_edges,
+    run_logger().info("built the %s graph of %r: %s edges (%s%s)", spec.kind, dataset, f"{built.n_edges:,}",
                       spec.describe(), "" if built.sigma is None else f", sigma={built.sigma:.4g}")
     return built.n_edges, [*notes, *built.warnings]
 
@@ -122,7 +131,7 @@ def _warn(notes: list[str]) -> list[str]:
     return notes
 
 
-@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"))
+@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"), data_errors=DATA_ERRORS)
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None) -> dict:
@@ -209,7 +218,7 @@ def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) ->
     return ids
 
 
-@flow("label-dataset", flow_run_name=_run_name("label"))
+@flow("label-dataset", flow_run_name=_run_name("label"), data_errors=DATA_ERRORS)
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
                    graph: str | None = None, k: int | None = None, metric: str | None = None,
@@ -326,7 +335,7 @@ def _log_outcome(run: LabelRunRecord) -> None:
 
     logger = run_logger()
     logger.info("%s", headline_text(run))
-    for warning in statistics_warnings(run):
+    for warning in statistics_warnings(run, unreached=False):  # unreached_note says it, with what to do
         logger.warning("%s", warning)
 
 
@@ -348,7 +357,7 @@ def unreached_note(exported: ExportedProblem, prediction: Prediction) -> list[st
     if not unreached.any():
         return []
     n, u = len(unreached), int(unreached.sum())
-    note = f"{u} of {n} nodes ({u / n:.1%}) got no prediction: no given label reaches them"
+    note = f"{u:,} of {n:,} nodes ({u / n:.1%}) got no prediction: no given label reaches them"
     isolated = int((unreached & (np.diff(exported.problem.W.indptr) == 0)).sum())
     if isolated:
         note += (f"; {isolated} have no similarity relationship (ingested after the last graph build?): label"
@@ -399,6 +408,27 @@ def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
     return None
 
 
+def _name_the_run_full() -> None:
+    """An incremental run that fell back to a full one (the log line before says why): its
+    flow run's name and tags say ``full`` from here on, so the runs list does not show a
+    dataset's first run, which relabels every node, as incremental. Cosmetic: a failure to
+    rename is a warning, never the run's end."""
+    if not in_flow_run():
+        return
+    from prefect import get_client
+    from prefect.runtime import flow_run
+
+    name, tags = flow_run.name, list(flow_run.tags)
+    if not name.endswith(" · incremental"):
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(flow_run.id, name=name.removesuffix(" · incremental") + " · full",
+                                   tags=["full" if tag == "incremental" else tag for tag in tags])
+    except Exception as error:  # noqa: BLE001 - the run's name is not worth the run
+        run_logger().warning("could not rename the flow run %r to say it is full: %s", name, error)
+
+
 def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest, clock: StageClock,
            run_id: str):
     """The run's stages; returns the exported problem, the prediction, the holdout and
@@ -420,9 +450,10 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
                 prediction = _pool_copies(store, dataset, changed.exported, prediction, notes)
                 with clock("write_back"):
                     write_predictions(store, dataset, changed.exported, prediction, run_id, changed.read_at)
-            run_logger().info("incremental run: %d changed nodes (%d new), %d edges added, %d nodes relabelled"
-                              " with %d fixed around them", changed.n_changed, changed.n_new, changed.n_edges_added,
-                              changed.n_region, changed.n_boundary)
+            run_logger().info("incremental run: %s changed nodes (%s new), %s edges added, %s nodes relabelled"
+                              " with %s fixed around them", *(f"{n:,}" for n in (
+                                  changed.n_changed, changed.n_new, changed.n_edges_added, changed.n_region,
+                                  changed.n_boundary)))
             return changed.exported, prediction, None, {**changed.summary(), **{
                 f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}, notes
     # labelled_at is when the data was read, not when the answer was written: an entity
@@ -431,6 +462,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
     run_logger().info("full run: %s", reason)
+    if not options.full:
+        _name_the_run_full()
     if options.build_graph:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built
@@ -446,18 +479,18 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         with clock("export"):
             exported = export_problem(store, dataset)
     problem = exported.problem
-    run_logger().info("exported %d nodes, %d edges, %d given labels in %d classes", problem.n_nodes,
-                      problem.W.nnz // 2, int(problem.labeled.sum()), problem.n_classes)
+    run_logger().info("exported %s nodes, %s edges, %s given labels in %d classes", f"{problem.n_nodes:,}",
+                      f"{problem.W.nnz // 2:,}", f"{int(problem.labeled.sum()):,}", problem.n_classes)
     holdout = None
     if options.holdout_fraction:
         exported, holdout = hold_out(exported, options.holdout_fraction, options.holdout_seed)
-        run_logger().info("held out %d of the given labels to score the run", len(holdout.nodes))
+        run_logger().info("held out %s of the given labels to score the run", f"{len(holdout.nodes):,}")
     with clock("solve"):
         prediction = solve_by_component(exported, options)
-    run_logger().info("solved with %s: %d nodes labelled, %d given labels flagged as noisy", solver,
-                      int((prediction.labels >= 0).sum()), int(prediction.noisy.sum()))
+    run_logger().info("solved with %s: %s nodes labelled, %s given labels flagged as noisy", solver,
+                      f"{int((prediction.labels >= 0).sum()):,}", f"{int(prediction.noisy.sum()):,}")
     prediction = _pool_copies(store, dataset, exported, prediction, notes)
     with clock("write_back"):
         written = write_predictions(store, dataset, exported, prediction, run_id, read_at)
-    run_logger().info("wrote %s predictions", written)
+    run_logger().info("wrote %s predictions", f"{written:,}")
     return exported, prediction, holdout, extra, notes

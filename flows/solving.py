@@ -16,6 +16,12 @@ from .tasks import plan_components, solve_problem
 WHOLE_GRAPH_SOLVERS = ("maxmargin", "auto")  # auto: one choice per run, not one per batch
 
 
+def _counted(n: int, thing: str) -> str:
+    """``1 solver batch``, ``2 solver batches``, ``1,204 connected components``."""
+    plural = thing + ("es" if thing.endswith("ch") else "s")
+    return f"{n:,} {thing if n == 1 else plural}"
+
+
 def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Prediction:
     """The solve stage: one mapped ``solve`` task per batch of connected components (see
     ``labelling.components``), run by the flow's task runner (threads by default, a Dask
@@ -26,9 +32,9 @@ def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Predic
         return solve_problem(problem, solver, params)
     plan = plan_components(problem, options.batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
-    run_logger().info("%d connected components: %d solver batches; %d nodes in one-class components (no solve"
-                      " needed); %d components without a label", plan.n_components, len(parts),
-                      len(plan.single_class_nodes), plan.n_unlabeled_components)
+    run_logger().info("%s: %s; %s nodes in one-class components (no solve needed); %s without a label",
+                      _counted(plan.n_components, "connected component"), _counted(len(parts), "solver batch"),
+                      f"{len(plan.single_class_nodes):,}", _counted(plan.n_unlabeled_components, "component"))
     names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
     predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
     return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)

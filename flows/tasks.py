@@ -77,8 +77,8 @@ def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, 
     start = time.perf_counter()
     prediction = solvers.solve(problem, method=solver, **params)
     # one line per batch: the progress of a long solve stage
-    run_logger().info("solved %d nodes (%d given labels) with %s in %.2f s", problem.n_nodes,
-                      int(problem.labeled.sum()), solver, time.perf_counter() - start)
+    run_logger().info("solved %s nodes (%s given labels) with %s in %.2f s", f"{problem.n_nodes:,}",
+                      f"{int(problem.labeled.sum()):,}", solver, time.perf_counter() - start)
     return prediction
 
 
@@ -92,7 +92,13 @@ def write_predictions(
     return store.write_predictions(dataset, prediction_rows(exported, prediction, run_id, labelled_at))
 
 
-@task("record-run", **STORE_RETRIES)
+def _record_run_options() -> dict[str, Any]:
+    # named by the status it writes: a run records itself twice ("running" at the start,
+    # then "completed" or "failed"), and two task runs both named "record-run" read alike
+    return {**_never_cached(), "task_run_name": "record-run: {run.status}"}
+
+
+@task("record-run", **{**STORE_RETRIES, "prefect_options": _record_run_options})
 def record_run(store: GraphStore, run: LabelRunRecord) -> None:
     """Write the run's LabelRun node (idempotent: keyed by run id)."""
     store.write_run(run)

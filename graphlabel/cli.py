@@ -150,17 +150,19 @@ def demo(
     _quiet_expected_errors()
 
     with console.status("running the labelling flow on the digits..."):
-        result = run_flow(demo_flow, run_tags(DATASET, solver, "demo"), store_uri=store,
+        # "full": the demo's labelling run (a subflow, tagged as its parent) relabels every node
+        result = run_flow(demo_flow, run_tags(DATASET, solver, "full", "demo"), store_uri=store,
                           per_class=per_class, flip_fraction=flip, seed=seed, k=k, solver=solver)
     noise = result["noise"]
     console.rule("[bold]graphlabel demo: handwritten digits")
-    console.print(f"nodes: {result['n_nodes']}   given labels: {result['n_given']}"
-                  f" ({result['n_flipped']} flipped on purpose)   edges: {result['metrics']['n_edges']}")
+    console.print(f"nodes: {result['n_nodes']:,}   given labels: {result['n_given']:,}"
+                  f" ({result['n_flipped']} flipped on purpose)   edges: {result['metrics']['n_edges']:,}")
     console.print(f"solver: {result['solver']}   run id: {result['run_id']}")
-    console.print(f"[bold]accuracy on the {result['n_hidden']} hidden labels: {result['accuracy_hidden']:.3f}")
+    console.print(f"[bold]accuracy on the {result['n_hidden']:,} hidden labels: {result['accuracy_hidden']:.3f}")
+    # two lines: on one, "(precision" and its number wrapped apart at 80 columns
     console.print(f"given labels flagged as noisy: {noise['flagged']}   flipped ones caught:"
-                  f" {noise['caught']} of {noise['flipped']}   (precision {noise['precision']:.2f},"
-                  f" recall {noise['recall']:.2f})")
+                  f" {noise['caught']} of {noise['flipped']}")
+    console.print(f"noise flags' precision {noise['precision']:.2f}, recall {noise['recall']:.2f}")
     console.print(_timings_table(result["timings"]))
     shown = Table("key", "given", "predicted", "confidence", "flagged", "true label",
                   title="the least confident predictions: look at these first")
@@ -314,13 +316,13 @@ def label(
             raise
         _fail(_store_down(error))
     _print_warnings(summary)
-    console.print(f"labelled {summary['n_nodes']} nodes of {dataset!r} with {solver}"
-                  f" ({summary['n_labeled']} given labels, {summary['n_flagged']} flagged as noisy),"
+    console.print(f"labelled {summary['n_nodes']:,} nodes of {dataset!r} with {solver}"
+                  f" ({summary['n_labeled']:,} given labels, {summary['n_flagged']:,} flagged as noisy),"
                   f" run {summary['run_id']}")
     metrics = summary["metrics"]
     if metrics.get("incremental"):
-        console.print(f"incremental run: {metrics['n_changed']} changed nodes ({metrics['n_new']} new),"
-                      f" {metrics['n_region']} relabelled of {metrics['n_nodes']}; --full relabels all")
+        console.print(f"incremental run: {metrics['n_changed']:,} changed nodes ({metrics['n_new']:,} new),"
+                      f" {metrics['n_region']:,} relabelled of {metrics['n_nodes']:,}; --full relabels all")
     elif metrics.get("full_run_reason"):
         console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
@@ -384,7 +386,7 @@ def query(
 
 @app.command()
 def report(
-    run: str | None = typer.Option(None, "--run", help="Run id, or a unique start of one: print that"
+    run: str | None = typer.Option(None, "--run", help="Run id, or a unique start or end of one: print that"
                                       " run's summary."),
     dataset: str | None = typer.Option(None, callback=_checked_dataset,
                                        help="Dataset: list its recent runs (without --run)."),
@@ -396,7 +398,14 @@ def report(
     from graphstore import open_store
     from graphstore.errors import NotFound
     from labelling.liveness import mark_interrupted_runs
-    from labelling.reporting import failed_runs, run_report_markdown, run_report_renderables, run_summary, runs_table
+    from labelling.reporting import (
+        failed_runs,
+        run_report_markdown,
+        run_report_renderables,
+        run_summary,
+        runs_table,
+        short_run_id,
+    )
 
     if run is None and dataset is None:
         _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
@@ -419,8 +428,11 @@ def report(
         console.print(runs_table(runs, title=f"runs of {dataset!r}, newest first"))
         for run_id, message in failed_runs(runs):
             console.print(f"[bold red]{run_id} failed:[/] {_escape(message)}", highlight=False)
-        console.print(f"a run's summary: graphlabel report --run {str(runs['run_id'].iloc[0])[:8]}"
-                      " (any unique start of its id)", highlight=False)
+        # the id's end, as the table shows it: a schedule's runs share their ids' start
+        newest = short_run_id(runs["run_id"].iloc[0]).removeprefix("…")
+        # in 80 columns: "a run's summary: ... (any unique start or end of its id)" wrapped
+        console.print(f"one run: graphlabel report --run {newest} (a unique start or end of its id)",
+                      highlight=False)
         return
     if dataset is not None and summary["dataset"] != dataset:
         _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,11 +26,42 @@ import pandas as pd
 from graphstore.errors import NotFound
 from graphstore.runs import LabelRunRecord
 
-#: Metrics shown in their own rows or table; the others go to "other metrics".
+#: Metrics shown in their own rows or table (or repeated there: the given, unlabeled and
+#: flagged counts are the run's own fields); the others go to "other metrics".
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
-                 "n_holdout", "holdout_ece", "full_run_reason", "incremental")
+                 "n_holdout", "holdout_ece", "full_run_reason", "incremental", "n_labeled", "n_unlabeled",
+                 "n_flagged", "unreached_share")
+#: The names "other metrics" gives the metrics a person reads; a metric without one (a
+#: solver's own, ``solver_*``, or a stage time) is named from its key (``metric_name``).
+METRIC_NAMES = {
+    "n_edges": "similarity relationships",
+    "n_edges_built": "relationships built by this run",
+    "n_components": "connected components",
+    "n_solver_batches": "solver batches",
+    "n_unlabeled_components": "components without a given label",
+    "n_single_class_nodes": "nodes in one-class components (no solve needed)",
+    "n_without_edges": "nodes without a relationship",
+    "n_nodes": "nodes in the dataset",
+    "n_changed": "changed nodes",
+    "n_new": "new nodes",
+    "n_region": "nodes relabelled",
+    "n_boundary": "labelled nodes held fixed around them",
+    "n_edges_added": "relationships added",
+    "sigma": "Gaussian bandwidth (sigma)",
+    "auto_chosen": "solver chosen by auto",
+    "auto_folds": "auto: cross-validation folds",
+    "auto_budget_harmonic_runs": "auto: budget (harmonic solves)",
+    "auto_scores": "auto: score of",
+}
 MISSING = "—"
-#: Characters of a run id the runs table shows; ``report --run`` takes any unique prefix.
+#: Characters per row of a warning in the metrics table (its value column, in a window
+#: 1,400 pixels wide, shows about 60).
+WARNING_WIDTH = 55
+#: Characters of a run id shown where room is short (the runs table, titles): its last 8
+#: hex digits, random in a UUID 4 (the CLI's runs) and a UUID 7 (the ids Prefect's server
+#: gives the runs its scheduler creates) alike. The first 8 of a UUID 7 are its creation
+#: time and are the same for every run a schedule creates in one go (measured: 8 scheduled
+#: runs all began ``01a20f3e``). ``report --run`` takes a unique start or end of an id.
 RUN_ID_SHOWN = 8
 #: Fewer held-out labels than this: the accuracy is said to be uncertain (its 95% interval
 #: is wider than ±0.1 at an accuracy of 0.9 below about 35 labels).
@@ -129,21 +161,30 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
     }
 
 
+def short_run_id(run_id: Any) -> str:
+    """The run id as the runs table shows it: ``…`` and its last ``RUN_ID_SHOWN``
+    characters (a short id whole)."""
+    text = str(run_id)
+    return text if len(text) <= RUN_ID_SHOWN else "…" + text[-RUN_ID_SHOWN:]
+
+
 def run_summary(store, run_id: str) -> dict[str, Any]:
-    """``summarise_run`` of the run ``run_id`` (its whole id, or the start of one run's id)
-    read from ``store`` (a ``GraphStore``).
+    """``summarise_run`` of the run ``run_id`` (its whole id, or a unique start or end of
+    one run's id, as ``short_run_id`` shows it) read from ``store`` (a ``GraphStore``).
 
     Raises
     ------
     NotFound
-        The store has no ``LabelRun`` with that id, or the prefix starts several.
+        The store has no ``LabelRun`` with that id, or the piece starts or ends several.
     """
     runs = store.read_runs(run_id=run_id, limit=1)
-    if runs.empty and run_id:  # a unique prefix, as the runs table shows them
+    piece = run_id.removeprefix("…").removeprefix("...")
+    if runs.empty and piece:  # a unique start, or end as the runs table shows them
         every = store.read_runs(limit=1_000_000)
-        runs = every[every["run_id"].astype(str).str.startswith(run_id)]
+        ids = every["run_id"].astype(str)
+        runs = every[ids.str.startswith(piece) | ids.str.endswith(piece)]
         if len(runs) > 1:
-            raise NotFound(f"run id {run_id!r} is the start of {len(runs)} runs"
+            raise NotFound(f"run id {run_id!r} is the start or end of {len(runs)} runs"
                            f" ({', '.join(runs['run_id'].astype(str).head(3))}, ...): give more of it")
     if runs.empty:
         raise NotFound(f"no run {run_id!r} in the store (graphlabel report --dataset NAME lists the runs)")
@@ -228,8 +269,10 @@ def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord) -> list[str]:
-    """Plain words where the numbers cannot carry the weight a reader may give them."""
+def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord, unreached: bool = True) -> list[str]:
+    """Plain words where the numbers cannot carry the weight a reader may give them;
+    without ``unreached``, not the one about nodes no label reaches (the flow's log says it
+    in its own warning, with what to do)."""
     s = summarise_run(summary)
     out = []
     n, accuracy = s["n_holdout"], s["holdout_accuracy"]
@@ -240,16 +283,21 @@ def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord) -> list[str
     if s["noise_share"] is not None and s["noise_share"] > MAX_FLAGGED_SHARE:
         out.append(f"{s['noise_share']:.0%} of the given labels are flagged as noisy (more than"
                    f" {MAX_FLAGGED_SHARE:.0%}): the graph or the classes are more likely wrong than that many labels")
-    if s["n_unreachable"] and s["n_nodes"]:
+    if unreached and s["n_unreachable"] and s["n_nodes"]:
         out.append(f"{s['n_unreachable']:,} nodes ({s['n_unreachable'] / s['n_nodes']:.1%}) are reached by no"
                    f" label and have no prediction")
     return out
 
 
-def _metric(value: Any) -> str:
-    """A metric's cell: 4 significant digits, counts with thousands separators."""
+def _metric(value: Any, name: str = "") -> str:
+    """A metric's cell: 4 significant digits, counts with thousands separators, shares in
+    per cent and durations in seconds (by the metric's name)."""
     if isinstance(value, bool) or value is None:
         return format_value(value)
+    if isinstance(value, (int, float)) and name.endswith("_share"):
+        return f"{value:.1%}"
+    if isinstance(value, (int, float)) and name.endswith("_seconds"):
+        return f"{value:.3f} s"
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
@@ -260,35 +308,76 @@ def _metric(value: Any) -> str:
 GRAPH_PARAMETERS = ("graph", "k", "metric", "weights", "delta", "sigma", "graph_built_at")
 
 
+def metric_name(key: str) -> str:
+    """The name a report gives the metric ``key``: its ``METRIC_NAMES`` entry, else the key
+    in words (``solver_amg_fallbacks``: "solver: amg fallbacks", the solver's own number;
+    ``incremental_solve_seconds``: "incremental solve time", shown in seconds)."""
+    if key in METRIC_NAMES:
+        return METRIC_NAMES[key]
+    if "." in key:  # a mapping's entry (``_flatten_values``): ``auto_scores.lcsnc``
+        head, entry = key.split(".", 1)
+        return f"{metric_name(head)} {entry}" if head == "auto_scores" else f"{metric_name(head)}: {entry}"
+    words = key.removesuffix("_seconds") + ("_time" if key.endswith("_seconds") else "")
+    if words.startswith("solver_"):
+        return "solver: " + words.removeprefix("solver_").replace("_", " ")
+    return words.replace("_", " ")
+
+
+def _graph_rows(parameters: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The graph the run used, rounded (a σ of 27.46, not 27.46446977460151) and its build
+    time in UTC, to the second."""
+    rows = []
+    for name in GRAPH_PARAMETERS:
+        value = parameters.get(name)
+        if value is None:
+            continue
+        if name == "graph_built_at":
+            rows.append(("built at", format_value(_timestamp(value))))
+        else:
+            rows.append((name, _metric(value)))
+    return rows
+
+
+def _run_rows(s: Mapping[str, Any]) -> list[tuple[str, str]]:
+    duration = s["duration_seconds"]
+    metrics = s["metrics"]
+    failed = s["status"] == "failed"
+    nodes = _count(s["n_nodes"])
+    if s["incremental"] and metrics.get("n_nodes") is not None:
+        nodes = f"{nodes} relabelled of {_count(metrics['n_nodes'])}"
+    given = _of(s["n_labeled"], s["n_nodes"], "nodes")
+    if s["n_holdout"]:
+        given += f"; {s['n_holdout']:,} more held out to score the run"
+    return [("run id", format_value(s["run_id"])), ("dataset", format_value(s["dataset"])),
+            ("solver", format_value(s["solver"])), ("status", s["status"]),
+            ("started", format_value(s["started_at"])), ("finished", format_value(s["finished_at"])),
+            ("duration", MISSING if duration is None else f"{duration:.1f} s"),
+            # a failed run stopped before it counted anything: its zeros are not counts
+            ("nodes", MISSING if failed else nodes), ("given labels", MISSING if failed else given)]
+
+
 def report_sections(summary: Mapping[str, Any]) -> list[Section]:
     """The report as ``(title, column headers, rows)`` sections, every cell a string: the
     headline and any warnings first, then the run, the distributions, stage times, graph,
     parameters, versions and the other metrics. Empty sections are left out."""
     s = summarise_run(summary)
-    duration = s["duration_seconds"]
-    run_rows = [("run id", format_value(s["run_id"])), ("dataset", format_value(s["dataset"])),
-                ("solver", format_value(s["solver"])), ("status", s["status"]),
-                ("started", format_value(s["started_at"])), ("finished", format_value(s["finished_at"])),
-                ("duration", MISSING if duration is None else f"{duration:.1f} s"),
-                ("nodes", _count(s["n_nodes"])), ("given labels", _of(s["n_labeled"], s["n_nodes"], "nodes"))]
     histogram = s["confidence_histogram"]
     total = sum(histogram.values())
-    graph = {name: s["parameters"][name] for name in GRAPH_PARAMETERS if s["parameters"].get(name) is not None}
     sections: list[Section] = [
         ("headline", ("what", "value"), headline_rows(s)),
         ("warnings", ("warning",), [(text,) for text in statistics_warnings(s)]),
-        ("run", ("field", "value"), run_rows),
+        ("run", ("field", "value"), _run_rows(s)),
         ("class distribution (predicted)", ("class", "nodes", "share"),
          [(label, f"{n:,}", f"{share:.1%}") for label, n, share in s["class_distribution"]]),
         ("confidence", ("confidence", "nodes", "share"),
          [(bin_, f"{n:,}", f"{n / total:.1%}") for bin_, n in histogram.items()] if total else []),
         ("time per stage", ("stage", "seconds"), [(stage, f"{sec:.3f}") for stage, sec in s["timings"].items()]),
-        ("graph used", ("parameter", "value"), _flatten(graph)),
+        ("graph used", ("parameter", "value"), _graph_rows(s["parameters"])),
         ("parameters", ("parameter", "value"),
          _flatten({k: v for k, v in s["parameters"].items() if k not in GRAPH_PARAMETERS})),
         ("versions", ("library", "version"), [(name, version) for name, version in s["versions"].items()]),
-        ("other metrics", ("metric", "value"), [(name, _metric(value)) for name, value in
-                                                _flatten_values(s["other_metrics"])]),
+        ("other metrics", ("metric", "value"), [(metric_name(name), _metric(value, name))
+                                                for name, value in _flatten_values(s["other_metrics"])]),
     ]
     return [section for section in sections if section[2]]
 
@@ -307,32 +396,43 @@ def metrics_rows(summary: Mapping[str, Any]) -> list[dict[str, str]]:
     """The run's numbers as named, rounded rows, headline first (the Prefect table
     artifact): headline, warnings, predicted classes, confidence bins, then the rest."""
     rows = [{"metric": name, "value": value} for name, value in headline_rows(summary)]
-    rows += [{"metric": "warning", "value": text} for text in statistics_warnings(summary)]
+    for text in statistics_warnings(summary):
+        # a warning over rows of WARNING_WIDTH characters: Prefect's table cuts a long cell
+        # at the column's edge, without wrapping (seen in Chromium, Prefect 3.8.8's UI)
+        lines = textwrap.wrap(text, WARNING_WIDTH)
+        rows += [{"metric": "warning" if i == 0 else "", "value": line} for i, line in enumerate(lines)]
     for title, _, section in report_sections(summary):
         if title == "class distribution (predicted)":
             rows += [{"metric": f"predicted {label}", "value": f"{n} ({share})"} for label, n, share in section]
         elif title == "confidence":
-            rows += [{"metric": f"confidence {bin_}", "value": f"{n} nodes ({share})"} for bin_, n, share in section]
+            rows += [{"metric": f"confidence {bin_}", "value": f"{n} {'node' if n == '1' else 'nodes'} ({share})"}
+                     for bin_, n, share in section]
         elif title == "other metrics":
             rows += [{"metric": name, "value": value} for name, value in section]
     return rows
 
 
-def headline_text(summary: Mapping[str, Any] | LabelRunRecord) -> str:
-    """The headline in one line (artifact descriptions, the CLI's last line)."""
+def headline_text(summary: Mapping[str, Any] | LabelRunRecord, named: bool = True) -> str:
+    """The headline in one line (the run's log); without ``named``, the numbers alone, so a
+    card that shows the first 50 characters (Prefect's artifact list, where the artifact's
+    key names the dataset) shows the accuracy, not the dataset's name again."""
     s = summarise_run(summary)
-    name = f"{s['dataset']} · {s['solver']}"
+    name = f"{s['dataset']} · {s['solver']}: " if named else ""
     if s["error"]:
-        return f"{name}: failed: {' '.join(s['error'].split())[:200]}"
+        return f"{name}failed: {' '.join(s['error'].split())[:200]}"
     parts = []
     if s["holdout_accuracy"] is not None:
         parts.append(f"accuracy {s['holdout_accuracy']:.3f} on {_count(s['n_holdout'])} held-out labels")
     parts.append(f"{_count(s['n_flagged'])} labels flagged"
                  + (f" ({s['noise_share']:.1%})" if s["noise_share"] is not None else ""))
     if s["n_nodes"]:
-        parts.append(f"{(s['n_nodes'] - (s['n_unreachable'] or 0)) / s['n_nodes']:.1%} of {s['n_nodes']:,} nodes"
-                     " labelled")
-    return f"{name}: " + "; ".join(parts)
+        covered = (s["n_nodes"] - (s["n_unreachable"] or 0)) / s["n_nodes"]
+        total = s["metrics"].get("n_nodes")
+        if s["incremental"] and total is not None:  # the run's nodes are the relabelled region
+            parts.append(f"{s['n_nodes']:,} of {total:,} nodes relabelled, {covered:.1%} of them labelled")
+        else:
+            parts.append(f"{covered:.1%} of {s['n_nodes']:,} nodes labelled")
+    return name + "; ".join(parts)
 
 
 def _markdown_cell(text: str) -> str:
@@ -354,9 +454,10 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
         A ``#`` title and one ``##`` table per section of ``report_sections``.
     """
     summary = summarise_run(run)
-    # the whole id is in the run section; the title stays one line in the UI
+    # the whole id is in the run section; the title stays one line in the UI. The headline
+    # table comes next (the artifact's description carries the headline in one line)
     lines = [f"# {summary['dataset']} · {summary['solver']}, {summary['status']}"
-             f" (run `{str(summary['run_id'])[:RUN_ID_SHOWN]}`)", "", headline_text(summary), ""]
+             f" (run `{short_run_id(summary['run_id'])}`)", ""]
     for title, headers, rows in report_sections(summary):
         lines += [f"## {title.capitalize()}", "",
                   "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -378,18 +479,21 @@ def _text(cell: str, style: str = ""):
 
 
 def run_report_renderables(summary: Mapping[str, Any]) -> list:
-    """The run's summary as rich renderables: a rule, then one table per section."""
+    """The run's summary as rich renderables: a rule, then one titled table per section
+    (the title on a line of its own: as a table's title it wrapped to the table's width,
+    "class distribution" over "(predicted)")."""
     from rich.rule import Rule
     from rich.table import Table
     from rich.text import Text
 
     summary = summarise_run(summary)
     style = STATUS_STYLE.get(summary["status"], "")
-    title = Text.assemble((f"run {str(summary['run_id'])[:RUN_ID_SHOWN]}", "bold"),
+    title = Text.assemble((f"run {short_run_id(summary['run_id'])}", "bold"),
                           f": {summary['dataset']} · {summary['solver']}, ", (summary["status"], style))
     out: list = [Rule(title)]
     for name, headers, rows in report_sections(summary):
-        table = Table(*headers, title=name, title_justify="left", show_edge=False)
+        out.append(Text(name, style="bold"))
+        table = Table(*headers, show_edge=False)
         for row in rows:
             emphasis = style if name in ("run", "headline") and row[0] in ("status", "error") else \
                 "yellow" if name == "warnings" else ""
@@ -400,7 +504,7 @@ def run_report_renderables(summary: Mapping[str, Any]) -> list:
 
 def runs_table(runs: pd.DataFrame, title: str = "runs"):
     """A rich table of ``read_runs`` rows, newest first, one line per run, in 80 columns:
-    run ids cut to their first characters (a unique prefix is enough for ``report --run``),
+    run ids cut to their last characters (``short_run_id``; ``report --run`` takes them),
     a failed run's numbers as dashes (its error: ``failed_runs``)."""
     from rich import box
     from rich.table import Table
@@ -413,7 +517,7 @@ def runs_table(runs: pd.DataFrame, title: str = "runs"):
         s = summarise_run(row)
         duration = s["duration_seconds"]
         failed = s["status"] == "failed"
-        table.add_row(_text(str(s["run_id"])[:RUN_ID_SHOWN]),
+        table.add_row(_text(short_run_id(s["run_id"])),
                       MISSING if s["started_at"] is None else f"{s['started_at']:%m-%d %H:%M}",
                       _text(s["status"], STATUS_STYLE.get(s["status"], "")), _text(format_value(s["solver"])),
                       "incr." if s["incremental"] else "full",
@@ -425,8 +529,8 @@ def runs_table(runs: pd.DataFrame, title: str = "runs"):
 
 
 def failed_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
-    """(run id prefix, error) of the failed runs among ``read_runs`` rows."""
-    return [(str(row["run_id"])[:RUN_ID_SHOWN], row.get("error") or "no error recorded")
+    """(short run id, error) of the failed runs among ``read_runs`` rows."""
+    return [(short_run_id(row["run_id"]), row.get("error") or "no error recorded")
             for row in runs.to_dict("records") if row.get("status") == "failed"]
 
 
@@ -471,6 +575,8 @@ def jobs_renderables(jobs) -> list:
         table.add_column("value", overflow="fold")  # a long store path wraps, never cut
         rows = (("dataset", job.dataset), ("schedule", job.schedule), ("solver", job.solver),
                 ("solver params", job.solver_params or None), ("graph", job.graph), ("k", job.k),
+                ("metric", job.metric), ("weights", job.weights),
+                ("sigma", job.sigma if job.sigma is not None else "from the data (median k-th neighbour distance)"),
                 ("delta", job.delta), ("runs", "full" if job.full or job.holdout else
                                       "incremental (first run full)" if job.full is None else "incremental"),
                 ("holdout", f"{job.holdout:.0%} of the given labels" if job.holdout else None),

@@ -80,7 +80,8 @@ def test_solver_auto_records_its_choice_in_the_run(digits_csv, store_path):
     assert len(metrics["auto_scores"]) == 4
     report = runner.invoke(app, ["report", "--run", run["run_id"], "--store", store_path])
     assert report.exit_code == 0
-    assert "auto_chosen" in report.output
+    assert "solver chosen by auto" in report.output
+    assert "auto: score of harmonic" in report.output
 
 
 def test_noise_scores_are_written_for_given_labels_only(digits_csv, store_path):

@@ -72,16 +72,19 @@ def test_report_of_one_run_in_the_terminal_and_as_markdown(store_with_runs):
     assert "| error | boom |" in result.output
 
 
-def test_report_takes_a_unique_start_of_a_run_id(store_with_runs):
+def test_report_takes_a_unique_start_or_end_of_a_run_id(store_with_runs):
     with open_store(store_with_runs) as store:
-        store.write_run(LabelRunRecord("3f2a1b9c-0000-4000-8000-000000000000", "toy", "harmonic", {}, {}, {},
+        store.write_run(LabelRunRecord("3f2a1b9c-0000-4000-8000-00004d4c4a17", "toy", "harmonic", {}, {}, {},
                                        T0 + pd.Timedelta(hours=9), T0 + pd.Timedelta(hours=9, seconds=3), 3, 2, 0))
     result = invoke("report", "--run", "3f2a", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
-    assert "run 3f2a1b9c: toy · harmonic, completed" in result.output
+    assert "run …4d4c4a17: toy · harmonic, completed" in result.output  # the end, as the runs table shows
+    result = invoke("report", "--run", "4d4c4a17", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    assert "3f2a1b9c-0000-4000-8000-00004d4c4a17" in result.output
     result = invoke("report", "--run", "run-", "--store", store_with_runs)
     assert result.exit_code == 1
-    assert "is the start of 4 runs" in result.output
+    assert "is the start or end of 4 runs" in result.output
 
 
 def test_report_errors_are_one_clear_line(store_with_runs):

@@ -67,25 +67,31 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
                                                    f" (ECE {metrics['holdout_ece']:.3f})")]
     assert [name for name, _ in rows[2:5]] == ["labels flagged as noisy", "unlabeled nodes reached", "coverage"]
     assert all(len(value) < 60 for _, value in rows)  # no 17-digit floats
+    # the description leads with the numbers (the artifact list shows its first 50 characters)
     description = artifacts["label-digits-metrics"].description
-    assert description.startswith(f"digits · harmonic: accuracy {metrics['holdout_accuracy']:.3f} on 50")
+    assert description.startswith(f"accuracy {metrics['holdout_accuracy']:.3f} on 50 held-out labels")
     report = artifacts["label-digits-report"].data
     assert result["run_id"] in report
     assert "/runs/task-run/" in report
     assert "[solve[1/1: 1,797 nodes]]" in report
     assert report.index("## Headline") < report.index("## Run")
-    image = artifacts["label-digits-reliability"].data
-    assert image.startswith("data:image/png;base64,")
-    png = base64.b64decode(image.split(",", 1)[1])
+    # the plot: markdown with the PNG inside (an image artifact printed its 40 kB data URL
+    # under the image, over the page's side panel) and its numbers in a table below
+    plot = artifacts["label-digits-reliability"]
+    assert plot.type == "markdown"
+    assert plot.data.startswith("# digits · harmonic: reliability on 50 held-out labels")
+    png = base64.b64decode(plot.data.split("(data:image/png;base64,", 1)[1].split(")", 1)[0])
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    assert (width, height) == (800, 550)
+    assert (width, height) == (800, 650)
+    bins = [line for line in plot.data.splitlines() if line.startswith("| 0.") or line.startswith("| 1.")]
+    assert sum(int(line.split("|")[2].replace(",", "")) for line in bins) == 50  # every held-out label, once
     # the flow run is named by what it does, its task runs by their stage
     from prefect import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
-    texts = ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
-             "wrote 1797 predictions", "published the run's report")
+    texts = ("exported 1,797 nodes", "held out 50 of the given labels", "solved 1,797 nodes (150 given labels)",
+             "1 connected component: 1 solver batch;", "wrote 1,797 predictions", "published the run's report")
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(result["run_id"])
         for _ in range(20):  # logs reach the API in batches, after the flow returns
@@ -95,8 +101,14 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
                 break
             time.sleep(0.5)
     assert flow_run.name == "digits · harmonic · full"
-    for text in ("exported 1797 nodes", "held out 50 of the given labels", "solved 1797 nodes (150 given labels)",
-                 "wrote 1797 predictions", "published the run's report"):
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[result["run_id"]])))
+    # the run records itself twice: each task run is named by the status it writes
+    assert sorted(run.name for run in task_runs if run.name.startswith("record-run")) == [
+        "record-run: completed", "record-run: running"]
+    for text in texts:
         assert any(text in message for message in logs), (text, logs)
     with open_store(store_path, create=True) as store:
         run = store.read_runs(run_id=result["run_id"]).iloc[0]
@@ -171,6 +183,22 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     assert (after_failure["run"] == rerun["run_id"]).all()
 
 
+def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store):
+    # the first run of a dataset relabels every node: the runs list must not call it incremental
+    from prefect import get_client, tags
+
+    store_path, _ = digits_store
+    with tags("graphlabel", "digits", "harmonic", "incremental"):  # as the CLI tags it
+        first = labelling_flow("digits", store_uri=store_path, publish=False)
+        again = labelling_flow("digits", store_uri=store_path, publish=False)
+    assert first["metrics"]["full_run_reason"] == "no node was labelled before (first run)"
+    with get_client(sync_client=True) as client:
+        first_run, again_run = client.read_flow_run(first["run_id"]), client.read_flow_run(again["run_id"])
+    assert first_run.name == "digits · harmonic · full"
+    assert sorted(first_run.tags) == ["digits", "full", "graphlabel", "harmonic"]
+    assert again_run.name == "digits · harmonic · incremental"  # it was one
+
+
 def test_an_incremental_run_that_changed_nothing_publishes_no_new_plot(digits_store):
     store_path, _ = digits_store
     labelling_flow("digits", store_uri=store_path)
@@ -195,7 +223,40 @@ def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
     report = artifacts["label-digits-report"].data
     assert "| status | failed |" in report
     assert "store went away (injected)" in report
-    assert artifacts["label-digits-metrics"].description.startswith("digits · harmonic: failed: RuntimeError")
+    assert artifacts["label-digits-metrics"].description.startswith("failed: RuntimeError")
+    plot = artifacts["label-digits-reliability"].data  # the error, not an older run's plot
+    assert "failed, nothing to plot" in plot
+    assert "store went away (injected)" in plot
+    assert "data:image" not in plot
+
+
+def test_a_data_error_is_one_line_in_the_runs_log(store_path):
+    # given labels of one class: the data's fault, said in one line, not over 80 lines of
+    # Prefect's internals in the run's Logs tab; a bug keeps its traceback
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from labelling.problems import NotEnoughLabels
+
+    frame = pd.DataFrame({"key": [f"k{i:02d}" for i in range(30)], "x": np.arange(30.0),
+                          "label": ["a"] * 5 + [None] * 25})
+    with open_store(store_path, create=True) as store:
+        store.write_nodes("oneclass", parse_records(frame, key="key", features="x", label="label").nodes)
+    with pytest.raises(NotEnoughLabels, match="one class"):
+        labelling_flow("oneclass", store_uri=store_path, publish=False)
+    with open_store(store_path) as store:
+        run_id = str(store.read_runs("oneclass")["run_id"][0])
+    with get_client(sync_client=True) as client:
+        for _ in range(20):  # logs reach the API in batches, after the flow returns
+            logs = [log.message for log in client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
+            if any("Encountered exception" in message for message in logs):
+                break
+            time.sleep(0.5)
+    errors = [message for message in logs if "Encountered exception" in message]
+    assert len(errors) == 1, logs
+    assert "one class" in errors[0]
+    assert not any("Traceback" in message for message in logs), logs
 
 
 def test_bad_input_is_not_retried(digits_store, flaky):

@@ -12,6 +12,8 @@ from labelling.reporting import (
     run_report_markdown,
     run_report_renderables,
     run_summary,
+    runs_table,
+    short_run_id,
     statistics_warnings,
     summarise_run,
 )
@@ -52,15 +54,16 @@ def test_markdown_report_has_every_section_and_escapes_cells():
     text = run_report_markdown(record(status="failed", error="bad | value\nsecond line"))
     assert text.startswith("# digits · harmonic, failed (run `run-7`)")
     lines = text.splitlines()
-    assert lines[2] == "digits · harmonic: failed: bad | value second line"
-    for line in ("| status | failed |", "| error | bad \\| value second line |",
-                 "| given labels | 12 of 102 nodes (11.8%) |", "| b | 60 | 60.0% |", "| solve | 1.500 |",
-                 "| solver_params.gamma_g | 1e-05 |", "| numpy | 2.4.6 |", "| n_edges | 512 |",
-                 "| k | 10 |", "| duration | 90.0 s |", "## Class distribution (predicted)", "## Versions",
-                 "## Graph used"):
+    assert lines[2] == "## Headline"  # the headline table first (the one-line headline is the description)
+    for line in ("| status | failed |", "| error | bad \\| value second line |", "| b | 60 | 60.0% |",
+                 "| solve | 1.500 |", "| solver_params.gamma_g | 1e-05 |", "| numpy | 2.4.6 |",
+                 "| similarity relationships | 512 |", "| k | 10 |", "| duration | 90.0 s |",
+                 "## Class distribution (predicted)", "## Versions", "## Graph used"):
         assert line in lines, line
     # a failed run's headline is its status and error, not numbers it never finished
     assert "| labels flagged as noisy |" not in text
+    assert "| given labels | — |" in lines
+    assert "| given labels | 12 of 102 nodes (11.8%) |" in run_report_markdown(record()).splitlines()
     # a run without a held-out slice or timings has no such row or section
     bare = run_report_markdown(record(metrics={}, timings={}))
     assert "held-out" not in bare
@@ -125,3 +128,90 @@ def test_run_summary_reads_the_run_from_a_store(kuzu_store):
     assert running["duration_seconds"] is None
     with pytest.raises(NotFound, match="no run 'nope'"):
         run_summary(kuzu_store, "nope")
+
+
+def test_run_ids_are_shown_by_their_random_end_and_found_by_either_end(kuzu_store):
+    # Prefect's scheduler gives its runs UUID 7 ids: the first 8 digits are the creation
+    # time, the same for runs created together
+    ids = ["01a20f3e-9e75-7fca-8a9c-1b344d4c4a17", "01a20f3e-9e75-721a-97e4-36eb783bafce"]
+    for i, run_id in enumerate(ids):
+        kuzu_store.write_run(record(run_id=run_id, started_at=STARTED + pd.Timedelta(minutes=i)))
+    assert short_run_id(ids[0]) == "…4d4c4a17"
+    assert short_run_id("run-7") == "run-7"
+    table = runs_table(kuzu_store.read_runs("digits"))
+    console = Console(record=True, width=80)
+    console.print(table)
+    text = console.export_text()
+    assert "…783bafce" in text and "…4d4c4a17" in text
+    assert "01a20f3e" not in text
+    assert run_summary(kuzu_store, "4d4c4a17")["run_id"] == ids[0]
+    assert run_summary(kuzu_store, "…4d4c4a17")["run_id"] == ids[0]
+    assert run_summary(kuzu_store, "01a20f3e-9e75-721")["run_id"] == ids[1]
+    with pytest.raises(NotFound, match="is the start or end of 2 runs"):
+        run_summary(kuzu_store, "01a20f3e")
+    assert run_report_markdown(record(run_id=ids[0])).startswith("# digits · harmonic, completed (run `…4d4c4a17`)")
+
+
+def test_graph_and_other_metrics_are_named_and_rounded():
+    run = record(parameters={"graph": "knn", "k": 8, "sigma": 27.46446977460151,
+                             "graph_built_at": "2026-11-24 20:25:43.863347"},
+                 metrics={"n_components": 5, "n_solver_batches": 2, "unreached_share": 0.005463,
+                          "incremental_solve_seconds": 0.0752, "solver_temperature": 0.40771234})
+    sections = {title: rows for title, _, rows in report_sections(summarise_run(run))}
+    assert sections["graph used"] == [("graph", "knn"), ("k", "8"), ("sigma", "27.46"),
+                                      ("built at", "2026-11-24 20:25:43 UTC")]
+    other = dict(sections["other metrics"])
+    assert other == {"connected components": "5", "solver batches": "2", "incremental solve time": "0.075 s",
+                     "solver: temperature": "0.4077"}  # unreached_share is the headline's coverage
+
+
+def test_an_incremental_run_says_what_it_relabelled_of_the_whole():
+    run = record(n_nodes=108, n_labeled=48, n_flagged=2,
+                 metrics={"incremental": True, "n_nodes": 177, "n_changed": 10, "n_new": 10, "n_region": 108,
+                          "n_unreachable": 0})
+    rows = dict({title: rows for title, _, rows in report_sections(summarise_run(run))}["run"])
+    assert rows["nodes"] == "108 relabelled of 177"
+    assert headline_text(run) == ("digits · harmonic: 2 labels flagged (4.2%); 108 of 177 nodes relabelled,"
+                                  " 100.0% of them labelled")
+    held = record(metrics={"holdout_accuracy": 0.9, "n_holdout": 40})
+    assert dict({title: rows for title, _, rows in report_sections(summarise_run(held))}["run"])["given labels"] == (
+        "12 of 102 nodes (11.8%); 40 more held out to score the run")
+
+
+def test_an_artifact_description_leads_with_the_numbers():
+    run = record(metrics={"holdout_accuracy": 0.9125, "n_holdout": 80, "n_unreachable": 0})
+    assert headline_text(run, named=False).startswith("accuracy 0.912 on 80 held-out labels; 3 labels flagged")
+    assert headline_text(record(status="failed", error="NotEnoughLabels: one class"), named=False) == (
+        "failed: NotEnoughLabels: one class")
+
+
+def test_the_log_can_leave_the_unreached_warning_to_the_flow():
+    run = record(n_flagged=0, metrics={"n_unreachable": 2})
+    assert len(statistics_warnings(run)) == 1
+    assert statistics_warnings(run, unreached=False) == []
+
+
+def test_section_titles_stay_on_one_line_in_80_columns():
+    console = Console(record=True, width=80)
+    for renderable in run_report_renderables(record()):
+        console.print(renderable)
+    lines = console.export_text().splitlines()
+    assert "class distribution (predicted)" in lines
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_metrics_table_rows_fit_its_value_column():
+    # Prefect's table artifact cuts a long cell at the column's edge: a warning is wrapped
+    # over rows, the first named "warning", the next blank
+    run = record(n_flagged=0, metrics={"holdout_accuracy": 0.9, "n_holdout": 11, "n_unreachable": 0,
+                          "confidence_histogram": {"0.5-0.6": 1, "0.9-1.0": 101}, "solver_amg_fallbacks": 0})
+    rows = metrics_rows(summarise_run(run))
+    warning = [row for row in rows if row["metric"] in ("warning", "")]
+    assert len(warning) > 1
+    assert warning[0]["metric"] == "warning"
+    assert max(len(row["value"]) for row in warning) <= 55
+    assert " ".join(row["value"] for row in warning) == statistics_warnings(run)[0]
+    values = {row["metric"]: row["value"] for row in rows}
+    assert values["confidence 0.5-0.6"] == "1 node (1.0%)"
+    assert values["confidence 0.9-1.0"] == "101 nodes (99.0%)"
+    assert values["solver: amg fallbacks"] == "0"
