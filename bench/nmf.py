@@ -229,7 +229,7 @@ def large_beta(out: _Out, full: bool) -> None:
     W = paper_graph(X, k)
     splits = 20 if full else 3
     out(f"load_digits N={n}, k={k}, symmetric variant, {splits} splits per rate; accuracy on the")
-    out("unlabeled nodes; `t_max hits` = runs that stopped at 10^4 iterations without converging.")
+    out("unlabelled nodes; `t_max hits` = runs that stopped at 10^4 iterations without converging.")
     out()
     out("| r_l | γ | β* | damping | accuracy | iters median [max] | t_max hits | ms median |")
     out("|---|---|---|---|---|---|---|---|")

@@ -426,7 +426,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     sizes = args.sizes or [10_000, 100_000] + ([1_000_000] if args.full else [])
     name = "solver_scale_trial" if args.sizes else "solver_scale_full" if args.full else "solver_scale"
-    report = Report(name, "Solvers at scale: 10-NN graphs of 32-d blobs, 10 classes, 1% labeled")
+    report = Report(name, "Solvers at scale: 10-NN graphs of 32-d blobs, 10 classes, 1% labelled")
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     out = [run_size(n, args.timeout if n >= 1_000_000 else None) for n in sizes]
@@ -473,7 +473,7 @@ def main(argv: list[str]) -> None:
     if worst("mincut, alpha=1") < 0.2:  # the explanation is for the degenerate outcome only
         report.note(
             "mincut with α = 1 (the paper's plain mincut) is degenerate here: with 1% labels, cutting the few "
-            "labeled nodes out is cheaper than cutting between the blobs, so the isolating cuts claim only the "
+            "labelled nodes out is cheaper than cutting between the blobs, so the isolating cuts claim only the "
             "labels and every other node goes to one class (accuracy 0.10); α = 0.1 scales the "
             "unlabelled–unlabelled edges (Blum & Chawla §5.1) and the blobs separate.")
     if worst("lcsnc") < 0.2:

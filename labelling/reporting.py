@@ -26,7 +26,7 @@ import pandas as pd
 from graphstore.errors import NotFound
 from graphstore.runs import LabelRunRecord
 
-#: Metrics shown in their own rows or table (or repeated there: the given, unlabeled and
+#: Metrics shown in their own rows or table (or repeated there: the given, unlabelled and
 #: flagged counts are the run's own fields); the others go to "other metrics".
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
                  "n_holdout", "holdout_ece", "full_run_reason", "incremental", "n_labeled", "n_unlabeled",
@@ -249,7 +249,7 @@ def run_kind(s: Mapping[str, Any]) -> str:
 
 def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     """What a person watching the job reads first: the accuracy on the held-out labels and
-    its size, the flagged labels and their share, the unlabeled nodes reached, coverage."""
+    its size, the flagged labels and their share, the unlabelled nodes reached, coverage."""
     s = summarise_run(summary)
     rows = [("status", s["status"])]
     if s["error"]:
@@ -261,7 +261,7 @@ def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows.append(("labels flagged as noisy", _of(s["n_flagged"], s["n_labeled"], "given")))
     unreachable = s["n_unreachable"] or 0
     if s["n_unlabeled"] is not None:
-        rows.append(("unlabeled nodes reached", _of(max(s["n_unlabeled"] - unreachable, 0), s["n_unlabeled"])))
+        rows.append(("unlabelled nodes reached", _of(max(s["n_unlabeled"] - unreachable, 0), s["n_unlabeled"])))
     if s["n_nodes"] is not None:
         rows.append(("coverage", _of(s["n_nodes"] - unreachable, s["n_nodes"], "nodes labelled")))
     rows.append(("mean confidence", format_value(s["mean_confidence"])))

@@ -100,7 +100,7 @@ def mincut3_graph(X, labeled, *, metric: str = "euclidean", algorithm: str = "au
     n = X.shape[0]
     labeled = np.asarray(labeled, dtype=bool)
     if labeled.shape != (n,):
-        raise ValueError(f"labeled must have shape ({n},), got {labeled.shape}")
+        raise ValueError(f"'labeled' must have shape ({n},), got {labeled.shape}")
     if labeled.sum() < 2:
         raise ValueError("Mincut-3 needs at least 2 labelled examples")
     if n < 4:
@@ -126,7 +126,7 @@ def mincut3_graph(X, labeled, *, metric: str = "euclidean", algorithm: str = "au
 def _labels(y, n) -> np.ndarray:
     y = np.asarray(y)
     if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y must be an integer array of shape ({n},) with -1 for unlabeled")
+        raise ValueError(f"y must be an integer array of shape ({n},) with -1 for unlabelled")
     return y.astype(np.int64)
 
 

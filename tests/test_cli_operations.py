@@ -62,7 +62,7 @@ def test_report_of_one_run_in_the_terminal_and_as_markdown(store_with_runs):
     assert result.exit_code == 0, result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
     for text in ("run run-3: toy · harmonic, completed", "accuracy on held-out labels", "0.750",
-                 "unlabeled nodes reached", "1 of 1 (100.0%)", "0.125", "0.11.3", "30.0 s"):
+                 "unlabelled nodes reached", "1 of 1 (100.0%)", "0.125", "0.11.3", "30.0 s"):
         assert text in result.output, text
     # the headline comes before everything else
     assert result.output.index("headline") < result.output.index("class distribution")

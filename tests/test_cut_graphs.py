@@ -146,7 +146,7 @@ def test_validation():
         delta_rule_graph(X, "zero")
     with pytest.raises(ValueError, match="two classes"):
         delta_rule_graph(X, "zero", np.array([0, 0] + [-1] * 8))
-    with pytest.raises(ValueError, match="at least 2 labeled"):
+    with pytest.raises(ValueError, match="at least 2 labelled"):
         mincut3_graph(X, np.eye(10, dtype=bool)[0])
     with pytest.raises(ValueError, match="NaN"):
         mincut3_graph(np.full((5, 2), np.nan), np.ones(5, dtype=bool))

@@ -15,10 +15,10 @@ import pytest
 
 import flows.labelling as labelling
 from flows.labelling import labelling_flow
-from graphstore.schemas import edge_table
-from labelling.records import parse_records
 from graphstore import open_store
 from graphstore.kuzu_store import KuzuStore
+from graphstore.schemas import edge_table
+from labelling.records import parse_records
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -44,7 +44,8 @@ def _artifacts(flow_run_id: str) -> dict:
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+        of_the_run = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        found = client.read_artifacts(artifact_filter=of_the_run)
     return {a.key: a for a in found if a.key}  # keyless ones: results Prefect keeps itself
 
 
@@ -65,7 +66,7 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     assert rows[:2] == [("status", "completed"), ("accuracy on held-out labels",
                                                    f"{metrics['holdout_accuracy']:.3f} on 50 labels"
                                                    f" (ECE {metrics['holdout_ece']:.3f})")]
-    assert [name for name, _ in rows[2:5]] == ["labels flagged as noisy", "unlabeled nodes reached", "coverage"]
+    assert [name for name, _ in rows[2:5]] == ["labels flagged as noisy", "unlabelled nodes reached", "coverage"]
     assert all(len(value) < 60 for _, value in rows)  # no 17-digit floats
     # the description leads with the numbers (the artifact list shows its first 50 characters)
     description = artifacts["label-digits-metrics"].description
@@ -292,7 +293,7 @@ def _tiny_predictions(store_path):
 
 @pytest.mark.parametrize("solver", ["harmonic", "mincut", "nmf", "spectral", "lcsnc"])
 def test_degenerate_graphs_get_the_documented_answer(store_path, solver):
-    # 0-1-2 holds labels a and b; 3-4 holds label a only; 5 is isolated and unlabeled
+    # 0-1-2 holds labels a and b; 3-4 holds label a only; 5 is isolated and unlabelled
     _degenerate_store(store_path, ["a", None, "b", "a", None, None], [(0, 1), (1, 2), (3, 4)])
     # one label per class leaves nothing to cross-validate LC-SNC's hyperparameters on
     params = {"variant": "snc", "lam": 1.0} if solver == "lcsnc" else {}

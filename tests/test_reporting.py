@@ -5,6 +5,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from graphstore import LabelRunRecord
+from graphstore.errors import NotFound
 from labelling.reporting import (
     headline_text,
     metrics_rows,
@@ -17,8 +19,6 @@ from labelling.reporting import (
     statistics_warnings,
     summarise_run,
 )
-from graphstore import LabelRunRecord
-from graphstore.errors import NotFound
 
 STARTED = pd.Timestamp("2026-02-03 04:05:06", tz="UTC")
 
@@ -81,7 +81,7 @@ def test_headline_comes_first_with_counts_and_shares():
     assert sections[1][2] == [("2 nodes (2.0%) are reached by no label and have no prediction",)]
     assert sections[0][2] == [
         ("status", "completed"), ("accuracy on held-out labels", "0.912 on 80 labels (ECE 0.041)"),
-        ("labels flagged as noisy", "2 of 12 given (16.7%)"), ("unlabeled nodes reached", "88 of 90 (97.8%)"),
+        ("labels flagged as noisy", "2 of 12 given (16.7%)"), ("unlabelled nodes reached", "88 of 90 (97.8%)"),
         ("coverage", "100 of 102 nodes labelled (98.0%)"), ("mean confidence", "0.875"),
         ("run", "full (no node was labelled before (first run))")]
     rows = metrics_rows(summarise_run(run))
@@ -142,7 +142,8 @@ def test_run_ids_are_shown_by_their_random_end_and_found_by_either_end(kuzu_stor
     console = Console(record=True, width=80)
     console.print(table)
     text = console.export_text()
-    assert "…783bafce" in text and "…4d4c4a17" in text
+    assert "…783bafce" in text
+    assert "…4d4c4a17" in text
     assert "01a20f3e" not in text
     assert run_summary(kuzu_store, "4d4c4a17")["run_id"] == ids[0]
     assert run_summary(kuzu_store, "…4d4c4a17")["run_id"] == ids[0]
