@@ -12,8 +12,8 @@ classes, 20% of the true labels flipped) and the real sets of ``labelling.datase
 ``similarity.knn_graph(X, 10)`` (Gaussian weights, union), the same W for every method.
 Labels: a uniformly random subset of the nodes (1% or 10%, at least one per class), seeds
 0-2 on the real sets and seed 0 on the generated ones (20k nodes: one draw already holds
-200 or 2,000 labels and 19,800 or 18,000 test nodes); accuracy on the other nodes (no prediction counts as wrong); "chance" is the
-largest class's share of them.
+200 or 2,000 labels and 19,800 or 18,000 test nodes); accuracy on the other nodes (no
+prediction counts as wrong); "chance" is the largest class's share of them.
 
 Methods: every solver with its defaults (what users run), harmonic also with each class
 mass normalisation rule, mincut also with α = 0.1 (the remedy its degenerate-labeling
@@ -82,7 +82,7 @@ GENERATED = ("overlap", "overlap, 2 clusters per class", "wide blobs", "unequal 
 
 
 def random_labels(y: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
-    """Each node labeled with probability ``fraction``; one more of any class left without."""
+    """Each node labelled with probability ``fraction``; one more of any class left without."""
     kept = rng.random(len(y)) < fraction
     for c in np.unique(y):  # a loop over classes
         if not kept[y == c].any():
@@ -197,7 +197,8 @@ def ours(W, X, y_given, C, cap: float = CAP) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         p = solve(problem, "nmf")
-    said = ["DegenerateLabelingWarning"] if any(w.category.__name__ == "DegenerateLabelingWarning" for w in caught) else []
+    degenerate = any(w.category.__name__ == "DegenerateLabelingWarning" for w in caught)
+    said = ["DegenerateLabelingWarning"] if degenerate else []
     out["nmf"] = (p.labels, time.perf_counter() - start, "; ".join((["deflated"] if p.info["deflated"] else []) + said))
     limit = max(TARGET_RATIO * base, cap)
     for method, params in SLOW:
@@ -233,7 +234,7 @@ def table(sets, fractions, seeds, cap: float = CAP) -> pd.DataFrame:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean accuracy over seeds per (data, labeled) and method, with the best peer's, and the
+    """Mean accuracy over seeds per (data, labelled) and method, with the best peer's, and the
     issue's target per cell: within 10× harmonic (every seed) and above chance (the mean)."""
     mean = frame.groupby(["data", "labeled", "method"], sort=False).agg(
         accuracy=("accuracy", "mean"), seconds=("seconds", "mean"), **{"× harmonic": ("× harmonic", "max")},
@@ -290,16 +291,16 @@ def main(argv: list[str]) -> None:
                     f"Hard data: every solver and the peers on the same 10-NN graph (generated sets at {n:,} nodes)")
     shown = f"seeds 0-{seeds[-1]}" if len(seeds) > 1 else "seed 0"
     report.note(f"Settings: `python -m bench hard_data {' '.join(argv)}`: generated sets at {n:,} nodes (seed 0), "
-                f"real sets with {shown}; 1% and 10% labeled; a solver still running after "
+                f"real sets with {shown}; 1% and 10% labelled; a solver still running after "
                 f"max(10× harmonic, {args.cap:g} s) is stopped by the bench.")
     started = time.perf_counter()
     frame = table(sets, (0.01, 0.1), seeds, args.cap)
     mean = summary(frame)
-    report.table(f"Accuracy on the unlabeled nodes (random labeled sets; means of {shown} on the real sets, seed 0 "
+    report.table(f"Accuracy on the unlabelled nodes (random labelled sets; means of {shown} on the real sets, seed 0 "
                  "on the generated ones), against the best "
                  "of LabelSpreading α=0.2, α=0.99 and scikit-network's diffusion; × harmonic = the largest over seeds "
                  "of the solver's time over the default harmonic's on the same problem", mean)
     report.table("The issue's target per solver: within 10× the harmonic time with accuracy above chance, or a clear "
-                 "message (cells = data × labeled fraction)", targets(mean))
+                 "message (cells = data × labelled fraction)", targets(mean))
     report.note(f"total wall time {time.perf_counter() - started:.0f} s")
     print(f"written to {report.save()}")

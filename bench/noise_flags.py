@@ -15,12 +15,12 @@ spectrum computed once per data set and passed in (the spectrum does not depend 
 labels; its seconds column is the per-label-set cost). The peer is
 ``cleanlab.filter.find_label_issues`` (its defaults) on out-of-fold probabilities of a
 logistic regression trained on the given labels only (``cross_val_predict``, stratified
-folds, as many as the smallest class allows up to 5): it sees the features of the labeled
+folds, as many as the smallest class allows up to 5): it sees the features of the labelled
 points, not the graph. Precision, recall and F1 are against the flipped labels; the
 false-flag rate is the share of the unflipped given labels that are flagged.
 
 Cost: the harmonic solver on the 10-NN graphs of ``bench/knn_build.py``'s 32-d blobs (1%
-labeled, 10% of the labels flipped), flags off against flags on (the default: local
+labelled, 10% of the labels flipped), flags off against flags on (the default: local
 leave-one-out estimate, then a warm-started re-solve without the flagged labels), and the
 exact leave-one-out (one solve per label) at 10k only; mincut's flags (its neighbours'
 vote) against none, at α = 0.1, no randomized cuts. Medians of 3 (1 at 1M).
@@ -120,7 +120,7 @@ def quality_table(methods: set[str] | None = None, data: set[str] | None = None,
 
 
 def cost_table(sizes: list[int]) -> pd.DataFrame:
-    from .knn_build import K, N_CLASSES, blobs
+    from .knn_build import N_CLASSES, K, blobs
 
     rows = []
     for n in sizes:
@@ -172,6 +172,6 @@ def main(argv: list[str]) -> None:
                      "of the unflipped given labels", quality_table(methods, data, flips))
     sizes = [10_000, 100_000] + ([1_000_000] if args.full else [])
     if not args.skip_cost:
-        report.table("Cost of the flags: the same solve without them, 1% labeled, 10% of the labels flipped "
+        report.table("Cost of the flags: the same solve without them, 1% labelled, 10% of the labels flipped "
                      "(medians of 3; 1 run at 1M)", cost_table(sizes))
     print(f"written to {report.save()}")
