@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute below
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    # imported where used (edge_table): query, report and explain never build a graph, and
+    # scipy.sparse cost them 0.09-0.15 s of their ~1 s (python -X importtime, bench/cli.py)
+    import scipy.sparse as sp
 
 # Matched with fullmatch: `$` alone would also accept a trailing newline ("base\n").
 DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
@@ -208,5 +212,7 @@ def edge_table_from_pairs(keys: np.ndarray | pa.Array, source: np.ndarray, targe
 
 def edge_table(keys: np.ndarray | pa.Array, W: sp.spmatrix) -> pa.Table:
     """One row per undirected pair of the symmetric graph ``W`` (its upper triangle)."""
+    import scipy.sparse as sp
+
     upper = sp.triu(W, k=1).tocoo()
     return edge_table_from_pairs(keys, upper.row, upper.col, upper.data)

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .cut_graphs import delta_rule_graph, mincut3_graph
+# .cut_graphs is imported in its branches: it loads scikit-learn and scipy.cluster (0.1 s
+# beside the kNN graph's own search, python -X importtime), which only its graphs need.
 from .knn import DegenerateWeightsWarning, delta_graph, knn_graph
 from .paper_graphs import directed_similarities, mutual_knn_graph
 from .spec import GraphSpec
@@ -31,8 +32,12 @@ def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec) -> tu
     if spec.kind == "delta":
         return delta_graph(features, spec.delta or 0.0, metric=metric, weights=weights, sigma=spec.sigma), None
     if spec.kind == "mincut3":
+        from .cut_graphs import mincut3_graph
+
         return mincut3_graph(features, codes >= 0, metric=metric), None
     if spec.kind in ("delta0", "delta_half"):
+        from .cut_graphs import delta_rule_graph
+
         rule = "zero" if spec.kind == "delta0" else "half"
         return delta_rule_graph(features, rule, codes, metric=metric), None
     if spec.kind == "sgt":  # Joachims (2003) eq. 22 on the directed cosine kNN similarities

@@ -1,7 +1,8 @@
 """k-nearest-neighbour and δ (radius) similarity graphs from a feature matrix.
 
-The neighbour search is a compiled library's, never a Python loop over pairs:
-scikit-learn's exact search for small and medium n, faiss's HNSW index for large n.
+The neighbour search is compiled code, never a Python loop over pairs: for small problems
+numpy's matrix product (``_brute_force``), scikit-learn's exact search for medium n, faiss's
+HNSW index for large n.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import NearestNeighbors
 
 from .spec import METRICS, SYMMETRISE, WEIGHTS
+
+# scikit-learn is imported where its search runs: importing it (sklearn.neighbors pulls
+# scipy.stats) took 0.5-1.1 s of build-graph's ~3 s on 2,000 rows, whose search takes 0.01 s
+# (python -X importtime, bench/cli.py); searches up to BRUTE_FORCE_MAX_PAIRS use numpy.
 
 # Above this many nodes the exact search (O(n²·d)) gives way to faiss HNSW by default.
 EXACT_MAX_NODES = 50_000
@@ -24,6 +28,50 @@ EXACT_MAX_NODES = 50_000
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 64
+#: Exact searches of at most this many query × indexed pairs run in numpy (``_brute_force``)
+#: instead of scikit-learn. Measured on 16-64 features (loaded 2-core machine): 2,000 × 2,000
+#: numpy 0.05-0.18 s, scikit-learn 0.03-0.04 s; 5,000 × 5,000 numpy 0.3-0.5 s, scikit-learn
+#: 0.1-0.2 s; scikit-learn's import adds 0.5-1.1 s to either, so numpy wins up to about 10,000².
+BRUTE_FORCE_MAX_PAIRS = 25_000_000
+#: Distances computed at once by ``_brute_force`` (32 MB of float64).
+BRUTE_FORCE_BLOCK = 4_000_000
+
+
+def _brute_force(Z: np.ndarray, Q: np.ndarray, k1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distances and indices of the ``k1`` rows of ``Z`` nearest to each row of ``Q``
+    (euclidean, nearest first), as scikit-learn's brute force finds them: ranked on
+    |z|² - 2 q·z, a tie at the k-th place going to the lower index (integer features, as
+    in the digits, tie often). The distances are then computed from the differences, so a
+    row's distance to itself is exactly 0."""
+    sq_z = np.einsum("ij,ij->i", Z, Z)
+    dist = np.empty((len(Q), k1))
+    idx = np.empty((len(Q), k1), dtype=np.int64)
+    block = max(1, BRUTE_FORCE_BLOCK // max(len(Z), 1))
+    for start in range(0, len(Q), block):
+        q = Q[start:start + block]
+        rank = sq_z[None, :] - 2.0 * (q @ Z.T)
+        kth = np.partition(rank, k1 - 1, axis=1)[:, k1 - 1:k1]
+        below = rank < kth
+        tied = rank == kth
+        # the k-th place's ties in index order, as many as the places left
+        tied &= np.cumsum(tied, axis=1) <= (k1 - below.sum(axis=1))[:, None]
+        near = np.nonzero(below | tied)[1].reshape(len(q), k1)
+        diff = q[:, None, :] - Z[near]
+        exact = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+        order = np.lexsort((near, exact), axis=-1)
+        dist[start:start + block] = np.take_along_axis(exact, order, axis=1)
+        idx[start:start + block] = np.take_along_axis(near, order, axis=1)
+    return dist, idx
+
+
+def _exact_search(Z: np.ndarray, Q: np.ndarray, k1: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(dist, idx)`` of the ``k1`` rows of ``Z`` nearest to each row of ``Q``: numpy for a
+    small search, scikit-learn's for a larger one."""
+    if len(Q) * len(Z) <= BRUTE_FORCE_MAX_PAIRS:
+        return _brute_force(Z, Q, k1)
+    from sklearn.neighbors import NearestNeighbors
+
+    return NearestNeighbors(n_neighbors=k1, metric="euclidean").fit(Z).kneighbors(Q)
 
 
 def _validate(X, k, metric, weights, symmetrise) -> np.ndarray:
@@ -51,7 +99,7 @@ def _unit_rows(X: np.ndarray) -> np.ndarray:
 def nearest_neighbors(X: np.ndarray, k: int, metric: str = "euclidean", backend: str = "auto"):
     """Indices and distances of each row's k nearest other rows, shape (n, k) each.
 
-    ``backend`` is "exact" (scikit-learn), "hnsw" (faiss, approximate) or "auto"
+    ``backend`` is "exact" (numpy or scikit-learn, ``_exact_search``), "hnsw" (faiss, approximate) or "auto"
     (exact up to ``EXACT_MAX_NODES`` rows). Cosine distance is 1 - cos.
     """
     n = X.shape[0]
@@ -59,8 +107,7 @@ def nearest_neighbors(X: np.ndarray, k: int, metric: str = "euclidean", backend:
         backend = "exact" if n <= EXACT_MAX_NODES else "hnsw"
     Z = _unit_rows(X) if metric == "cosine" else X
     if backend == "exact":
-        nn = NearestNeighbors(n_neighbors=k + 1, metric="euclidean").fit(Z)
-        dist, idx = nn.kneighbors(Z)
+        dist, idx = _exact_search(Z, Z, k + 1)
     elif backend == "hnsw":
         import faiss  # only large graphs need it
 
@@ -255,6 +302,8 @@ def delta_graph(
         raise ValueError(f"delta must be positive, got {delta}")
     Z = _unit_rows(X) if metric == "cosine" else X
     radius = np.sqrt(2.0 * delta) if metric == "cosine" else delta
+    from sklearn.neighbors import NearestNeighbors
+
     D = NearestNeighbors(radius=radius).fit(Z).radius_neighbors_graph(Z, mode="distance")
     D = sp.coo_matrix(D)
     off = D.row != D.col
@@ -308,7 +357,7 @@ def knn_edges_for(
         Gaussian bandwidth (required with ``weights="gaussian"``): the σ the existing
         graph used (``knn_graph(..., return_sigma=True)``), so old and new edges weigh alike.
     backend : {"auto", "exact", "hnsw"}
-        "exact": scikit-learn brute force over all nodes for the m queries; "hnsw": faiss
+        "exact": numpy or scikit-learn brute force over all nodes for the m queries; "hnsw": faiss
         HNSW index of all nodes (approximate); "auto": exact while m·n ≤ ``EXACT_MAX_PAIRS``.
 
     Returns
@@ -338,7 +387,7 @@ def knn_edges_for(
         backend = "exact" if n <= EXACT_MAX_NODES or m * n <= EXACT_MAX_PAIRS else "hnsw"
     Z = _unit_rows(all_X) if metric == "cosine" else all_X
     if backend == "exact":
-        dist, idx = NearestNeighbors(n_neighbors=k + 1, metric="euclidean").fit(Z).kneighbors(Z[positions])
+        dist, idx = _exact_search(Z, Z[positions], k + 1)
     elif backend == "hnsw":
         import faiss
 

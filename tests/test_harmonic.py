@@ -273,3 +273,23 @@ def test_auto_records_every_candidate_and_uses_given_labels_only(digits):
     assert np.mean(p.labels[~kept] == y_true[~kept]) > 0.93
     with pytest.raises(ValueError, match="budget"):
         solve(problem, "auto", budget=1.0)
+
+
+def test_the_temperature_search_is_scipys_bounded_search_step_for_step(rng):
+    """``_bounded_minimum`` stands in for scipy.optimize.minimize_scalar(method="bounded")
+    (whose import cost label --full a fifth of its time): it must return the very same x."""
+    from scipy.optimize import minimize_scalar
+
+    from solvers.harmonic import _bounded_minimum, _sharpen
+
+    loo = rng.dirichlet(np.ones(3), size=200)
+    given = rng.integers(0, 3, size=200)
+
+    def nll(log_t):
+        return -np.mean(np.log(np.clip(_sharpen(loo, np.exp(log_t))[np.arange(200), given], 1e-12, None)))
+
+    functions = [nll] + [lambda x, c=c, p=p: abs(x - c) ** p for c, p in zip(rng.normal(0, 3, 20), [1, 2, 3, 0.5] * 5)]
+    bounds = [(np.log(0.05), np.log(5.0))] + [tuple(sorted(rng.normal(0, 3, 2))) for _ in range(20)]
+    ours = [_bounded_minimum(f, float(lo), float(hi)) for f, (lo, hi) in zip(functions, bounds)]
+    scipys = [minimize_scalar(f, bounds=(lo, hi), method="bounded").x for f, (lo, hi) in zip(functions, bounds)]
+    assert ours == scipys

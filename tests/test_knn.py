@@ -100,3 +100,25 @@ def test_weights_without_information_are_named_and_warned_about(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         knn_graph(X, 5)  # the default σ never warns on ordinary data
+
+
+@pytest.mark.parametrize("shape", [(300, 16), (250, 64), (40, 2)])
+def test_the_numpy_search_finds_scikit_learns_neighbours(shape, rng, monkeypatch):
+    """Small exact searches run in numpy (scikit-learn's import cost more than the search):
+    the same neighbours as scikit-learn's, the same distances to rounding, below and above
+    the pair limit that picks the library."""
+    from sklearn.neighbors import NearestNeighbors
+
+    import similarity.knn as knn
+
+    X = rng.normal(size=shape)
+    queries = X[::3]
+    expected_dist, expected_idx = NearestNeighbors(n_neighbors=8).fit(X).kneighbors(queries)
+    found = {}
+    for limit in (10**9, 0):  # numpy, then scikit-learn
+        monkeypatch.setattr(knn, "BRUTE_FORCE_MAX_PAIRS", limit)
+        monkeypatch.setattr(knn, "BRUTE_FORCE_BLOCK", 7 * shape[0])  # several blocks
+        found[limit] = knn._exact_search(X, queries, 8)
+    np.testing.assert_array_equal(found[10**9][1], expected_idx)
+    np.testing.assert_allclose(found[10**9][0][:, 1:], expected_dist[:, 1:], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(found[0][1], expected_idx)
