@@ -1,5 +1,8 @@
 """The command line, run in-process with typer's runner against a real store and Prefect."""
 
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -86,3 +89,11 @@ def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path,
                                  "--label", "label", "--classes", "p,,q", "--store", store_path])
     assert result.exit_code == 1
     assert "--classes takes non-empty labels" in result.output
+
+
+def test_python_dash_m_graphlabel_is_the_graphlabel_command():
+    result = subprocess.run([sys.executable, "-m", "graphlabel", "--help"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Usage: graphlabel" in result.stdout
+    assert "build-graph" in result.stdout

@@ -1,0 +1,5 @@
+"""``python -m graphlabel``: the same commands as the ``graphlabel`` script."""
+
+from graphlabel.cli import app
+
+app(prog_name="graphlabel")
