@@ -932,11 +932,15 @@ def harmonic(
         # the leave-one-out distributions on the class-mass scale the predictions use
         loo_scores = _normalise(_normalise(unclamped) * _class_mass_weights(system, target))
         margin = margin_scores(loo_scores, y[l])
-        # a label alone in its class is never flagged nor calibrated on: without it the
-        # leave-one-out solution has no mass on its class, so its margin says nothing (2- and
-        # 3-node problems flagged every label)
-        alone = np.bincount(y[l], minlength=C)[y[l]] < 2
-        flagged = (margin >= noise_threshold) & ~alone
+        # A label alone in its class leaves the class no mass when it is left out: its margin
+        # is 1 whatever its neighbours say. That is evidence against it when the other labels
+        # agree among themselves (some class holds two or more: an incremental region whose
+        # one wrong label is the only one of its class, tests/test_incremental.py); when no
+        # class holds two (2- and 3-node problems, which flagged every label), nothing judges
+        # a label, and none is flagged or calibrated on.
+        counts = np.bincount(y[l], minlength=C)
+        unjudged = np.full(len(l), counts.max(initial=0) < 2)
+        flagged = (margin >= noise_threshold) & ~unjudged
         best_other = np.argmax(np.where(np.eye(C, dtype=bool)[y[l]], -np.inf, loo_scores), axis=1)
         noisy[l[flagged]] = True
         noise_score = per_label(len(y), labeled, margin)
@@ -967,7 +971,7 @@ def harmonic(
     info["class_mass_weights"] = mass
     temperature = 1.0
     if loo_scores is not None and calibrate:  # loo_scores: the noise flags ran
-        trusted = ~noisy[l] & ~alone
+        trusted = ~noisy[l] & ~unjudged
         temperature = _fit_temperature(loo_scores[trusted], y[l][trusted])
         loo_scores = _sharpen(loo_scores, temperature)
     if loo_scores is not None:
