@@ -115,7 +115,7 @@ class Task:
         self._prefect_options = prefect_options
 
     @functools.cached_property
-    def prefect(self):  # cached: one Prefect task per stage, as the decorator would make
+    def prefect(self) -> Any:  # cached: one Prefect task per stage, as the decorator would make
         from prefect import task
 
         # task runs named by what they do ("export"), not "export-1a7"

@@ -938,8 +938,8 @@ def harmonic(
         # one wrong label is the only one of its class, tests/test_incremental.py); when no
         # class holds two (2- and 3-node problems, which flagged every label), nothing judges
         # a label, and none is flagged or calibrated on.
-        counts = np.bincount(y[l], minlength=C)
-        unjudged = np.full(len(l), counts.max(initial=0) < 2)
+        labels_per_class = np.bincount(y[l], minlength=C)
+        unjudged = np.full(len(l), labels_per_class.max(initial=0) < 2)
         flagged = (margin >= noise_threshold) & ~unjudged
         best_other = np.argmax(np.where(np.eye(C, dtype=bool)[y[l]], -np.inf, loo_scores), axis=1)
         noisy[l[flagged]] = True
