@@ -375,6 +375,7 @@ def deployments(jobs: list[Job]) -> list:
         incremental runs exist): refused here rather than failing every scheduled run.
     """
     from prefect.deployments.runner import EntrypointType
+    from prefect.schedules import Cron, Interval
 
     from flows.labelling import labelling_flow
 
@@ -385,10 +386,14 @@ def deployments(jobs: list[Job]) -> list:
         missing = sorted(set(parameters) - accepted)
         if missing:
             raise ScheduleError(f"job {job.name!r}: the labelling flow takes no parameter(s) {missing}")
-        when = {"cron": job.cron} if job.cron is not None else {"interval": timedelta(seconds=job.interval or 0.0)}
+        # UTC named on both kinds: a cron without a timezone was stored with none, and the
+        # UI's schedule text then said nothing of the zone the README promises
+        when = (Cron(job.cron, timezone="UTC") if job.cron is not None
+                else Interval(timedelta(seconds=job.interval or 0.0), timezone="UTC"))
         kind = "every node (full)" if job.full or job.holdout else "what changed since the last run (incremental)"
         deployment = labelling_flow.to_deployment(
-            name=job.name, parameters=parameters, tags=job.tags, **when, entrypoint_type=EntrypointType.MODULE_PATH,
+            name=job.name, parameters=parameters, tags=job.tags, schedule=when,
+            entrypoint_type=EntrypointType.MODULE_PATH,
             description=f"Label dataset {job.dataset!r} with {job.solver}, {job.schedule}: relabels {kind}"
                         f" on the {job.graph} graph (k={job.k})."
                         + (f" Scores each run on {job.holdout:.0%} of the given labels." if job.holdout else "")

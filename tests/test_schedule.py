@@ -149,6 +149,7 @@ def test_an_interval_job_becomes_an_interval_deployment():
     (made,) = deployments([job])
     (schedule_,) = made.schedules
     assert schedule_.schedule.interval.total_seconds() == 90
+    assert schedule_.schedule.timezone == "UTC"
     assert made.tags == ["graphlabel", "products", "harmonic", "incremental", "scheduled"]
     assert "every 90 s" in made.description
     assert "incremental" in made.description
@@ -168,6 +169,7 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
     assert all(isinstance(d, RunnerDeployment) for d in made)
     assert [d.name for d in made] == ["label-products-mincut", "digits-delta"]
     assert [[s.schedule.cron for s in d.schedules] for d in made] == [["0 3 * * *"], ["*/30 * * * 1-5"]]
+    assert [[s.schedule.timezone for s in d.schedules] for d in made] == [["UTC"], ["UTC"]]
     assert made[0].flow_name == labelling_flow.name
     # a served run's engine imports its flow from the entrypoint: a Prefect flow must be there
     from prefect.flows import load_flow_from_entrypoint
