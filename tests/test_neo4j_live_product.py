@@ -27,6 +27,8 @@ import pandas as pd
 import pytest
 from test_neo4j_live import delete_dataset
 
+from labelling.reporting import short_run_id
+
 pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
 GRAPHLABEL = Path(sys.executable).parent / "graphlabel"
 
@@ -149,10 +151,10 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
         assert run["parameters"]["k"] == 10 or run["parameters"]["k"] == 8
 
     out = cli("report", "--dataset", dataset, "--store", neo4j_env).output
-    assert run_id[:8] in out
-    assert "completed" in out  # ids shown by their first 8 characters
-    out = cli("report", "--run", run_id, "--store", neo4j_env).output
-    assert f"run {run_id[:8]}: {dataset} · harmonic, completed" in out
+    assert short_run_id(run_id) in out  # ids shown by their last 8 characters
+    assert "completed" in out
+    out = cli("report", "--run", run_id[-8:], "--store", neo4j_env).output  # the end of an id is enough
+    assert f"run {short_run_id(run_id)}: {dataset} · harmonic, completed" in out
     key = written["label_confidence"].idxmin()
     out = cli("explain", key, "--dataset", dataset, "--store", neo4j_env).output
     assert key in out
