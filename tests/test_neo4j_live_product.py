@@ -114,6 +114,10 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
     from graphstore import open_store
 
     frame, X, y = digits_frame(420)
+    # three given labels wrong on purpose, so the README's query for flagged labels has
+    # something to find (with only true labels the noise flags may, rightly, find none)
+    wrong = frame.index[frame["label"] != ""][[3, 20, 50]]
+    frame.loc[wrong, "label"] = [str((int(label) + 1) % 10) for label in frame.loc[wrong, "label"]]
     bad = pd.DataFrame([["", "3", *[0.0] * 64], ["bad-1", "", "oops", *[0.0] * 63]],
                        columns=frame.columns)
     csv = tmp_path / "digits.csv"
