@@ -110,6 +110,7 @@ from scipy.sparse.linalg import LinearOperator, cg, splu
 from threadpoolctl import threadpool_limits
 
 from ._graph import margin_scores, per_label
+from ._validation import Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
 
 SOLVERS = ("auto", "direct", "cg", "amg")
@@ -770,6 +771,15 @@ def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:
 
 LOO_METHODS = ("local", "exact")
 CLASS_MASS = ("auto", "uniform", "labels", "none")
+# Checked once at the door (solvers/_validation.py).
+PARAMETER_CONSTRAINTS = {
+    "gamma_g": [Interval(Real, 0, None), Options((math.inf,))],
+    "noise_threshold": [Interval(Real, 0, 1, closed="right")],
+    "solver": [Options(SOLVERS)],
+    "loo": [Options(LOO_METHODS)],
+    "class_mass": [Options(CLASS_MASS)],
+    "stop": [Options(STOP_RULES)],
+}
 # class_mass="auto": uniform class masses from this many given labels, and this many per class.
 MASS_MIN_LABELS = 20
 MASS_MIN_PER_CLASS = 2
@@ -890,18 +900,8 @@ def harmonic(
         distribution (NaN for unlabelled nodes); ``info["loo_scores"]`` those normalised
         leave-one-out distributions.
     """
-    if gamma_g < 0:
-        raise ValueError(f"gamma_g must be >= 0, got {gamma_g}")
-    if not 0 < noise_threshold <= 1:
-        raise ValueError(f"noise_threshold must lie in (0, 1], got {noise_threshold}")
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    if loo not in LOO_METHODS:
-        raise ValueError(f"loo must be one of {LOO_METHODS}, got {loo!r}")
-    if class_mass not in CLASS_MASS:
-        raise ValueError(f"class_mass must be one of {CLASS_MASS}, got {class_mass!r}")
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
+    validate_params({"gamma_g": gamma_g, "noise_threshold": noise_threshold, "solver": solver, "loo": loo,
+                     "class_mass": class_mass, "stop": stop}, PARAMETER_CONSTRAINTS)
     W, y, C = _resolvable(problem.W).tocsr(), problem.y, problem.n_classes
     labeled = problem.labeled
     l = np.flatnonzero(labeled)

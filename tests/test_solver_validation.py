@@ -78,6 +78,9 @@ def _problem():
     ("lcsnc", {"multiclass": "vote"}, r"^multiclass must be one of \('path', 'cut'\), got 'vote'$"),
     ("lcsnc", {"backend": "networkx"}, r"^backend must be one of \('auto', 'pseudoflow', 'maxflow'\)"),
     ("maxmargin", {"cv": 1}, r"^cv must be one of \(0,\) or an integer >= 2, got 1$"),
+    ("harmonic", {"loo": "cavity"}, r"^loo must be one of \('local', 'exact'\), got 'cavity'$"),
+    ("harmonic", {"noise_threshold": 0}, r"^noise_threshold must be a finite number in \(0, 1\], got 0$"),
+    ("harmonic", {"gamma_g": -1.0}, r"^gamma_g must be a finite number >= 0 or one of \(inf,\), got -1.0$"),
 ])
 def test_every_solver_checks_its_options_with_the_same_message(method, params, message):
     with pytest.raises(ValueError, match=message):
