@@ -59,7 +59,8 @@ from .schemas import (
 #: Engine → its database file in the store folder. The Python package has the engine's name.
 ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
 #: The engine of a new store opened without a scheme: the faster of the two in
-#: bench/results/store.md (relationship COPY of 1M rows 3x faster, export 1.5x).
+#: bench/results/store.md (ladybug took 1.0x kuzu's time to export the subgraph, 1.25x to
+#: COPY 1M relationships, 1.8x to delete them; 100k nodes, medians of 2 rounds each).
 DEFAULT_ENGINE = "kuzu"
 DATABASE_FILE = ENGINES[DEFAULT_ENGINE]
 #: The native module each engine loads; the other engine cannot load while it is there.

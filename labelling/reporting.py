@@ -209,12 +209,6 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def _count_with_share(count: int | None, share: float | None, of: str) -> str:
-    if count is None:
-        return MISSING
-    return f"{count} ({share:.1%} of {of})" if share is not None else str(count)
-
-
 def _flatten(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     """Nested settings as dotted names; floats in full (a gamma of 1e-05 must not read 0.000)."""
     rows = []
