@@ -18,12 +18,13 @@ or deployed; a task called inside a flow run). A run without a server never impo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,30 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter:
 
         return get_run_logger()
     return LOGGER
+
+
+class _ToRunLog(logging.Handler):
+    """Passes a record of the store's own logger (``graphstore``: waiting for a store
+    another process holds, for one) to the flow run's logger, so the run's log in the UI
+    says why it sat still."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        run_logger().log(record.levelno, "%s", record.getMessage())
+
+
+@contextlib.contextmanager
+def store_log_in_run() -> Iterator[None]:
+    """Inside a flow run, the ``graphstore`` logger's records at INFO and above reach the
+    run's log while the block runs (Prefect keeps only its own loggers' lines otherwise)."""
+    if not in_flow_run():
+        yield
+        return
+    handler, store_logger = _ToRunLog(logging.INFO), logging.getLogger("graphstore")
+    store_logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        store_logger.removeHandler(handler)
 
 
 # -- tasks and flows, made on first use ---------------------------------------------------

@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from graphstore import GraphStore, LabelRunRecord, check_dataset_name, open_store
+from graphstore import (
+    GraphStore,
+    LabelRunRecord,
+    StoreConnectionError,
+    StoreLocked,
+    StoreNotFound,
+    check_dataset_name,
+    open_store,
+)
 from graphstore.secrets import PASSWORD_ENV, redact
 from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import pool_copies
@@ -29,7 +37,7 @@ from similarity.spec import GraphRequest, GraphSpec
 from solvers import Prediction
 
 from .clock import StageClock
-from .direct import STAGE_RUNS, flow, in_flow_run, run_logger
+from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
 from .incremental import label_changed, record_graph_build
 from .solving import solve_by_component
 from .tasks import build_edges as build_edges_task
@@ -79,7 +87,9 @@ def _run_name(what: str):
 
 
 #: Errors that are the data's fault: a run's log says them in one line (``flows.direct.Flow``).
-DATA_ERRORS = (NotEnoughLabels, NoValidRecords)
+#: ``StoreLocked`` is one too: another run or a person's query held an embedded store
+#: for longer than the lock timeout, an operating condition whose message says what to do.
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked)
 
 
 @flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
@@ -218,6 +228,21 @@ def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) ->
     return ids
 
 
+def _publish_unopened(run_id: str, dataset: str, solver: str, parameters: dict[str, Any],
+                      error: BaseException) -> None:
+    """The failed report of a run that could not open its store (locked, down): the run is
+    not in the store, so the report artifact is its only record."""
+    now = pd.Timestamp.now(tz="UTC")
+    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
+    run = LabelRunRecord(run_id=run_id, dataset=dataset, solver=solver, parameters=parameters, metrics={},
+                         timings={}, started_at=now, finished_at=now, n_nodes=0, n_labeled=0, n_flagged=0,
+                         status="failed", versions=versions(solver=solver), error=message)
+    try:
+        _publish(run, None, [])
+    except Exception as publish_error:  # noqa: BLE001 - the run's error is the one to raise
+        run_logger().error("could not publish the failed run's report: %s", redact(publish_error))
+
+
 @flow("label-dataset", flow_run_name=_run_name("label"), data_errors=DATA_ERRORS)
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
@@ -266,7 +291,14 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                   "graph": graph, "k": k, "metric": metric,
                   "weights": weights, "delta": delta, "build_graph": build_graph, "full": options.full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
-    with open_store(store_uri) as store:
+    try:
+        with store_log_in_run():
+            opened = open_store(store_uri)
+    except (StoreConnectionError, StoreNotFound) as error:
+        if publish:  # no LabelRun can be written, but the dataset's latest report must say it failed
+            _publish_unopened(run_id, dataset, solver, parameters, error)
+        raise
+    with opened as store:
         if build_graph:
             store.check_edge_builder(request.spec())  # e.g. GDS missing: say so before writing anything
         interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (labelling.liveness)

@@ -511,7 +511,7 @@ def serve(
 ) -> None:
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
     stopped (Prefect serve)."""
-    from graphlabel.schedule import ScheduleError, load_schedule
+    from graphlabel.schedule import ScheduleError, load_schedule, shared_store_warnings
     from graphlabel.schedule import serve as serve_jobs
     from labelling.reporting import jobs_renderables
 
@@ -527,6 +527,8 @@ def serve(
         _fail(str(error))
     for renderable in jobs_renderables(jobs):
         console.print(renderable)
+    for warning in shared_store_warnings(jobs):
+        err.print(f"[yellow]warning:[/] {_escape(warning)}")
     if check:
         return
     serve_jobs(jobs)

@@ -361,6 +361,36 @@ def jobs_from_env(environ: Mapping[str, str] | None = None) -> list[Job]:
     return parse_schedule(document, "environment")
 
 
+def shared_store_warnings(jobs: list[Job]) -> list[str]:
+    """A line for each pair of jobs whose runs can get in each other's way, empty when none.
+
+    An embedded store is opened by one process at a time, so two jobs on one store (any
+    datasets) wait for each other, and a run that waits longer than the lock timeout fails
+    with ``StoreLocked``. On Neo4j, two jobs of one dataset write the same nodes. Runs of
+    one job never overlap (``deployments`` limits each to one at a time); these are the
+    overlaps that limit cannot see. A warning, not an error: schedules that never meet
+    (nightly and weekly at other hours) are fine.
+    """
+    from graphstore import NEO4J_SCHEMES, default_store_uri
+
+    warnings = []
+    for i, first in enumerate(jobs):
+        for second in jobs[i + 1:]:
+            store = first.store_uri or default_store_uri()
+            if store != (second.store_uri or default_store_uri()):
+                continue
+            if not store.startswith(NEO4J_SCHEMES):
+                warnings.append(
+                    f"jobs {first.name!r} and {second.name!r} share the embedded store {store}, which one process"
+                    " at a time can open: when their runs meet, one waits (GRAPHLABEL_LOCK_TIMEOUT, 60 s) and"
+                    " then fails; give them schedules that do not meet")
+            elif first.dataset == second.dataset:
+                warnings.append(
+                    f"jobs {first.name!r} and {second.name!r} both label dataset {first.dataset!r}: when their"
+                    " runs meet, the later one's writes replace the other's; give them schedules that do not meet")
+    return warnings
+
+
 # -- Prefect ------------------------------------------------------------------------------
 
 
@@ -393,6 +423,9 @@ def deployments(jobs: list[Job]) -> list:
         kind = "every node (full)" if job.full or job.holdout else "what changed since the last run (incremental)"
         deployment = labelling_flow.to_deployment(
             name=job.name, parameters=parameters, tags=job.tags, schedule=when,
+            # one run of a job at a time: a run still going when the next is due makes that
+            # one wait its turn (Prefect's ENQUEUE) instead of meeting it at the store's lock
+            concurrency_limit=1,
             entrypoint_type=EntrypointType.MODULE_PATH,
             description=f"Label dataset {job.dataset!r} with {job.solver}, {job.schedule}: relabels {kind}"
                         f" on the {job.graph} graph (k={job.k})."

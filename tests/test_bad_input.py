@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from prefect_runs import flow_runs_tagged
+from store_lock import hold_lock
 from typer.testing import CliRunner
 
 from graphlabel.cli import app
@@ -287,23 +288,6 @@ def test_13_ingest_creates_the_store(tmp_path):
     result = cli("ingest", csv, "--dataset", "base", "--key", "id", "--features", "x*", "--store", store)
     assert result.exit_code == 0, result.output
     assert count_nodes(str(store)) == 60
-
-
-HOLD_LOCK = """
-import sys, time, kuzu
-db = kuzu.Database(sys.argv[1])
-conn = kuzu.Connection(db)
-print("locked", flush=True)
-time.sleep(float(sys.argv[2]))
-"""
-
-
-def hold_lock(store: str, seconds: float) -> subprocess.Popen:
-    """Another process holding the store's Kùzu file for ``seconds``."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(Path(store) / "graph.kuzu"), str(seconds)],
-                              stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "locked"
-    return holder
 
 
 def test_11_a_locked_store_is_waited_for_with_a_message_then_one_clear_line(two_datasets, tmp_path):

@@ -146,6 +146,14 @@ def test_serve_check_validates_and_lists_without_serving(tmp_path):
     result = invoke("serve", "--config", str(tmp_path / "missing.toml"))
     assert result.exit_code == 1
     assert "missing.toml" in result.output
+    assert "warning" not in invoke("serve", "--config", str(good), "--check").output
+    shared = tmp_path / "shared.toml"
+    shared.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\n\n'
+                      '[[jobs]]\ndataset = "toy"\ninterval = 600\nsolver = "mincut"\n')
+    result = invoke("serve", "--config", str(shared), "--check")
+    assert result.exit_code == 0, result.output
+    assert "warning: jobs 'label-toy-harmonic' and 'label-toy-mincut' share the embedded store" in (
+        " ".join(result.output.split()))
 
 
 def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path):

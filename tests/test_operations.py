@@ -260,6 +260,47 @@ def test_a_data_error_is_one_line_in_the_runs_log(store_path):
     assert not any("Traceback" in message for message in logs), logs
 
 
+def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(digits_store, monkeypatch):
+    # a served run meeting another at the store's lock waited 60 s in silence, failed with a
+    # traceback printed twice, and published nothing: the dataset's report still showed the
+    # last success
+    from prefect import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from store_lock import hold_lock
+
+    from graphstore import StoreLocked
+
+    store_path, _ = digits_store
+    labelling_flow("digits", store_uri=store_path, publish=True)  # a success whose report must not outlive the failure
+    monkeypatch.setenv("GRAPHLABEL_LOCK_TIMEOUT", "2")
+    holder = hold_lock(store_path, 120)
+    try:
+        with pytest.raises(StoreLocked, match="still in use by another process after 2 s"):
+            labelling_flow("digits", store_uri=store_path, full=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    with get_client(sync_client=True) as client:
+        failed = [run for run in client.read_flow_runs(limit=200)
+                  if run.state_type.value == "FAILED" and run.name == "digits · harmonic · full"]
+        assert len(failed) == 1
+        run_id = str(failed[0].id)
+        for _ in range(20):  # logs reach the API in batches, after the flow returns
+            logs = [log.message for log in client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
+            if any("Encountered exception" in message for message in logs):
+                break
+            time.sleep(0.5)
+    assert any("in use by another process" in message and "waiting up to 2 s" in message for message in logs), logs
+    assert not any("Traceback" in message for message in logs), logs
+    artifacts = _artifacts(run_id)
+    assert {"label-digits-report", "label-digits-metrics"} <= set(artifacts)
+    report = artifacts["label-digits-report"].data
+    assert "| status | failed |" in report
+    assert "StoreLocked: the store" in report
+    assert artifacts["label-digits-metrics"].description.startswith("failed: StoreLocked")
+
+
 def test_bad_input_is_not_retried(digits_store, flaky):
     store_path, _ = digits_store
     flaky(failures=10, error=ValueError)

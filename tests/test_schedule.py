@@ -242,3 +242,26 @@ def test_graph_metric_weights_and_sigma_reach_the_flow():
         assert (job.parameters()["metric"], job.parameters()["weights"], job.parameters()["sigma"]) == (
             "cosine", "cosine", 0.7)
         assert set(job.parameters()) <= set(inspect.signature(labelling_flow.fn).parameters)
+
+
+def test_runs_of_one_job_never_overlap():
+    # a run still going when the next is due (lcsnc took 75-189 s on a */2 cron under a real
+    # server) made the next one wait at the store's lock and fail; one at a time instead
+    made = deployments(parse_schedule(job_with(), "s.toml") + parse_schedule(job_with(name="b"), "s.toml"))
+    assert [d.concurrency_limit for d in made] == [1, 1]
+
+
+def test_jobs_that_can_meet_at_one_store_are_warned_of():
+    embedded = parse_schedule({"store": "/data/store", "jobs": [
+        {"name": "a", "dataset": "x", "cron": "0 3 * * *"},
+        {"name": "b", "dataset": "y", "cron": "0 4 * * *"},
+        {"name": "c", "dataset": "z", "cron": "0 5 * * *", "store": "/data/other"}]}, "s.toml")
+    (warning,) = schedule.shared_store_warnings(embedded)
+    assert "'a' and 'b' share the embedded store /data/store" in warning
+    neo4j = parse_schedule({"store": "bolt://graph:7687", "jobs": [
+        {"name": "a", "dataset": "x", "cron": "0 3 * * *"},
+        {"name": "b", "dataset": "y", "cron": "0 4 * * *"},
+        {"name": "c", "dataset": "x", "cron": "0 5 * * *", "solver": "mincut"}]}, "s.toml")
+    (warning,) = schedule.shared_store_warnings(neo4j)
+    assert "'a' and 'c' both label dataset 'x'" in warning
+    assert schedule.shared_store_warnings(neo4j[:2]) == []

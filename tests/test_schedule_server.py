@@ -86,3 +86,50 @@ def test_an_interval_job_runs_on_its_own_and_writes_predictions(prefect_server, 
     assert written["p"].notna().all()
     assert len(written) == 200
     assert set(written["run"]) <= set(runs["run_id"])
+
+
+def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect_server, tmp_path):
+    # a job due every 2 s whose runs take longer (a served run's process alone starts in
+    # seconds): without the deployment's limit its runs met at the embedded store's lock,
+    # waited, and failed with StoreLocked (3 of 8 under a real server, lcsnc on */2 cron)
+    store = str(tmp_path / "store")
+    ingest_moons(tmp_path, store)
+    config = tmp_path / "schedule.toml"
+    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "moons-crowded"\ndataset = "moons"\n'
+                      'interval = 2\nk = 6\nfull = true\n')
+    graphlabel = Path(sys.executable).with_name("graphlabel")
+    log = (tmp_path / "serve.log").open("wb")
+    serve = subprocess.Popen([str(graphlabel), "serve", "--config", str(config)], cwd=tmp_path,
+                             env=prefect_server.env(PREFECT_RUNNER_POLL_FREQUENCY="2", GRAPHLABEL_LOCK_TIMEOUT="5"),
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def mine() -> list[dict]:
+        deployment = prefect_server.post("/deployments/filter",
+                                         {"deployments": {"name": {"any_": ["moons-crowded"]}}})
+        if not deployment:
+            return []
+        return [run for run in flow_runs(prefect_server) if run["deployment_id"] == deployment[0]["id"]]
+
+    try:
+        deadline = time.monotonic() + SERVE_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(2)
+            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            runs = mine()
+            failed = [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")]
+            assert not failed, (failed[0]["state"], (tmp_path / "serve.log").read_text()[-3000:])
+            if sum(r["state_type"] == "COMPLETED" for r in runs) >= 3:
+                break
+    finally:
+        stop(serve)
+        log.close()
+    runs = mine()
+    done = sorted((r for r in runs if r["state_type"] == "COMPLETED"), key=lambda r: r["start_time"])
+    assert len(done) >= 3, [(r["name"], r["state_type"]) for r in runs]
+    # one at a time: each completed run started after the one before it ended
+    for before, after in zip(done, done[1:]):
+        assert after["start_time"] >= before["end_time"], (before["name"], after["name"])
+    # and the runs were due faster than they ran: the limit had something to hold back
+    assert done[-1]["end_time"] > done[0]["expected_start_time"]
+    assert any(r["state_name"] in ("AwaitingConcurrencySlot", "Scheduled", "Late") for r in runs) or (
+        len(runs) > len(done))
