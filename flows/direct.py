@@ -234,6 +234,35 @@ def _log_in_one_line(data_errors: tuple[type[BaseException], ...]) -> None:
             logger.addFilter(quiet)
 
 
+def parameter_descriptions(fn: Callable) -> dict[str, str]:
+    """The numpydoc ``Parameters`` of ``fn``'s docstring, one line each, by name.
+
+    Prefect reads Google-style ``Args:`` only; the project writes numpydoc, so a flow's
+    parameters reached the UI's run form and deployment page without a word."""
+    import inspect
+
+    from griffe import Docstring, DocstringSectionKind, Parser, parse
+
+    doc = inspect.getdoc(fn)
+    if not doc:
+        return {}
+    logging.getLogger("griffe").disabled = True  # it warns of every annotation it cannot resolve
+    sections = parse(Docstring(doc), Parser.numpy)
+    return {parameter.name: " ".join(parameter.description.split())
+            for section in sections if section.kind is DocstringSectionKind.parameters
+            for parameter in section.value if parameter.description}
+
+
+def describe_parameters(schema: Any, fn: Callable) -> Any:
+    """``schema`` (Prefect's ``ParameterSchema`` of ``fn``) with each parameter's numpydoc
+    description filled in where Prefect found none."""
+    for name, text in parameter_descriptions(fn).items():
+        field = schema.properties.get(name)
+        if field is not None and not field.get("description"):
+            field["description"] = text
+    return schema
+
+
 class Flow:
     """A flow: its plain function ``fn`` and ``prefect``, the Prefect flow (made on first
     use). Calling it runs the Prefect flow, as calling a ``@flow`` function does; every
@@ -253,7 +282,9 @@ class Flow:
         from prefect import flow
 
         _log_in_one_line(self.data_errors)
-        return flow(name=self.name, **self._options)(self.fn)
+        made = flow(name=self.name, **self._options)(self.fn)
+        describe_parameters(made.parameters, self.fn)
+        return made
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.prefect(*args, **kwargs)

@@ -278,7 +278,53 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     never marked completed. Every write is keyed by node and run id, so re-running a
     failed run converges to the result of one clean run. With ``publish``, the run's
     metrics table, report and plot become Prefect artifacts; ``keep_runs`` prunes the
-    dataset's older LabelRun nodes (``GraphStore.prune_runs``). Returns the run's summary.
+    dataset's older LabelRun nodes (``GraphStore.prune_runs``).
+
+    Parameters
+    ----------
+    dataset : str
+        The dataset whose nodes are labelled.
+    store_uri : str or None
+        The store: a folder (embedded Kùzu) or a neo4j:// or bolt:// URI; None: $GRAPHLABEL_STORE, else .graphlabel.
+    solver : str
+        harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto (picked by cross-validation).
+    solver_params : dict or None
+        The solver's own parameters, e.g. {"gamma_g": 0.1} (each solver's docstring lists them).
+    build_graph : bool
+        Rebuild the similarity graph first (a full run; an incremental run keeps the graph it has).
+    graph : str or None
+        knn, delta, mincut3, delta0, delta_half, sgt or mutual_knn; None: the graph as built (knn when rebuilt).
+    k : int or None
+        Neighbours per node (knn, sgt, mutual_knn); None: as built, 10 when rebuilt.
+    metric : str or None
+        euclidean or cosine; None: as built.
+    weights : str or None
+        gaussian, cosine or binary edge weights; None: as built.
+    delta : float or None
+        Distance threshold of a delta graph.
+    sigma : float or None
+        Gaussian bandwidth; None: the median distance to the k-th neighbour.
+    split_components : bool
+        Solve connected components in separate batches (tasks).
+    batch_nodes : int
+        Nodes per solver batch at most (small components are grouped up to this size).
+    full : bool
+        Relabel every node; false: only what changed since the last run (its first run is full).
+    hops : int
+        How far around a change an incremental run relabels.
+    holdout_fraction : float
+        Share of the given labels hidden to score the run (0: none); a run with a holdout is full.
+    holdout_seed : int
+        Seed of the holdout draw.
+    keep_runs : int or None
+        Keep this many completed LabelRun records of the dataset, deleting older ones; None keeps all.
+    publish : bool
+        Publish the run's report, metrics and reliability plot as Prefect artifacts.
+
+    Returns
+    -------
+    dict
+        The run's summary: run_id, counts, metrics, timings, the LabelRun record, artifacts, warnings.
     """
     check_dataset_name(dataset)
     # validated here, once; every stage below takes these two objects

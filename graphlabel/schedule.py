@@ -407,6 +407,7 @@ def deployments(jobs: list[Job]) -> list:
     from prefect.deployments.runner import EntrypointType
     from prefect.schedules import Cron, Interval
 
+    from flows.direct import describe_parameters
     from flows.labelling import labelling_flow
 
     accepted = set(inspect.signature(labelling_flow.fn).parameters)
@@ -434,6 +435,7 @@ def deployments(jobs: list[Job]) -> list:
         )
         # the engine that starts a served run imports a Prefect flow from here (flows/served.py)
         deployment.entrypoint = "flows.served.labelling_flow"
+        describe_parameters(deployment._parameter_openapi_schema, labelling_flow.fn)  # the UI's run form
         out.append(deployment)
     return out
 

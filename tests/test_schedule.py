@@ -265,3 +265,18 @@ def test_jobs_that_can_meet_at_one_store_are_warned_of():
     (warning,) = schedule.shared_store_warnings(neo4j)
     assert "'a' and 'c' both label dataset 'x'" in warning
     assert schedule.shared_store_warnings(neo4j[:2]) == []
+
+
+def test_every_parameter_of_a_served_job_is_described_for_the_ui():
+    # Prefect reads Google-style docstrings only; ours are numpydoc, and the UI's run form
+    # showed 19 bare parameter names
+    from flows.direct import parameter_descriptions
+
+    (made,) = deployments(parse_schedule(job_with(), "s.toml"))
+    schema = made._parameter_openapi_schema.properties
+    assert set(schema) == set(inspect.signature(labelling_flow.fn).parameters)
+    assert all(field.get("description") for field in schema.values()), [n for n, f in schema.items()
+                                                                       if not f.get("description")]
+    assert schema["k"]["description"].startswith("Neighbours per node")
+    assert labelling_flow.parameters.properties["holdout_fraction"]["description"].startswith("Share of")
+    assert parameter_descriptions(lambda x: x) == {}
