@@ -83,13 +83,14 @@ DATA_ERRORS = (NotEnoughLabels, NoValidRecords)
 
 
 @flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
-def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
+def ingest_flow(source: str, dataset: str, key: str, features: str | None, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
-                classes: list[str] | None = None, encoding: str = "utf-8") -> dict:
+                classes: list[str] | None = None, encoding: str = "utf-8", text: str | None = None) -> dict:
     """Ingest a CSV/Parquet file: valid rows become nodes, rejected rows go to the rejects file.
 
-    ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's;
-    see ``labelling.records.parse_records``.
+    ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's,
+    ``text`` a column embedded into the features (``labelling.text_embedding``; the
+    ``graphlabel[text]`` extra); see ``labelling.records.parse_records``.
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
@@ -99,7 +100,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
         # should an older store hold several): a mixed dataset cannot be labelled
         stored = store.feature_lengths(dataset)
         records = parse_records(source, key=key, features=features, label=label, classes=classes,
-                                encoding=encoding, expected_dim=next(iter(stored), None))
+                                encoding=encoding, expected_dim=next(iter(stored), None), text=text)
         summary = ingest_parsed(store, dataset, records, rejects)
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report

@@ -180,9 +180,12 @@ def ingest(
     file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records."),
     dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name the nodes belong to."),
     key: str = typer.Option(..., help="Column with each record's unique key."),
-    features: str = typer.Option(..., help="Feature columns: comma-separated names or globs ('x_*')."),
+    features: str | None = typer.Option(None, help="Feature columns: comma-separated names or globs ('x_*');"
+                                         " optional with --text."),
     label: str | None = typer.Option(None, help="Column with the given label (may be empty)."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
+    text: str | None = typer.Option(None, help="A text column, embedded into 384 features after --features"
+                                    " (needs pip install 'graphlabel[text]'); empty cells are rejected."),
     classes: str | None = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
     encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
@@ -205,7 +208,7 @@ def ingest(
         with console.status(f"ingesting {file} into {dataset!r}..."):
             summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
                                dataset=dataset, key=key, features=features, label=label, store_uri=store,
-                               rejects_path=rejects, classes=allowed, encoding=encoding)
+                               rejects_path=rejects, classes=allowed, encoding=encoding, text=text)
     except NoValidRecords as error:
         if not len(error.rejects):  # no rows at all: nothing to write
             _fail(str(error))
