@@ -25,6 +25,7 @@ from labelling.problems import ExportedProblem, NotEnoughLabels
 from labelling.provenance import versions
 from labelling.records import NoValidRecords, ParsedRecords, parse_records
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
+from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
 from solvers import Prediction
 
@@ -308,6 +309,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_single_class_nodes": plan["n_single_class_nodes"],
                    **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO},
                    **auto_metrics(prediction)}
+        if prediction.info.get("model") is not None:  # maxmargin's SVM, for `graphlabel predict` and `explain`
+            with clock("keep_model"):
+                metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction)
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, **graph_used(store, dataset),
                                   "solver_params": _scalars(prediction.params)},

@@ -508,6 +508,56 @@ def explain(
 
 
 @app.command()
+def predict(
+    file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records that are not in the store."),
+    run: str = typer.Option(..., "--run", help="A maxmargin run's id, or a unique start or end of one."),
+    key: str = typer.Option(..., help="Column with each record's key."),
+    features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with."),
+    text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
+    output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv or .parquet);"
+                                      " default: CSV on standard output."),
+    rejects: str | None = typer.Option(None, help="Where to write rejected rows (default predict.rejects.csv)."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file."),
+    store: str | None = StoreOption,
+) -> None:
+    """Label new records with the model a maxmargin run kept (nothing is written to the store)."""
+    from pathlib import Path
+
+    from graphstore import open_store
+    from graphstore.errors import NotFound
+    from labelling.predict import predict_records
+    from labelling.records import NoValidRecords
+
+    if output is not None and Path(output).suffix.lower() not in (".csv", ".parquet"):
+        _fail(f"--output must end in .csv or .parquet, got {output!r}")
+    try:
+        with open_store(store) as graph_store:
+            predicted = predict_records(graph_store, run, file, key=key, features=features, text=text,
+                                        encoding=encoding)
+    except NoValidRecords as error:
+        _fail(str(error))
+    except (NotFound, *_user_errors()) as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    if output is None:
+        predicted.frame.to_csv(sys.stdout, index=False)
+    elif output.lower().endswith(".parquet"):
+        predicted.frame.to_parquet(output, index=False)
+    else:
+        predicted.frame.to_csv(output, index=False)
+    where = f" to {output}" if output else ""
+    err.print(f"predicted {len(predicted.frame):,} records{where} with run {predicted.run_id} of"
+              f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False, soft_wrap=True)
+    if len(predicted.rejects):
+        path = rejects or "predict.rejects.csv"
+        predicted.rejects.to_csv(path, index=False)
+        err.print(f"[yellow]rejected {len(predicted.rejects)} rows[/], reasons in {_escape(path)}", soft_wrap=True)
+
+
+@app.command()
 def serve(
     config: str = typer.Option(..., "--config", help="TOML schedule (see graphlabel.example.toml)."),
     check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs and exit."),

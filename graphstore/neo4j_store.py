@@ -457,6 +457,16 @@ class Neo4jStore(GraphStore):
             deleted += int(record["deleted"]) if record is not None else 0
         return deleted
 
+    def write_model(self, run_id: str, model: bytes) -> None:
+        # a byte-array property of the run node (write_model.neo4j.cypher says why)
+        record = self._single("write_model", {"run_id": str(run_id), "model": bytes(model)})
+        if record is None or not int(record["written"]):
+            raise ValueError(f"no run {run_id!r} in the store to keep a model with")
+
+    def read_model(self, run_id: str) -> bytes | None:
+        record = self._single("read_model", {"run_id": str(run_id)}, READ)
+        return None if record is None or record["model"] is None else bytes(record["model"])
+
     def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
         check_dataset_name(dataset)
         if not isinstance(key, str):
