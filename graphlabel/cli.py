@@ -473,6 +473,21 @@ def prune_runs(
                   f" (kept the newest {keep_last} completed, running ones and the current one)")
 
 
+def _support_vectors(graph_store, dataset: str, key: str, run_id: str, limit: int) -> dict:
+    """The support vectors' share at the node, from the model its maxmargin run kept
+    (nothing when the run kept none, or the node has no features)."""
+    from labelling.run_model import RunModel, support_explanation
+
+    blob = graph_store.read_model(run_id)
+    x = graph_store.node_features(dataset, key) if blob is not None else None
+    if blob is None or x is None:
+        return {}
+    model = RunModel.from_bytes(blob)
+    if len(x) != model.n_features:
+        return {}
+    return support_explanation(model, x, limit)
+
+
 @app.command()
 def explain(
     key: str = typer.Argument(..., help="Key of the node to explain."),
@@ -494,6 +509,8 @@ def explain(
     try:
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)
+            if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
+                node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
     except (NotFound, *_user_errors()) as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down

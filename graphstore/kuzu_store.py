@@ -39,7 +39,7 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
+from .errors import NotFound, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
 from .explain import explanation
 from .port import GraphStore
 from .queries import load_query, split_statements, user_statement
@@ -433,6 +433,15 @@ class KuzuStore(GraphStore):
             return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
         neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
         return explanation(node[0], neighbours, dataset, key)
+
+    def node_features(self, dataset: str, key: str) -> np.ndarray | None:
+        check_dataset_name(dataset)
+        rows = self._run("node_features", {"uid": f"{dataset}:{key}"}).get_as_arrow()
+        if not rows.num_rows:
+            raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+        if rows.column("features")[0].as_py() is None:
+            return None
+        return _blob_to_features(rows.column("features")).flatten().to_numpy(zero_copy_only=False).astype(np.float64)
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
         statement = user_statement(cypher, parameters)

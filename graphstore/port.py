@@ -101,6 +101,16 @@ class GraphStore(ABC):
         node's ``label_run_id`` points to. Returns how many were deleted."""
 
     @abstractmethod
+    def node_features(self, dataset: str, key: str) -> np.ndarray | None:
+        """One node's feature vector (float64), or None when the node has no features.
+
+        Raises
+        ------
+        NotFound
+            No node with that key in the dataset.
+        """
+
+    @abstractmethod
     def write_model(self, run_id: str, model: bytes) -> None:
         """Keep the run's fitted model (``labelling.run_model.RunModel.to_bytes``: arrays
         and parameters, no pickle) with its ``LabelRun``, replacing one written before.

@@ -244,6 +244,23 @@ class RunModel:
         return share, np.repeat(self.svm_classes, self.n_support)
 
 
+def support_explanation(model: RunModel, x: np.ndarray, limit: int = 10) -> dict[str, Any]:
+    """What ``explain`` shows for a node a maxmargin run labelled: each class's share of
+    the support vectors' pull at the node's features ``x`` (``RunModel.support_shares``),
+    largest first, and the ``limit`` strongest support vectors (``key``, ``label``: the
+    class the SVM was trained to give it, ``share``)."""
+    share, svm_class = model.support_shares(x)
+    per_class = np.bincount(svm_class, weights=share, minlength=len(model.class_names))
+    order = np.argsort(-per_class, kind="stable")
+    strongest = np.argsort(-share, kind="stable")[:limit]
+    return {
+        "n_support_vectors": len(share),
+        "support_class_shares": {str(model.class_names[c]): float(per_class[c]) for c in order if per_class[c] > 0},
+        "support_vectors": [{"key": str(model.support_keys[i]), "label": str(model.class_names[svm_class[i]]),
+                             "share": float(share[i])} for i in strongest],
+    }
+
+
 def keep_run_model(store: GraphStore, run_id: str, exported: ExportedProblem, prediction: Prediction) -> int | None:
     """Store the run's max-margin model (``prediction.info["model"]``) with its
     ``LabelRun``; returns its support vector count, or None when the solver fitted no

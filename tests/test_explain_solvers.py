@@ -67,3 +67,30 @@ def test_explain_after_a_mincut_run_lists_its_cut_edges(tmp_path, store_path):
     result = runner.invoke(app, ["explain", key, "--dataset", "wine", *s])
     assert "cut edges" not in result.output
     assert "the neighbours' vote" in result.output
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_explain_after_a_maxmargin_run_shows_the_support_vectors_share(tmp_path, store_path):
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    frame = pd.DataFrame(X, columns=[f"f{i:02d}" for i in range(X.shape[1])])
+    frame.insert(0, "id", [f"w{i:03d}" for i in range(len(y))])
+    frame.insert(1, "label", np.where(np.arange(len(y)) % 5 == 0, y.astype(str), ""))
+    frame.to_csv(tmp_path / "wine.csv", index=False)
+    s = ["--store", store_path]
+    assert runner.invoke(app, ["ingest", str(tmp_path / "wine.csv"), "--dataset", "wine", "--key", "id",
+                               "--features", "f*", "--label", "label", *s]).exit_code == 0
+    result = runner.invoke(app, ["label", "--dataset", "wine", "--solver", "maxmargin", *s])
+    assert result.exit_code == 0, result.output
+    agree = 0
+    for key in ("w001", "w060", "w150"):  # one of each class
+        result = runner.invoke(app, ["explain", key, "--dataset", "wine", "--limit", "3", *s])
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.split())
+        match = re.search(r"strongest 3 of (\d+) support vectors \(per class: ([^)]*)\)", text)
+        assert match is not None, result.output
+        shares = dict(part.rsplit(" ", 1) for part in match.group(2).split(", "))
+        assert sum(float(v.rstrip("%")) for v in shares.values()) == pytest.approx(100, abs=0.2)
+        predicted = re.search(r"predicted label │ (\S+)", text).group(1)
+        agree += next(iter(shares)) == predicted  # the class pulling most is usually the one predicted
+    assert agree >= 2

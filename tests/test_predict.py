@@ -5,6 +5,7 @@ from a CSV), and every condition a user meets ends in one line."""
 from __future__ import annotations
 
 import re
+import uuid
 
 import numpy as np
 import pandas as pd
@@ -111,3 +112,29 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
     assert "--output must end in .csv or .parquet" in result.output
     for line in result.output.strip().splitlines():
         assert "Traceback" not in line
+
+
+@pytest.mark.neo4j
+def test_predict_with_a_run_labelled_on_neo4j(tmp_path, neo4j_env):
+    from test_neo4j_live import delete_dataset
+
+    from graphstore import open_store
+
+    dataset = f"predict{uuid.uuid4().hex[:8]}"
+    fit, new, truth = split_csvs(tmp_path, load_digits, 1200)
+    try:
+        run_id = labelled_run(neo4j_env, dataset, fit)
+        out = tmp_path / "predicted.parquet"
+        invoke("predict", new, "--run", run_id, "--key", "id", "--features", "f*", "--output", out,
+               "--store", neo4j_env)
+        predicted = pd.read_parquet(out)
+        accuracy = (predicted["predicted_label"].to_numpy() == truth.loc[predicted["key"]].to_numpy()).mean()
+        assert len(predicted) == len(truth)
+        assert accuracy > 0.95, accuracy
+        harmonic = labelled_run(neo4j_env, dataset, fit, solver="harmonic")
+        result = invoke("predict", new, "--run", harmonic, "--key", "id", "--features", "f*", "--store",
+                        neo4j_env, ok=False)
+        assert f"run {harmonic} kept no model (it is a harmonic run)" in result.output
+    finally:
+        with open_store(neo4j_env) as store:
+            delete_dataset(store._driver, dataset, store.database)

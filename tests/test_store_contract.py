@@ -391,6 +391,16 @@ def test_a_run_keeps_its_model_until_it_is_pruned(store, names):
     assert store.read_model(f"{dataset}-r0") is None
 
 
+def test_node_features_reads_one_node(store, names):
+    dataset = names()
+    store.write_nodes(dataset, nodes(["a", "b"], ["x", None], [[0.5, -1.25, 3.0], [1.0, 2.0, 4.0]]))
+    np.testing.assert_array_equal(store.node_features(dataset, "a"), [0.5, -1.25, 3.0])
+    with pytest.raises(NotFound, match="no node with key 'zz'"):
+        store.node_features(dataset, "zz")
+    with pytest.raises(NotFound):
+        store.node_features(names(), "a")  # another dataset
+
+
 # -- explain --------------------------------------------------------------------------------
 
 
