@@ -52,7 +52,7 @@ def labelled_run(store, dataset, fit, solver="maxmargin") -> str:
 
 
 @pytest.mark.parametrize(("loader", "n_fit", "standardise", "bound"),
-                         [(load_digits, 1200, False, 0.95), (load_wine, 120, True, 0.9)])
+                         [(load_digits, 1200, False, 0.95), (load_wine, 120, True, 0.85)])
 def test_predict_labels_records_not_in_the_store(tmp_path, store_path, loader, n_fit, standardise, bound):
     fit, new, truth = split_csvs(tmp_path, loader, n_fit, standardise)
     run_id = labelled_run(store_path, "data", fit)
