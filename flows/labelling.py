@@ -309,7 +309,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_single_class_nodes": plan["n_single_class_nodes"],
                    **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO},
                    **auto_metrics(prediction)}
-        if prediction.info.get("model") is not None:  # maxmargin's SVM, for `graphlabel predict` and `explain`
+        # maxmargin's SVM, for `graphlabel predict` and `explain`; not an incremental run's,
+        # which is fit on the changed region and its class anchors only
+        if prediction.info.get("model") is not None and not metrics.get("incremental"):
             with clock("keep_model"):
                 metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction)
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),

@@ -46,8 +46,13 @@ def run_model(store: GraphStore, run: str) -> tuple[dict, RunModel]:
     run_id, solver = str(summary["run_id"]), summary["solver"]
     blob = store.read_model(run_id)
     if blob is None:
-        why = (f"it is a {solver} run" if solver != "maxmargin"
-               else f"it is {summary.get('status') or 'not completed'}, without a stored model")
+        if solver != "maxmargin":
+            why = f"it is a {solver} run"
+        elif (summary.get("metrics") or {}).get("incremental"):
+            why = ("it is an incremental run, whose SVM saw the changed region only; the last full maxmargin"
+                   " run's model, or label --full, serves")
+        else:
+            why = f"it is {summary.get('status') or 'not completed'}, without a stored model"
         raise ValueError(f"run {run_id} kept no model ({why}): only a completed --solver maxmargin run can"
                          " predict new records")
     return summary, RunModel.from_bytes(blob)
