@@ -33,6 +33,7 @@ from labelling.problems import ExportedProblem, NotEnoughLabels
 from labelling.provenance import versions
 from labelling.records import NoValidRecords, ParsedRecords, parse_records
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
+from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
 from solvers import Prediction
 
@@ -93,13 +94,14 @@ DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked)
 
 
 @flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
-def ingest_flow(source: str, dataset: str, key: str, features: str, label: str | None = None,
+def ingest_flow(source: str, dataset: str, key: str, features: str | None, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
-                classes: list[str] | None = None, encoding: str = "utf-8") -> dict:
+                classes: list[str] | None = None, encoding: str = "utf-8", text: str | None = None) -> dict:
     """Ingest a CSV/Parquet file: valid rows become nodes, rejected rows go to the rejects file.
 
-    ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's;
-    see ``labelling.records.parse_records``.
+    ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's,
+    ``text`` a column embedded into the features (``labelling.text_embedding``; the
+    ``graphlabel[text]`` extra); see ``labelling.records.parse_records``.
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
@@ -109,7 +111,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str, label: str |
         # should an older store hold several): a mixed dataset cannot be labelled
         stored = store.feature_lengths(dataset)
         records = parse_records(source, key=key, features=features, label=label, classes=classes,
-                                encoding=encoding, expected_dim=next(iter(stored), None))
+                                encoding=encoding, expected_dim=next(iter(stored), None), text=text)
         summary = ingest_parsed(store, dataset, records, rejects)
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
@@ -385,6 +387,11 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    "n_single_class_nodes": plan["n_single_class_nodes"],
                    **{f"solver_{k}": v for k, v in _scalars(prediction.info).items() if k not in PLAN_INFO},
                    **auto_metrics(prediction)}
+        # maxmargin's SVM, for `graphlabel predict` and `explain`; not an incremental run's,
+        # which is fit on the changed region and its class anchors only
+        if prediction.info.get("model") is not None and not metrics.get("incremental"):
+            with clock("keep_model"):
+                metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction)
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, **graph_used(store, dataset),
                                   "solver_params": _scalars(prediction.params)},

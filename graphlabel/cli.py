@@ -180,9 +180,12 @@ def ingest(
     file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records."),
     dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name the nodes belong to."),
     key: str = typer.Option(..., help="Column with each record's unique key."),
-    features: str = typer.Option(..., help="Feature columns: comma-separated names or globs ('x_*')."),
+    features: str | None = typer.Option(None, help="Feature columns: comma-separated names or globs ('x_*');"
+                                         " optional with --text."),
     label: str | None = typer.Option(None, help="Column with the given label (may be empty)."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
+    text: str | None = typer.Option(None, help="A text column, embedded into 384 features after --features"
+                                    " (needs pip install 'graphlabel[text]'); empty cells are rejected."),
     classes: str | None = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
     encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
@@ -205,7 +208,7 @@ def ingest(
         with console.status(f"ingesting {file} into {dataset!r}..."):
             summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
                                dataset=dataset, key=key, features=features, label=label, store_uri=store,
-                               rejects_path=rejects, classes=allowed, encoding=encoding)
+                               rejects_path=rejects, classes=allowed, encoding=encoding, text=text)
     except NoValidRecords as error:
         if not len(error.rejects):  # no rows at all: nothing to write
             _fail(str(error))
@@ -470,6 +473,21 @@ def prune_runs(
                   f" (kept the newest {keep_last} completed, running ones and the current one)")
 
 
+def _support_vectors(graph_store, dataset: str, key: str, run_id: str, limit: int) -> dict:
+    """The support vectors' share at the node, from the model its maxmargin run kept
+    (nothing when the run kept none, or the node has no features)."""
+    from labelling.run_model import RunModel, support_explanation
+
+    blob = graph_store.read_model(run_id)
+    x = graph_store.node_features(dataset, key) if blob is not None else None
+    if blob is None or x is None:
+        return {}
+    model = RunModel.from_bytes(blob)
+    if len(x) != model.n_features:
+        return {}
+    return support_explanation(model, x, limit)
+
+
 @app.command()
 def explain(
     key: str = typer.Argument(..., help="Key of the node to explain."),
@@ -491,6 +509,8 @@ def explain(
     try:
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)
+            if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
+                node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
     except (NotFound, *_user_errors()) as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -502,6 +522,56 @@ def explain(
     if not node["n_neighbours"]:
         console.print(f"{key!r} has no similarity relationships: build the graph (graphlabel build-graph)"
                       " or label it with an inductive solver (maxmargin)", highlight=False)
+
+
+@app.command()
+def predict(
+    file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records that are not in the store."),
+    run: str = typer.Option(..., "--run", help="A maxmargin run's id, or a unique start or end of one."),
+    key: str = typer.Option(..., help="Column with each record's key."),
+    features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with."),
+    text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
+    output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv or .parquet);"
+                                      " default: CSV on standard output."),
+    rejects: str | None = typer.Option(None, help="Where to write rejected rows (default predict.rejects.csv)."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file."),
+    store: str | None = StoreOption,
+) -> None:
+    """Label new records with the model a maxmargin run kept (nothing is written to the store)."""
+    from pathlib import Path
+
+    from graphstore import open_store
+    from graphstore.errors import NotFound
+    from labelling.predict import predict_records
+    from labelling.records import NoValidRecords
+
+    if output is not None and Path(output).suffix.lower() not in (".csv", ".parquet"):
+        _fail(f"--output must end in .csv or .parquet, got {output!r}")
+    try:
+        with open_store(store) as graph_store:
+            predicted = predict_records(graph_store, run, file, key=key, features=features, text=text,
+                                        encoding=encoding)
+    except NoValidRecords as error:
+        _fail(str(error))
+    except (NotFound, *_user_errors()) as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    if output is None:
+        predicted.frame.to_csv(sys.stdout, index=False)
+    elif output.lower().endswith(".parquet"):
+        predicted.frame.to_parquet(output, index=False)
+    else:
+        predicted.frame.to_csv(output, index=False)
+    where = f" to {output}" if output else ""
+    err.print(f"predicted {len(predicted.frame):,} records{where} with run {predicted.run_id} of"
+              f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False, soft_wrap=True)
+    if len(predicted.rejects):
+        path = rejects or "predict.rejects.csv"
+        predicted.rejects.to_csv(path, index=False)
+        err.print(f"[yellow]rejected {len(predicted.rejects)} rows[/], reasons in {_escape(path)}", soft_wrap=True)
 
 
 @app.command()

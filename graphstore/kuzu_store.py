@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
+from .errors import NotFound, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
 from .explain import explanation
 from .port import GraphStore
 from .queries import load_query, split_statements, user_statement
@@ -67,6 +68,10 @@ DATABASE_FILE = ENGINES[DEFAULT_ENGINE]
 NATIVE_MODULES = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
 INSTALL_HINTS = {"kuzu": "pip install graphlabel (kuzu is a dependency)",
                  "ladybug": "pip install 'graphlabel[ladybug]'"}
+#: The folder of the runs' models in the store folder (``KuzuStore.write_model``), one
+#: ``RUN_ID.npz`` each.
+MODELS_FOLDER = "models"
+MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 60.0
 logger = logging.getLogger(__name__)
@@ -386,7 +391,36 @@ class KuzuStore(GraphStore):
             return 0
         # one statement, so one transaction: the guards in delete_runs.kuzu.cypher see the
         # same state as the delete
-        return int(self._run("delete_runs", {"dataset": dataset, "run_ids": doomed}).get_next()[0])
+        deleted = int(self._run("delete_runs", {"dataset": dataset, "run_ids": doomed}).get_next()[0])
+        for run_id in doomed:  # the models of the runs the guards let go (a loop over pruned runs)
+            path = self._model_path(run_id)
+            if path.exists() and self.read_runs(run_id=run_id, limit=1).empty:
+                path.unlink()
+        return deleted
+
+    # -- run models: files next to the database ------------------------------------------
+    # Why files: kuzu 0.11.3's Python API takes no bytes parameter ("Unknown parameter type
+    # <class 'bytes'>"), so a BLOB property could only be written through an Arrow COPY; a
+    # model is one file of a few hundred kB (digits: 0.5 MB) that only `predict` and
+    # `explain` read whole, and the store folder is graphlabel's own.
+
+    def _model_path(self, run_id: str) -> Path:
+        if not isinstance(run_id, str) or not MODEL_FILE_NAME.fullmatch(run_id):
+            raise ValueError(f"invalid run id {run_id!r}: letters, digits, '_', '.' and '-' only")
+        return self.path / MODELS_FOLDER / f"{run_id}.npz"
+
+    def write_model(self, run_id: str, model: bytes) -> None:
+        path = self._model_path(run_id)
+        if self.read_runs(run_id=run_id, limit=1).empty:
+            raise ValueError(f"no run {run_id!r} in the store to keep a model with")
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(bytes(model))
+        os.replace(partial, path)  # a reader sees the old model or the new one, never half of one
+
+    def read_model(self, run_id: str) -> bytes | None:
+        path = self._model_path(run_id)
+        return path.read_bytes() if path.is_file() else None
 
     def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
         check_dataset_name(dataset)
@@ -399,6 +433,15 @@ class KuzuStore(GraphStore):
             return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
         neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
         return explanation(node[0], neighbours, dataset, key)
+
+    def node_features(self, dataset: str, key: str) -> np.ndarray | None:
+        check_dataset_name(dataset)
+        rows = self._run("node_features", {"uid": f"{dataset}:{key}"}).get_as_arrow()
+        if not rows.num_rows:
+            raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+        if rows.column("features")[0].as_py() is None:
+            return None
+        return _blob_to_features(rows.column("features")).flatten().to_numpy(zero_copy_only=False).astype(np.float64)
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
         statement = user_statement(cypher, parameters)

@@ -93,7 +93,7 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import StoreSetupError, StoreUnavailable, WriteRefused
+from .errors import NotFound, StoreSetupError, StoreUnavailable, WriteRefused
 from .explain import explanation
 from .identifiers import render
 from .neo4j_config import Neo4jGraphConfig
@@ -456,6 +456,26 @@ class Neo4jStore(GraphStore):
                                                   "run_ids": doomed[start:start + self.config.batch_size]})
             deleted += int(record["deleted"]) if record is not None else 0
         return deleted
+
+    def node_features(self, dataset: str, key: str) -> np.ndarray | None:
+        check_dataset_name(dataset)
+        record = self._single("node_features", {"dataset": dataset, "key": key}, READ)
+        if record is None:
+            raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+        features = record["features"]
+        if features is None or any(value is None for value in features):
+            return None
+        return np.asarray(features, dtype=np.float64)
+
+    def write_model(self, run_id: str, model: bytes) -> None:
+        # a byte-array property of the run node (write_model.neo4j.cypher says why)
+        record = self._single("write_model", {"run_id": str(run_id), "model": bytes(model)})
+        if record is None or not int(record["written"]):
+            raise ValueError(f"no run {run_id!r} in the store to keep a model with")
+
+    def read_model(self, run_id: str) -> bytes | None:
+        record = self._single("read_model", {"run_id": str(run_id)}, READ)
+        return None if record is None or record["model"] is None else bytes(record["model"])
 
     def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
         check_dataset_name(dataset)

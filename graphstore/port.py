@@ -101,6 +101,29 @@ class GraphStore(ABC):
         node's ``label_run_id`` points to. Returns how many were deleted."""
 
     @abstractmethod
+    def node_features(self, dataset: str, key: str) -> np.ndarray | None:
+        """One node's feature vector (float64), or None when the node has no features.
+
+        Raises
+        ------
+        NotFound
+            No node with that key in the dataset.
+        """
+
+    @abstractmethod
+    def write_model(self, run_id: str, model: bytes) -> None:
+        """Keep the run's fitted model (``labelling.run_model.RunModel.to_bytes``: arrays
+        and parameters, no pickle) with its ``LabelRun``, replacing one written before.
+        Where it lives is the store's choice: Neo4j a byte-array property of the run node,
+        the embedded store a file next to its database (each adapter says why). Pruning a
+        run removes its model."""
+
+    @abstractmethod
+    def read_model(self, run_id: str) -> bytes | None:
+        """The model ``write_model`` kept for the run, or None (no such run, or a run
+        that kept none)."""
+
+    @abstractmethod
     def explain(self, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
         """Why node ``key`` got its label, from the stored similarity relationships.
 

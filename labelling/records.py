@@ -13,6 +13,8 @@ kind                       the row ...
 ``non-numeric feature``    has a feature that is not a number (``'abc'``, a list in a column).
 ``missing feature``        has an empty or NaN feature.
 ``infinite feature``       has a feature of ±inf.
+``missing text``           has an empty or blank cell in the ``text`` column (nothing to
+                           embed; ``labelling.text_embedding``).
 ``wrong feature length``   has a feature list of another length than the others (or than
                            the dataset's ``expected_dim``), or no feature list at all.
 ``label not in classes``   has a label outside ``classes`` (when ``classes`` is given).
@@ -71,9 +73,10 @@ INFINITE_FEATURE = "infinite feature"
 WRONG_LENGTH = "wrong feature length"
 UNKNOWN_CLASS = "label not in classes"
 DUPLICATE_KEY = "duplicate key"
+MISSING_TEXT = "missing text"
 #: Every kind of rejection, in the order the summary lists them.
 REJECT_KINDS = (MALFORMED_LINE, UNDECODABLE, MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE,
-                WRONG_LENGTH, UNKNOWN_CLASS, DUPLICATE_KEY)
+                MISSING_TEXT, WRONG_LENGTH, UNKNOWN_CLASS, DUPLICATE_KEY)
 
 # pandas' default missing-value markers (the ``na_values`` list of ``pandas.read_csv``),
 # kept for feature columns only: in key and label columns they are ordinary text.
@@ -144,7 +147,7 @@ class InputTable:
 
 
 def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
-               encoding: str = "utf-8") -> InputTable:
+               encoding: str = "utf-8", text: str | None = None) -> InputTable:
     """Load records; key and label columns are read as text so '007' stays '007'.
     ``encoding`` is a CSV/TSV file's (Parquet files say their own)."""
     if isinstance(source, pd.DataFrame):
@@ -160,7 +163,8 @@ def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
     if suffix in (".csv", ".txt", ".tsv"):
         # Per-column missing markers (keep_default_na=False, or pandas applies its
         # defaults to every column): only an empty key or label is missing.
-        table = read_text_table(path, "\t" if suffix == ".tsv" else ",", text_columns=[c for c in (key, label) if c],
+        table = read_text_table(path, "\t" if suffix == ".tsv" else ",",
+                                text_columns=[c for c in (key, label, text) if c],
                                 na_values=CSV_NA_TEXT, encoding=encoding)
         return InputTable(table.frame, table.lines, table.rejects)
     raise ValueError(f"unsupported file type {suffix!r}: use .csv, .tsv or .parquet")
@@ -275,6 +279,29 @@ def _feature_matrix(frame: pd.DataFrame, columns: list[str], expected_dim: int |
     return matrix
 
 
+def _with_text(frame: pd.DataFrame, columns: list[str], text: str, expected_dim: int | None,
+               reasons: Reasons) -> np.ndarray:
+    """The numeric feature columns (maybe none) followed by the text column's embedding
+    (``labelling.text_embedding``); rows with an empty text cell get a reason and NaN."""
+    from .text_embedding import DIMENSION, embed_texts
+
+    numeric = _feature_matrix(frame, columns, None, reasons) if columns else np.zeros((len(frame), 0))
+    cells = frame[text]
+    empty = cells.isna().to_numpy() | cells.map(lambda v: not str(v).strip()).to_numpy(dtype=bool)
+    for i in np.flatnonzero(empty):
+        reasons[i].append((MISSING_TEXT, f"missing text {text}"))
+    width = numeric.shape[1] + DIMENSION
+    if expected_dim is not None and width != expected_dim:
+        for r in reasons:
+            r.append((WRONG_LENGTH, f"wrong feature length: got {width} ({numeric.shape[1]} features and a text"
+                                    f" embedding of {DIMENSION}), expected {expected_dim}"))
+    embedded = np.full((len(frame), DIMENSION), np.nan)
+    kept = np.flatnonzero([not r for r in reasons])  # rows rejected anyway are not embedded
+    if len(kept):
+        embedded[kept] = embed_texts(cells.iloc[kept].astype(str).tolist())
+    return np.hstack([numeric, embedded])
+
+
 def _list_column(values: pd.Series, column: str, expected_dim: int | None, reasons: Reasons) -> np.ndarray:
     """One column of feature lists. The expected length is ``expected_dim`` when the dataset
     has one, else the most common non-zero length of the batch (the smallest on a tie)."""
@@ -336,11 +363,12 @@ def parse_records(
     source: str | Path | pd.DataFrame,
     *,
     key: str,
-    features: str | list[str],
+    features: str | list[str] | None,
     label: str | None = None,
     expected_dim: int | None = None,
     classes: Iterable[str] | None = None,
     encoding: str = "utf-8",
+    text: str | None = None,
 ) -> ParsedRecords:
     """Validate records into node rows; every row is either a node or a reject with reasons.
 
@@ -349,8 +377,9 @@ def parse_records(
     source : path to a CSV/TSV/Parquet file, or a DataFrame
     key : str
         Column with each entity's unique key.
-    features : str or list of str
-        Feature columns (comma-separated names or glob patterns), or one column holding lists.
+    features : str or list of str, optional
+        Feature columns (comma-separated names or glob patterns), or one column holding
+        lists; optional when ``text`` is given.
     label : str, optional
         Column with the given label (empty where none is given).
     expected_dim : int, optional
@@ -362,6 +391,10 @@ def parse_records(
         same class). None (default) allows any label.
     encoding : str, default "utf-8"
         Text encoding of a CSV/TSV file (``labelling.textfiles``).
+    text : str, optional
+        A column of text, embedded by ``labelling.text_embedding`` (the
+        ``graphlabel[text]`` extra) into 384 features after the numeric ones; an empty
+        or blank cell rejects its row (kind ``missing text``).
 
     Returns
     -------
@@ -382,18 +415,26 @@ def parse_records(
     if expected_dim is not None and (isinstance(expected_dim, bool) or not isinstance(expected_dim, (int, np.integer))
                                      or expected_dim < 1):
         raise ValueError(f"expected_dim must be a positive integer, got {expected_dim!r}")
-    table = read_table(source, key, label, encoding)
+    if features is None and text is None:
+        raise ValueError("give the feature columns (--features), a text column (--text), or both")
+    if text is not None and text in (key, label):
+        raise ValueError(f"the text column {text!r} is also the {'key' if text == key else 'label'} column")
+    table = read_table(source, key, label, encoding, text)
     frame, numbers = table.frame, table.rows
-    for column in (key, label):
+    for column in (key, label, text):
         if column and column not in frame.columns:
             raise ValueError(f"no column {column!r}; columns are {list(frame.columns)[:20]}")
-    columns = resolve_feature_columns(frame, features, exclude={key: "key", **({label: "label"} if label else {})})
+    roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {})}
+    columns = resolve_feature_columns(frame, features, exclude=roles) if features is not None else []
     keys = _as_text(frame[key])
     labels = _as_text(frame[label]) if label else pd.Series(np.full(len(frame), None, dtype=object))
     reasons: Reasons = [[] for _ in range(len(frame))]
     for i in np.flatnonzero(keys.isna().to_numpy()):
         reasons[i].append((MISSING_KEY, "missing key"))
-    matrix = _feature_matrix(frame, columns, expected_dim, reasons)
+    if text is None:
+        matrix = _feature_matrix(frame, columns, expected_dim, reasons)
+    else:
+        matrix = _with_text(frame, columns, text, expected_dim, reasons)
     if allowed is not None:
         outside = labels.notna().to_numpy() & ~labels.isin(allowed).to_numpy()
         described = _describe_classes(allowed)

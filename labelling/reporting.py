@@ -555,7 +555,22 @@ def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -
         strongest.add_row(_text(str(row.key)), f"{row.weight:.4g}", f"{row.share:.1%}",
                           _text(format_value(row.given_label)), _text(format_value(row.predicted_label)),
                           "yes" if row.agrees else "no")
-    return [about, shares, strongest]
+    if "support_vectors" in node:
+        per_class = ", ".join(f"{label} {share:.1%}" for label, share in node["support_class_shares"].items())
+        support = Table("support vector", "trained as", "share", title=f"the SVM's pull at this node: strongest"
+                        f" {len(node['support_vectors'])} of {node['n_support_vectors']} support vectors"
+                        f" (per class: {per_class})", title_justify="left")
+        for vector in node["support_vectors"]:
+            support.add_row(_text(vector["key"] or "(an anchor)"), _text(vector["label"]), f"{vector['share']:.1%}")
+        return [about, shares, strongest, support]
+    if "cut_edges" not in node:
+        return [about, shares, strongest]
+    cut = Table("neighbour", "weight", "label", title=f"cut edges ({node.get('label_solver')}): weight"
+                f" {node['cut_weight']:.4g} to the other side, {node['cut_share']:.1%} of the weighted degree",
+                title_justify="left")
+    for edge in node["cut_edges"]:
+        cut.add_row(_text(str(edge["key"])), f"{edge['weight']:.4g}", _text(format_value(edge["label"])))
+    return [about, shares, strongest, cut]
 
 
 def jobs_renderables(jobs) -> list:

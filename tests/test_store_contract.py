@@ -374,6 +374,33 @@ def test_prune_runs_keeps_the_newest_completed_running_and_current_runs(store, n
             store.prune_runs(dataset, keep_last=bad)
 
 
+def test_a_run_keeps_its_model_until_it_is_pruned(store, names):
+    dataset = names()
+    blob = bytes(range(256)) * 4_000  # 1 MB, every byte value: no text encoding may touch it
+    with pytest.raises(ValueError, match="no run"):
+        store.write_model(f"{dataset}-missing", blob)
+    store.write_run(run(f"{dataset}-r0", dataset, 0))
+    store.write_run(run(f"{dataset}-r1", dataset, 1))
+    assert store.read_model(f"{dataset}-r0") is None  # a run that kept none
+    assert store.read_model(f"{dataset}-nothing") is None  # no such run
+    store.write_model(f"{dataset}-r0", blob[:10])
+    store.write_model(f"{dataset}-r0", blob)  # replaced
+    assert store.read_model(f"{dataset}-r0") == blob
+    assert set(store.read_runs(dataset).columns) == set(RUN_COLUMNS)  # listing runs never reads a model
+    assert store.prune_runs(dataset, keep_last=1) == 1
+    assert store.read_model(f"{dataset}-r0") is None
+
+
+def test_node_features_reads_one_node(store, names):
+    dataset = names()
+    store.write_nodes(dataset, nodes(["a", "b"], ["x", None], [[0.5, -1.25, 3.0], [1.0, 2.0, 4.0]]))
+    np.testing.assert_array_equal(store.node_features(dataset, "a"), [0.5, -1.25, 3.0])
+    with pytest.raises(NotFound, match="no node with key 'zz'"):
+        store.node_features(dataset, "zz")
+    with pytest.raises(NotFound):
+        store.node_features(names(), "a")  # another dataset
+
+
 # -- explain --------------------------------------------------------------------------------
 
 

@@ -1,0 +1,87 @@
+"""The max-margin model a run keeps (labelling/run_model.py): the arrays give the fitted
+SVC's own decisions, labels and probabilities back; another format version is refused."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, load_wine
+from sklearn.preprocessing import StandardScaler
+
+from labelling.run_model import FORMAT_VERSION, ModelVersionError, RunModel
+from similarity import knn_graph
+from solvers import LabelProblem
+from solvers.maxmargin import MaxMarginGraphCut, paper_bandwidth
+
+
+def fitted(loader, kernel="rbf", fraction=0.2):
+    X, y = loader(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    given = np.full(len(y), -1)
+    chosen = np.random.default_rng(0).choice(len(y), int(fraction * len(y)), replace=False)
+    given[chosen] = y[chosen]
+    W = knn_graph(X, 5, weights="gaussian", sigma=paper_bandwidth(X))
+    model = MaxMarginGraphCut(kernel=kernel).fit(LabelProblem(W, given, n_classes=len(np.unique(y)), X=X))
+    keys = np.array([f"k{i}" for i in range(len(y))], dtype=object)
+    return model, keys, X, y
+
+
+@pytest.mark.parametrize(("loader", "kernel"), [(load_digits, "rbf"), (load_wine, "rbf"), (load_wine, "cubic"),
+                                                (load_wine, "linear")])
+def test_the_stored_arrays_decide_as_the_fitted_svm(loader, kernel):
+    model, keys, X, y = fitted(loader, kernel)
+    stored = RunModel.from_bytes(RunModel.from_fitted(model, keys, np.unique(y).astype(str)).to_bytes())
+    expected = model.svm_.decision_function(X)
+    np.testing.assert_allclose(stored.pair_decisions(X), expected.reshape(len(X), -1), atol=1e-9)
+    np.testing.assert_array_equal(stored.predict(X), model.predict(X))
+    np.testing.assert_allclose(stored.predict_proba(X), model.predict_proba(X), atol=1e-9)
+    assert stored.temperature == model.calibrator_.temperature_
+    assert set(stored.support_keys) <= set(keys)
+    assert len(stored.support_keys) == len(model.svm_.support_)
+
+
+def test_two_classes_follow_the_sign_of_f():
+    X, y = load_wine(return_X_y=True)
+    keep = y < 2
+    X, y = StandardScaler().fit_transform(X[keep]), y[keep]
+    given = np.where(np.arange(len(y)) % 4 == 0, y, -1)
+    W = knn_graph(X, 5, weights="gaussian", sigma=paper_bandwidth(X))
+    model = MaxMarginGraphCut().fit(LabelProblem(W, given, n_classes=2, X=X))
+    stored = RunModel.from_bytes(RunModel.from_fitted(model, np.arange(len(y)).astype(str), np.array(["a", "b"]))
+                                 .to_bytes())
+    np.testing.assert_allclose(stored.pair_decisions(X)[:, 0], model.decision_function(X), atol=1e-9)
+    np.testing.assert_array_equal(stored.predict(X), model.predict(X))
+    assert (stored.predict(X) == y).mean() > 0.9
+
+
+def test_support_shares_sum_to_one_and_name_the_classes():
+    model, keys, X, y = fitted(load_wine)
+    stored = RunModel.from_fitted(model, keys, np.unique(y).astype(str))
+    share, classes = stored.support_shares(X[0])
+    assert share.sum() == pytest.approx(1.0)
+    assert (share >= 0).all()
+    assert classes.shape == share.shape
+    by_class = np.bincount(classes, weights=share, minlength=3)
+    assert by_class.argmax() == y[0]  # the support vectors of its own class pull the most
+
+
+def test_another_version_or_not_a_model_is_refused_in_one_line():
+    model, keys, X, y = fitted(load_wine)
+    blob = RunModel.from_fitted(model, keys, np.unique(y).astype(str)).to_bytes()
+    with np.load(io.BytesIO(blob)) as arrays:
+        parts = dict(arrays)
+    header = json.loads(str(parts["header"]))
+    parts["header"] = np.array(json.dumps({**header, "version": FORMAT_VERSION + 1}))
+    buffer = io.BytesIO()
+    np.savez(buffer, **parts)
+    other = buffer.getvalue()
+    with pytest.raises(ModelVersionError, match=f"version {FORMAT_VERSION + 1}.*reads .* version {FORMAT_VERSION}"):
+        RunModel.from_bytes(other)
+    with pytest.raises(ModelVersionError, match="cannot be read"):
+        RunModel.from_bytes(b"not a model")
+    stored = RunModel.from_bytes(blob)
+    with pytest.raises(ValueError, match="takes 13 features per record, got 12"):
+        stored.predict(X[:, :12])
