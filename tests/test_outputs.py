@@ -1,0 +1,68 @@
+"""Issue 17's outputs on the embedded store: the readable scores' arithmetic, and the whole
+scenario of tests/outputs_scenario.py (export, review, accept/correct, drop-dataset) on
+wine through the command line, in-process."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from outputs_scenario import Ran, run_scenario, wine_csv
+from typer.testing import CliRunner
+
+from graphlabel.cli import app
+from labelling.scores import readable_scores, runner_up
+
+runner = CliRunner()
+
+
+def test_readable_scores_keep_probabilities_and_map_signed_margins_to_a_distribution():
+    scores = np.array([[0.7, 0.2, 0.1],       # a class distribution: unchanged
+                       [2.0, 1.0, 1.0],       # votes: divided by their sum
+                       [0.5, -0.5, -np.inf],  # signed margins, a class nobody reaches
+                       [0.3, 0.3, 0.4],       # no prediction (label -1): no scores
+                       [0.0, 0.0, 0.0]])      # nothing at all: no scores
+    labels = np.array([0, 0, 0, -1, 1])
+    readable = readable_scores(scores, labels)
+    np.testing.assert_allclose(readable[0], [0.7, 0.2, 0.1])
+    np.testing.assert_allclose(readable[1], [0.5, 0.25, 0.25])
+    np.testing.assert_allclose(readable[2], [np.e / (np.e + 1), 1 / (np.e + 1), 0.0])
+    assert np.isnan(readable[3:]).all()
+    runner_class, margin = runner_up(readable, labels)
+    np.testing.assert_array_equal(runner_class, [1, 1, 1, -1, -1])
+    np.testing.assert_allclose(margin[:3], [0.5, 0.25, (np.e - 1) / (np.e + 1)])
+    assert np.isnan(margin[3:]).all()
+
+
+def test_the_runner_up_is_the_best_class_other_than_the_predicted_one():
+    # a label that is not its scores' arg-max (maxmargin's one-vs-one vote can do that)
+    runner_class, margin = runner_up(np.array([[0.6, 0.3, 0.1]]), np.array([1]))
+    assert runner_class.tolist() == [0]
+    assert margin[0] == pytest.approx(-0.3)
+
+
+def test_readable_scores_refuse_a_wrong_shape():
+    with pytest.raises(ValueError, match="shape"):
+        readable_scores(np.zeros((3, 2)), np.zeros(4, int))
+
+
+def test_outputs_scenario_on_the_embedded_store(tmp_path, store_path):
+    from graphstore import open_store
+
+    def invoke(*args: str, ok: bool = True) -> Ran:
+        result = runner.invoke(app, [*map(str, args), "--store", store_path])
+        ran = Ran(result.exit_code, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+        if ok:
+            assert ran.exit_code == 0, ran.output
+        else:
+            assert ran.exit_code == 1, ran.output
+            assert ran.output.count("error: ") == 1, ran.output
+            ran.output = " ".join(ran.output[ran.output.rindex("error: "):].split())
+        return ran
+
+    def query(cypher: str, parameters: dict):
+        with open_store(store_path) as store:
+            return store.query(cypher, parameters)
+
+    other_csv, _ = wine_csv(tmp_path / "other.csv", flipped=0, seed=1)
+    run_scenario(invoke, query, tmp_path, "wine", "wine2", other_csv)
