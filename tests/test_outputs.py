@@ -66,3 +66,38 @@ def test_outputs_scenario_on_the_embedded_store(tmp_path, store_path):
 
     other_csv, _ = wine_csv(tmp_path / "other.csv", flipped=0, seed=1)
     run_scenario(invoke, query, tmp_path, "wine", "wine2", other_csv)
+
+
+def test_drop_dataset_asks_on_a_terminal(tmp_path, store_path):
+    """On a terminal drop-dataset asks first: "n" keeps the dataset, "y" deletes it (a
+    pseudo-terminal as stdin, the command a process of its own)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    csv, _ = wine_csv(tmp_path / "wine.csv")
+    result = runner.invoke(app, ["ingest", csv, "--dataset", "wine", "--key", "id", "--label", "label",
+                                 "--features", "f*", "--store", store_path])
+    assert result.exit_code == 0, result.output
+    graphlabel = Path(sys.executable).parent / "graphlabel"
+
+    def answer(reply: str) -> tuple[int, str]:
+        leader, follower = pty.openpty()
+        try:
+            os.write(leader, reply.encode())
+            done = subprocess.run([str(graphlabel), "drop-dataset", "wine", "--store", store_path], stdin=follower,
+                                  capture_output=True, text=True, timeout=120)
+        finally:
+            os.close(leader)
+            os.close(follower)
+        return done.returncode, done.stdout + done.stderr
+
+    code, output = answer("n\n")
+    assert code == 1, output
+    assert "delete dataset 'wine': 178 nodes" in output
+    assert "nothing deleted" in output
+    code, output = answer("y\n")
+    assert code == 0, output
+    assert "deleted dataset 'wine': 178 nodes, 0 runs, 0 review decisions" in output
