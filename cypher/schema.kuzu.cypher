@@ -60,9 +60,9 @@ ALTER TABLE LabelRun ADD IF NOT EXISTS error STRING;
 ALTER TABLE LabelRun ADD IF NOT EXISTS process STRING;
 ALTER TABLE LabelRun ADD IF NOT EXISTS heartbeat_at TIMESTAMP;
 // Per-class scores (issue 17): label_scores is a BLOB of little-endian float64, one per
-// class of the node's run (LabelRun.classes), as features are: kuzu 0.11.3 took 22 s to
-// checkpoint after re-setting a DOUBLE[] column on 20k nodes with relationships, 0.1 s
-// for a BLOB (graphstore/kuzu_store.py _features_to_blob), and every run re-sets this one.
+// class of the node's run (LabelRun.classes), as features are, because every run re-sets
+// it: on 100k nodes with 1M relationships, 1.9 s as a BLOB against 147 s as DOUBLE[]
+// (python -m bench scores_write, bench/results/scores_write.md).
 ALTER TABLE Entity ADD IF NOT EXISTS label_scores BLOB;
 ALTER TABLE Entity ADD IF NOT EXISTS label_runner_up STRING;
 ALTER TABLE Entity ADD IF NOT EXISTS label_margin DOUBLE;

@@ -100,7 +100,9 @@ def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
 
 def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
     """list<double> → BLOB as ``_features_to_blob``, null where the list is null (a node
-    without scores): per-class scores use the BLOB for the reason features do."""
+    without scores). Per-class scores use the BLOB for the reason features do: setting
+    them on 100k nodes with 1M relationships took 1.9 s as a BLOB, 147 s as DOUBLE[]
+    (bench/results/scores_write.md)."""
     flat = lists.combine_chunks()
     values = pa.compute.list_flatten(flat)  # a null list's values are skipped
     sizes = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
