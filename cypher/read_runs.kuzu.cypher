@@ -11,6 +11,6 @@ RETURN r.run_id AS run_id, r.dataset AS dataset, r.solver AS solver, r.status AS
        r.started_at AS started_at, r.finished_at AS finished_at, r.n_nodes AS n_nodes,
        r.n_labeled AS n_labeled, r.n_flagged AS n_flagged, r.parameters AS parameters,
        r.metrics AS metrics, r.timings AS timings, r.versions AS versions, r.error AS error,
-       r.process AS process, r.heartbeat_at AS heartbeat_at
+       r.process AS process, r.heartbeat_at AS heartbeat_at, r.classes AS classes
 ORDER BY started_at DESC, run_id DESC
 LIMIT $max_rows

@@ -59,3 +59,31 @@ ALTER TABLE LabelRun ADD IF NOT EXISTS error STRING;
 // Where a run runs and its last sign of life (labelling/liveness.py).
 ALTER TABLE LabelRun ADD IF NOT EXISTS process STRING;
 ALTER TABLE LabelRun ADD IF NOT EXISTS heartbeat_at TIMESTAMP;
+// Per-class scores (issue 17): label_scores is a BLOB of little-endian float64, one per
+// class of the node's run (LabelRun.classes), as features are, because every run re-sets
+// it: on 100k nodes with 1M relationships, 1.9 s as a BLOB against 147 s as DOUBLE[]
+// (python -m bench scores_write, bench/results/scores_write.md).
+ALTER TABLE Entity ADD IF NOT EXISTS label_scores BLOB;
+ALTER TABLE Entity ADD IF NOT EXISTS label_runner_up STRING;
+ALTER TABLE Entity ADD IF NOT EXISTS label_margin DOUBLE;
+// The given label a reviewer vouched for (graphlabel accept, or correct's new label):
+// review lists the node no more while its given label is this one.
+ALTER TABLE Entity ADD IF NOT EXISTS label_accepted STRING;
+// The class order of the run's label_scores, as JSON text.
+ALTER TABLE LabelRun ADD IF NOT EXISTS classes STRING;
+// One node per review decision (graphlabel accept / correct), linked to its entity.
+CREATE NODE TABLE IF NOT EXISTS LabelDecision(
+    decision_id STRING,
+    dataset STRING,
+    key STRING,
+    decision STRING,
+    previous_label STRING,
+    label STRING,
+    reviewer STRING,
+    decided_at TIMESTAMP,
+    predicted_label STRING,
+    label_noise_score DOUBLE,
+    label_run_id STRING,
+    PRIMARY KEY(decision_id)
+);
+CREATE REL TABLE IF NOT EXISTS REVIEWS(FROM LabelDecision TO Entity);

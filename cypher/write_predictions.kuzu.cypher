@@ -8,5 +8,8 @@ SET e.predicted_label = predicted_label,
     e.label_noise_score = label_noise_score,
     e.label_run_id = label_run_id,
     e.label_solver = label_solver,
-    e.labelled_at = labelled_at
+    e.labelled_at = labelled_at,
+    e.label_scores = label_scores,
+    e.label_runner_up = label_runner_up,
+    e.label_margin = label_margin
 RETURN count(e) AS written

@@ -18,5 +18,8 @@ SET e.${predicted_label} = row.predicted_label,
     e.${label_noise_score} = row.label_noise_score,
     e.${label_run_id} = row.label_run_id,
     e.${label_solver} = row.label_solver,
-    e.${labelled_at} = row.labelled_at
+    e.${labelled_at} = row.labelled_at,
+    e.${label_scores} = row.label_scores,
+    e.${label_runner_up} = row.label_runner_up,
+    e.${label_margin} = row.label_margin
 RETURN count(e) AS written

@@ -13,4 +13,5 @@ SET r.dataset = $dataset,
     r.versions = $versions,
     r.error = $error,
     r.process = $process,
-    r.heartbeat_at = $heartbeat_at
+    r.heartbeat_at = $heartbeat_at,
+    r.classes = $classes

@@ -396,7 +396,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                       parameters={**parameters, **graph_used(store, dataset),
                                   "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,
-                      n_labeled=int(exported.problem.labeled.sum()), n_flagged=int(prediction.noisy.sum()))
+                      n_labeled=int(exported.problem.labeled.sum()), n_flagged=int(prediction.noisy.sum()),
+                      classes=[str(name) for name in exported.classes])
         with clock("record_run"):
             record_run(store, run)
         if keep_runs is not None:

@@ -606,3 +606,165 @@ def serve(
 
 def main() -> None:  # pragma: no cover - console entry point
     sys.exit(app())
+
+
+# -- outputs and review (issue 17) ------------------------------------------------------
+
+
+def _store_errors():
+    """What a command that reads or writes a named node or run says in one line."""
+    from graphstore.errors import NotFound
+
+    return (NotFound, *_user_errors())
+
+
+@app.command()
+def export(
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset to export."),
+    run: str | None = typer.Option(None, "--run", help="Only the nodes this run labelled (its id, or a"
+                                      " unique start or end of it) that still carry its prediction."),
+    file_format: str = typer.Option("parquet", "--format", help="parquet or csv."),
+    output: str | None = typer.Option(None, "--output", help="File to write (default DATASET.parquet"
+                                         " or DATASET.csv)."),
+    store: str | None = StoreOption,
+) -> None:
+    """Write the dataset's predictions to a Parquet or CSV file: keys, given and predicted
+    labels, confidence, a score column per class, runner-up, margin, noise flag and score."""
+    from flows.direct import run_flow
+    from flows.outputs import export_flow
+    from labelling.export import FORMATS
+    from labelling.options import run_tags
+
+    if file_format not in FORMATS:
+        _fail(f"--format must be one of {', '.join(FORMATS)}, got {file_format!r}", code=2)
+    _quiet_expected_errors()
+    try:
+        summary = run_flow(export_flow, run_tags(dataset, "export"), _store_errors(), dataset=dataset,
+                           store_uri=store, run_id=run, file_format=file_format, output=output)
+    except _store_errors() as error:
+        _fail(str(error))
+    except OSError as error:  # a folder that cannot be written
+        _fail(f"could not write the export: {error}")
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    console.print(f"wrote {summary['rows']:,} nodes of {dataset!r} to {summary['path']}"
+                  f" ({len(summary['classes'])} score columns)", highlight=False)
+
+
+@app.command()
+def review(
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset to review."),
+    limit: int = typer.Option(10, min=1, help="Flagged labels listed, most doubted first."),
+    neighbours: int = typer.Option(3, min=1, help="Strongest neighbours shown per label."),
+    store: str | None = StoreOption,
+) -> None:
+    """List the given labels flagged as noisy and not yet accepted, ranked by noise score,
+    with their strongest neighbours; decide with accept or correct."""
+    from graphstore import open_store
+    from labelling.reporting import review_renderables
+    from labelling.review import flagged
+
+    try:
+        with open_store(store) as graph_store:
+            rows = flagged(graph_store, dataset, limit)
+            explained = [graph_store.explain(dataset, key, neighbours) for key in rows["key"]]
+    except _store_errors() as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    if rows.empty:
+        console.print(f"no flagged given label left to review in {dataset!r}", highlight=False)
+        return
+    for renderable in review_renderables(rows, explained):
+        console.print(renderable)
+    console.print(f"decide: graphlabel accept KEY --dataset {dataset}\n    or: graphlabel correct KEY"
+                  f" --dataset {dataset} --label L", highlight=False)
+
+
+def _decide(key: str, dataset: str, decision: str, label: str | None, reviewer: str | None,
+            store: str | None) -> dict:
+    from graphstore import open_store
+    from labelling.records import key_text
+    from labelling.review import decide
+
+    key = key_text(key) or key  # the key as ingest stored it
+    try:
+        with open_store(store) as graph_store:
+            return decide(graph_store, dataset, key, decision, label, reviewer)
+    except _store_errors() as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    raise AssertionError("unreachable")  # _fail raises
+
+
+ReviewerOption = typer.Option(None, "--reviewer", help="Who decides (default $USER).")
+
+
+@app.command()
+def accept(
+    key: str = typer.Argument(..., help="Key of the node whose given label is right."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset the node belongs to."),
+    reviewer: str | None = ReviewerOption,
+    store: str | None = StoreOption,
+) -> None:
+    """Keep a flagged given label: recorded as accepted (who, when), review lists it no more."""
+    done = _decide(key, dataset, "accept", None, reviewer, store)
+    console.print(f"accepted {key!r}'s given label {done['label']!r} ({done['reviewer']})", highlight=False)
+
+
+@app.command()
+def correct(
+    key: str = typer.Argument(..., help="Key of the node whose given label is wrong."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset the node belongs to."),
+    label: str = typer.Option(..., "--label", help="The right label: one of the dataset's classes."),
+    reviewer: str | None = ReviewerOption,
+    store: str | None = StoreOption,
+) -> None:
+    """Replace a given label (who, when and the previous label recorded); the next
+    labelling run sees the node as changed."""
+    from labelling.records import key_text
+
+    label = key_text(label) or label  # labels follow the keys' rule, as ingest reads them ("1.0" is "1")
+    done = _decide(key, dataset, "correct", label, reviewer, store)
+    console.print(f"corrected {key!r}: {done['previous_label']!r} → {done['label']!r} ({done['reviewer']});"
+                  " the next label run relabels around it", highlight=False)
+
+
+@app.command("drop-dataset")
+def drop_dataset(
+    dataset: str = typer.Argument(..., callback=_checked_dataset, help="Dataset to delete."),
+    yes: bool = typer.Option(False, "--yes", help="Do not ask (for scripts)."),
+    store: str | None = StoreOption,
+) -> None:
+    """Delete a dataset's nodes, relationships, runs, graph record and review decisions."""
+    from graphstore import open_store
+
+    try:
+        with open_store(store) as graph_store:
+            nodes = graph_store.count_nodes(dataset)
+            runs = graph_store.read_runs(dataset=dataset, limit=1_000_000)
+            if not nodes and runs.empty:
+                _fail(f"no dataset {dataset!r} in the store")
+            if not yes:
+                if not sys.stdin.isatty():
+                    _fail(f"drop-dataset deletes {nodes:,} nodes and {len(runs):,} runs of {dataset!r}: add --yes"
+                          " to do it without a terminal to ask on")
+                if not typer.confirm(f"delete dataset {dataset!r}: {nodes:,} nodes, their relationships,"
+                                     f" {len(runs):,} runs and the review decisions?", default=False):
+                    _fail("nothing deleted")
+            counts = graph_store.drop_dataset(dataset)
+    except _store_errors() as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    console.print(f"deleted dataset {dataset!r}: {counts['nodes']:,} nodes, {counts['runs']:,} runs,"
+                  f" {counts['decisions']:,} review decisions", highlight=False)

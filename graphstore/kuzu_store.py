@@ -46,11 +46,13 @@ from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
 from .schemas import (
     EDGE_SCHEMA,
+    EXPORT_SCHEMA,
     NODE_SCHEMA,
     READ_PREDICTION_SCHEMA,
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
+    check_decision,
     check_endpoints,
     check_limit,
     conform_table,
@@ -99,6 +101,21 @@ def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
     raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
     return pa.ListArray.from_arrays(pa.array((offsets - offsets[0]) // 8, pa.int64()).cast(pa.int32()),
                                     pa.array(raw.view("<f8").astype(np.float64)))
+
+
+def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
+    """list<double> → BLOB as ``_features_to_blob``, null where the list is null (a node
+    without scores). Per-class scores use the BLOB for the reason features do: setting
+    them on 100k nodes with 1M relationships took 1.9 s as a BLOB, 147 s as DOUBLE[]
+    (bench/results/scores_write.md)."""
+    flat = lists.combine_chunks()
+    values = pa.compute.list_flatten(flat)  # a null list's values are skipped
+    sizes = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    data = np.ascontiguousarray(values.to_numpy(zero_copy_only=False), dtype="<f8")
+    blob = pa.Array.from_buffers(pa.large_binary(), len(flat),
+                                 [None, pa.py_buffer(offsets * 8), pa.py_buffer(data.tobytes())])
+    return pa.compute.if_else(flat.is_valid(), blob, pa.scalar(None, pa.large_binary()))
 
 
 def _frame(result) -> pd.DataFrame:
@@ -364,6 +381,8 @@ class KuzuStore(GraphStore):
         rows = predictions.append_column("uid", _uids(dataset, predictions.column("key")))
         if not rows.num_rows:
             return 0
+        index = rows.column_names.index("label_scores")
+        rows = rows.set_column(index, "label_scores", _nullable_blob(rows.column("label_scores")))
         return int(self._bulk("write_predictions", {"rows": rows}).get_next()[0])
 
     def write_run(self, run: LabelRunRecord) -> None:
@@ -442,6 +461,55 @@ class KuzuStore(GraphStore):
         if rows.column("features")[0].as_py() is None:
             return None
         return _blob_to_features(rows.column("features")).flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+
+    def read_export(self, dataset: str) -> pa.Table:
+        check_dataset_name(dataset)
+        table = self._run("read_export", {"dataset": dataset}).get_as_arrow()
+        index = table.column_names.index("label_scores")
+        scores = _blob_to_features(table.column("label_scores"))
+        scores = pa.compute.if_else(table.column("label_scores").combine_chunks().is_valid(), scores,
+                                    pa.scalar(None, scores.type))
+        return table.set_column(index, "label_scores", scores).cast(EXPORT_SCHEMA)
+
+    def given_classes(self, dataset: str) -> list[str]:
+        check_dataset_name(dataset)
+        rows = self._run("given_classes", {"dataset": dataset}).get_as_arrow().column("label").to_pylist()
+        return sorted(rows)
+
+    def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
+                        decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:
+        check_dataset_name(dataset)
+        check_decision(decision, label)
+        uid = f"{dataset}:{key}"
+        node = self._run("explain_node", {"uid": uid}).get_as_arrow().to_pylist()
+        if not node:
+            raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+        rows = self._run("record_decision", {
+            "uid": uid, "previous": node[0]["given_label"], "dataset": dataset, "decision": decision, "label": label,
+            "reviewer": str(reviewer), "decided_at": naive_utc(decided_at),
+            "decision_id": decision_id}).get_as_arrow().to_pylist()
+        if not rows:
+            raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+        return rows[0]
+
+    def drop_dataset(self, dataset: str) -> dict[str, int]:
+        check_dataset_name(dataset)
+        run_ids = list(self.read_runs(dataset=dataset, limit=1_000_000)["run_id"])
+        counts = {"nodes": self.count_nodes(dataset), "runs": len(run_ids),
+                  "decisions": int(self._run("count_decisions", {"dataset": dataset}).get_next()[0])}
+        # one transaction: a failure half way leaves the dataset as it was
+        self._conn.execute("BEGIN TRANSACTION")
+        try:
+            for statement in split_statements(load_query("drop_dataset", self.cypher_dialect)):
+                self._conn.execute(statement, {"dataset": dataset})
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        self._run("checkpoint")
+        for run_id in run_ids:  # the runs' kept models (write_model) go with them
+            self._model_path(run_id).unlink(missing_ok=True)
+        return counts
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
         statement = user_statement(cypher, parameters)

@@ -51,6 +51,11 @@ class Neo4jGraphConfig:
     updated_at, content_hash : str
         Change tracking written by ``write_nodes`` (graphstore/changes.py): when the node's
         features or given label last changed, and their hash.
+    label_scores, label_runner_up, label_margin : str
+        Per-class scores (a list of floats in the order of the run's ``classes``), the best
+        other class and the margin to it (``labelling.scores``).
+    label_accepted : str
+        The given label a reviewer vouched for (``graphlabel accept``, or ``correct``'s label).
     batch_size : int
         Rows per UNWIND batch (one transaction each).
     edge_builder : {"gds", "local"}
@@ -77,6 +82,10 @@ class Neo4jGraphConfig:
     previous_label_run_id: str = "previous_label_run_id"
     updated_at: str = "updated_at"
     content_hash: str = "content_hash"
+    label_scores: str = "label_scores"
+    label_runner_up: str = "label_runner_up"
+    label_margin: str = "label_margin"
+    label_accepted: str = "label_accepted"
     batch_size: int = 10_000
     edge_builder: str = "gds"
     _fragments: dict | None = field(default=None, init=False, repr=False, compare=False)
@@ -84,7 +93,7 @@ class Neo4jGraphConfig:
     WRITTEN = ("predicted_label", "label_confidence", "label_noise", "label_noise_score", "label_run_id",
                "label_solver",
                "labelled_at", "previous_predicted_label", "previous_label_run_id", "updated_at",
-               "content_hash")
+               "content_hash", "label_scores", "label_runner_up", "label_margin", "label_accepted")
 
     def __post_init__(self) -> None:
         for name in ("node_label", "key", "given_label", "relationship", "weight", "edge_marker",

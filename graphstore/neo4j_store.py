@@ -102,11 +102,13 @@ from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
 from .schemas import (
     EDGE_SCHEMA,
+    EXPORT_SCHEMA,
     NODE_SCHEMA,
     READ_PREDICTION_SCHEMA,
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
+    check_decision,
     check_endpoints,
     check_limit,
     conform_table,
@@ -488,6 +490,48 @@ class Neo4jStore(GraphStore):
         records = self._execute(self.cypher("explain_neighbours"),
                                 {"dataset": dataset, "key": key, "max_rows": limit}, READ).records
         return explanation(node.data(), [record.data() for record in records], dataset, key)
+
+    def read_export(self, dataset: str) -> pa.Table:
+        check_dataset_name(dataset)
+        record = self._single("read_export", {"dataset": dataset}, READ)
+        rows = [dict(zip(EXPORT_SCHEMA.names, row)) for row in (record["rows"] if record is not None else [])]
+        for row in rows:  # the driver's LocalDateTime as a naive datetime
+            row["labelled_at"] = naive_utc(row["labelled_at"])
+        return pa.Table.from_pylist(rows, schema=EXPORT_SCHEMA)
+
+    def given_classes(self, dataset: str) -> list[str]:
+        check_dataset_name(dataset)
+        records = self._execute(self.cypher("given_classes"), {"dataset": dataset}, READ).records
+        return sorted(record["label"] for record in records)
+
+    def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
+                        decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:
+        check_dataset_name(dataset)
+        check_decision(decision, label)
+        record = self._single("record_decision", {
+            "key": key, "dataset": dataset, "decision": decision, "label": label, "reviewer": str(reviewer),
+            "decided_at": naive_utc(decided_at), "decision_id": decision_id})
+        if record is None:
+            raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
+        return record.data()
+
+    def drop_dataset(self, dataset: str) -> dict[str, int]:
+        """The port's drop; a store configured without a dataset property is refused (every
+        node with the label would go). Not one transaction: the nodes go in batches, and a
+        drop that stops half way is finished by running it again."""
+        check_dataset_name(dataset)
+        if self.config.dataset is None:
+            raise StoreSetupError("this Neo4j store has no dataset property (GRAPHLABEL_NEO4J_DATASET is empty):"
+                                  " dropping a dataset would delete every node labelled"
+                                  f" {self.config.node_label!r}; delete them yourself if that is meant")
+        keys = self.node_keys(dataset)
+        counts = {"nodes": len(keys), "runs": len(self.read_runs(dataset=dataset, limit=1_000_000)),
+                  "decisions": int(self._single("count_decisions", {"dataset": dataset}, READ)["decisions"])}
+        for statement in split_statements(self.cypher("drop_dataset")):
+            self._execute(statement, {"dataset": dataset})
+        self.delete_own_edges(dataset, keys)
+        self.sum_batches("drop_nodes", keys, 10, {"dataset": dataset}, "deleted")
+        return counts
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
         statement = user_statement(cypher, parameters)

@@ -245,6 +245,55 @@ class GraphStore(ABC):
     def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
         """The parameters recorded by ``write_graph_build`` (with ``built_at``), or None."""
 
+    # -- outputs and review (issue 17) ---------------------------------------------------
+
+    @abstractmethod
+    def read_export(self, dataset: str) -> pa.Table:
+        """Every node's given label and latest prediction, ``schemas.EXPORT_SCHEMA``
+        (``label_scores`` in the class order of the node's run, ``LabelRun.classes``), in
+        no particular order; no rows when the dataset has no node."""
+
+    @abstractmethod
+    def given_classes(self, dataset: str) -> list[str]:
+        """The dataset's distinct given labels, sorted."""
+
+    @abstractmethod
+    def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
+                        decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:
+        """Write a review decision on node ``key`` (``LabelDecision`` linked to it by
+        ``REVIEWS``) and apply it, in one transaction.
+
+        Parameters
+        ----------
+        decision : {"accept", "correct"}
+            ``accept`` keeps the given label; ``correct`` makes ``label`` the given label
+            and marks the node changed (``updated_at`` = ``decided_at``), so the next
+            incremental run relabels around it. Either way the given label after it is
+            recorded as vouched for (``label_accepted``).
+        label : str or None
+            The new given label (``correct``); ignored for ``accept``.
+        reviewer : str
+        decided_at : pandas.Timestamp
+        decision_id : str
+            Unique id of the decision (a retried write cannot record it twice).
+
+        Returns
+        -------
+        dict
+            ``previous_label`` and ``label`` (the given label before and after).
+
+        Raises
+        ------
+        NotFound
+            No node with that key in the dataset.
+        """
+
+    @abstractmethod
+    def drop_dataset(self, dataset: str) -> dict[str, int]:
+        """Delete the dataset's nodes, similarity relationships, ``LabelRun`` nodes,
+        ``GraphBuild`` record and review decisions; other datasets are untouched. Returns
+        what there was before: ``nodes``, ``runs``, ``decisions``."""
+
     def close(self) -> None:
         """Release the connection (this default: a store that holds none)."""
         return None

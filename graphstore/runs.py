@@ -20,7 +20,7 @@ RUN_JSON_COLUMNS = ("parameters", "metrics", "timings", "versions", "process")
 #: Columns of ``GraphStore.read_runs``, in order.
 RUN_COLUMNS = ("run_id", "dataset", "solver", "status", "started_at", "finished_at", "n_nodes",
                "n_labeled", "n_flagged", "parameters", "metrics", "timings", "versions", "error", "process",
-               "heartbeat_at")
+               "heartbeat_at", "classes")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,9 @@ class LabelRunRecord:
     heartbeat_at : pandas.Timestamp or None
         The last time the running run wrote a sign of life (at its start and after each
         stage).
+    classes : list of str
+        The class names in the order of the ``label_scores`` the run wrote on its nodes
+        (stored as JSON text; empty until the run has exported its problem).
     """
 
     run_id: str
@@ -72,6 +75,7 @@ class LabelRunRecord:
     error: str | None = None
     process: dict[str, Any] = field(default_factory=dict)
     heartbeat_at: pd.Timestamp | None = None
+    classes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -97,6 +101,7 @@ class LabelRunRecord:
             "n_nodes": int(self.n_nodes),
             "n_labeled": int(self.n_labeled),
             "n_flagged": int(self.n_flagged),
+            "classes": json.dumps([str(name) for name in self.classes]),
         }
 
 
@@ -119,6 +124,13 @@ def _decode_json(value: Any) -> dict[str, Any]:
     return json.loads(value) if isinstance(value, (str, bytes)) else dict(value)
 
 
+def decode_classes(value: Any) -> list[str]:
+    """A run's ``classes`` (JSON text) as a list; [] for a run written before they were recorded."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return []
+    return [str(name) for name in (json.loads(value) if isinstance(value, (str, bytes)) else value)]
+
+
 def runs_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """``read_runs``' frame from rows of LabelRun properties: ``RUN_COLUMNS`` in order, JSON
     columns decoded to dicts ({} where absent), timestamps as naive pandas Timestamps, a
@@ -127,6 +139,7 @@ def runs_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame({name: [row.get(name) for row in rows] for name in RUN_COLUMNS})
     for name in RUN_JSON_COLUMNS:
         frame[name] = [_decode_json(value) for value in frame[name]]
+    frame["classes"] = [decode_classes(value) for value in frame["classes"]]
     for name in ("started_at", "finished_at", "heartbeat_at"):
         frame[name] = pd.to_datetime([naive_utc(value) for value in frame[name]])
     frame["status"] = frame["status"].where(frame["status"].notna(), "completed")
@@ -149,7 +162,8 @@ def run_record(row: Mapping[str, Any]) -> LabelRunRecord:
         metrics=dict(row["metrics"]), timings=dict(row["timings"]), started_at=timestamp(row["started_at"]),
         finished_at=timestamp(row["finished_at"]), n_nodes=count(row["n_nodes"]), n_labeled=count(row["n_labeled"]),
         n_flagged=count(row["n_flagged"]), status=row["status"], versions=dict(row["versions"]), error=row["error"],
-        process=dict(row["process"]), heartbeat_at=timestamp(row["heartbeat_at"]))
+        process=dict(row["process"]), heartbeat_at=timestamp(row["heartbeat_at"]),
+        classes=list(row.get("classes") or []))
 
 
 def check_status(status: Any) -> str | None:

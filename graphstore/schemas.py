@@ -56,6 +56,18 @@ def check_dataset_name(dataset: str) -> str:
     return dataset
 
 
+#: What a reviewer may decide about a given label (``GraphStore.record_decision``).
+DECISIONS = ("accept", "correct")
+
+
+def check_decision(decision: Any, label: Any) -> None:
+    """A review decision and its label: ``correct`` needs a non-empty label."""
+    if decision not in DECISIONS:
+        raise ValueError(f"decision must be one of {DECISIONS}, got {decision!r}")
+    if decision == "correct" and (not isinstance(label, str) or not label.strip()):
+        raise ValueError(f"a correction needs a non-empty label, got {label!r}")
+
+
 def check_limit(value: Any, name: str, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``; anything else (bools, floats, strings) is refused."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -105,11 +117,28 @@ READ_PREDICTION_SCHEMA = pa.schema([("key", pa.string()), ("predicted_label", pa
                                     ("label_confidence", pa.float64()), ("label_noise", pa.bool_()),
                                     ("label_noise_score", pa.float64())])
 
+#: Per-class scores written per node (issue 17): ``label_scores`` one value per class in
+#: the order of the node's run's classes (``LabelRun.classes``), normalised as
+#: ``labelling.scores.readable_scores`` says; the best other class and the margin to it.
+SCORE_FIELDS = (pa.field("label_scores", pa.list_(pa.float64())), pa.field("label_runner_up", pa.string()),
+                pa.field("label_margin", pa.float64()))
 #: Prediction columns a writer may leave out (written as null).
-OPTIONAL_COLUMNS = ("label_noise_score",)
-#: What the stores write: PREDICTION_SCHEMA and the optional noise score after label_noise.
+OPTIONAL_COLUMNS = ("label_noise_score", *(f.name for f in SCORE_FIELDS))
+#: What the stores write: PREDICTION_SCHEMA, the optional noise score after label_noise and
+#: the optional per-class scores at the end.
 WRITTEN_PREDICTION_SCHEMA = PREDICTION_SCHEMA.insert(PREDICTION_SCHEMA.get_field_index("label_noise") + 1,
                                                      pa.field("label_noise_score", pa.float64()))
+for _field in SCORE_FIELDS:
+    WRITTEN_PREDICTION_SCHEMA = WRITTEN_PREDICTION_SCHEMA.append(_field)
+
+#: What ``GraphStore.read_export`` returns: per node its key, given label and the latest
+#: prediction's columns (``label_scores`` in the order of ``label_run_id``'s run's classes);
+#: ``label_accepted`` is the given label a reviewer vouched for (accepted or corrected to).
+EXPORT_SCHEMA = pa.schema([
+    ("key", pa.string()), ("given_label", pa.string()), ("predicted_label", pa.string()),
+    ("label_confidence", pa.float64()), *SCORE_FIELDS, ("label_noise", pa.bool_()),
+    ("label_noise_score", pa.float64()), ("label_run_id", pa.string()), ("label_solver", pa.string()),
+    ("labelled_at", pa.timestamp("us")), ("label_accepted", pa.string())])
 
 
 def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:

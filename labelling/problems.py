@@ -13,6 +13,8 @@ import scipy.sparse as sp
 from graphstore.schemas import WRITTEN_PREDICTION_SCHEMA, SubGraph
 from solvers import LabelProblem, Prediction
 
+from .scores import readable_scores, runner_up
+
 
 class NotEnoughLabels(ValueError):
     """The dataset cannot be labelled: no given label, or labels of one class only."""
@@ -84,6 +86,13 @@ def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: s
     noise_score = (np.full(n, np.nan) if prediction.noise_score is None
                    else np.asarray(prediction.noise_score, dtype=np.float64))
     stamp = pa.scalar(labelled_at.to_pydatetime().replace(tzinfo=None), pa.timestamp("us"))
+    readable = readable_scores(prediction.scores, labels)
+    runner, margin = runner_up(readable, labels)
+    no_scores = np.isnan(readable).any(axis=1) if readable.shape[1] else np.ones(n, bool)
+    # one list per node from one flat buffer: offsets, not a Python list per row
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * readable.shape[1], pa.int32())
+    scores = pa.ListArray.from_arrays(offsets, pa.array(np.nan_to_num(readable).ravel()),
+                                      mask=pa.array(no_scores))
     return pa.table(
         {
             "key": pa.array(exported.keys, pa.string()),
@@ -95,5 +104,10 @@ def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: s
             "label_run_id": pa.repeat(pa.scalar(run_id, pa.string()), n),
             "label_solver": pa.repeat(pa.scalar(prediction.method, pa.string()), n),
             "labelled_at": pa.repeat(stamp, n),
+            # per class, in the order of exported.classes (the run records it: LabelRun.classes)
+            "label_scores": scores,
+            "label_runner_up": classes.take(pa.array(np.where(runner >= 0, runner, 0), pa.int64(),
+                                                     mask=runner < 0)),
+            "label_margin": pa.array(margin, mask=np.isnan(margin)),
         }
     ).cast(WRITTEN_PREDICTION_SCHEMA)

@@ -629,3 +629,24 @@ def query_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         return v.item() if hasattr(v, "item") and not isinstance(v, (bytes, str)) else v
 
     return [{str(k): value(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+
+
+def review_renderables(rows: pd.DataFrame, explained: list) -> list:
+    """``graphlabel review``'s table in 80 columns: per flagged given label (most doubted
+    first) its key, given and predicted label, noise score, and the neighbours' vote
+    (the classes' shares of its weighted degree, ``GraphStore.explain``) with its strongest
+    neighbours as ``key:label``."""
+    from rich.table import Table
+
+    table = Table("key", "given", "predicted", "noise", "neighbours' vote", "strongest neighbours",
+                  title=f"{len(rows)} flagged given labels, most doubted first", title_justify="left")
+    for row, (node, neighbours) in zip(rows.itertuples(index=False), explained, strict=True):
+        vote = ", ".join(f"{format_value(label)} {share:.0%}"
+                         for label, share in list(node.get("class_shares", {}).items())[:2])
+        strongest = ", ".join(f"{key}:{format_value(label)}"
+                              for key, label in zip(neighbours["key"], neighbours["label"], strict=True))
+        score = _number(row.label_noise_score)
+        table.add_row(_text(str(row.key)), _text(format_value(row.given_label)),
+                      _text(format_value(row.predicted_label)), "—" if score is None else f"{score:.2f}",
+                      _text(vote), _text(strongest))
+    return [table]

@@ -134,6 +134,8 @@ class Prediction:
         True only for given labels the solver judges wrong.
     scores : array of float, shape (n, C)
         The solver's per-class scores (their meaning is the solver's; see its docstring).
+        The store gets them as one distribution per node (``labelling.scores``: a
+        non-negative row divided by its sum, a signed row through a softmax).
     method : str
     params : dict
         The parameters the solver ran with, after defaults and tuning.

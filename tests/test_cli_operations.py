@@ -213,7 +213,8 @@ def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_
 
 
 @pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",
-                                     "explain", "serve"])
+                                     "explain", "serve", "export", "review", "accept", "correct",
+                                     "drop-dataset"])
 def test_help_reads_plainly_in_80_columns(command):
     result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output

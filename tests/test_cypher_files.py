@@ -134,7 +134,11 @@ def _kuzu_parameters(name: str) -> dict:
     predictions = pa.table({
         "key": ["a"], "predicted_label": ["x"], "label_confidence": [0.5], "label_noise": [False],
         "label_noise_score": [0.1], "label_run_id": ["r"], "label_solver": ["s"],
-        "labelled_at": [now]}).cast(WRITTEN_PREDICTION_SCHEMA)
+        "labelled_at": [now], "label_scores": [[0.5, 0.5]], "label_runner_up": ["y"],
+        "label_margin": [0.0]}).cast(WRITTEN_PREDICTION_SCHEMA)
+    # the adapter sends the scores as the BLOB Kùzu keeps
+    predictions = predictions.set_column(predictions.column_names.index("label_scores"), "label_scores",
+                                         pa.array([b"\x00" * 16]))
     tables = {
         "upsert_nodes": {"rows": nodes.append_column("uid", pa.array(["d:a"]))
                          .append_column("dataset", pa.array(["d"]))
@@ -150,7 +154,9 @@ def _kuzu_parameters(name: str) -> dict:
     scalars = {"dataset": "d", "run_id": "r", "solver": "s", "parameters": "{}", "metrics": "{}",
                "timings": "{}", "started_at": now, "finished_at": now, "n_nodes": 1, "n_labeled": 1,
                "n_flagged": 0, "status": "completed", "versions": "{}", "error": "e", "max_rows": 1,
-               "run_ids": ["r"], "uid": "d:a", "key": "a", "process": "{}", "heartbeat_at": now, "seen": now}
+               "run_ids": ["r"], "uid": "d:a", "key": "a", "process": "{}", "heartbeat_at": now, "seen": now,
+               "classes": "[]", "decision": "accept", "label": "x", "reviewer": "r", "decided_at": now,
+               "decision_id": "i", "previous": "x"}
     return tables.get(name, scalars)
 
 
@@ -172,7 +178,8 @@ def test_kuzu_files_pass_kuzus_own_parser(tmp_path):
         needed = set(re.findall(r"\$(\w+)", text))
         # kuzu 0.11.3 crashes the process (segfault) on EXPLAIN with a parameter unbound
         assert needed <= set(parameters), f"{name}: give _kuzu_parameters {sorted(needed - set(parameters))}"
-        conn.execute("EXPLAIN " + text, {k: v for k, v in parameters.items() if k in needed})
+        for statement in split_statements(text):  # drop_dataset holds several
+            conn.execute("EXPLAIN " + statement, {k: v for k, v in parameters.items() if k in needed})
     assert conn.execute("MATCH (e:Entity) RETURN count(e)").get_next() == [0]  # planned only
     conn.close()
     db.close()

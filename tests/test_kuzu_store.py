@@ -73,6 +73,35 @@ def test_a_store_created_before_run_provenance_gains_the_columns(store_path):
         assert len(store.read_runs()) == 2
 
 
+def test_a_store_created_before_per_class_scores_gains_their_columns(store_path):
+    """A store whose Entity table predates label_scores, label_runner_up, label_margin and
+    label_accepted (and LabelRun.classes) opens, takes a run's scores and exports them."""
+    import kuzu
+
+    from labelling.export import export_frame
+
+    Path(store_path).mkdir(parents=True)
+    db = kuzu.Database(str(Path(store_path) / "graph.kuzu"))
+    conn = kuzu.Connection(db)
+    conn.execute("CREATE NODE TABLE Entity(uid STRING, dataset STRING, key STRING, features BLOB,"
+                 " given_label STRING, predicted_label STRING, label_confidence DOUBLE, label_noise BOOLEAN,"
+                 " label_noise_score DOUBLE, label_run_id STRING, label_solver STRING, labelled_at TIMESTAMP,"
+                 " updated_at TIMESTAMP, content_hash INT64, PRIMARY KEY(uid))")
+    conn.execute("CREATE (:Entity {uid: 'toy:a', dataset: 'toy', key: 'a', given_label: 'x'})")
+    conn.close()
+    db.close()
+    with open_store(store_path, create=True) as store:
+        rows = pa.table({"key": ["a"], "predicted_label": ["x"], "label_confidence": [0.9], "label_noise": [False],
+                         "label_run_id": ["r"], "label_solver": ["harmonic"],
+                         "labelled_at": [T0.tz_localize(None).to_pydatetime()],
+                         "label_scores": [[0.9, 0.1]], "label_runner_up": ["y"], "label_margin": [0.8]})
+        assert store.write_predictions("toy", rows) == 1
+        store.write_run(run_record("r", 0, classes=["x", "y"]))
+        frame = export_frame(store, "toy")
+    assert frame[["key", "score_x", "score_y", "label_runner_up", "label_margin"]].values.tolist() == [
+        ["a", 0.9, 0.1, "y", 0.8]]
+
+
 # -- the embedded engine: kuzu or ladybug, a property of the store -------------------------
 
 

@@ -67,7 +67,8 @@ def names(store):
         for name in made:
             for query in ("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",
                           "MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
-                          "MATCH (g:GraphBuild {dataset: $dataset}) DELETE g"):
+                          "MATCH (g:GraphBuild {dataset: $dataset}) DELETE g",
+                          "MATCH (d:LabelDecision {dataset: $dataset}) DETACH DELETE d"):
                 store._driver.execute_query(query, parameters_={"dataset": name}, database_=store.database)
 
 
@@ -599,3 +600,86 @@ if EMBEDDED == "kuzu":
         assert passed, summary
         assert int(passed.group(1)) >= 20, summary
         assert not re.search(r"failed|error|skipped|xfail", summary), summary
+
+
+# -- outputs and review (issue 17) ------------------------------------------------------------
+
+
+def test_scores_and_classes_are_written_and_read_back_for_export(store, names):
+    from graphstore.schemas import EXPORT_SCHEMA
+
+    dataset = names()
+    store.write_nodes(dataset, nodes(["a", "b", "c"], ["x", None, None]))
+    rows = predictions(["a", "b"], ["x", None], scores=[0.25, None])
+    rows = rows.append_column("label_scores", pa.array([[0.75, 0.25], None], pa.list_(pa.float64())))
+    rows = rows.append_column("label_runner_up", pa.array(["y", None], pa.string()))
+    rows = rows.append_column("label_margin", pa.array([0.5, None], pa.float64()))
+    assert store.write_predictions(dataset, rows) == 2
+    store.write_run(run(f"{dataset}-r1", dataset, 0, classes=["x", "y"]))
+    table = store.read_export(dataset)
+    assert table.schema == EXPORT_SCHEMA
+    got = {row["key"]: row for row in table.to_pylist()}
+    assert {k: (r["given_label"], r["label_scores"], r["label_runner_up"], r["label_margin"], r["label_run_id"])
+            for k, r in got.items()} == {"a": ("x", [0.75, 0.25], "y", 0.5, "r1"),
+                                         "b": (None, None, None, None, "r1"),
+                                         "c": (None, None, None, None, None)}
+    assert got["a"]["labelled_at"] == NOW.tz_localize(None).to_pydatetime()
+    assert store.read_runs(run_id=f"{dataset}-r1")["classes"].iloc[0] == ["x", "y"]
+    assert store.read_export(names()).num_rows == 0
+
+
+def test_decisions_change_the_given_label_and_keep_the_history(store, names):
+    dataset = names()
+    store.write_nodes(dataset, nodes(["a", "b"], ["x", "y"]))
+    labelled = pd.Timestamp.now(tz="UTC") + pd.Timedelta(seconds=1)  # after the nodes' updated_at
+    store.write_predictions(dataset, predictions(["a", "b"], ["y", "y"], at=labelled))
+    assert store.given_classes(dataset) == ["x", "y"]
+    state = {row["key"]: row["changed"] for row in store.read_label_state(dataset).to_pylist()}
+    assert state == {"a": False, "b": False}
+    at = labelled + pd.Timedelta(seconds=1)
+    assert store.record_decision(dataset, "a", "correct", "y", "ann", at, "d1") == {
+        "previous_label": "x", "label": "y"}
+    assert store.record_decision(dataset, "b", "accept", None, "bob", at, "d2") == {
+        "previous_label": "y", "label": "y"}
+    assert given_labels(store, dataset) == {"a": "y", "b": "y"}
+    # the correction is a change for the next incremental run; the accept is not
+    state = {row["key"]: row["changed"] for row in store.read_label_state(dataset).to_pylist()}
+    assert state == {"a": True, "b": False}
+    accepted = {row["key"]: row["label_accepted"] for row in store.read_export(dataset).to_pylist()}
+    assert accepted == {"a": "y", "b": "y"}
+    history = store.query("MATCH (d:LabelDecision)-[:REVIEWS]->(e:Entity) WHERE e.dataset = $ds"
+                          " RETURN e.key AS key, d.decision AS decision, d.previous_label AS previous,"
+                          " d.label AS label, d.reviewer AS reviewer, d.predicted_label AS seen ORDER BY key",
+                          {"ds": dataset})
+    assert history.values.tolist() == [["a", "correct", "x", "y", "ann", "y"],
+                                                        ["b", "accept", "y", "y", "bob", "y"]]
+    with pytest.raises(NotFound, match="'nope'"):
+        store.record_decision(dataset, "nope", "accept", None, "ann", at, "d3")
+    for decision, label in (("maybe", "x"), ("correct", None), ("correct", " ")):
+        with pytest.raises(ValueError, match="decision|label"):
+            store.record_decision(dataset, "a", decision, label, "ann", at, "d4")
+
+
+def test_drop_dataset_removes_everything_of_it_and_nothing_else(store, names):
+    gone, kept = names(), names()
+    for name in (gone, kept):
+        store.write_nodes(name, nodes(["a", "b", "c"], ["x", "y", None]))
+        store.replace_edges(name, edges(("a", "b", 0.5), ("b", "c", 0.25)))
+        store.write_graph_build(name, {"graph": "knn", "k": 2})
+        store.write_run(run(f"{name}-r", name, 0))
+        store.record_decision(name, "a", "accept", None, "ann", pd.Timestamp.now(tz="UTC"), f"{name}-d")
+        store.write_model(f"{name}-r", b"a maxmargin run's model")
+    assert store.drop_dataset(gone) == {"nodes": 3, "runs": 1, "decisions": 1}
+    assert store.read_model(f"{gone}-r") is None  # a run's kept model goes with it
+    assert store.read_model(f"{kept}-r") == b"a maxmargin run's model"
+    assert store.count_nodes(gone) == 0
+    assert store.read_runs(gone).empty
+    assert store.read_graph_build(gone) is None
+    assert n_relationships(store, gone) == 0
+    assert store.query("MATCH (d:LabelDecision) WHERE d.dataset = $ds RETURN d.key", {"ds": gone}).empty
+    assert store.count_nodes(kept) == 3
+    assert pairs(store, kept) == {("a", "b"): 0.5, ("b", "c"): 0.25}
+    assert store.read_runs(kept)["run_id"].tolist() == [f"{kept}-r"]
+    assert store.read_graph_build(kept)["k"] == 2
+    assert len(store.query("MATCH (d:LabelDecision) WHERE d.dataset = $ds RETURN d.key", {"ds": kept})) == 1
+    assert store.drop_dataset(gone) == {"nodes": 0, "runs": 0, "decisions": 0}

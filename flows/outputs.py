@@ -1,0 +1,28 @@
+"""Output jobs as Prefect flows: a dataset's predictions exported to a file
+(``labelling.export``), so a deployment or a schedule can hand them to the tools downstream
+after a labelling run."""
+
+from __future__ import annotations
+
+from graphstore import check_dataset_name, open_store
+from graphstore.errors import NotFound
+from labelling.export import FORMATS, export_frame, write_export
+
+from .direct import flow, run_logger
+
+
+@flow("export-predictions", flow_run_name="{dataset} · export", data_errors=(NotFound,))
+def export_flow(dataset: str, store_uri: str | None = None, run_id: str | None = None, file_format: str = "parquet",
+                output: str | None = None) -> dict:
+    """Write the dataset's predictions (or one run's) to ``output`` (default
+    ``DATASET.parquet`` / ``DATASET.csv``). Returns ``path``, ``rows``, ``classes`` (the
+    score columns' classes) and ``format``."""
+    check_dataset_name(dataset)
+    if file_format not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {file_format!r}")
+    with open_store(store_uri) as store:
+        frame = export_frame(store, dataset, run_id)
+    path = write_export(frame, output or f"{dataset}.{file_format}", file_format)
+    classes = [c.removeprefix("score_") for c in frame.columns if c.startswith("score_")]
+    run_logger().info("exported %s nodes of %r to %s", f"{len(frame):,}", dataset, path)
+    return {"path": str(path), "rows": len(frame), "classes": classes, "format": file_format}
