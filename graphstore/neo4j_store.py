@@ -289,8 +289,8 @@ class Neo4jStore(GraphStore):
                 f"relationship type {rel!r} holds {unowned} relationships between nodes of dataset"
                 f" {dataset!r} that graphlabel did not create (no {marker!r} property); graphlabel never"
                 f" writes into or deletes a user's relationships: build into a relationship type of its"
-                f" own (GRAPHLABEL_NEO4J_RELATIONSHIP), or label over these relationships without"
-                f" building a graph (graphlabel label without --rebuild-graph)")
+                f" own (GRAPHLABEL_NEO4J_RELATIONSHIP, default SIMILAR) and label over the user's"
+                f" relationships with --graph edges:TYPE[:WEIGHT_PROPERTY]")
 
     def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10) -> int:
         """Delete the similarity relationships graphlabel created from the dataset's nodes
@@ -342,6 +342,7 @@ class Neo4jStore(GraphStore):
         if not edges.num_rows:
             return 0
         check_endpoints(dataset, edges, self.node_keys(dataset))  # MATCH would drop such a row unsaid
+        self.check_edges_owned(dataset)  # an incremental run adds only to a type of graphlabel's own
         self._write_batches("add_edges", edges, {"dataset": dataset})
         return edges.num_rows
 
