@@ -193,6 +193,45 @@ class GraphStore(ABC):
         self.add_edges(dataset, edges)
         return edges
 
+    # -- the user's own edges (graphstore/user_edges.py) -----------------------------------
+
+    @abstractmethod
+    def read_user_edges(self, dataset: str, edge_type: str, weight_property: str | None = None) -> pa.Table:
+        """The user's edges of type ``edge_type`` between the dataset's nodes, by key
+        (``EDGE_SCHEMA``, one row per relationship as stored, self loops left out), each
+        weighing its ``weight_property`` (1 when None). Reads only.
+
+        Raises
+        ------
+        ValueError
+            Some weights are missing, not numbers, NaN, infinite or negative
+            (``user_edges.checked_weights`` names them); ``edge_type`` is graphlabel's own
+            relationship type; or the store cannot hold ``weight_property``.
+        """
+
+    @abstractmethod
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+        """Replace the dataset's user edges of type ``edge_type`` with ``edges``
+        (``EDGE_SCHEMA``, by key; weight null for "no weight"), for ``graphlabel
+        ingest-edges``; returns the count. ``ValueError`` before anything changes when an
+        endpoint is not a node of the dataset. A store whose users keep their edges
+        themselves (Neo4j) raises ``StoreSetupError`` saying so."""
+
+    def read_graph(self, dataset: str, with_features: bool = True) -> SubGraph:
+        """The graph the dataset is labelled over: ``read_subgraph`` (graphlabel's own
+        similarity relationships), with the user's edges the dataset's ``GraphBuild``
+        record names (``GraphSpec.edges_type``) in their place or added to them
+        (``user_edges.with_user_edges``). The flows export and solve this graph."""
+        from .user_edges import with_user_edges
+
+        graph = self.read_subgraph(dataset, with_features=with_features)
+        build = self.read_graph_build(dataset)
+        if not build or not build.get("edges_type"):
+            return graph
+        spec = GraphSpec.from_record(build)
+        assert spec.edges_type is not None  # read from the record just above
+        return with_user_edges(graph, self.read_user_edges(dataset, spec.edges_type, spec.edges_property), spec)
+
     # -- incremental runs (see graphstore/changes.py) ------------------------------------
 
     @abstractmethod
