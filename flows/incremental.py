@@ -79,6 +79,7 @@ from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
 from labelling.regions import (
     GRAPH_KEYS,
+    USER_EDGE_KEYS,
     ChangeSet,
     IncrementalResult,
     adjacency,
@@ -106,7 +107,7 @@ def read_changes(store: GraphStore, dataset: str) -> ChangeSet:
         empty = SubGraph(np.zeros(0, object), np.zeros(0, object), None, np.zeros(0, np.int64),
                          np.zeros(0, np.int64), np.zeros(0))
         return ChangeSet(empty, np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, object), read_at)
-    graph = store.read_subgraph(dataset, with_features=True)
+    graph = store.read_graph(dataset, with_features=True)  # with the user's edges the build names
     position = pd.Index(state.column("key").to_pylist()).get_indexer(pd.Index(graph.keys))
     if (position < 0).any():
         raise RuntimeError(f"dataset {dataset!r} changed while it was read; run again")
@@ -144,6 +145,9 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
         if recorded is not None and recorded.get(name) not in (None, wanted):
             return None  # built with other parameters: rebuild
         build[name] = wanted
+    if "graph" in requested and recorded is not None \
+            and any(recorded.get(name) != requested.get(name) for name in USER_EDGE_KEYS):
+        return None  # other user edges, or none, asked for: rebuild
     build.setdefault("graph", "knn")
     if build["graph"] != "knn" or build.get("k") is None:
         return None

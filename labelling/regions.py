@@ -23,6 +23,8 @@ from .problems import ExportedProblem
 
 #: The spec entries a recorded graph build must match for edges to be added to it.
 GRAPH_KEYS = ("graph", "k", "metric", "weights")
+#: The user's edges of a graph (similarity.spec.GraphSpec): a run asking for others rebuilds.
+USER_EDGE_KEYS = ("edges_type", "edges_property", "edges_weight")
 
 
 @dataclass(frozen=True, eq=False)
