@@ -222,9 +222,13 @@ class GraphStore(ABC):
         similarity relationships), with the user's edges the dataset's ``GraphBuild``
         record names (``GraphSpec.edges_type``) in their place or added to them
         (``user_edges.with_user_edges``). The flows export and solve this graph."""
+        return self.add_user_edges(dataset, self.read_subgraph(dataset, with_features=with_features))
+
+    def add_user_edges(self, dataset: str, graph: SubGraph) -> SubGraph:
+        """``graph`` (the dataset's ``read_subgraph``) with the user's edges its
+        ``GraphBuild`` record names; ``graph`` itself when it names none."""
         from .user_edges import with_user_edges
 
-        graph = self.read_subgraph(dataset, with_features=with_features)
         build = self.read_graph_build(dataset)
         if not build or not build.get("edges_type"):
             return graph

@@ -261,3 +261,33 @@ def test_bad_edge_files_and_graphs_end_in_one_line(tmp_path, store_path, digits_
         assert done.returncode == 1, done.stderr
         assert message in done.stderr.replace("\n", "")
         assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_new_entities_with_the_users_edges_still_get_knn_edges(digits_files, store_path, tmp_path):
+    """knn+edges, incrementally: entities that arrive with edges of the user's are still new
+    to graphlabel's own kNN graph, and get their kNN relationships."""
+    files, truth, _ = digits_files
+    frame = pd.read_csv(files["noise"], keep_default_na=False, dtype={"label": str})
+    first = tmp_path / "first.csv"
+    frame.iloc[:500].to_csv(first, index=False)
+    cli("ingest", first, "--dataset", "dg", "--key", "id", "--features", "f*", "--label", "label",
+        "--store", store_path)
+    edges = ("ingest-edges", files["edges"], "--dataset", "dg", "--source", "a", "--target", "b", "--type", "CO",
+             "--rejects", tmp_path / "edge-rejects.csv", "--store", store_path)
+    out = cli(*edges).output
+    assert "missing node: " in out  # the edges of the 100 entities not ingested yet
+    cli("label", "--dataset", "dg", "--graph", "knn+edges:CO", "--store", store_path)
+    cli("ingest", files["noise"], "--dataset", "dg", "--key", "id", "--features", "f*", "--label", "label",
+        "--store", store_path)
+    cli(*edges)  # now every edge has its nodes
+    out = cli("label", "--dataset", "dg", "--store", store_path).output
+    assert "incremental run: 100 changed nodes (100 new)" in out
+    with open_store(store_path) as store:
+        own = store.read_subgraph("dg", with_features=False)
+        degree = np.bincount(own.source, minlength=own.n_nodes) + np.bincount(own.target, minlength=own.n_nodes)
+        assert (degree > 0).all()  # the 100 new entities have kNN relationships too
+        runs = store.read_runs("dg", limit=1)
+    # each new entity's 10 nearest; a pair of new entities in each other's lists counts once
+    assert 100 * 10 * 0.9 <= runs["metrics"][0]["n_edges_added"] <= 100 * 10
+    assert accuracy(store_path, truth) > 0.85
