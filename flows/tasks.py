@@ -15,7 +15,6 @@ import pandas as pd
 
 import solvers
 from graphstore import BuiltGraph, GraphStore, LabelRunRecord, StoreUnavailable
-from graphstore.schemas import EDGE_SCHEMA
 from labelling import components
 from labelling.components import ComponentPlan
 from labelling.problems import ExportedProblem, label_problem, prediction_rows
@@ -58,9 +57,6 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec) -> BuiltGraph:
     the user's edges alone (kind ``edges``) builds none: graphlabel's own relationships of
     the dataset are deleted (they are no longer what it is labelled over) and the count is
     of the user's edges. The user's edges themselves are never written."""
-    if spec.similarity_kind is None:
-        store.replace_edges(dataset, EDGE_SCHEMA.empty_table())
-        return BuiltGraph(count_user_edges.fn(store, dataset, spec), None)
     return store.build_edges(dataset, spec)
 
 

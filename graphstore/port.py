@@ -157,8 +157,18 @@ class GraphStore(ABC):
         This default builds it here (``similarity.build_graph`` on the features read from
         the store, then ``replace_edges``); a database with a builder of its own (Neo4j
         GDS) overrides it. Raises ``ValueError`` naming the problem when the dataset has
-        no nodes or features of different lengths.
+        no nodes or features of different lengths. A spec of the user's edges alone (kind
+        ``edges``) builds nothing: graphlabel's own relationships of the dataset are
+        deleted and the count is of the user's edges, which are never written.
         """
+        if spec.similarity_kind is None:
+            # the user's edges alone (graphstore/user_edges.py): graphlabel builds nothing,
+            # and its own relationships of the dataset go (they are no longer labelled over)
+            assert spec.edges_type is not None
+            n_user = self.read_user_edges(dataset, spec.edges_type, spec.edges_property).num_rows  # checked first
+            self.replace_edges(dataset, edge_table_from_pairs(np.zeros(0, object), np.zeros(0, np.int64),
+                                                              np.zeros(0, np.int64), np.zeros(0)))
+            return BuiltGraph(n_user, None)
         import similarity  # scikit-learn loads with it: only when a graph is built
 
         graph = self.read_subgraph(dataset, with_features=True)

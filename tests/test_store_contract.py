@@ -515,6 +515,10 @@ def test_user_edges_are_read_by_type_and_left_as_they_are(store, names):
     store.replace_edges(dataset, edges(("b", "d", 1.0)))
     assert store.read_user_edges(dataset, "CO_BOUGHT", "weight").num_rows == 4
     assert store.read_user_edges(dataset, "RETURNED", "weight").column("weight").to_pylist() == [7.0]
+    # a graph of the user's edges alone builds nothing and deletes graphlabel's own
+    assert store.build_edges(dataset, GraphSpec.from_options("edges:CO_BOUGHT")) == BuiltGraph(4, None)
+    assert pairs(store, dataset) == {}
+    assert store.read_user_edges(dataset, "CO_BOUGHT", "weight").num_rows == 4
 
 
 def test_bad_user_edge_weights_are_reported_not_dropped(store, dataset):
