@@ -11,6 +11,7 @@ import pandas as pd
 
 from graphstore import check_dataset_name, open_store
 from graphstore.identifiers import check_identifier
+from graphstore.schemas import EDGE_SCHEMA
 from labelling.edgefiles import parse_edges
 
 from .direct import flow, run_logger
@@ -43,6 +44,8 @@ def ingest_edges_flow(source: str, dataset: str, source_column: str, target_colu
     check_identifier(edge_type, "edge type (--type)")
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.edge-rejects.csv")
     with open_store(store_uri) as store:
+        if not store.loads_user_edges:  # before the file is read
+            store.write_user_edges(dataset, edge_type, EDGE_SCHEMA.empty_table())  # raises, saying why
         keys = store.read_subgraph(dataset, with_features=False).keys
         if not len(keys):
             raise ValueError(f"dataset {dataset!r} has no nodes: ingest the nodes first (graphlabel ingest)")

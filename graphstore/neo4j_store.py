@@ -130,6 +130,9 @@ from .user_edges import checked_weights
 DRIVER_OPTIONS = {"connection_timeout": 5.0, "max_transaction_retry_time": 5.0,
                   "notifications_min_severity": "OFF"}
 READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
+NEO4J_USER_EDGES = ("on Neo4j the user's relationships are the user's own: create them with Cypher (graphlabel"
+                    " query --write) and label over them with --graph edges:TYPE; ingest-edges loads edges into"
+                    " the embedded store")
 
 
 @contextmanager
@@ -176,6 +179,7 @@ class Neo4jStore(GraphStore):
     """
 
     dialect = "neo4j"
+    loads_user_edges = False  # the user's relationships are the user's (write_user_edges)
 
     def __init__(self, driver, config: Neo4jGraphConfig | None = None, *, database: str | None = None,
                  ensure_schema: bool = True) -> None:
@@ -364,9 +368,8 @@ class Neo4jStore(GraphStore):
                                weight_property, dataset)
 
     def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
-        raise StoreSetupError("on Neo4j the user's relationships are the user's own: create them with Cypher"
-                              " (graphlabel query --write) and label over them with --graph edges:TYPE;"
-                              " ingest-edges loads edges into the embedded store")
+        raise StoreSetupError(NEO4J_USER_EDGES)
+
 
     def read_label_state(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)

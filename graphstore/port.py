@@ -33,6 +33,9 @@ class GraphStore(ABC):
     """The operations the flows need from a graph database."""
 
     dialect: str = ""
+    #: Whether ``write_user_edges`` stores the user's edges (``ingest-edges``); a store
+    #: whose users keep their own relationships (Neo4j) refuses, and says so up front.
+    loads_user_edges: bool = True
 
     @abstractmethod
     def ensure_schema(self) -> None:

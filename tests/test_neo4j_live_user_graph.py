@@ -60,6 +60,10 @@ def test_a_users_relationship_type_is_read_only_and_labelled_over(neo4j_env, neo
     try:
         cli("ingest", first, "--dataset", dataset, "--key", "id", "--features", "f*", "--label", "label",
             "--store", neo4j_env)
+        # ingest-edges is for the embedded store: on Neo4j it says so, before reading the file
+        out = cli("ingest-edges", tmp_path / "not-read.csv", "--dataset", dataset, "--source", "a", "--target", "b",
+                  "--store", neo4j_env, ok=False).output
+        assert "on Neo4j the user's relationships are the user's own" in out
         with neo4j_live.driver() as driver:
             # the user's relationships, also to the 30 entities not ingested yet (made when they come)
             driver.execute_query("UNWIND $pairs AS p MATCH (a:Entity {dataset: $ds, key: p.a}),"
