@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphstore.schemas import EDGE_SCHEMA
 
@@ -114,21 +115,25 @@ def parse_edges(source: str | Path | pd.DataFrame, *, source_column: str, target
     if missing:
         raise ValueError(f"columns {missing} are not in the file; it has {list(map(str, frame.columns))}")
     n = len(frame)
-    src = _as_text(frame[source_column]).to_numpy(dtype=object)
-    dst = _as_text(frame[target_column]).to_numpy(dtype=object)
-    reasons: list[list[tuple[str, str]]] = [[] for _ in range(n)]
+    src, dst = _keys(frame[source_column]), _keys(frame[target_column])
+    # the reasons of the rejected rows only (a message each); `rejected` marks them
+    reasons: dict[int, list[tuple[str, str]]] = {}
+    rejected = np.zeros(n, dtype=bool)
 
     def reject(mask: np.ndarray, kind: str, why) -> None:
-        for i in np.flatnonzero(mask):  # rejected rows only: a message each
-            reasons[i].append((kind, why(i)))
+        rejected[mask] = True
+        for i in np.flatnonzero(mask):
+            reasons.setdefault(int(i), []).append((kind, why(i)))
 
     no_src, no_dst = pd.isna(src), pd.isna(dst)
     reject(no_src | no_dst, MISSING_KEY, lambda i: "empty " + " and ".join(
         name for name, gone in ((f"source {source_column!r}", no_src[i]), (f"target {target_column!r}", no_dst[i]))
         if gone))
-    known = pd.Index(pd.unique(np.asarray(node_keys, dtype=object)))
-    src_known = (known.get_indexer(pd.Index(src, dtype=object)) >= 0) & ~no_src
-    dst_known = (known.get_indexer(pd.Index(dst, dtype=object)) >= 0) & ~no_dst
+    known = pa.array(pd.unique(np.asarray(node_keys, dtype=object)), pa.string())
+    # Arrow's hash lookup in C (pandas' object Index took 3.3 s of 18 for 1M edges)
+    src_at = pc.index_in(pa.array(src, pa.string()), value_set=known).fill_null(-1).to_numpy().astype(np.int64)
+    dst_at = pc.index_in(pa.array(dst, pa.string()), value_set=known).fill_null(-1).to_numpy().astype(np.int64)
+    src_known, dst_known = src_at >= 0, dst_at >= 0
     reject((~no_src & ~src_known) | (~no_dst & ~dst_known), MISSING_NODE, lambda i: "no node " + " and ".join(
         repr(k) for k, ok, gone in ((src[i], src_known[i], no_src[i]), (dst[i], dst_known[i], no_dst[i]))
         if not ok and not gone) + " in the dataset (ingest the nodes first)")
@@ -152,9 +157,8 @@ def parse_edges(source: str | Path | pd.DataFrame, *, source_column: str, target
             return f"weight {raw.iloc[i]!r} is negative (weights are >= 0)"
 
         reject(bad, BAD_WEIGHT, why_weight)
-    valid = np.fromiter((not r for r in reasons), dtype=bool, count=n)
-    _reject_duplicate_pairs(src, dst, weight, valid, reasons, table.rows)
-    valid = np.fromiter((not r for r in reasons), dtype=bool, count=n)
+    reject(*_duplicate_pairs(src, dst, src_at, dst_at, len(known), weight, ~rejected, table.rows))
+    valid = ~rejected
     edges = pa.table({"source": pa.array(src[valid].tolist(), pa.string()),
                       "target": pa.array(dst[valid].tolist(), pa.string()),
                       "weight": pa.array(weight[valid] if weight_column is not None else [None] * int(valid.sum()),
@@ -163,34 +167,56 @@ def parse_edges(source: str | Path | pd.DataFrame, *, source_column: str, target
     found = pd.DataFrame({
         "row": table.rows[bad_rows].astype(np.int64),
         "key": [f"{src[i]}->{dst[i]}" for i in bad_rows],
-        "kind": ["; ".join(dict.fromkeys(kind for kind, _ in reasons[i])) for i in bad_rows],
-        "reason": ["; ".join(why for _, why in reasons[i]) for i in bad_rows],
+        "kind": ["; ".join(dict.fromkeys(kind for kind, _ in reasons[int(i)])) for i in bad_rows],
+        "reason": ["; ".join(why for _, why in reasons[int(i)]) for i in bad_rows],
     })
     rejects = pd.concat([table.rejects, found], ignore_index=True) if len(table.rejects) else found
     rejects = rejects.sort_values("row", kind="stable").reset_index(drop=True)
     return ParsedEdges(edges, rejects, table.rows[valid])
 
 
-def _reject_duplicate_pairs(src: np.ndarray, dst: np.ndarray, weight: np.ndarray, valid: np.ndarray,
-                            reasons: list[list[tuple[str, str]]], rows: np.ndarray) -> None:
-    """The duplicate-pair rule of the module docstring, among the ``valid`` rows."""
+def _keys(column: pd.Series) -> np.ndarray:
+    """The node rule (``records.key_text``) on each distinct value once: an edge list names
+    each node many times (1M edges over 100k nodes: 4x faster than per row)."""
+    codes, distinct = pd.factorize(column, use_na_sentinel=True)
+    text = np.concatenate([_as_text(pd.Series(distinct, dtype=object)).to_numpy(dtype=object),
+                           np.array([None], dtype=object)])
+    return text[codes]  # code -1 (missing) takes the None appended last
+
+
+def _duplicate_pairs(src: np.ndarray, dst: np.ndarray, src_at: np.ndarray, dst_at: np.ndarray, n_nodes: int,
+                     weight: np.ndarray, valid: np.ndarray, rows: np.ndarray):
+    """The duplicate-pair rule of the module docstring among the ``valid`` rows (whose ends
+    are the nodes at ``src_at`` / ``dst_at``): ``reject``'s arguments (the rows to reject,
+    the kind, each one's reason). Pairs are grouped by an integer code with one stable
+    sort (pandas' groupby on the key strings took 6 s for 1M edges)."""
+    n = len(src)
+    doomed = np.zeros(n, dtype=bool)
     at = np.flatnonzero(valid)
-    if len(at) < 2:
-        return
-    low = np.where(src[at] <= dst[at], src[at], dst[at])
-    high = np.where(src[at] <= dst[at], dst[at], src[at])
-    pairs = pd.DataFrame({"low": low, "high": high, "weight": weight[at], "at": at})
-    group = pairs.groupby(["low", "high"], sort=False)
-    size = group["at"].transform("size").to_numpy()
-    if not (size > 1).any():
-        return
-    # NaN weights (no weight column) agree with each other
-    spread = group["weight"].transform(lambda w: w.nunique(dropna=False)).to_numpy()
-    first = group["at"].transform("min").to_numpy()
-    for j in np.flatnonzero(size > 1):
-        i = at[j]
-        if spread[j] > 1:
-            reasons[i].append((DUPLICATE_PAIR, f"{size[j]} rows join {low[j]!r} and {high[j]!r} with different"
-                                               " weights: all rejected"))
-        elif i != first[j]:
-            reasons[i].append((DUPLICATE_PAIR, f"repeats the pair of row {rows[first[j]]}"))
+    if not len(at):
+        return doomed, DUPLICATE_PAIR, str
+    code = np.minimum(src_at[at], dst_at[at]) * max(n_nodes, 1) + np.maximum(src_at[at], dst_at[at])
+    order = np.argsort(code, kind="stable")  # stable: a group's first row is its first in the file
+    opens = np.r_[True, code[order][1:] != code[order][:-1]]
+    starts = np.flatnonzero(opens)
+    group = np.empty(len(at), dtype=np.int64)
+    group[order] = np.cumsum(opens) - 1
+    size = np.diff(np.r_[starts, len(at)])[group]
+    first = at[order][starts][group]
+    sorted_weight = weight[at][order]
+    lowest = np.minimum.reduceat(sorted_weight, starts)[group]
+    highest = np.maximum.reduceat(sorted_weight, starts)[group]
+    # without a weight column every weight is NaN: copies then agree
+    disagree = (lowest != highest) & ~np.isnan(lowest)
+    doomed[at[(size > 1) & (disagree | (at != first))]] = True
+    where = np.full(n, -1)
+    where[at] = np.arange(len(at))
+
+    def why(i: int) -> str:
+        j = where[i]
+        low, high = sorted((src[i], dst[i]))
+        if disagree[j]:
+            return f"{size[j]} rows join {low!r} and {high!r} with different weights: all rejected"
+        return f"repeats the pair of row {rows[first[j]]}"
+
+    return doomed, DUPLICATE_PAIR, why
