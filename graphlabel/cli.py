@@ -1,4 +1,4 @@
-"""The `graphlabel` command line: demo, ingest, build-graph, label, query, report, explain, serve.
+"""The `graphlabel` command line: demo, ingest, ingest-edges, build-graph, label, query, report, explain, serve.
 
 Every command takes ``--store URI``: a folder for the embedded Kùzu store (default
 ``$GRAPHLABEL_STORE`` or ``.graphlabel``), or ``neo4j://host:7687`` / ``bolt://host:7687``.
