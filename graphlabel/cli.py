@@ -542,6 +542,7 @@ def explain(
     try:
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)
+            users = (graph_store.read_graph_build(dataset) or {}).get("edges_type")
     except (NotFound, *_user_errors()) as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -550,7 +551,11 @@ def explain(
         _fail(_store_down(error))
     for renderable in explanation_renderables(node, neighbours):
         console.print(renderable)
-    if not node["n_neighbours"]:
+    if users:  # the solver's graph held the user's edges too (graphstore/user_edges.py)
+        console.print(f"note: these are graphlabel's own similarity relationships only; {dataset!r} is labelled"
+                      f" over the user's {users} edges as well (--graph), which explain does not list",
+                      highlight=False)
+    elif not node["n_neighbours"]:
         console.print(f"{key!r} has no similarity relationships: build the graph (graphlabel build-graph)"
                       " or label it with an inductive solver (maxmargin)", highlight=False)
 

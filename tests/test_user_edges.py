@@ -208,6 +208,9 @@ def test_labelling_over_the_users_edges_end_to_end(digits_files, store_path):
     with open_store(store_path) as store:
         assert store.read_subgraph("dg", with_features=False).source.size == 0
         assert store.read_user_edges("dg", "LOOKS_ALIKE").num_rows == stored
+    key = truth.index[0]
+    out = cli("explain", key, "--dataset", "dg", "--store", store_path).output
+    assert "is labelled over the user's LOOKS_ALIKE edges as well" in out.replace("\n", " ")
     # an incremental run over them: a graph of the user's edges is always labelled in full
     out = cli("label", "--dataset", "dg", "--store", store_path).output
     assert "full run:" in out
