@@ -82,6 +82,8 @@ def test_a_users_relationship_type_is_read_only_and_labelled_over(neo4j_env, neo
         assert f"labelling over {len(before):,} of the user's CO_PURCHASED relationships" in out
         with neo4j_live.driver() as driver:
             on_edges = accuracy(driver, dataset, truth)
+        out = cli("explain", keys[0], "--dataset", dataset, "--store", neo4j_env).output
+        assert "is labelled over the user's CO_PURCHASED edges as well" in out.replace("\n", " ")
         cli("label", "--dataset", dataset, "--graph", "knn+edges:CO_PURCHASED:count", "--edges-weight", "0.5",
             "--k", "8", "--store", neo4j_env)
         with neo4j_live.driver() as driver:
