@@ -1,5 +1,6 @@
 // Everything of one dataset (GraphStore.drop_dataset), run in one transaction by the
-// adapter: its review decisions, similarity relationships, runs, graph record and nodes.
+// adapter: its review decisions, similarity relationships, runs, graph record and nodes
+// (DETACH DELETE takes the user's edges of ingest-edges, USER_EDGE, with the nodes).
 MATCH (d:LabelDecision) WHERE d.dataset = $dataset DETACH DELETE d;
 MATCH (:Entity)-[r:SIMILAR]->(:Entity) WHERE r.dataset = $dataset DELETE r;
 MATCH (r:LabelRun) WHERE r.dataset = $dataset DELETE r;

@@ -25,6 +25,9 @@ ALTER TABLE Entity ADD IF NOT EXISTS content_hash INT64;
 // Noise scores (issue 15) for stores created before them.
 ALTER TABLE Entity ADD IF NOT EXISTS label_noise_score DOUBLE;
 CREATE REL TABLE IF NOT EXISTS SIMILAR(FROM Entity TO Entity, weight DOUBLE, dataset STRING);
+// The user's own edges (graphlabel ingest-edges), read only by labelling: `type` names the
+// edge type a file was loaded as (--graph edges:TYPE), `weight` is null when it had none.
+CREATE REL TABLE IF NOT EXISTS USER_EDGE(FROM Entity TO Entity, type STRING, weight DOUBLE, dataset STRING);
 // The parameters each dataset's similarity relationships were built with, as JSON text
 // (graph, k, metric, weights, the Gaussian sigma used), for edges added incrementally.
 CREATE NODE TABLE IF NOT EXISTS GraphBuild(

@@ -79,6 +79,7 @@ from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
 from labelling.regions import (
     GRAPH_KEYS,
+    USER_EDGE_KEYS,
     ChangeSet,
     IncrementalResult,
     adjacency,
@@ -106,14 +107,17 @@ def read_changes(store: GraphStore, dataset: str) -> ChangeSet:
         empty = SubGraph(np.zeros(0, object), np.zeros(0, object), None, np.zeros(0, np.int64),
                          np.zeros(0, np.int64), np.zeros(0))
         return ChangeSet(empty, np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, object), read_at)
-    graph = store.read_subgraph(dataset, with_features=True)
+    own = store.read_subgraph(dataset, with_features=True)
+    graph = store.add_user_edges(dataset, own)  # the user's edges the graph build names, if any
+    own_degree = None if graph is own else \
+        np.bincount(own.source, minlength=own.n_nodes) + np.bincount(own.target, minlength=own.n_nodes)
     position = pd.Index(state.column("key").to_pylist()).get_indexer(pd.Index(graph.keys))
     if (position < 0).any():
         raise RuntimeError(f"dataset {dataset!r} changed while it was read; run again")
     changed = state.column("changed").to_numpy(zero_copy_only=False).astype(bool)[position]
     labelled = state.column("labelled").to_numpy(zero_copy_only=False).astype(bool)[position]
     predicted = np.asarray(state.column("predicted_label").to_pylist(), dtype=object)[position]
-    return ChangeSet(graph, changed, labelled, predicted, read_at)
+    return ChangeSet(graph, changed, labelled, predicted, read_at, own_degree)
 
 
 def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec) -> dict[str, Any]:
@@ -144,6 +148,9 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
         if recorded is not None and recorded.get(name) not in (None, wanted):
             return None  # built with other parameters: rebuild
         build[name] = wanted
+    if "graph" in requested and recorded is not None \
+            and any(recorded.get(name) != requested.get(name) for name in USER_EDGE_KEYS):
+        return None  # other user edges, or none, asked for: rebuild
     build.setdefault("graph", "knn")
     if build["graph"] != "knn" or build.get("k") is None:
         return None
@@ -190,7 +197,10 @@ def connect_new_nodes(store: GraphStore, dataset: str, changes: ChangeSet,
     extended = SubGraph(graph.keys, graph.labels, graph.features, np.concatenate([graph.source, src]),
                         np.concatenate([graph.target, dst]), np.concatenate([graph.weight, weight]),
                         graph.feature_lengths)
-    return ChangeSet(extended, changes.changed, changes.labelled, changes.predicted, changes.read_at), touched, \
+    own_degree = None if changes.own_degree is None else \
+        changes.own_degree + np.bincount(src, minlength=graph.n_nodes) + np.bincount(dst, minlength=graph.n_nodes)
+    return ChangeSet(extended, changes.changed, changes.labelled, changes.predicted, changes.read_at,
+                     own_degree), touched, \
         len(src)
 
 

@@ -42,7 +42,7 @@ from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
 from .incremental import label_changed, record_graph_build
 from .solving import solve_by_component
 from .tasks import build_edges as build_edges_task
-from .tasks import export_problem, ingest_records, record_run, write_predictions
+from .tasks import count_user_edges, export_problem, ingest_records, record_run, write_predictions
 
 
 def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
@@ -126,6 +126,11 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
     used, for incremental runs. Returns the relationship count and warnings (k capped;
     weights that carry no information)."""
     spec, notes = spec.capped(store.count_nodes(dataset), dataset)
+    if spec.edges_type is not None:
+        with clock("read_user_edges"):  # checked before graphlabel's own graph is replaced
+            n_user = count_user_edges(store, dataset, spec)
+        notes.append(f"labelling over {n_user:,} of the user's {spec.edges_type} relationships"
+                     + ("" if spec.similarity_kind is None else f" added to the {spec.kind} graph"))
     with clock("build_edges"):
         built = build_edges_task(store, dataset, spec)
     spec = spec.with_sigma(built.sigma)
@@ -146,10 +151,12 @@ def _warn(notes: list[str]) -> list[str]:
 @flow("build-similarity-graph", flow_run_name=_run_name("build-graph"), data_errors=DATA_ERRORS)
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
-                     sigma: float | None = None) -> dict:
-    """Build (or rebuild) the dataset's similarity relationships."""
+                     sigma: float | None = None, edges_weight: float | None = None) -> dict:
+    """Build (or rebuild) the dataset's similarity relationships; with the user's edges in
+    ``graph`` (``edges:TYPE``, ``knn+edges:TYPE``), check those and record them as the
+    graph to label over (graphstore/user_edges.py)."""
     check_dataset_name(dataset)
-    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma)
+    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight)
     clock = StageClock()
     with open_store(store_uri) as store:
         edges, notes = build_edges(store, dataset, spec, clock)
@@ -252,7 +259,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    weights: str | None = None, delta: float | None = None, sigma: float | None = None,
                    split_components: bool = True, batch_nodes: int = BATCH_NODES, full: bool = False,
                    hops: int = 2, holdout_fraction: float = 0.0, holdout_seed: int = 0,
-                   keep_runs: int | None = None, publish: bool = True) -> dict:
+                   keep_runs: int | None = None, publish: bool = True, edges_weight: float | None = None) -> dict:
     """Label the nodes of ``dataset`` and record the run.
 
     The parameters are flat on purpose: they are what Prefect records for the run, shows
@@ -269,6 +276,10 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     existing graph, the region around the changes is solved with its boundary fixed);
     falls back to a full run when there is no previous run or the graph must be rebuilt,
     and records why (``full_run_reason``).
+
+    ``graph`` may name the user's edges (``edges:TYPE[:WEIGHT]`` alone, or
+    ``knn+edges:TYPE[:WEIGHT]`` added with factor ``edges_weight`` to a kNN graph;
+    similarity/spec.py): they are read, never written (graphstore/user_edges.py).
 
     Graph parameters (``graph``, ``k``, ``metric``, ``weights``, ``delta``, ``sigma``) left
     None mean "the graph as it was built" (the dataset's ``GraphBuild`` record) for an
@@ -332,12 +343,13 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # validated here, once; every stage below takes these two objects
     options = RunOptions(solver, dict(solver_params or {}), build_graph, full, hops, split_components,
                          batch_nodes, holdout_fraction, holdout_seed)
-    request = GraphRequest(graph, k, metric, weights, delta, sigma)
+    request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight)
     solver_params = options.solver_params
     run_id = str(_flow_run_id() or uuid.uuid4())
     parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
                   "graph": graph, "k": k, "metric": metric,
-                  "weights": weights, "delta": delta, "build_graph": build_graph, "full": options.full,
+                  "weights": weights, "delta": delta, "edges_weight": edges_weight, "build_graph": build_graph,
+                  "full": options.full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     try:
         with store_log_in_run():
@@ -432,6 +444,8 @@ def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
     if not build:
         return {}
     used = {name: build.get(name) for name in ("graph", "k", "metric", "weights", "sigma")}
+    if build.get("edges_type"):  # the user's edges labelled over (graphstore/user_edges.py)
+        used.update({name: build.get(name) for name in ("edges_type", "edges_property", "edges_weight")})
     used["graph_built_at"] = None if build.get("built_at") is None else str(build["built_at"])
     return used
 

@@ -53,14 +53,32 @@ def ingest_records(store: GraphStore, dataset: str, records: ParsedRecords) -> i
 @task("build-edges", **STORE_RETRIES)
 def build_edges(store: GraphStore, dataset: str, spec: GraphSpec) -> BuiltGraph:
     """Replace the dataset's similarity relationships with the graph ``spec`` describes
-    (the store builds it: GDS on Neo4j, ``similarity`` on the embedded store)."""
+    (the store builds it: GDS on Neo4j, ``similarity`` on the embedded store). A graph of
+    the user's edges alone (kind ``edges``) builds none: graphlabel's own relationships of
+    the dataset are deleted (they are no longer what it is labelled over) and the count is
+    of the user's edges. The user's edges themselves are never written."""
     return store.build_edges(dataset, spec)
+
+
+@task("read-user-edges", **STORE_RETRIES)
+def count_user_edges(store: GraphStore, dataset: str, spec: GraphSpec) -> int:
+    """How many of the user's edges ``spec`` names the dataset has, read and checked
+    (``GraphStore.read_user_edges``: bad weights raise); ``ValueError`` when there are none."""
+    assert spec.edges_type is not None
+    edges = store.read_user_edges(dataset, spec.edges_type, spec.edges_property)
+    if not edges.num_rows:
+        raise ValueError(f"dataset {dataset!r} has no {spec.edges_type} edges between its nodes: load them"
+                         f" (graphlabel ingest-edges FILE --dataset {dataset} --type {spec.edges_type}), or check"
+                         " the relationship type's spelling")
+    return edges.num_rows
 
 
 @task("export", **STORE_RETRIES)
 def export_problem(store: GraphStore, dataset: str) -> ExportedProblem:
-    """Read the dataset's subgraph into a LabelProblem; stops on missing or one-class labels."""
-    return label_problem(store.read_subgraph(dataset, with_features=True), dataset)
+    """Read the graph the dataset is labelled over (``GraphStore.read_graph``: the similarity
+    relationships, and the user's edges its graph build names) into a LabelProblem; stops
+    on missing or one-class labels."""
+    return label_problem(store.read_graph(dataset, with_features=True), dataset)
 
 
 @task("plan-components")

@@ -1,4 +1,4 @@
-"""The `graphlabel` command line: demo, ingest, build-graph, label, query, report, explain, serve.
+"""The `graphlabel` command line: demo, ingest, ingest-edges, build-graph, label, query, report, explain, serve.
 
 Every command takes ``--store URI``: a folder for the embedded Kùzu store (default
 ``$GRAPHLABEL_STORE`` or ``.graphlabel``), or ``neo4j://host:7687`` / ``bolt://host:7687``.
@@ -227,11 +227,53 @@ def ingest(
         err.print(f"[yellow]rejected {summary['rejected']} rows[/] ({kinds}), reasons in {summary['rejects_file']}")
 
 
+@app.command("ingest-edges")
+def ingest_edges(
+    file: str = typer.Argument(..., help="CSV, TSV or Parquet file of edges, one row each."),
+    dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset whose nodes the edges join."),
+    source: str = typer.Option(..., help="Column with the key of one end."),
+    target: str = typer.Option(..., help="Column with the key of the other end."),
+    weight: str | None = typer.Option(None, help="Column with each edge's weight (>= 0; default: weight 1)."),
+    edge_type: str = typer.Option("EDGE", "--type", help="Name of this kind of edge (--graph edges:NAME);"
+                                                          " a new file of a type replaces its edges."),
+    rejects: str | None = typer.Option(None, help="Where to write rejected rows"
+                                                  " (default DATASET.edge-rejects.csv)."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file."),
+    store: str | None = StoreOption,
+) -> None:
+    """Load the user's own edges (embedded store); every rejected row is reported with its reason."""
+    from flows.direct import run_flow
+    from flows.user_edges import NoValidEdges, ingest_edges_flow
+    from labelling.options import run_tags
+
+    _quiet_expected_errors()
+    try:
+        with console.status(f"ingesting the {edge_type} edges of {file} into {dataset!r}..."):
+            summary = run_flow(ingest_edges_flow, run_tags(dataset, "ingest-edges"),
+                               (*_user_errors(), NoValidEdges), source=file, dataset=dataset, source_column=source,
+                               target_column=target, weight_column=weight, edge_type=edge_type, store_uri=store,
+                               rejects_path=rejects, encoding=encoding)
+    except _user_errors() as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+    console.print(f"stored {summary['stored']} {edge_type} edges in dataset {dataset!r}")
+    if summary["rejected"]:
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
+        err.print(f"[yellow]rejected {summary['rejected']} rows[/] ({kinds}), reasons in {summary['rejects_file']}")
+
+
 @app.command("build-graph")
 def build_graph(
     dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name."),
     graph: str = typer.Option("knn", help="knn, delta, Blum & Chawla's mincut3, delta0, delta_half, the SGT's "
-                                           "sgt (Joachims eq. 22) or NMF's mutual_knn (Bergamim & Breve Eq. 6-8)."),
+                                           "sgt (Joachims eq. 22) or NMF's mutual_knn (Bergamim & Breve Eq. 6-8);"
+                                           " the user's own edges: edges:TYPE[:WEIGHT_PROPERTY], or added to a"
+                                           " graph: knn+edges:TYPE[:WEIGHT_PROPERTY]."),
+    edges_weight: float | None = typer.Option(None, help="Factor of the user's edges in KIND+edges:TYPE"
+                                                          " (default 1)."),
     k: int = typer.Option(10, help="Neighbours per node (knn, sgt, mutual_knn)."),
     metric: str = typer.Option("euclidean", help="euclidean or cosine."),
     weights: str = typer.Option("gaussian", help="gaussian, cosine or binary."),
@@ -250,7 +292,7 @@ def build_graph(
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
-                               delta=delta, sigma=sigma)
+                               delta=delta, sigma=sigma, edges_weight=edges_weight)
     except _user_errors() as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -258,7 +300,11 @@ def build_graph(
             raise
         _fail(_store_down(error))
     _print_warnings(summary)
-    console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
+    if summary["spec"].similarity_kind is None:
+        console.print(f"{dataset!r} is labelled over the user's {summary['edges']} {summary['spec'].edges_type}"
+                      " edges (graphlabel's own similarity relationships of it deleted)")
+    else:
+        console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
     console.print(_timings_table(summary["timings"]))
 
 
@@ -269,6 +315,10 @@ def label(
                                                 "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
     rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
+    graph: str | None = typer.Option(None, help="Build this graph first (as build-graph --graph; implies"
+                                          " --rebuild-graph), e.g. edges:CO_PURCHASED or knn+edges:TYPE:WEIGHT."),
+    edges_weight: float | None = typer.Option(None, help="Factor of the user's edges in KIND+edges:TYPE"
+                                                          " (default 1)."),
     k: int | None = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
                                     " --rebuild-graph the graph is used as it was built."),
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
@@ -307,7 +357,8 @@ def label(
             summary = run_flow(flow, run_tags(dataset, solver, run_kind(full, holdout)), _user_errors(),
                                dataset=dataset,
                                store_uri=store, solver=solver, solver_params=solver_params,
-                               build_graph=rebuild_graph, k=k, split_components=split_components, full=full,
+                               build_graph=rebuild_graph or graph is not None, graph=graph,
+                               edges_weight=edges_weight, k=k, split_components=split_components, full=full,
                                holdout_fraction=holdout,
                                keep_runs=keep_runs)
     except json.JSONDecodeError as error:
@@ -511,6 +562,7 @@ def explain(
             node, neighbours = graph_store.explain(dataset, key, limit)
             if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
                 node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
+            users = (graph_store.read_graph_build(dataset) or {}).get("edges_type")
     except (NotFound, *_user_errors()) as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -519,7 +571,11 @@ def explain(
         _fail(_store_down(error))
     for renderable in explanation_renderables(node, neighbours):
         console.print(renderable)
-    if not node["n_neighbours"]:
+    if users:  # the solver's graph held the user's edges too (graphstore/user_edges.py)
+        console.print(f"note: these are graphlabel's own similarity relationships only; {dataset!r} is labelled"
+                      f" over the user's {users} edges as well (--graph), which explain does not list",
+                      highlight=False)
+    elif not node["n_neighbours"]:
         console.print(f"{key!r} has no similarity relationships: build the graph (graphlabel build-graph)"
                       " or label it with an inductive solver (maxmargin)", highlight=False)
 

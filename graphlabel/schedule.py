@@ -19,7 +19,10 @@ The file (see ``graphlabel.example.toml``)::
     solver_params = { gamma_g = 0.1 }     # default {}
     k = 10                                # default 10
     graph = "knn"                         # default "knn"; "delta" needs delta = ...; also mincut3,
-                                          # delta0, delta_half, sgt, mutual_knn
+                                          # delta0, delta_half, sgt, mutual_knn; the user's own
+                                          # edges: "edges:CO_PURCHASED[:count]", or added to a
+                                          # graph: "knn+edges:CO_PURCHASED[:count]"
+    # edges_weight = 0.5                  # factor of the user's edges in "knn+edges:..." (default 1)
     metric = "euclidean"                  # default "euclidean"; or "cosine"
     weights = "gaussian"                  # default "gaussian"; or "cosine", "binary"
     sigma = 0.5                           # optional Gaussian bandwidth; default from the data
@@ -49,7 +52,7 @@ from similarity.spec import graph_problems
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
 JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "metric",
-            "weights", "sigma", "full", "store", "keep_runs", "holdout"}
+            "weights", "sigma", "full", "store", "keep_runs", "holdout", "edges_weight"}
 DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: `$` accepts a final "\n"
 
 
@@ -112,6 +115,7 @@ class Job:
     store_uri: str | None = None
     keep_runs: int | None = None
     holdout: float = 0.0
+    edges_weight: float | None = None
 
     @property
     def schedule(self) -> str:
@@ -140,6 +144,8 @@ class Job:
             parameters["sigma"] = self.sigma
         if self.delta is not None:
             parameters["delta"] = self.delta
+        if self.edges_weight is not None:
+            parameters["edges_weight"] = self.edges_weight
         if self.full is not None:
             parameters["full"] = self.full
         if self.keep_runs is not None:
@@ -228,7 +234,9 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
     k, graph, metric, weights = raw.get("k", 10), raw.get("graph", "knn"), raw.get("metric", "euclidean"), \
         raw.get("weights", "gaussian")
     delta, sigma = raw.get("delta"), raw.get("sigma")
-    found += graph_problems(graph, k, metric, weights, delta, sigma)  # the GraphSpec's own checks, all of them
+    edges_weight = raw.get("edges_weight")
+    # the GraphSpec's own checks, all of them
+    found += graph_problems(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight)
     full = raw.get("full")
     if full is not None and not isinstance(full, bool):
         bad("full", "must be true or false")
@@ -250,7 +258,8 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
                solver=solver, solver_params=dict(solver_params), k=k, graph=graph,
                delta=None if delta is None else float(delta), metric=metric, weights=weights,
                sigma=None if sigma is None else float(sigma), full=full, store_uri=raw.get("store", store),
-               keep_runs=keep_runs, holdout=float(holdout))
+               keep_runs=keep_runs, holdout=float(holdout),
+               edges_weight=None if edges_weight is None else float(edges_weight))
 
 
 def parse_schedule(document: Mapping[str, Any], source: str = "schedule") -> list[Job]:

@@ -58,6 +58,7 @@ from .schemas import (
     conform_table,
     subgraph_from_tables,
 )
+from .user_edges import checked_weights
 
 #: Engine → its database file in the store folder. The Python package has the engine's name.
 ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
@@ -76,6 +77,8 @@ MODELS_FOLDER = "models"
 MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 60.0
+#: The one weight property of the embedded store's user edges (USER_EDGE.weight).
+USER_WEIGHT = "weight"
 logger = logging.getLogger(__name__)
 
 
@@ -329,6 +332,27 @@ class KuzuStore(GraphStore):
             self._run("insert_edges", {"edges": rows})
         self._run("checkpoint")
         return int(stored.num_rows + rows.num_rows)
+
+    def read_user_edges(self, dataset: str, edge_type: str, weight_property: str | None = None) -> pa.Table:
+        check_dataset_name(dataset)
+        if weight_property not in (None, USER_WEIGHT):
+            raise ValueError(f"the embedded store keeps one weight per user edge, {USER_WEIGHT!r} (ingest-edges"
+                             f" --weight COL), not {weight_property!r}: use --graph edges:{edge_type}:{USER_WEIGHT}")
+        table = self._run("read_user_edges", {"dataset": dataset, "edge_type": edge_type}).get_as_arrow()
+        return checked_weights(table.column("source").to_pylist(), table.column("target").to_pylist(),
+                               None if weight_property is None else table.column("weight").to_pylist(),
+                               edge_type, weight_property, dataset)
+
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+        check_dataset_name(dataset)
+        edges = conform_table(edges, EDGE_SCHEMA, "edge")
+        self._check_endpoints(dataset, edges)  # before the type's old edges are deleted
+        self._bulk("delete_user_edges", {"dataset": dataset, "edge_type": edge_type})
+        if edges.num_rows:
+            rows = self._edge_rows(dataset, edges)
+            rows = rows.add_column(2, "type", pa.array([edge_type] * edges.num_rows, pa.string()))
+            self._bulk("insert_user_edges", {"edges": rows})
+        return edges.num_rows
 
     def read_label_state(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)

@@ -227,6 +227,7 @@ def build_knn_for(store: Neo4jSession, dataset: str, keys: list[str], *, k: int,
     keys = list(record["keys"]) if record is not None else []
     if not keys:
         return 0
+    store.check_edges_owned(dataset)  # filtered kNN would write into a user's relationship type
     config = knn_config(store, k, metric, **knn_options)
     config.update(sourceNodeFilter=NEW_LABEL, targetNodeFilter=ANY_LABEL)
     with projection(store, "gds_project_new", dataset, new_keys=list(keys)) as graph_name:

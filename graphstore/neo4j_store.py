@@ -95,7 +95,7 @@ from .changes import (
 )
 from .errors import NotFound, StoreSetupError, StoreUnavailable, WriteRefused
 from .explain import explanation
-from .identifiers import render
+from .identifiers import check_identifier, render
 from .neo4j_config import Neo4jGraphConfig
 from .port import BuiltGraph, GraphStore
 from .queries import load_query, split_statements, user_statement
@@ -122,6 +122,7 @@ from .secrets import (
     redact,
     redact_uri,
 )
+from .user_edges import checked_weights
 
 #: Bounded waits on a dead or unreachable server (the driver's defaults are 30 s each;
 #: Prefect's task retries come on top, flows/tasks.py), and no server notifications: the
@@ -131,6 +132,9 @@ from .secrets import (
 DRIVER_OPTIONS = {"connection_timeout": 5.0, "max_transaction_retry_time": 5.0,
                   "notifications_min_severity": "OFF"}
 READ, WRITE = "r", "w"  # neo4j.RoutingControl.READ / WRITE (str enum)
+NEO4J_USER_EDGES = ("on Neo4j the user's relationships are the user's own: create them with Cypher (graphlabel"
+                    " query --write) and label over them with --graph edges:TYPE; ingest-edges loads edges into"
+                    " the embedded store")
 
 
 @contextmanager
@@ -177,6 +181,7 @@ class Neo4jStore(GraphStore):
     """
 
     dialect = "neo4j"
+    loads_user_edges = False  # the user's relationships are the user's (write_user_edges)
 
     def __init__(self, driver, config: Neo4jGraphConfig | None = None, *, database: str | None = None,
                  ensure_schema: bool = True) -> None:
@@ -291,8 +296,8 @@ class Neo4jStore(GraphStore):
                 f"relationship type {rel!r} holds {unowned} relationships between nodes of dataset"
                 f" {dataset!r} that graphlabel did not create (no {marker!r} property); graphlabel never"
                 f" writes into or deletes a user's relationships: build into a relationship type of its"
-                f" own (GRAPHLABEL_NEO4J_RELATIONSHIP), or label over these relationships without"
-                f" building a graph (graphlabel label without --rebuild-graph)")
+                f" own (GRAPHLABEL_NEO4J_RELATIONSHIP, default SIMILAR) and label over the user's"
+                f" relationships with --graph edges:TYPE[:WEIGHT_PROPERTY]")
 
     def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10) -> int:
         """Delete the similarity relationships graphlabel created from the dataset's nodes
@@ -344,8 +349,29 @@ class Neo4jStore(GraphStore):
         if not edges.num_rows:
             return 0
         check_endpoints(dataset, edges, self.node_keys(dataset))  # MATCH would drop such a row unsaid
+        self.check_edges_owned(dataset)  # an incremental run adds only to a type of graphlabel's own
         self._write_batches("add_edges", edges, {"dataset": dataset})
         return edges.num_rows
+
+    def read_user_edges(self, dataset: str, edge_type: str, weight_property: str | None = None) -> pa.Table:
+        check_dataset_name(dataset)
+        check_identifier(edge_type, "relationship type")
+        if weight_property is not None:
+            check_identifier(weight_property, "weight property")
+        if edge_type == self.config.relationship:
+            raise ValueError(f"{edge_type!r} is graphlabel's own relationship type (GRAPHLABEL_NEO4J_RELATIONSHIP):"
+                             " the user's edges must be of another type")
+        record = self._single("read_user_edges", {"dataset": dataset, "edge_type": edge_type,
+                                                  "weight_property": weight_property}, READ)
+        source = list(record["source"]) if record is not None else []
+        target = list(record["target"]) if record is not None else []
+        raw = [cell[0] for cell in record["weight"]] if record is not None else []
+        return checked_weights(source, target, None if weight_property is None else raw, edge_type,
+                               weight_property, dataset)
+
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+        raise StoreSetupError(NEO4J_USER_EDGES)
+
 
     def read_label_state(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)

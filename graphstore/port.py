@@ -33,6 +33,9 @@ class GraphStore(ABC):
     """The operations the flows need from a graph database."""
 
     dialect: str = ""
+    #: Whether ``write_user_edges`` stores the user's edges (``ingest-edges``); a store
+    #: whose users keep their own relationships (Neo4j) refuses, and says so up front.
+    loads_user_edges: bool = True
 
     @abstractmethod
     def ensure_schema(self) -> None:
@@ -180,8 +183,18 @@ class GraphStore(ABC):
         This default builds it here (``similarity.build_graph`` on the features read from
         the store, then ``replace_edges``); a database with a builder of its own (Neo4j
         GDS) overrides it. Raises ``ValueError`` naming the problem when the dataset has
-        no nodes or features of different lengths.
+        no nodes or features of different lengths. A spec of the user's edges alone (kind
+        ``edges``) builds nothing: graphlabel's own relationships of the dataset are
+        deleted and the count is of the user's edges, which are never written.
         """
+        if spec.similarity_kind is None:
+            # the user's edges alone (graphstore/user_edges.py): graphlabel builds nothing,
+            # and its own relationships of the dataset go (they are no longer labelled over)
+            assert spec.edges_type is not None
+            n_user = self.read_user_edges(dataset, spec.edges_type, spec.edges_property).num_rows  # checked first
+            self.replace_edges(dataset, edge_table_from_pairs(np.zeros(0, object), np.zeros(0, np.int64),
+                                                              np.zeros(0, np.int64), np.zeros(0)))
+            return BuiltGraph(n_user, None)
         import similarity  # scikit-learn loads with it: only when a graph is built
 
         graph = self.read_subgraph(dataset, with_features=True)
@@ -215,6 +228,49 @@ class GraphStore(ABC):
         edges = edge_table_from_pairs(graph.keys, source, target, weight)
         self.add_edges(dataset, edges)
         return edges
+
+    # -- the user's own edges (graphstore/user_edges.py) -----------------------------------
+
+    @abstractmethod
+    def read_user_edges(self, dataset: str, edge_type: str, weight_property: str | None = None) -> pa.Table:
+        """The user's edges of type ``edge_type`` between the dataset's nodes, by key
+        (``EDGE_SCHEMA``, one row per relationship as stored, self loops left out), each
+        weighing its ``weight_property`` (1 when None). Reads only.
+
+        Raises
+        ------
+        ValueError
+            Some weights are missing, not numbers, NaN, infinite or negative
+            (``user_edges.checked_weights`` names them); ``edge_type`` is graphlabel's own
+            relationship type; or the store cannot hold ``weight_property``.
+        """
+
+    @abstractmethod
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+        """Replace the dataset's user edges of type ``edge_type`` with ``edges``
+        (``EDGE_SCHEMA``, by key; weight null for "no weight"), for ``graphlabel
+        ingest-edges``; returns the count. ``ValueError`` before anything changes when an
+        endpoint is not a node of the dataset. A store whose users keep their edges
+        themselves (Neo4j) raises ``StoreSetupError`` saying so."""
+
+    def read_graph(self, dataset: str, with_features: bool = True) -> SubGraph:
+        """The graph the dataset is labelled over: ``read_subgraph`` (graphlabel's own
+        similarity relationships), with the user's edges the dataset's ``GraphBuild``
+        record names (``GraphSpec.edges_type``) in their place or added to them
+        (``user_edges.with_user_edges``). The flows export and solve this graph."""
+        return self.add_user_edges(dataset, self.read_subgraph(dataset, with_features=with_features))
+
+    def add_user_edges(self, dataset: str, graph: SubGraph) -> SubGraph:
+        """``graph`` (the dataset's ``read_subgraph``) with the user's edges its
+        ``GraphBuild`` record names; ``graph`` itself when it names none."""
+        from .user_edges import with_user_edges
+
+        build = self.read_graph_build(dataset)
+        if not build or not build.get("edges_type"):
+            return graph
+        spec = GraphSpec.from_record(build)
+        assert spec.edges_type is not None  # read from the record just above
+        return with_user_edges(graph, self.read_user_edges(dataset, spec.edges_type, spec.edges_property), spec)
 
     # -- incremental runs (see graphstore/changes.py) ------------------------------------
 

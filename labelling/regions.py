@@ -23,6 +23,8 @@ from .problems import ExportedProblem
 
 #: The spec entries a recorded graph build must match for edges to be added to it.
 GRAPH_KEYS = ("graph", "k", "metric", "weights")
+#: The user's edges of a graph (similarity.spec.GraphSpec): a run asking for others rebuilds.
+USER_EDGE_KEYS = ("edges_type", "edges_property", "edges_weight")
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,12 +40,18 @@ class ChangeSet:
     labelled: np.ndarray     # bool: labelled_at is set
     predicted: np.ndarray    # object: the previous predicted label, None where absent
     read_at: pd.Timestamp
+    #: Relationships per node in graphlabel's own similarity graph, when ``graph`` also
+    #: holds the user's edges (graphstore/user_edges.py); None: ``graph`` is that graph.
+    own_degree: np.ndarray | None = None
 
     @property
     def new(self) -> np.ndarray:
-        """Changed nodes without any similarity relationship (they get edges)."""
-        degree = np.bincount(self.graph.source, minlength=self.graph.n_nodes) + \
-            np.bincount(self.graph.target, minlength=self.graph.n_nodes)
+        """Changed nodes without any similarity relationship of graphlabel's own (they get
+        edges): a new entity that arrives with edges of the user's still gets its kNN ones."""
+        degree = self.own_degree
+        if degree is None:
+            degree = np.bincount(self.graph.source, minlength=self.graph.n_nodes) + \
+                np.bincount(self.graph.target, minlength=self.graph.n_nodes)
         return self.changed & (degree == 0)
 
 

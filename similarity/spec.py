@@ -12,16 +12,29 @@ Kinds and what they read (``similarity`` builds each; Neo4j's GDS builds ``knn``
   labels (Sec. 6.1); they fix their own weights.
 - ``sgt``: Joachims (2003) eq. 22 on the directed cosine kNN similarities; ``mutual_knn``:
   Bergamim & Breve (2022) Eq. 6-8. Both fix their own metric and weights.
+- ``edges``: no similarity graph at all, the user's own edges of one type (``edges_type``,
+  weighted by the property ``edges_property``, else 1). Spelt ``edges:TYPE[:WEIGHT]``.
+- The user's edges added to any other kind: ``KIND+edges:TYPE[:WEIGHT]`` (e.g.
+  ``knn+edges:CO_PURCHASED:count``) labels over W = W_kind + ``edges_weight`` · W_user.
+
+The user's edges are read, never written (graphstore/user_edges.py). Decisions for the sum:
+each graph is made one undirected row per pair first (the larger weight where a pair is
+stored each way, as for the similarity relationships), then the two are added pair by pair;
+``edges_weight`` (default 1) is the only scaling: the user's weights are used as they are
+stored, so counts of co-purchases next to Gaussian weights in (0, 1] want a small
+``edges_weight`` (a rescaling rule of our own would be a second hidden choice).
 
 This module imports no scikit-learn (the CLI validates a spec without loading it).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half", "sgt", "mutual_knn")
+GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half", "sgt", "mutual_knn", "edges")
 METRICS = ("euclidean", "cosine")
 WEIGHTS = ("gaussian", "cosine", "binary")
 SYMMETRISE = ("max", "mean", "mutual")
@@ -29,6 +42,33 @@ SYMMETRISE = ("max", "mean", "mutual")
 K_KINDS = ("knn", "sgt", "mutual_knn")
 METRIC_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
 DEFAULT_K = 10
+#: A relationship type or property name of the user's edges: the identifiers
+#: graphstore/identifiers.py accepts (checked here too: the CLI validates a spec early).
+EDGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+USER_EDGES = "edges"
+
+
+def parse_graph(graph: Any) -> tuple[Any, str | None, str | None]:
+    """``(kind, edges_type, edges_property)`` of a ``--graph`` value: ``KIND``,
+    ``edges:TYPE[:WEIGHT]`` or ``KIND+edges:TYPE[:WEIGHT]``. What is not a string, or has
+    no ``edges:`` part, comes back as the kind (``graph_problems`` names a bad one)."""
+    if not isinstance(graph, str):
+        return graph, None, None
+    kind, plus, tail = graph.partition("+")
+    if not plus and graph.startswith(USER_EDGES + ":"):
+        kind, tail = USER_EDGES, graph
+    elif not plus:
+        return graph, None, None
+    name, colon, rest = tail.partition(":")
+    if name != USER_EDGES or not colon:
+        raise ValueError(f"graph {graph!r}: the user's edges are written edges:TYPE[:WEIGHT_PROPERTY],"
+                         f" alone or after a kind (knn+edges:TYPE)")
+    edge_type, _, prop = rest.partition(":")
+    for value, what in ((edge_type, "relationship type"), (prop or "weight", "weight property")):
+        if not EDGE_NAME.fullmatch(value):
+            raise ValueError(f"graph {graph!r}: invalid {what} {value!r} (letters, digits and '_', not"
+                             " starting with a digit)")
+    return kind, edge_type, prop or None
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> list[str]:
@@ -41,11 +81,29 @@ def _positive(name: str, value: Any) -> list[str]:
     return []
 
 
+def _edges_weight_problems(kind: Any, edge_type: str | None, edges_weight: Any) -> list[str]:
+    if edges_weight is None:
+        return []
+    if isinstance(edges_weight, bool) or not isinstance(edges_weight, (int, float)) \
+            or not math.isfinite(edges_weight) or not edges_weight > 0:
+        return [f"edges_weight must be a positive number, got {edges_weight!r}"]
+    if edge_type is None or kind == USER_EDGES:
+        return ["edges_weight weighs the user's edges in a sum with a similarity graph: it needs"
+                " --graph KIND+edges:TYPE (e.g. knn+edges:CO_PURCHASED)"]
+    return []
+
+
 def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", weights: Any = "gaussian",
-                   delta: Any = None, sigma: Any = None, symmetrise: Any = "max") -> list[str]:
+                   delta: Any = None, sigma: Any = None, symmetrise: Any = "max",
+                   edges_weight: Any = None) -> list[str]:
     """Every problem with these graph options, one line each (empty when they make a
-    valid ``GraphSpec``): a schedule file reports them all at once, a spec raises the first."""
-    problems = _choice("graph", kind, GRAPH_KINDS)
+    valid ``GraphSpec``): a schedule file reports them all at once, a spec raises the
+    first. ``kind`` may be a whole ``--graph`` value (``knn+edges:TYPE``, ``parse_graph``)."""
+    try:
+        kind, edge_type, _ = parse_graph(kind)
+    except ValueError as error:
+        return [str(error)]
+    problems = _choice("graph", kind, GRAPH_KINDS) + _edges_weight_problems(kind, edge_type, edges_weight)
     if kind in K_KINDS and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         problems.append(f"k must be a positive integer, got {k!r}")
     if kind in METRIC_KINDS:
@@ -81,6 +139,14 @@ class GraphSpec:
         Gaussian bandwidth; None: the median k-th-neighbour distance (``knn``).
     symmetrise : {"max", "mean", "mutual"} or None
         How the directed kNN lists become undirected (``knn`` only).
+    edges_type : str or None
+        The user's relationship type labelled over (kind ``edges``) or added to the
+        similarity graph (any other kind); None for none.
+    edges_property : str or None
+        The property holding the user's edge weights; None: every edge weighs 1.
+    edges_weight : float or None
+        Factor of the user's edges in the sum with a similarity graph (default 1); None
+        without user edges and for kind ``edges``.
     """
 
     kind: str = "knn"
@@ -90,23 +156,58 @@ class GraphSpec:
     delta: float | None = None
     sigma: float | None = None
     symmetrise: str | None = "max"
+    edges_type: str | None = None
+    edges_property: str | None = None
+    edges_weight: float | None = None
 
     def __post_init__(self) -> None:
         problems = graph_problems(self.kind, self.k, self.metric, self.weights, self.delta, self.sigma,
                                   self.symmetrise)
+        problems += self._edge_problems()
         if problems:
             raise ValueError(problems[0])
+
+    def _edge_problems(self) -> list[str]:
+        if self.kind == USER_EDGES and self.edges_type is None:
+            return ['graph "edges" needs the relationship type: --graph edges:TYPE[:WEIGHT_PROPERTY]']
+        for value, what in ((self.edges_type, "edges_type"), (self.edges_property, "edges_property")):
+            if value is not None and (not isinstance(value, str) or not EDGE_NAME.fullmatch(value)):
+                return [f"invalid {what} {value!r}: letters, digits and '_', not starting with a digit"]
+        if self.edges_type is None and (self.edges_property is not None or self.edges_weight is not None):
+            return ["edges_property and edges_weight need edges_type (the user's relationship type)"]
+        return _edges_weight_problems(self.kind, self.edges_type, self.edges_weight)
+
+    @property
+    def graph(self) -> str:
+        """The ``--graph`` value of this spec (``knn``, ``edges:T``, ``knn+edges:T:w``)."""
+        if self.edges_type is None:
+            return self.kind
+        edges = f"edges:{self.edges_type}" + (f":{self.edges_property}" if self.edges_property else "")
+        return edges if self.kind == USER_EDGES else f"{self.kind}+{edges}"
+
+    @property
+    def similarity_kind(self) -> str | None:
+        """The kind of similarity graph graphlabel builds for this spec; None for ``edges``."""
+        return None if self.kind == USER_EDGES else self.kind
 
     @classmethod
     def from_options(cls, graph: str | None = None, k: int | None = None, metric: str | None = None,
                      weights: str | None = None, delta: float | None = None,
-                     sigma: float | None = None, symmetrise: str | None = None) -> GraphSpec:
+                     sigma: float | None = None, symmetrise: str | None = None,
+                     edges_weight: float | None = None) -> GraphSpec:
         """The spec of a kind with defaults for what is not given (kNN, k = 10, Euclidean,
         Gaussian, max), and None for what the kind does not use; a δ-graph without a σ
-        has binary weights (a Gaussian needs a bandwidth the δ-graph does not pick)."""
-        kind = graph or "knn"
+        has binary weights (a Gaussian needs a bandwidth the δ-graph does not pick).
+        ``graph`` may name the user's edges (``parse_graph``); their ``edges_weight`` is
+        then 1 unless given."""
+        kind, edges_type, edges_property = parse_graph(graph or "knn")
         if kind not in GRAPH_KINDS:
             raise ValueError(_choice("graph", kind, GRAPH_KINDS)[0])
+        problems = _edges_weight_problems(kind, edges_type, edges_weight)
+        if problems:
+            raise ValueError(problems[0])
+        if edges_type is not None and kind != USER_EDGES and edges_weight is None:
+            edges_weight = 1.0
         return cls(
             kind=kind,
             k=(DEFAULT_K if k is None else k) if kind in K_KINDS else None,
@@ -116,6 +217,8 @@ class GraphSpec:
             delta=delta if kind == "delta" else None,
             sigma=sigma if kind in ("knn", "delta") else None,
             symmetrise=(symmetrise or "max") if kind == "knn" else None,
+            edges_type=edges_type, edges_property=edges_property,
+            edges_weight=None if edges_weight is None else float(edges_weight),
         )
 
     @property
@@ -144,6 +247,15 @@ class GraphSpec:
 
     def describe(self) -> str:
         """``10-NN, euclidean, gaussian weights`` and the like, for messages."""
+        if self.edges_type is None:
+            return self._describe_similarity()
+        weighted = f" weighted by {self.edges_property!r}" if self.edges_property else ", weight 1"
+        edges = f"the user's {self.edges_type} edges{weighted}"
+        if self.kind == USER_EDGES:
+            return edges
+        return f"{self._describe_similarity()} + {self.edges_weight:g} x {edges}"
+
+    def _describe_similarity(self) -> str:
         if self.kind == "knn":
             return f"{self.k}-NN, {self.metric}, {self.weights} weights"
         if self.kind == "delta":
@@ -161,7 +273,8 @@ class GraphSpec:
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> GraphSpec:
         """The spec of a ``GraphBuild`` record (extra keys such as ``built_at`` ignored)."""
-        names = ("k", "metric", "weights", "delta", "sigma", "symmetrise")
+        names = ("k", "metric", "weights", "delta", "sigma", "symmetrise", "edges_type", "edges_property",
+                 "edges_weight")
         values = {name: record.get(name) for name in names}
         if values["k"] is not None:
             values["k"] = int(values["k"])
@@ -184,15 +297,24 @@ class GraphRequest:
     weights: str | None = None
     delta: float | None = None
     sigma: float | None = None
+    edges_weight: float | None = None
 
     def __post_init__(self) -> None:
         self.spec()
 
     def spec(self) -> GraphSpec:
         """The graph a rebuild makes: the given options, the defaults for the rest."""
-        return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma)
+        return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma,
+                                      edges_weight=self.edges_weight)
 
     def given(self) -> dict[str, Any]:
-        """The options given, by name."""
-        return {name: value for name, value in asdict(self).items() if value is not None}
+        """The options given, by name; a ``graph`` naming the user's edges as the spec's
+        fields (``graph`` the kind, ``edges_type``, ``edges_property``, ``edges_weight``),
+        which is how a ``GraphBuild`` record has them."""
+        given = {name: value for name, value in asdict(self).items() if value is not None}
+        if self.graph is not None:
+            spec = self.spec()
+            given.update(graph=spec.kind, edges_type=spec.edges_type, edges_property=spec.edges_property,
+                         edges_weight=spec.edges_weight)
+        return given
 

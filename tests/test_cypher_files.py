@@ -75,7 +75,8 @@ def test_the_parser_rejects_broken_cypher():
 
 # Statements with no Neo4j meaning: Kùzu's CHECKPOINT (the server manages its own), and the
 # existing-pairs check of Kùzu's add_edges (Neo4j's MERGE batches need none).
-KUZU_ONLY = {"checkpoint", "existing_edges"}
+# ingest-edges loads the user's edges into the embedded store only (on Neo4j they are the user's)
+KUZU_ONLY = {"checkpoint", "existing_edges", "delete_user_edges", "insert_user_edges"}
 
 
 def test_every_kuzu_query_has_a_neo4j_counterpart():
@@ -150,13 +151,16 @@ def _kuzu_parameters(name: str) -> dict:
         "existing_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "weight": [1.0],
                                               "dataset": ["d"]})},
         "write_graph_build": {"dataset": "d", "spec": "{}", "built_at": now},
+        "insert_user_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "type": ["T"], "weight": [1.0],
+                                                 "dataset": ["d"]})},
     }
     scalars = {"dataset": "d", "run_id": "r", "solver": "s", "parameters": "{}", "metrics": "{}",
                "timings": "{}", "started_at": now, "finished_at": now, "n_nodes": 1, "n_labeled": 1,
                "n_flagged": 0, "status": "completed", "versions": "{}", "error": "e", "max_rows": 1,
                "run_ids": ["r"], "uid": "d:a", "key": "a", "process": "{}", "heartbeat_at": now, "seen": now,
                "classes": "[]", "decision": "accept", "label": "x", "reviewer": "r", "decided_at": now,
-               "decision_id": "i", "previous": "x"}
+               "decision_id": "i", "previous": "x",
+               "edge_type": "T"}
     return tables.get(name, scalars)
 
 

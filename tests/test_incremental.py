@@ -448,9 +448,9 @@ def test_neo4j_filtered_knn_for_new_nodes_and_the_weights_of_their_edges():
     assert store.build_knn_edges_for("toy", np.array(["n1", "n2", "n3"], dtype=object), k=K,
                                      weights="gaussian", sigma=2.5, deterministic=True) == 30
     assert queries_sent(store, driver, calls_before) == [
-        "gds_version", "keys_with_features", "gds_project_new", "gds_knn_filtered_write", "gds_drop", "gds_set_weights",
-        "gds_set_weights"]
-    project, knn, drop = driver.calls[calls_before + 2:calls_before + 5]
+        "gds_version", "keys_with_features", "unowned_edges", "gds_project_new", "gds_knn_filtered_write", "gds_drop",
+        "gds_set_weights", "gds_set_weights"]  # unowned_edges: never write into a user's relationship type
+    project, knn, drop = driver.calls[calls_before + 3:calls_before + 6]
     assert project.parameters["new_keys"] == ["n1", "n2", "n3"]
     assert project.parameters["dataset"] == "toy"
     assert "sourceNodeLabels: CASE WHEN e.`key` IN $new_keys" in project.query

@@ -99,6 +99,9 @@ def job_with(**fields):
     ({"store": ""}, r"store must be a store URI"),
     ({"name": "has space"}, r"name must be 1-100 letters"),
     ({"solvr": "harmonic"}, r"unknown field\(s\) \['solvr'\]"),
+    ({"graph": "edges:"}, r"graph 'edges:': invalid relationship type ''"),
+    ({"edges_weight": 0.5}, r"edges_weight weighs the user's edges in a sum"),
+    ({"graph": "knn+edges:CO", "edges_weight": -1}, r"edges_weight must be a positive number, got -1"),
 ])
 def test_each_invalid_field_is_named(fields, message):
     with pytest.raises(ScheduleError, match=message):
@@ -183,6 +186,14 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
     # every parameter is one the flow takes
     accepted = set(inspect.signature(labelling_flow.fn).parameters)
     assert all(set(d.parameters) <= accepted for d in made)
+
+
+def test_a_job_labels_over_the_users_edges():
+    (job,) = parse_schedule(job_with(graph="knn+edges:CO_PURCHASED:count", edges_weight=0.5), "s.toml")
+    parameters = job.parameters()
+    assert (parameters["graph"], parameters["edges_weight"]) == ("knn+edges:CO_PURCHASED:count", 0.5)
+    assert "edges_weight" in inspect.signature(labelling_flow.fn).parameters
+    assert "edges_weight" not in parse_schedule(job_with(graph="edges:CO"), "s.toml")[0].parameters()
 
 
 def test_full_is_passed_only_when_the_file_sets_it():

@@ -65,7 +65,7 @@ def names(store):
     yield fresh
     if store.dialect == "neo4j":
         for name in made:
-            for query in ("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",
+            for query in ("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",  # the user's edges too
                           "MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
                           "MATCH (g:GraphBuild {dataset: $dataset}) DELETE g",
                           "MATCH (d:LabelDecision {dataset: $dataset}) DETACH DELETE d"):
@@ -488,6 +488,89 @@ def test_the_graph_build_record_is_replaced_per_dataset(store, names):
     store.write_graph_build(dataset, GraphSpec(k=3, metric="cosine").with_sigma(0.25).as_record())
     assert GraphSpec.from_record(store.read_graph_build(dataset)) == GraphSpec(k=3, metric="cosine", sigma=0.25)
     assert store.read_graph_build(other) is None
+
+
+# -- the user's own edges (graphstore/user_edges.py) -----------------------------------------
+
+
+def user_edges(store, dataset, edge_type, rows) -> None:
+    """The user's edges as a user has them: loaded by ingest-edges on the embedded store
+    (``write_user_edges``), made with their own Cypher on Neo4j (test set-up only: the
+    package never writes a user's relationships there). Rows are (source, target, weight)
+    with weight None for "no weight property"."""
+    if store.dialect != "neo4j":
+        table = pa.table({"source": [r[0] for r in rows], "target": [r[1] for r in rows],
+                          "weight": pa.array([r[2] for r in rows], pa.float64())})
+        assert store.write_user_edges(dataset, edge_type, table) == len(rows)
+        return
+    store._driver.execute_query(
+        f"UNWIND $rows AS row MATCH (a:Entity {{dataset: $ds, key: row[0]}}), (b:Entity {{dataset: $ds, key: row[1]}})"
+        f" CREATE (a)-[r:`{edge_type}`]->(b) SET r.weight = row[2]",
+        parameters_={"ds": dataset, "rows": [list(r) for r in rows]}, database_=store.database)
+
+
+def test_user_edges_are_read_by_type_and_left_as_they_are(store, names):
+    dataset, other = names(), names()
+    store.write_nodes(dataset, nodes(["a", "b", "c", "d"], ["x", None, None, "y"]))
+    store.write_nodes(other, nodes(["a", "b"], ["x", "y"]))
+    user_edges(store, dataset, "CO_BOUGHT", [("a", "b", 2.0), ("b", "c", 0.5), ("c", "b", 1.5), ("c", "d", 0.0)])
+    user_edges(store, dataset, "RETURNED", [("a", "d", 7.0)])
+    user_edges(store, other, "CO_BOUGHT", [("a", "b", 9.0)])
+    read = store.read_user_edges(dataset, "CO_BOUGHT", "weight")
+    assert read.schema == EDGE_SCHEMA
+    assert sorted(read.to_pylist(), key=lambda r: (r["source"], r["target"])) == [
+        {"source": "a", "target": "b", "weight": 2.0}, {"source": "b", "target": "c", "weight": 0.5},
+        {"source": "c", "target": "b", "weight": 1.5}, {"source": "c", "target": "d", "weight": 0.0}]
+    assert store.read_user_edges(dataset, "CO_BOUGHT").column("weight").to_pylist() == [1.0] * 4
+    assert store.read_user_edges(dataset, "NO_SUCH_TYPE").num_rows == 0
+    # labelling over them: a pair stored each way once, with the larger weight; the
+    # similarity relationships (none here) are not part of the graph
+    store.write_graph_build(dataset, GraphSpec.from_options("edges:CO_BOUGHT:weight").as_record())
+    graph = store.read_graph(dataset, with_features=False)
+    got = {tuple(sorted((graph.keys[s], graph.keys[t]))): w for s, t, w in
+           zip(graph.source, graph.target, graph.weight, strict=True)}
+    assert got == {("a", "b"): 2.0, ("b", "c"): 1.5, ("c", "d"): 0.0}
+    # added to graphlabel's own graph with a factor: summed pair by pair
+    store.replace_edges(dataset, edges(("a", "b", 1.0), ("a", "c", 0.25)))
+    store.write_graph_build(dataset, GraphSpec.from_options("knn+edges:CO_BOUGHT:weight", edges_weight=0.5)
+                            .as_record())
+    graph = store.read_graph(dataset, with_features=False)
+    got = {tuple(sorted((graph.keys[s], graph.keys[t]))): w for s, t, w in
+           zip(graph.source, graph.target, graph.weight, strict=True)}
+    assert got == {("a", "b"): 1.0 + 0.5 * 2.0, ("a", "c"): 0.25, ("b", "c"): 0.5 * 1.5, ("c", "d"): 0.0}
+    assert pairs(store, dataset) == {("a", "b"): 1.0, ("a", "c"): 0.25}  # read_subgraph: graphlabel's own only
+    # graphlabel's builds replace its own relationships only
+    store.replace_edges(dataset, edges(("b", "d", 1.0)))
+    assert store.read_user_edges(dataset, "CO_BOUGHT", "weight").num_rows == 4
+    assert store.read_user_edges(dataset, "RETURNED", "weight").column("weight").to_pylist() == [7.0]
+    # a graph of the user's edges alone builds nothing and deletes graphlabel's own
+    assert store.build_edges(dataset, GraphSpec.from_options("edges:CO_BOUGHT")) == BuiltGraph(4, None)
+    assert pairs(store, dataset) == {}
+    assert store.read_user_edges(dataset, "CO_BOUGHT", "weight").num_rows == 4
+
+
+def test_bad_user_edge_weights_are_reported_not_dropped(store, dataset):
+    store.write_nodes(dataset, nodes(["a", "b", "c"], ["x", None, "y"]))
+    user_edges(store, dataset, "LINKED", [("a", "b", 1.0), ("b", "c", None)])
+    with pytest.raises(ValueError, match=r"1 of the 2 LINKED relationships .* no usable weight property 'weight'"
+                                         r" \(1 missing; e.g. b->c: None\)"):
+        store.read_user_edges(dataset, "LINKED", "weight")
+    if store.dialect == "neo4j":  # only Neo4j holds weights of other types, or unchecked ones
+        store._driver.execute_query(
+            "MATCH (a:Entity {dataset: $ds, key: 'a'}), (c:Entity {dataset: $ds, key: 'c'})"
+            " CREATE (a)-[:LINKED {weight: 'heavy'}]->(c), (c)-[:LINKED {weight: -2.0}]->(a)",
+            parameters_={"ds": dataset}, database_=store.database)
+        with pytest.raises(ValueError, match=r"3 of the 4 LINKED .* \(1 missing, 1 not a number, 1 negative;"):
+            store.read_user_edges(dataset, "LINKED", "weight")
+        with pytest.raises(ValueError, match="'SIMILAR' is graphlabel's own relationship type"):
+            store.read_user_edges(dataset, "SIMILAR")
+    else:
+        with pytest.raises(ValueError, match="keeps one weight per user edge, 'weight'"):
+            store.read_user_edges(dataset, "LINKED", "strength")
+        with pytest.raises(ValueError, match="1 keys of the relationships are not nodes"):
+            store.write_user_edges(dataset, "LINKED", edges(("a", "zz", 1.0)))
+        assert store.read_user_edges(dataset, "LINKED").num_rows == 2  # the refused write changed nothing
+    assert store.read_user_edges(dataset, "LINKED").num_rows == (4 if store.dialect == "neo4j" else 2)
 
 
 def digits_nodes(X, y, start=0, every=5) -> pa.Table:
