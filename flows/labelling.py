@@ -306,7 +306,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     build_graph : bool
         Rebuild the similarity graph first (a full run; an incremental run keeps the graph it has).
     graph : str or None
-        knn, delta, mincut3, delta0, delta_half, sgt or mutual_knn; None: the graph as built (knn when rebuilt).
+        knn, delta, mincut3, delta0, delta_half, sgt or mutual_knn, the user's edges:TYPE[:WEIGHT], or
+        KIND+edges:TYPE[:WEIGHT] (both added); None: the graph as built (knn when rebuilt).
     k : int or None
         Neighbours per node (knn, sgt, mutual_knn); None: as built, 10 when rebuilt.
     metric : str or None
@@ -333,6 +334,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         Keep this many completed LabelRun records of the dataset, deleting older ones; None keeps all.
     publish : bool
         Publish the run's report, metrics and reliability plot as Prefect artifacts.
+    edges_weight : float or None
+        Factor of the user's edges in a KIND+edges graph (default 1).
 
     Returns
     -------
