@@ -51,6 +51,9 @@ class Neo4jGraphConfig:
     updated_at, content_hash : str
         Change tracking written by ``write_nodes`` (graphstore/changes.py): when the node's
         features or given label last changed, and their hash.
+    categories, given_label_confidence : str
+        Where ``write_nodes`` keeps the categorical features (a list of strings) and the
+        trust in the given label (``ingest --categorical`` / ``--label-confidence``).
     batch_size : int
         Rows per UNWIND batch (one transaction each).
     edge_builder : {"gds", "local"}
@@ -77,6 +80,8 @@ class Neo4jGraphConfig:
     previous_label_run_id: str = "previous_label_run_id"
     updated_at: str = "updated_at"
     content_hash: str = "content_hash"
+    categories: str = "categories"
+    given_label_confidence: str = "given_label_confidence"
     batch_size: int = 10_000
     edge_builder: str = "gds"
     _fragments: dict | None = field(default=None, init=False, repr=False, compare=False)
@@ -88,7 +93,7 @@ class Neo4jGraphConfig:
 
     def __post_init__(self) -> None:
         for name in ("node_label", "key", "given_label", "relationship", "weight", "edge_marker",
-                     "run_label", *self.WRITTEN):
+                     "run_label", "categories", "given_label_confidence", *self.WRITTEN):
             check_identifier(getattr(self, name), f"{name} setting")
         if self.dataset is not None:
             check_identifier(self.dataset, "dataset setting")
@@ -104,7 +109,8 @@ class Neo4jGraphConfig:
         for name in features:
             check_identifier(name, "features setting")
         object.__setattr__(self, "features", features[0] if len(features) == 1 else features)
-        read = [self.key, self.given_label, *features] + ([self.dataset] if self.dataset else [])
+        read = [self.key, self.given_label, *features, self.categories, self.given_label_confidence] + \
+            ([self.dataset] if self.dataset else [])
         written = [getattr(self, name) for name in self.WRITTEN]
         if len(set(read + written)) != len(read) + len(written):
             raise ValueError(f"node property settings must be distinct, got {read + written}")
@@ -153,6 +159,8 @@ class Neo4jGraphConfig:
             "rel_type": quote(self.relationship),
             "key": key,
             "given_label": quote(self.given_label),
+            "categories": quote(self.categories),
+            "given_label_confidence": quote(self.given_label_confidence),
             "weight": quote(self.weight),
             "edge_marker": quote(self.edge_marker),
             "merge_identity": merge_identity,

@@ -39,8 +39,10 @@ def in_key_order(graph: SubGraph) -> SubGraph:
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
     features = graph.features[order] if graph.features is not None else None
+    categories = graph.categories[order] if graph.categories is not None else None
+    trust = graph.label_confidence[order] if graph.label_confidence is not None else None
     return SubGraph(graph.keys[order], graph.labels[order], features, position[graph.source],
-                    position[graph.target], graph.weight)
+                    position[graph.target], graph.weight, categories=categories, label_confidence=trust)
 
 
 def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
@@ -48,7 +50,9 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     (classes in sorted order), nodes in key order (``in_key_order`` says why).
 
     W_ij = max(w(i→j), w(j→i)): the local builder stores one relationship per pair, GDS kNN
-    writes one per direction found, and the maximum reads both the same way."""
+    writes one per direction found, and the maximum reads both the same way. The given
+    labels' trust (``graph.label_confidence``, 1 where none was given) becomes
+    ``LabelProblem.label_confidence``."""
     graph = in_key_order(graph)
     n = graph.n_nodes
     if n == 0:
@@ -67,7 +71,10 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     y[has_label] = np.searchsorted(classes, given[has_label].to_numpy())
     A = sp.csr_matrix((graph.weight, (graph.source, graph.target)), shape=(n, n))
     W = A.maximum(A.T)
-    return ExportedProblem(LabelProblem(W, y, n_classes=len(classes), X=graph.features), graph.keys, classes)
+    # the trust in each given label (ingest --label-confidence), for the solvers that read it
+    trust = graph.label_confidence
+    return ExportedProblem(LabelProblem(W, y, trust, n_classes=len(classes), X=graph.features), graph.keys,
+                           classes)
 
 
 def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: str,

@@ -156,7 +156,11 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
             np.zeros((0, graph.features.shape[1]))
         X = np.vstack([graph.features[r], anchor_X])
     keys = np.concatenate([graph.keys[r], np.full(m, None, dtype=object)])
-    return ExportedProblem(LabelProblem(W_sub, y, n_classes=n_classes, X=X), keys, classes)
+    # the region's given labels keep their trust (ingest --label-confidence); anchors are
+    # the boundary's fixed labels, trusted fully as the full run's fixed labels are
+    trust = None if graph.label_confidence is None else \
+        np.concatenate([graph.label_confidence[r], np.ones(m)])
+    return ExportedProblem(LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X), keys, classes)
 
 
 def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
@@ -167,7 +171,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     idx = np.arange(n_region)
     sub = problem.problem
     X = sub.X[:n_region] if sub.X is not None else None
-    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], n_classes=sub.n_classes, X=X)
+    trust = sub.label_confidence[:n_region] if sub.label_confidence is not None else None
+    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X)
     exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes)
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v)}
     restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),

@@ -18,11 +18,16 @@ This module imports no scikit-learn (the CLI validates a spec without loading it
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from .encoding import DEFAULT_SCALE, SCALES, FeatureEncoding
 
 GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half", "sgt", "mutual_knn")
 METRICS = ("euclidean", "cosine")
+#: Blum & Chawla's information-gain-weighted Hamming distance on categorical columns
+#: (similarity/encoding.py): for the graphs that threshold or rank distances of their own.
+HAMMING_KINDS = ("delta", "mincut3", "delta0", "delta_half")
 WEIGHTS = ("gaussian", "cosine", "binary")
 SYMMETRISE = ("max", "mean", "mutual")
 #: The kinds that take k, and the kinds that take a metric.
@@ -42,14 +47,21 @@ def _positive(name: str, value: Any) -> list[str]:
 
 
 def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", weights: Any = "gaussian",
-                   delta: Any = None, sigma: Any = None, symmetrise: Any = "max") -> list[str]:
+                   delta: Any = None, sigma: Any = None, symmetrise: Any = "max",
+                   scale: Any = DEFAULT_SCALE) -> list[str]:
     """Every problem with these graph options, one line each (empty when they make a
     valid ``GraphSpec``): a schedule file reports them all at once, a spec raises the first."""
     problems = _choice("graph", kind, GRAPH_KINDS)
     if kind in K_KINDS and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         problems.append(f"k must be a positive integer, got {k!r}")
-    if kind in METRIC_KINDS:
-        problems += _choice("metric", metric, METRICS)
+    if kind in METRIC_KINDS and metric == "hamming":
+        if kind not in HAMMING_KINDS:
+            problems.append(f"metric 'hamming' is for the graphs {list(HAMMING_KINDS)} (Blum & Chawla's"
+                            f" information-gain-weighted distance); a {kind} graph reads categorical columns"
+                            " as one-hot beside the numbers: use metric 'euclidean' or 'cosine'")
+    elif kind in METRIC_KINDS:
+        problems += _choice("metric", metric, METRICS + ("hamming",) if kind in HAMMING_KINDS else METRICS)
+    problems += _choice("scale", scale, SCALES)
     if kind in ("knn", "delta"):
         problems += _choice("weights", weights, WEIGHTS)
     if kind == "knn":
@@ -81,6 +93,14 @@ class GraphSpec:
         Gaussian bandwidth; None: the median k-th-neighbour distance (``knn``).
     symmetrise : {"max", "mean", "mutual"} or None
         How the directed kNN lists become undirected (``knn`` only).
+    scale : {"standard", "robust", "none"}, default "standard"
+        How the numeric features are scaled before distances are measured (every kind):
+        scikit-learn's ``StandardScaler`` / ``RobustScaler`` semantics
+        (``similarity.encoding``).
+    encoding : FeatureEncoding or None
+        The numbers ``scale`` was fitted to (and the categorical vocabulary) when the
+        graph was built; None before. Recorded on ``GraphBuild`` and reused for the
+        entities an incremental run adds, as ``sigma`` is.
     """
 
     kind: str = "knn"
@@ -90,17 +110,22 @@ class GraphSpec:
     delta: float | None = None
     sigma: float | None = None
     symmetrise: str | None = "max"
+    scale: str = DEFAULT_SCALE
+    encoding: FeatureEncoding | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         problems = graph_problems(self.kind, self.k, self.metric, self.weights, self.delta, self.sigma,
-                                  self.symmetrise)
+                                  self.symmetrise, self.scale)
+        if not problems and self.encoding is not None and self.encoding.scale != self.scale:
+            problems = [f"the encoding was fitted with scale {self.encoding.scale!r}, the spec says {self.scale!r}"]
         if problems:
             raise ValueError(problems[0])
 
     @classmethod
     def from_options(cls, graph: str | None = None, k: int | None = None, metric: str | None = None,
                      weights: str | None = None, delta: float | None = None,
-                     sigma: float | None = None, symmetrise: str | None = None) -> GraphSpec:
+                     sigma: float | None = None, symmetrise: str | None = None,
+                     scale: str | None = None) -> GraphSpec:
         """The spec of a kind with defaults for what is not given (kNN, k = 10, Euclidean,
         Gaussian, max), and None for what the kind does not use; a δ-graph without a σ
         has binary weights (a Gaussian needs a bandwidth the δ-graph does not pick)."""
@@ -116,6 +141,7 @@ class GraphSpec:
             delta=delta if kind == "delta" else None,
             sigma=sigma if kind in ("knn", "delta") else None,
             symmetrise=(symmetrise or "max") if kind == "knn" else None,
+            scale=scale or DEFAULT_SCALE,
         )
 
     @property
@@ -128,6 +154,10 @@ class GraphSpec:
     def with_sigma(self, sigma: float | None) -> GraphSpec:
         """The same graph with the bandwidth it was actually built with."""
         return replace(self, sigma=None if sigma is None else float(sigma))
+
+    def with_encoding(self, encoding: FeatureEncoding | None) -> GraphSpec:
+        """The same graph with the scaler and vocabulary it was actually built with."""
+        return replace(self, encoding=encoding)
 
     def capped(self, n_nodes: int, dataset: str) -> tuple[GraphSpec, list[str]]:
         """The spec a dataset of ``n_nodes`` can give (k at most n - 1, with a warning
@@ -144,28 +174,35 @@ class GraphSpec:
 
     def describe(self) -> str:
         """``10-NN, euclidean, gaussian weights`` and the like, for messages."""
+        scaled = "" if self.scale == DEFAULT_SCALE else f", scale {self.scale}"
         if self.kind == "knn":
-            return f"{self.k}-NN, {self.metric}, {self.weights} weights"
+            return f"{self.k}-NN, {self.metric}, {self.weights} weights{scaled}"
         if self.kind == "delta":
-            return f"δ = {self.delta}, {self.metric}, {self.weights} weights"
+            return f"δ = {self.delta}, {self.metric}, {self.weights} weights{scaled}"
         if self.kind in K_KINDS:
-            return f"{self.kind}, k = {self.k}"
-        return f"{self.kind}, {self.metric}"
+            return f"{self.kind}, k = {self.k}{scaled}"
+        return f"{self.kind}, {self.metric}{scaled}"
 
     def as_record(self) -> dict[str, Any]:
         """The spec as the store's ``GraphBuild`` record keeps it (``graph`` for ``kind``)."""
         record = asdict(self)
         record["graph"] = record.pop("kind")
+        record.pop("encoding")
+        if self.encoding is not None:  # the fitted numbers: scale_center, scale_width, vocabulary
+            record.update(self.encoding.as_record())
         return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> GraphSpec:
-        """The spec of a ``GraphBuild`` record (extra keys such as ``built_at`` ignored)."""
+        """The spec of a ``GraphBuild`` record (extra keys such as ``built_at`` ignored).
+        A record from before scaling existed was built on the features as stored:
+        ``scale="none"``."""
         names = ("k", "metric", "weights", "delta", "sigma", "symmetrise")
         values = {name: record.get(name) for name in names}
         if values["k"] is not None:
             values["k"] = int(values["k"])
-        return cls(kind=record.get("graph") or "knn", **values)
+        encoding = FeatureEncoding.from_record(record)
+        return cls(kind=record.get("graph") or "knn", **values, scale=encoding.scale, encoding=encoding)
 
 
 @dataclass(frozen=True)
@@ -184,13 +221,15 @@ class GraphRequest:
     weights: str | None = None
     delta: float | None = None
     sigma: float | None = None
+    scale: str | None = None
 
     def __post_init__(self) -> None:
         self.spec()
 
     def spec(self) -> GraphSpec:
         """The graph a rebuild makes: the given options, the defaults for the rest."""
-        return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma)
+        return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma,
+                                      scale=self.scale)
 
     def given(self) -> dict[str, Any]:
         """The options given, by name."""

@@ -136,7 +136,9 @@ def _kuzu_parameters(name: str) -> dict:
         "label_noise_score": [0.1], "label_run_id": ["r"], "label_solver": ["s"],
         "labelled_at": [now]}).cast(WRITTEN_PREDICTION_SCHEMA)
     tables = {
-        "upsert_nodes": {"rows": nodes.append_column("uid", pa.array(["d:a"]))
+        "upsert_nodes": {"rows": nodes.append_column("categories", pa.array([["red"]], pa.list_(pa.string())))
+                         .append_column("label_confidence", pa.array([0.5]))
+                         .append_column("uid", pa.array(["d:a"]))
                          .append_column("dataset", pa.array(["d"]))
                          .append_column("content_hash", pa.array([1], pa.int64())), "now": now},
         "write_predictions": {"rows": predictions.append_column("uid", pa.array(["d:a"]))},
