@@ -45,6 +45,22 @@ def in_key_order(graph: SubGraph) -> SubGraph:
                     position[graph.target], graph.weight, categories=categories, label_confidence=trust)
 
 
+def problem_features(graph: SubGraph) -> np.ndarray | None:
+    """The solvers' ``X``: the numeric features, and the categorical columns' one-hot beside
+    them (vocabulary: the values present). Without the one-hot a dataset of categorical
+    columns only would give every node the same empty row: the copy pooling
+    (``labelling.indistinguishable``) then took all of vote.arff's 435 nodes for copies of
+    one entity (accuracy 0.74 against 0.88 unpooled), and max-margin had nothing to fit."""
+    if graph.categories is None:
+        return graph.features
+    from similarity.encoding import FeatureEncoding
+
+    onehot = FeatureEncoding.fit(None, graph.categories, "none").transform(None, graph.categories)
+    if graph.features is None or graph.features.shape[1] == 0:
+        return onehot
+    return np.hstack([graph.features, onehot])
+
+
 def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     """Build the solver's problem: W from the relationships, y from the given labels
     (classes in sorted order), nodes in key order (``in_key_order`` says why).
@@ -73,8 +89,8 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     W = A.maximum(A.T)
     # the trust in each given label (ingest --label-confidence), for the solvers that read it
     trust = graph.label_confidence
-    return ExportedProblem(LabelProblem(W, y, trust, n_classes=len(classes), X=graph.features), graph.keys,
-                           classes)
+    return ExportedProblem(LabelProblem(W, y, trust, n_classes=len(classes), X=problem_features(graph)),
+                           graph.keys, classes)
 
 
 def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: str,

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from graphstore import SubGraph
 from solvers import LabelProblem, Prediction
 
-from .problems import ExportedProblem
+from .problems import ExportedProblem, problem_features
 
 #: The spec entries a recorded graph build must match for edges to be added to it.
 GRAPH_KEYS = ("graph", "k", "metric", "weights")
@@ -150,11 +150,12 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     y[:len(r)][has_label] = np.searchsorted(classes, given.iloc[r][has_label].to_numpy().astype(str))
     y[len(r):] = present
     X = None
-    if graph.features is not None:
-        X_b = graph.features[b]
+    features = problem_features(graph)  # numeric features and the categories' one-hot
+    if features is not None:
+        X_b = features[b]
         anchor_X = np.vstack([X_b[b_class == c].mean(axis=0) for c in present]) if m else \
-            np.zeros((0, graph.features.shape[1]))
-        X = np.vstack([graph.features[r], anchor_X])
+            np.zeros((0, features.shape[1]))
+        X = np.vstack([features[r], anchor_X])
     keys = np.concatenate([graph.keys[r], np.full(m, None, dtype=object)])
     # the region's given labels keep their trust (ingest --label-confidence); anchors are
     # the boundary's fixed labels, trusted fully as the full run's fixed labels are

@@ -251,7 +251,7 @@ def test_vote_through_the_cli_knn_one_hot_and_mincut3_hamming(tmp_path):
         assert record["vocabulary"][0] == ["?", "n", "y"]
     print(f"vote, 46 given labels: accuracy on the 389 unlabelled {accuracy}")
     assert accuracy["mincut3"] > 0.85
-    assert accuracy["knn"] > 0.7
+    assert accuracy["knn"] > 0.85
     out = run("build-graph", "--dataset", "vote", "--graph", "knn", "--metric", "hamming", code=1)
     assert "metric 'hamming' is for the graphs" in out
 
@@ -359,3 +359,15 @@ def test_cli_ingest_options_and_their_errors(tmp_path):
     result = runner.invoke(app, ["build-graph", "--dataset", "d", "--scale", "minmax", "--store", store])
     assert result.exit_code == 1
     assert "scale must be one of" in result.output
+
+
+def test_a_schedule_jobs_scale_is_validated_and_reaches_the_flow():
+    from graphlabel.schedule import ScheduleError, parse_schedule
+
+    job = {"dataset": "wine", "interval": 600}
+    (parsed,) = parse_schedule({"jobs": [{**job, "scale": "robust"}]}, "s.toml")
+    assert parsed.parameters()["scale"] == "robust"
+    (plain,) = parse_schedule({"jobs": [job]}, "s.toml")
+    assert "scale" not in plain.parameters()  # the flow's default (standard) when not given
+    with pytest.raises(ScheduleError, match=r"s.toml: jobs\[0\] \(dataset 'wine'\): scale must be one of"):
+        parse_schedule({"jobs": [{**job, "scale": "minmax"}]}, "s.toml")
