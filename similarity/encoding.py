@@ -43,8 +43,8 @@ open, and what is decided here:
 - ``b = 1``, ``c = 1`` (the paper: "the specific choice of constants b and c does not
   affect algorithm performance"; with c = 1 every mismatch costs at least ln 2 > 0, so
   the distance stays a metric). Gains in bits (ID3's log base 2).
-- ``gain_a`` on the given labels only (the paper: "information gain is computed over the
-  labeled data"), each distinct value of ``a`` a branch (ID3).
+- ``gain_a`` on the given labels only (the paper computes it "over the" labelled data),
+  each distinct value of ``a`` a branch (ID3).
 - The distance is computed as ``||z(x) - z(y)||²`` with ``z`` the one-hot scaled by
   ``sqrt(ω_a / 2)`` (a mismatch on ``a`` contributes exactly ``ω_a``), so the existing
   Euclidean searches build the graphs: the nearest neighbours (mincut-3) and the
@@ -55,7 +55,7 @@ open, and what is decided here:
 
 References
 ----------
-A. Blum and S. Chawla. Learning from labeled and unlabeled data using graph mincuts.
+A. Blum and S. Chawla. Learning from labelled and unlabelled data using graph mincuts.
 ICML 2001, §5.1 (the information-gain weighting).
 """
 
