@@ -174,7 +174,9 @@ def unseen_categories(changes: ChangeSet, spec: GraphSpec) -> str | None:
     """Why the graph must be rebuilt when a changed node holds a categorical value the
     graph's vocabulary lacks (None when none does): its one-hot would have no column, and
     measuring it as "unlike everything" would silently misplace it. The run falls back to
-    a full one, whose rebuild fits the vocabulary again; the node is kept, not dropped."""
+    a full one, whose rebuild (``build_graph``: the flow's default; the CLI's
+    ``--rebuild-graph``) fits the vocabulary again; the node is kept, not dropped (without
+    a rebuild it has no relationships, and the run's note says so)."""
     graph = changes.graph
     if graph.categories is None or spec.encoding is None or not spec.encoding.vocabulary:
         return None
@@ -186,7 +188,8 @@ def unseen_categories(changes: ChangeSet, spec: GraphSpec) -> str | None:
     listed = ", ".join(f"{graph.keys[changed[row]]!r} (column {column}: {value!r})"
                        for row, column, value in unseen[:5])
     return (f"{len(rows)} changed node{'s' * (len(rows) != 1)} hold categorical values the graph was not built"
-            f" with: {listed}{', ...' if len(unseen) > 5 else ''}; the graph is rebuilt")
+            f" with: {listed}{', ...' if len(unseen) > 5 else ''}; only a rebuilt graph measures them (label"
+            " --rebuild-graph; a flow run with build_graph, the default, rebuilds)")
 
 
 @task("add-edges", **STORE_RETRIES)
