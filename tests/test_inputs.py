@@ -271,7 +271,23 @@ def test_an_unseen_category_makes_the_incremental_run_rebuild(tmp_path):
         store.write_nodes("vote", parse_records(frame.iloc[:400], key="id", categorical=columns,
                                                 label="label").nodes)
     labelling_flow(dataset="vote", store_uri=uri, full=True, publish=False)
-    later = frame.iloc[400:].copy()
+    # new entities with known values: an incremental run gives them edges in the recorded one-hot
+    known = frame.iloc[400:420]
+    with open_store(uri) as store:
+        store.write_nodes("vote", parse_records(known, key="id", categorical=columns, label="label").nodes)
+    summary = labelling_flow(dataset="vote", store_uri=uri, publish=False)
+    assert summary["metrics"]["incremental"] is True, summary["metrics"].get("full_run_reason")
+    with open_store(uri) as store:
+        record = store.read_graph_build("vote")
+        graph = store.read_subgraph("vote")
+    Z = FeatureEncoding.from_record(record).transform(graph.features, graph.categories)
+    new = np.isin(graph.keys, known["id"].to_numpy())
+    touches = new[graph.source] | new[graph.target]
+    assert touches.sum() >= 20 * 10 // 2
+    distance = np.linalg.norm(Z[graph.source] - Z[graph.target], axis=1)
+    np.testing.assert_allclose(graph.weight[touches], np.exp(-distance[touches] ** 2 / (2 * record["sigma"] ** 2)),
+                               rtol=1e-9, atol=1e-12)
+    later = frame.iloc[420:].copy()
     later.loc[later.index[0], "crime"] = "abstain"  # no congressman of the first 400 voted so
     with open_store(uri) as store:
         store.write_nodes("vote", parse_records(later, key="id", categorical=columns, label="label").nodes)

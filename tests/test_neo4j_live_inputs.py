@@ -116,9 +116,30 @@ def test_vote_categorical_on_neo4j_gds_one_hot_and_mincut3_hamming(neo4j_env, da
     print(f"vote on Neo4j, 400 rows: accuracy on the unlabelled {accuracy}")
     assert accuracy["mincut3"] > 0.85
     assert accuracy["knn"] > 0.85
-    # an unseen value at an incremental run's new entity: the run rebuilds, nothing is lost
+    # new entities with values the graph knows: GDS filtered kNN on their one-hot, in the
+    # recorded vocabulary (gds_project_new.neo4j.cypher)
     labelling_flow(dataset=dataset, store_uri=neo4j_env, graph="knn", full=True, publish=False)
-    later = frame.iloc[400:].copy()
+    known = frame.iloc[400:420]
+    ingest_flow(source=_csv(known, tmp_path, "known"), dataset=dataset, key="id", features=None,
+                categorical=",".join(columns), label="label", store_uri=neo4j_env)
+    summary = labelling_flow(dataset=dataset, store_uri=neo4j_env, publish=False)
+    assert summary["metrics"]["incremental"] is True, summary["metrics"].get("full_run_reason")
+    assert summary["metrics"]["n_new"] == 20
+    with open_store(neo4j_env) as store:
+        record = store.read_graph_build(dataset)
+        subgraph = store.read_subgraph(dataset)
+    from similarity.encoding import FeatureEncoding
+
+    Z = FeatureEncoding.from_record(record).transform(subgraph.features, subgraph.categories)
+    new = np.isin(subgraph.keys, known["id"].to_numpy())
+    touches = new[subgraph.source] | new[subgraph.target]
+    assert touches.sum() >= 20 * 10 // 2
+    distance = np.linalg.norm(Z[subgraph.source] - Z[subgraph.target], axis=1)
+    np.testing.assert_allclose(subgraph.weight[touches],
+                               np.exp(-distance[touches] ** 2 / (2 * record["sigma"] ** 2)), rtol=1e-6, atol=1e-12)
+    # an unseen value at an incremental run's new entity: the run is full and rebuilds (the
+    # flow's default), nothing is lost
+    later = frame.iloc[420:].copy()
     later.loc[later.index[0], "crime"] = "abstain"
     ingest_flow(source=_csv(later, tmp_path, "later"), dataset=dataset, key="id", features=None,
                 categorical=",".join(columns), label="label", store_uri=neo4j_env)
