@@ -7,12 +7,23 @@
 // With no target node GDS 2.13 wants targetNodeLabels and targetNodeProperties named, as null.
 MATCH (e:${node_label})
 WHERE ${e_in_dataset}
-WITH e, ${e_features} AS features
-WHERE features IS NOT NULL AND size(features) > 0 AND none(x IN features WHERE x IS NULL)
+// The encoding the graph is measured in (similarity/encoding.py), applied in the projection
+// so that no scaled copy is written to the nodes: numeric features as (x - $center) / $width
+// ($center empty: as stored), then one indicator per (column, value) of the vocabulary,
+// $onehot_columns[j] / $onehot_values[j], compared with the node's categories list. One
+// WITH (the features expression repeated): the openCypher grammar the tests parse with
+// refuses a WITH after a WITH.
+WITH e, ${e_features} AS features,
+     [i IN range(0, size(${e_features}) - 1) |
+         CASE WHEN size($center) = 0 THEN toFloat(${e_features}[i])
+              ELSE (toFloat(${e_features}[i]) - $center[i]) / $width[i] END] +
+        [j IN range(0, size($onehot_columns) - 1) |
+         CASE WHEN e.${categories}[$onehot_columns[j]] = $onehot_values[j] THEN 1.0 ELSE 0.0 END] AS encoded
+WHERE features IS NOT NULL AND none(x IN features WHERE x IS NULL) AND size(encoded) > 0
 RETURN gds.graph.project($graph_name, e, null, {
   sourceNodeLabels: CASE WHEN e.${key} IN $new_keys THEN ['GraphlabelNode', 'GraphlabelNew']
                          ELSE ['GraphlabelNode'] END,
-  sourceNodeProperties: {features: [x IN features | toFloat(x)]},
+  sourceNodeProperties: {features: encoded},
   targetNodeLabels: null,
   targetNodeProperties: null
 })

@@ -11,4 +11,8 @@ RETURN collect(e.${key}) AS keys,
        collect(e.${given_label} IS NOT NULL) AS has_label,
        collect(coalesce(toString(e.${given_label}), '')) AS labels,
        collect(features IS NOT NULL AND none(x IN features WHERE x IS NULL)) AS has_features,
-       collect(coalesce(features, [])) AS features
+       collect(coalesce(features, [])) AS features,
+       collect(e.${categories} IS NOT NULL) AS has_categories,
+       collect(coalesce(e.${categories}, [])) AS categories,
+       collect(e.${given_label_confidence} IS NOT NULL) AS has_confidence,
+       collect(coalesce(toFloat(e.${given_label_confidence}), 1.0)) AS label_confidence

@@ -24,6 +24,10 @@ ALTER TABLE Entity ADD IF NOT EXISTS updated_at TIMESTAMP;
 ALTER TABLE Entity ADD IF NOT EXISTS content_hash INT64;
 // Noise scores (issue 15) for stores created before them.
 ALTER TABLE Entity ADD IF NOT EXISTS label_noise_score DOUBLE;
+// Categorical features (text, one per --categorical column) and the trust in the given
+// label (issue 17); null on nodes ingested without them.
+ALTER TABLE Entity ADD IF NOT EXISTS categories STRING[];
+ALTER TABLE Entity ADD IF NOT EXISTS given_label_confidence DOUBLE;
 CREATE REL TABLE IF NOT EXISTS SIMILAR(FROM Entity TO Entity, weight DOUBLE, dataset STRING);
 // The user's own edges (graphlabel ingest-edges), read only by labelling: `type` names the
 // edge type a file was loaded as (--graph edges:TYPE), `weight` is null when it had none.

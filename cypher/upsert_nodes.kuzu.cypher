@@ -9,4 +9,4 @@ ON CREATE SET e.updated_at = $now
 ON MATCH SET e.updated_at = CASE WHEN e.content_hash IS NULL OR e.content_hash <> content_hash
                                  THEN $now ELSE e.updated_at END
 SET e.dataset = dataset, e.key = key, e.features = features, e.given_label = label,
-    e.content_hash = content_hash
+    e.categories = categories, e.given_label_confidence = label_confidence, e.content_hash = content_hash

@@ -8,5 +8,6 @@ UNWIND $rows AS row
 MERGE (e:${node_label} {${merge_identity}})
 SET e.${updated_at} = CASE WHEN e.${content_hash} IS NULL OR e.${content_hash} <> row.content_hash
                            THEN $now ELSE e.${updated_at} END
-SET ${set_features}, e.${given_label} = row.label, e.${content_hash} = row.content_hash
+SET ${set_features}, e.${given_label} = row.label, e.${content_hash} = row.content_hash,
+    e.${categories} = row.categories, e.${given_label_confidence} = row.label_confidence
 RETURN count(e) AS written

@@ -66,6 +66,7 @@ Decisions the issue leaves open, and what this module does
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -140,8 +141,10 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
     runs in full."""
     requested = request.given()
     recorded = store.read_graph_build(dataset)
+    if recorded is not None:  # a graph recorded before scaling existed was built unscaled
+        recorded = {**recorded, "scale": recorded.get("scale") or "none"}
     build = dict(recorded or {})
-    for name in GRAPH_KEYS:
+    for name in (*GRAPH_KEYS, "scale"):
         wanted = requested.get(name)
         if wanted is None:
             continue
@@ -174,6 +177,28 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
     return GraphSpec.from_record(build)
 
 
+def unseen_categories(changes: ChangeSet, spec: GraphSpec) -> str | None:
+    """Why the graph must be rebuilt when a changed node holds a categorical value the
+    graph's vocabulary lacks (None when none does): its one-hot would have no column, and
+    measuring it as "unlike everything" would silently misplace it. The run falls back to
+    a full one, whose rebuild (``build_graph``: the flow's default; the CLI's
+    ``--rebuild-graph``) fits the vocabulary again; the node is kept, not dropped (without
+    a rebuild it has no relationships, and the run's note says so)."""
+    graph = changes.graph
+    if graph.categories is None or spec.encoding is None or not spec.encoding.vocabulary:
+        return None
+    changed = np.flatnonzero(changes.changed)
+    unseen = spec.encoding.unseen(graph.categories[changed])
+    if not unseen:
+        return None
+    rows = sorted({row for row, _, _ in unseen})
+    listed = ", ".join(f"{graph.keys[changed[row]]!r} (column {column}: {value!r})"
+                       for row, column, value in unseen[:5])
+    return (f"{len(rows)} changed node{'s' * (len(rows) != 1)} hold categorical values the graph was not built"
+            f" with: {listed}{', ...' if len(unseen) > 5 else ''}; only a rebuilt graph measures them (label"
+            " --rebuild-graph; a flow run with build_graph, the default, rebuilds)")
+
+
 @task("add-edges", **STORE_RETRIES)
 def connect_new_nodes(store: GraphStore, dataset: str, changes: ChangeSet,
                       spec: GraphSpec) -> tuple[ChangeSet, np.ndarray, int]:
@@ -194,9 +219,9 @@ def connect_new_nodes(store: GraphStore, dataset: str, changes: ChangeSet,
     weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
     touched[src] = True
     touched[dst] = True
-    extended = SubGraph(graph.keys, graph.labels, graph.features, np.concatenate([graph.source, src]),
-                        np.concatenate([graph.target, dst]), np.concatenate([graph.weight, weight]),
-                        graph.feature_lengths)
+    # replace keeps the subgraph's other fields (categories, label confidence) as read
+    extended = replace(graph, source=np.concatenate([graph.source, src]), target=np.concatenate([graph.target, dst]),
+                       weight=np.concatenate([graph.weight, weight]))
     own_degree = None if changes.own_degree is None else \
         changes.own_degree + np.bincount(src, minlength=graph.n_nodes) + np.bincount(dst, minlength=graph.n_nodes)
     return ChangeSet(extended, changes.changed, changes.labelled, changes.predicted, changes.read_at,
@@ -253,6 +278,10 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
     if spec is None:
         asked = request.given()
         why.append(f"the graph cannot be extended: not a kNN graph, or built with other parameters than {asked}")
+        return None
+    unseen = unseen_categories(changes, spec)
+    if unseen:
+        why.append(unseen)
         return None
     n_changed = int(changes.changed.sum())
     n_new = int(changes.new.sum())

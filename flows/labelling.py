@@ -96,12 +96,15 @@ DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked)
 @flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
 def ingest_flow(source: str, dataset: str, key: str, features: str | None, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
-                classes: list[str] | None = None, encoding: str = "utf-8", text: str | None = None) -> dict:
+                classes: list[str] | None = None, encoding: str = "utf-8", text: str | None = None,
+                categorical: str | None = None, label_confidence: str | None = None) -> dict:
     """Ingest a CSV/Parquet file: valid rows become nodes, rejected rows go to the rejects file.
 
     ``classes`` lists the allowed labels (None: any), ``encoding`` is a CSV/TSV file's,
     ``text`` a column embedded into the features (``labelling.text_embedding``; the
-    ``graphlabel[text]`` extra); see ``labelling.records.parse_records``.
+    ``graphlabel[text]`` extra), ``categorical`` the categorical feature columns,
+    ``label_confidence`` the column of trust in the given labels; see
+    ``labelling.records.parse_records``.
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
@@ -111,7 +114,8 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
         # should an older store hold several): a mixed dataset cannot be labelled
         stored = store.feature_lengths(dataset)
         records = parse_records(source, key=key, features=features, label=label, classes=classes,
-                                encoding=encoding, expected_dim=next(iter(stored), None), text=text)
+                                encoding=encoding, expected_dim=next(iter(stored), None), text=text,
+                                categorical=categorical, label_confidence=label_confidence)
         summary = ingest_parsed(store, dataset, records, rejects)
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
@@ -133,7 +137,7 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
                      + ("" if spec.similarity_kind is None else f" added to the {spec.kind} graph"))
     with clock("build_edges"):
         built = build_edges_task(store, dataset, spec)
-    spec = spec.with_sigma(built.sigma)
+    spec = spec.with_sigma(built.sigma).with_encoding(built.encoding)
     record_graph_build(store, dataset, spec)
     run_logger().info("built the %s graph of %r: %s edges (%s%s)", spec.kind, dataset, f"{built.n_edges:,}",
                       spec.describe(), "" if built.sigma is None else f", sigma={built.sigma:.4g}")
@@ -151,12 +155,14 @@ def _warn(notes: list[str]) -> list[str]:
 @flow("build-similarity-graph", flow_run_name=_run_name("build-graph"), data_errors=DATA_ERRORS)
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
-                     sigma: float | None = None, edges_weight: float | None = None) -> dict:
-    """Build (or rebuild) the dataset's similarity relationships; with the user's edges in
-    ``graph`` (``edges:TYPE``, ``knn+edges:TYPE``), check those and record them as the
-    graph to label over (graphstore/user_edges.py)."""
+                     sigma: float | None = None, edges_weight: float | None = None,
+                     scale: str | None = None) -> dict:
+    """Build (or rebuild) the dataset's similarity relationships; ``scale`` (default
+    "standard") scales the numeric features first (``similarity.encoding``); with the
+    user's edges in ``graph`` (``edges:TYPE``, ``knn+edges:TYPE``), check those and record
+    them as the graph to label over (graphstore/user_edges.py)."""
     check_dataset_name(dataset)
-    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight)
+    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale)
     clock = StageClock()
     with open_store(store_uri) as store:
         edges, notes = build_edges(store, dataset, spec, clock)
@@ -259,7 +265,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    weights: str | None = None, delta: float | None = None, sigma: float | None = None,
                    split_components: bool = True, batch_nodes: int = BATCH_NODES, full: bool = False,
                    hops: int = 2, holdout_fraction: float = 0.0, holdout_seed: int = 0,
-                   keep_runs: int | None = None, publish: bool = True, edges_weight: float | None = None) -> dict:
+                   keep_runs: int | None = None, publish: bool = True, edges_weight: float | None = None,
+                   scale: str | None = None) -> dict:
     """Label the nodes of ``dataset`` and record the run.
 
     The parameters are flat on purpose: they are what Prefect records for the run, shows
@@ -281,7 +288,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     ``knn+edges:TYPE[:WEIGHT]`` added with factor ``edges_weight`` to a kNN graph;
     similarity/spec.py): they are read, never written (graphstore/user_edges.py).
 
-    Graph parameters (``graph``, ``k``, ``metric``, ``weights``, ``delta``, ``sigma``) left
+    Graph parameters (``graph``, ``k``, ``metric``, ``weights``, ``delta``, ``sigma``,
+    ``scale``) left
     None mean "the graph as it was built" (the dataset's ``GraphBuild`` record) for an
     incremental run, and the defaults (kNN, k = 10, Euclidean, Gaussian) when the graph is
     (re)built; the run records the parameters of the graph it used, read from the record.
@@ -336,6 +344,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         Publish the run's report, metrics and reliability plot as Prefect artifacts.
     edges_weight : float or None
         Factor of the user's edges in a KIND+edges graph (default 1).
+    scale : str or None
+        standard, robust or none: how numeric features are scaled before distances; None: as built
+        (standard when rebuilt).
 
     Returns
     -------
@@ -346,13 +357,13 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # validated here, once; every stage below takes these two objects
     options = RunOptions(solver, dict(solver_params or {}), build_graph, full, hops, split_components,
                          batch_nodes, holdout_fraction, holdout_seed)
-    request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight)
+    request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale)
     solver_params = options.solver_params
     run_id = str(_flow_run_id() or uuid.uuid4())
     parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
                   "graph": graph, "k": k, "metric": metric,
-                  "weights": weights, "delta": delta, "edges_weight": edges_weight, "build_graph": build_graph,
-                  "full": options.full,
+                  "weights": weights, "delta": delta, "edges_weight": edges_weight, "scale": scale,
+                  "build_graph": build_graph, "full": options.full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     try:
         with store_log_in_run():
@@ -449,6 +460,7 @@ def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
     used = {name: build.get(name) for name in ("graph", "k", "metric", "weights", "sigma")}
     if build.get("edges_type"):  # the user's edges labelled over (graphstore/user_edges.py)
         used.update({name: build.get(name) for name in ("edges_type", "edges_property", "edges_weight")})
+    used["scale"] = build.get("scale") or "none"  # a graph recorded before scaling existed was unscaled
     used["graph_built_at"] = None if build.get("built_at") is None else str(build["built_at"])
     return used
 

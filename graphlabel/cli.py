@@ -180,9 +180,13 @@ def ingest(
     file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records."),
     dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name the nodes belong to."),
     key: str = typer.Option(..., help="Column with each record's unique key."),
-    features: str | None = typer.Option(None, help="Feature columns: comma-separated names or globs ('x_*');"
-                                         " optional with --text."),
+    features: str | None = typer.Option(None, help="Numeric feature columns: comma-separated names or globs"
+                                        " ('x_*'); needed unless --text or --categorical gives the features."),
     label: str | None = typer.Option(None, help="Column with the given label (may be empty)."),
+    categorical: str | None = typer.Option(None, help="Categorical feature columns (names or globs): one-hot"
+                                           " for kNN, Hamming for --metric hamming."),
+    label_confidence: str | None = typer.Option(None, help="Column with the trust in each given label, in"
+                                                " [0, 1] (empty: 1); the solvers that weigh labels read it."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default DATASET.rejects.csv)."),
     text: str | None = typer.Option(None, help="A text column, embedded into 384 features after --features"
                                     " (needs pip install 'graphlabel[text]'); empty cells are rejected."),
@@ -199,6 +203,8 @@ def ingest(
 
     _quiet_expected_errors()
 
+    if features is None and categorical is None:
+        _fail("ingest needs --features (numeric columns) or --categorical (categorical ones), or both")
     allowed = None
     if classes is not None:
         allowed = [name.strip() for name in classes.split(",")]
@@ -208,7 +214,8 @@ def ingest(
         with console.status(f"ingesting {file} into {dataset!r}..."):
             summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
                                dataset=dataset, key=key, features=features, label=label, store_uri=store,
-                               rejects_path=rejects, classes=allowed, encoding=encoding, text=text)
+                               rejects_path=rejects, classes=allowed, encoding=encoding, text=text,
+                               categorical=categorical, label_confidence=label_confidence)
     except NoValidRecords as error:
         if not len(error.rejects):  # no rows at all: nothing to write
             _fail(str(error))
@@ -275,10 +282,14 @@ def build_graph(
     edges_weight: float | None = typer.Option(None, help="Factor of the user's edges in KIND+edges:TYPE"
                                                           " (default 1)."),
     k: int = typer.Option(10, help="Neighbours per node (knn, sgt, mutual_knn)."),
-    metric: str = typer.Option("euclidean", help="euclidean or cosine."),
+    metric: str = typer.Option("euclidean", help="euclidean or cosine; hamming (Blum & Chawla's information-gain"
+                                                 " weighted, categorical columns only) for delta, mincut3,"
+                                                 " delta0, delta_half."),
     weights: str = typer.Option("gaussian", help="gaussian, cosine or binary."),
     delta: float | None = typer.Option(None, help="Distance threshold (delta graph)."),
     sigma: float | None = typer.Option(None, help="Gaussian bandwidth (default: the median k-th neighbour distance)."),
+    scale: str = typer.Option("standard", help="Scale the numeric features first: standard (mean 0, std 1),"
+                                               " robust (median 0, IQR 1) or none."),
     store: str | None = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
@@ -292,7 +303,7 @@ def build_graph(
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
-                               delta=delta, sigma=sigma, edges_weight=edges_weight)
+                               delta=delta, sigma=sigma, edges_weight=edges_weight, scale=scale)
     except _user_errors() as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
@@ -321,6 +332,8 @@ def label(
                                                           " (default 1)."),
     k: int | None = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
                                     " --rebuild-graph the graph is used as it was built."),
+    scale: str | None = typer.Option(None, help="Feature scaling when rebuilding: standard (the default),"
+                                     " robust or none; without --rebuild-graph, as the graph was built."),
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
     holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"
@@ -358,7 +371,8 @@ def label(
                                dataset=dataset,
                                store_uri=store, solver=solver, solver_params=solver_params,
                                build_graph=rebuild_graph or graph is not None, graph=graph,
-                               edges_weight=edges_weight, k=k, split_components=split_components, full=full,
+                               edges_weight=edges_weight, k=k, scale=scale, split_components=split_components,
+                               full=full,
                                holdout_fraction=holdout,
                                keep_runs=keep_runs)
     except json.JSONDecodeError as error:

@@ -73,7 +73,29 @@ def content_hashes(nodes: pa.Table) -> np.ndarray:
         label_hash = pd.util.hash_array(text).astype(np.uint64)
         out = _mix(rows ^ _mix(lengths.astype(np.uint64) * _GOLDEN + feature_null))
         out = _mix(out ^ _mix(label_hash + label_null * _GOLDEN))
+        out = _mix_optional(nodes, out)
     return out.view(np.int64)
+
+
+def _mix_optional(nodes: pa.Table, out: np.ndarray) -> np.ndarray:
+    """Mix in the categories and the label confidence where a row has them; a row without
+    them keeps the hash it had before they existed (re-ingesting an old file changes nothing)."""
+    if "categories" in nodes.column_names:
+        lists = nodes.column("categories").combine_chunks()
+        present = lists.is_valid().to_numpy(zero_copy_only=False)
+        if present.any():
+            text = pa.compute.binary_join(lists.fill_null(pa.scalar([], pa.list_(pa.string()))), "\x1f")
+            hashed = pd.util.hash_array(text.to_numpy(zero_copy_only=False).astype(object)).astype(np.uint64)
+            with np.errstate(over="ignore"):
+                out = np.where(present, _mix(out ^ _mix(hashed + _GOLDEN)), out)
+    if "label_confidence" in nodes.column_names:
+        column = nodes.column("label_confidence").combine_chunks()
+        present = column.is_valid().to_numpy(zero_copy_only=False)
+        if present.any():
+            bits = (column.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64) + 0.0).view(np.uint64)
+            with np.errstate(over="ignore"):
+                out = np.where(present, _mix(out ^ _mix(bits ^ (_GOLDEN >> np.uint64(1)))), out)
+    return out
 
 
 def label_state_table(keys, changed, labelled, predicted) -> pa.Table:

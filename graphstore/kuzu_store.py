@@ -47,8 +47,9 @@ from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_p
 from .schemas import (
     EDGE_SCHEMA,
     EXPORT_SCHEMA,
-    NODE_SCHEMA,
+    NODE_OPTIONAL_COLUMNS,
     READ_PREDICTION_SCHEMA,
+    STORED_NODE_SCHEMA,
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
@@ -276,7 +277,7 @@ class KuzuStore(GraphStore):
 
     def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
         check_dataset_name(dataset)
-        nodes = conform_table(nodes, NODE_SCHEMA, "node")
+        nodes = conform_table(nodes, STORED_NODE_SCHEMA, "node", NODE_OPTIONAL_COLUMNS)
         rows = nodes.set_column(1, "features", _features_to_blob(nodes.column("features")))
         rows = rows.append_column("uid", _uids(dataset, nodes.column("key"))).append_column(
             "dataset", pa.array([dataset] * nodes.num_rows, pa.string())

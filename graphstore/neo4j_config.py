@@ -56,6 +56,9 @@ class Neo4jGraphConfig:
         other class and the margin to it (``labelling.scores``).
     label_accepted : str
         The given label a reviewer vouched for (``graphlabel accept``, or ``correct``'s label).
+    categories, given_label_confidence : str
+        Where ``write_nodes`` keeps the categorical features (a list of strings) and the
+        trust in the given label (``ingest --categorical`` / ``--label-confidence``).
     batch_size : int
         Rows per UNWIND batch (one transaction each).
     edge_builder : {"gds", "local"}
@@ -86,6 +89,8 @@ class Neo4jGraphConfig:
     label_runner_up: str = "label_runner_up"
     label_margin: str = "label_margin"
     label_accepted: str = "label_accepted"
+    categories: str = "categories"
+    given_label_confidence: str = "given_label_confidence"
     batch_size: int = 10_000
     edge_builder: str = "gds"
     _fragments: dict | None = field(default=None, init=False, repr=False, compare=False)
@@ -97,7 +102,7 @@ class Neo4jGraphConfig:
 
     def __post_init__(self) -> None:
         for name in ("node_label", "key", "given_label", "relationship", "weight", "edge_marker",
-                     "run_label", *self.WRITTEN):
+                     "run_label", "categories", "given_label_confidence", *self.WRITTEN):
             check_identifier(getattr(self, name), f"{name} setting")
         if self.dataset is not None:
             check_identifier(self.dataset, "dataset setting")
@@ -113,7 +118,8 @@ class Neo4jGraphConfig:
         for name in features:
             check_identifier(name, "features setting")
         object.__setattr__(self, "features", features[0] if len(features) == 1 else features)
-        read = [self.key, self.given_label, *features] + ([self.dataset] if self.dataset else [])
+        read = [self.key, self.given_label, *features, self.categories, self.given_label_confidence] + \
+            ([self.dataset] if self.dataset else [])
         written = [getattr(self, name) for name in self.WRITTEN]
         if len(set(read + written)) != len(read) + len(written):
             raise ValueError(f"node property settings must be distinct, got {read + written}")
@@ -162,6 +168,8 @@ class Neo4jGraphConfig:
             "rel_type": quote(self.relationship),
             "key": key,
             "given_label": quote(self.given_label),
+            "categories": quote(self.categories),
+            "given_label_confidence": quote(self.given_label_confidence),
             "weight": quote(self.weight),
             "edge_marker": quote(self.edge_marker),
             "merge_identity": merge_identity,

@@ -38,6 +38,14 @@ Decisions, and why
   deleted; so is the plugin's presence.
 - Determinism: GDS accepts ``randomSeed`` only with ``concurrency=1``; a seed, or
   ``deterministic=True`` (seed 0 unless given), sets both.
+- Scaling and categorical columns (``similarity.encoding``): the fitted numbers go into
+  the projection query as parameters (``(x - center) / width`` and one indicator per
+  vocabulary entry, gds_project*.neo4j.cypher), so GDS measures the encoded vectors and
+  no scaled copy of the features is written to the nodes (a second property to keep in
+  step with every ingest). The weights follow from GDS's scores (gds_set_weights), which
+  are then scores of the encoded vectors too. The fit reads the dataset's features once
+  through ``read_subgraph`` (the same numpy fit as the local builder, so both stores
+  record the same numbers); incremental runs reuse the recorded numbers.
 - δ-graph on GDS: kNN (``topK=k`` caps the neighbours per node), then the relationships
   longer than δ are deleted, measured exactly. It is the δ-graph truncated to each node's
   k nearest; the exact δ-graph is the local builder's (``similarity.delta_graph``).
@@ -53,6 +61,8 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 import numpy as np
+
+from similarity.encoding import FeatureEncoding
 
 from .errors import StoreSetupError
 from .neo4j_config import Neo4jGraphConfig
@@ -163,6 +173,14 @@ def knn_config(store: Neo4jSession, k: int, metric: str, *, seed: int | None = N
     return config
 
 
+def encoding_parameters(encoding: FeatureEncoding | None) -> dict[str, Any]:
+    """The projection's parameters for ``encoding`` (None: the features as stored)."""
+    encoding = encoding or FeatureEncoding()
+    columns, values = encoding.onehot_pairs()
+    return {"center": list(encoding.center), "width": list(encoding.width), "onehot_columns": columns,
+            "onehot_values": values}
+
+
 @contextmanager
 def projection(store: Neo4jSession, query: str, dataset: str, **parameters: Any) -> Iterator[str]:
     """Project the dataset into GDS's catalog under a fresh name; dropped on leaving,
@@ -192,7 +210,8 @@ def check_features(store: Neo4jSession, dataset: str, keys: list[str]) -> None:
 
 
 def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights: str,
-              sigma: float | None, delta: float | None, knn_options: dict[str, Any]) -> BuiltGraph:
+              sigma: float | None, delta: float | None, knn_options: dict[str, Any],
+              encoding: FeatureEncoding | None = None) -> BuiltGraph:
     """Replace the dataset's similarity relationships with GDS kNN ones (see the module
     docstring); returns the relationships it has afterwards (directed, as written) and the
     Gaussian σ of their weights (None unless ``weights="gaussian"``)."""
@@ -202,7 +221,7 @@ def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights
     store.check_edges_owned(dataset)
     store.delete_own_edges(dataset, keys, per_node=k)
     config = knn_config(store, k, metric, **knn_options)
-    with projection(store, "gds_project", dataset) as graph_name:
+    with projection(store, "gds_project", dataset, **encoding_parameters(encoding)) as graph_name:
         result = store._autocommit("gds_knn_write", {"graph_name": graph_name, "config": config})
     written = int(result["written"]) if result else 0
     if delta is not None:
@@ -212,11 +231,13 @@ def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights
         record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
         sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
     set_weights(store, dataset, keys, k, metric, weights, sigma)
-    return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None)
+    return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None,
+                      encoding=encoding)
 
 
 def build_knn_for(store: Neo4jSession, dataset: str, keys: list[str], *, k: int, metric: str,
-                  weights: str, sigma: float | None, knn_options: dict[str, Any]) -> int:
+                  weights: str, sigma: float | None, knn_options: dict[str, Any],
+                  encoding: FeatureEncoding | None = None) -> int:
     """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
     nodes, added next to the existing ones (nothing is deleted); returns how many."""
     gds_version(store)
@@ -230,7 +251,8 @@ def build_knn_for(store: Neo4jSession, dataset: str, keys: list[str], *, k: int,
     store.check_edges_owned(dataset)  # filtered kNN would write into a user's relationship type
     config = knn_config(store, k, metric, **knn_options)
     config.update(sourceNodeFilter=NEW_LABEL, targetNodeFilter=ANY_LABEL)
-    with projection(store, "gds_project_new", dataset, new_keys=list(keys)) as graph_name:
+    with projection(store, "gds_project_new", dataset, new_keys=list(keys),
+                    **encoding_parameters(encoding)) as graph_name:
         result = store._autocommit("gds_knn_filtered_write", {"graph_name": graph_name, "config": config})
     set_weights(store, dataset, keys, k, metric, weights, sigma)
     return int(result["written"]) if result else 0

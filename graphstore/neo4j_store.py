@@ -84,6 +84,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from similarity.encoding import FeatureEncoding
 from similarity.spec import GraphSpec
 
 from . import neo4j_gds
@@ -103,8 +104,9 @@ from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_p
 from .schemas import (
     EDGE_SCHEMA,
     EXPORT_SCHEMA,
-    NODE_SCHEMA,
+    NODE_OPTIONAL_COLUMNS,
     READ_PREDICTION_SCHEMA,
+    STORED_NODE_SCHEMA,
     WRITTEN_PREDICTION_SCHEMA,
     SubGraph,
     check_dataset_name,
@@ -320,7 +322,7 @@ class Neo4jStore(GraphStore):
 
     def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
         check_dataset_name(dataset)
-        nodes = conform_table(nodes, NODE_SCHEMA, "node")
+        nodes = conform_table(nodes, STORED_NODE_SCHEMA, "node", NODE_OPTIONAL_COLUMNS)
         n_props = len(self.config.feature_properties)
         if n_props > 1 and nodes.num_rows:
             lengths = pa.compute.list_value_length(nodes.column("features")).to_numpy(zero_copy_only=False)
@@ -426,6 +428,13 @@ class Neo4jStore(GraphStore):
         labels = pa.array(node_columns["labels"], pa.string())
         has_label = pa.array(node_columns["has_label"], pa.bool_())
         columns = {"key": keys, "label": pa.compute.if_else(has_label, labels, pa.scalar(None, pa.string()))}
+        if node_columns.get("has_categories") is not None:  # read_nodes*.neo4j.cypher return both
+            columns["categories"] = pa.compute.if_else(pa.array(node_columns["has_categories"], pa.bool_()),
+                                                       pa.array(node_columns["categories"], pa.list_(pa.string())),
+                                                       pa.scalar(None, pa.list_(pa.string())))
+        if node_columns.get("has_confidence") is not None:
+            columns["label_confidence"] = pa.array(node_columns["label_confidence"], pa.float64(),
+                                                   mask=~np.asarray(node_columns["has_confidence"], dtype=bool))
         if with_features:
             features = pa.array(node_columns["features"], pa.list_(pa.float64()))
             has_features = pa.array(node_columns["has_features"], pa.bool_())
@@ -597,15 +606,20 @@ class Neo4jStore(GraphStore):
         if not self._gds_builds(spec):
             return super().build_edges(dataset, spec)
         k, metric, weights = spec.knn
+        graph = self.read_subgraph(dataset, with_features=True)  # the fit (neo4j_gds's docstring)
+        if graph.n_nodes and graph.features is None:
+            raise ValueError(graph.mixed_lengths(dataset))
+        encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
         return self.build_knn_edges(dataset, k=k, metric=metric, weights=weights, sigma=spec.sigma,
-                                    symmetrise=spec.symmetrise or "max")
+                                    symmetrise=spec.symmetrise or "max", encoding=encoding)
 
     def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
         if not self._gds_builds(spec):
             return super().add_knn_edges(dataset, graph, new, spec)
         keys = graph.keys[np.asarray(new)]
         k, metric, weights = spec.knn
-        self.build_knn_edges_for(dataset, keys, k=k, metric=metric, weights=weights, sigma=spec.sigma)
+        self.build_knn_edges_for(dataset, keys, k=k, metric=metric, weights=weights, sigma=spec.sigma,
+                                 encoding=spec.encoding)
         # the relationships GDS wrote, read back by key: the new nodes had none before
         fresh = self.read_subgraph(dataset, with_features=False)
         touches = np.isin(fresh.keys, keys)
@@ -618,7 +632,7 @@ class Neo4jStore(GraphStore):
                         seed: int | None = None, deterministic: bool = False,
                         concurrency: int | None = None, sample_rate: float | None = None,
                         delta_threshold: float | None = None, max_iterations: int | None = None,
-                        symmetrise: str = "max") -> BuiltGraph:
+                        symmetrise: str = "max", encoding: FeatureEncoding | None = None) -> BuiltGraph:
         """Replace the dataset's similarity relationships with GDS kNN ones.
 
         Parameters
@@ -645,6 +659,9 @@ class Neo4jStore(GraphStore):
             Passed to GDS kNN when given (GDS defaults otherwise).
         symmetrise : {"max"}
             How the directed kNN lists become undirected on reading (only "max").
+        encoding : FeatureEncoding, optional
+            The fitted scaler and categorical vocabulary, applied in the projection
+            (``similarity.encoding``); None: the features as stored.
 
         Returns
         -------
@@ -674,15 +691,18 @@ class Neo4jStore(GraphStore):
                                        similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
                                        delta_threshold=delta_threshold, max_iterations=max_iterations)
         neo4j_gds.knn_config(self, k, metric, **options)  # refuses bad options before any query
+        if delta is not None and encoding is not None and encoding.center:
+            raise ValueError("delta with scaled features is built locally (edge_builder='local'): the δ pruning"
+                             " measures the stored features")
         return neo4j_gds.build_knn(self, dataset, k=int(k), metric=metric, weights=weights, sigma=sigma,
-                                   delta=delta, knn_options=options)
+                                   delta=delta, knn_options=options, encoding=encoding)
 
     def build_knn_edges_for(self, dataset: str, keys, *, k: int = 10, metric: str = "euclidean",
                             weights: str = "gaussian", sigma: float | None = None,
                             similarity_cutoff: float | None = None, seed: int | None = None,
                             deterministic: bool = False, concurrency: int | None = None,
                             sample_rate: float | None = None, delta_threshold: float | None = None,
-                            max_iterations: int | None = None) -> int:
+                            max_iterations: int | None = None, encoding: FeatureEncoding | None = None) -> int:
         """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
         nodes, with GDS filtered kNN, added next to the existing ones (incremental runs).
 
@@ -690,7 +710,8 @@ class Neo4jStore(GraphStore):
         given in the projection to the nodes ``keys`` only, and ``targetNodeFilter``
         ``GraphlabelNode`` (every projected node; gds_project_new.neo4j.cypher). Nothing
         is deleted. Weights as ``build_knn_edges``, ``"gaussian"`` with the ``sigma`` the
-        graph was built with (required). Returns the relationships written.
+        graph was built with (required), distances in the recorded ``encoding`` (not
+        refitted). Returns the relationships written.
         """
         check_dataset_name(dataset)
         keys = [str(key) for key in (keys.tolist() if hasattr(keys, "tolist") else keys)]
@@ -704,7 +725,7 @@ class Neo4jStore(GraphStore):
         if not keys:
             return 0
         return neo4j_gds.build_knn_for(self, dataset, keys, k=int(k), metric=metric, weights=weights,
-                                       sigma=sigma, knn_options=options)
+                                       sigma=sigma, knn_options=options, encoding=encoding)
 
     def close(self) -> None:
         self._driver.close()

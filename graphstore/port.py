@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from similarity.encoding import FeatureEncoding
 from similarity.spec import GraphSpec
 
 from .runs import LabelRunRecord
@@ -22,11 +23,14 @@ from .schemas import SubGraph, edge_table, edge_table_from_pairs
 class BuiltGraph:
     """What building a dataset's similarity relationships did: the relationships it has
     afterwards (directed, as written), the Gaussian σ of their weights (None for other
-    weights), and warnings for the run (weights that carry no information)."""
+    weights), warnings for the run (weights that carry no information), and the scaler
+    and categorical vocabulary the distances were measured with (``similarity.encoding``),
+    recorded for incremental runs."""
 
     n_edges: int
     sigma: float | None
     warnings: tuple[str, ...] = ()
+    encoding: FeatureEncoding | None = None
 
 
 class GraphStore(ABC):
@@ -202,17 +206,20 @@ class GraphStore(ABC):
             raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
         if graph.features is None:
             raise ValueError(graph.mixed_lengths(dataset))
-        W, sigma = similarity.build_graph(graph.features, graph.labels, spec)
+        encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
+        W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
+                                          categories=graph.categories)
         problem = similarity.weights_problem(W.data, sigma) if spec.weights == "gaussian" else None
         warnings = (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
-        return BuiltGraph(self.replace_edges(dataset, edge_table(graph.keys, W)), sigma, warnings)
+        return BuiltGraph(self.replace_edges(dataset, edge_table(graph.keys, W)), sigma, warnings, encoding)
 
     def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
         """Relationships from the nodes at positions ``new`` of ``graph`` (the dataset as
         just read, features included) to their ``spec.k`` nearest among all its nodes,
-        weighted as ``spec`` says (Gaussian with ``spec.sigma``, the recorded σ), added
-        next to the existing ones (incremental runs: nothing is deleted). Returns the
-        added edges (``EDGE_SCHEMA``, by key).
+        weighted as ``spec`` says (Gaussian with ``spec.sigma``, the recorded σ), measured
+        on the features as ``spec.encoding`` (the recorded scaler and vocabulary, not
+        refitted) encodes them, added next to the existing ones (incremental runs: nothing
+        is deleted). Returns the added edges (``EDGE_SCHEMA``, by key).
 
         This default finds them here (``similarity.knn_edges_for``) and calls
         ``add_edges``; Neo4j with GDS overrides it (filtered kNN on the server).
@@ -223,8 +230,9 @@ class GraphStore(ABC):
             raise ValueError(graph.mixed_lengths(dataset))
         new = np.asarray(new)
         k, metric, weights = spec.knn
-        source, target, weight = similarity.knn_edges_for(graph.features[new], graph.features, new, k, metric,
-                                                          weights, spec.sigma)
+        encoding = spec.encoding or FeatureEncoding()
+        X = encoding.transform(graph.features, graph.categories)
+        source, target, weight = similarity.knn_edges_for(X[new], X, new, k, metric, weights, spec.sigma)
         edges = edge_table_from_pairs(graph.keys, source, target, weight)
         self.add_edges(dataset, edges)
         return edges

@@ -32,6 +32,14 @@ DATASET_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 NODE_SCHEMA = pa.schema(
     [("key", pa.string()), ("features", pa.list_(pa.float64())), ("label", pa.string())]
 )
+#: Optional node columns (issue 17): ``categories``, the categorical features as text, one
+#: per ``--categorical`` column in the order given; ``label_confidence``, the trust in the
+#: given label (in [0, 1]; null where none was given, read as 1). Stored on the node as
+#: ``categories`` and ``given_label_confidence`` (``label_confidence`` there is the
+#: prediction's). A table without them writes nulls.
+NODE_OPTIONAL_FIELDS = (pa.field("categories", pa.list_(pa.string())), pa.field("label_confidence", pa.float64()))
+#: What the stores write: NODE_SCHEMA and the optional columns.
+STORED_NODE_SCHEMA = pa.schema([*NODE_SCHEMA, *NODE_OPTIONAL_FIELDS])
 EDGE_SCHEMA = pa.schema([("source", pa.string()), ("target", pa.string()), ("weight", pa.float64())])
 PREDICTION_SCHEMA = pa.schema(
     [
@@ -85,6 +93,9 @@ class SubGraph:
     ``labels`` holds the given label strings, ``None`` where a node has none.
     ``features`` is None when not read, or when the nodes' feature lists differ in length;
     ``feature_lengths`` then holds each node's length (see ``mixed_lengths``).
+    ``categories`` (n, c) object array of the categorical features (None when the dataset
+    has none); ``label_confidence`` (n,) the trust in each given label (1 where none was
+    given; None when no node has one).
     """
 
     keys: np.ndarray
@@ -94,6 +105,8 @@ class SubGraph:
     target: np.ndarray
     weight: np.ndarray
     feature_lengths: np.ndarray | None = None
+    categories: np.ndarray | None = None
+    label_confidence: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -124,6 +137,8 @@ SCORE_FIELDS = (pa.field("label_scores", pa.list_(pa.float64())), pa.field("labe
                 pa.field("label_margin", pa.float64()))
 #: Prediction columns a writer may leave out (written as null).
 OPTIONAL_COLUMNS = ("label_noise_score", *(f.name for f in SCORE_FIELDS))
+#: Node columns a writer may leave out (written as null).
+NODE_OPTIONAL_COLUMNS = tuple(field.name for field in NODE_OPTIONAL_FIELDS)
 #: What the stores write: PREDICTION_SCHEMA, the optional noise score after label_noise and
 #: the optional per-class scores at the end.
 WRITTEN_PREDICTION_SCHEMA = PREDICTION_SCHEMA.insert(PREDICTION_SCHEMA.get_field_index("label_noise") + 1,
@@ -141,10 +156,11 @@ EXPORT_SCHEMA = pa.schema([
     ("labelled_at", pa.timestamp("us")), ("label_accepted", pa.string())])
 
 
-def conform_table(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
+def conform_table(table: pa.Table, schema: pa.Schema, what: str,
+                  optional: tuple[str, ...] = OPTIONAL_COLUMNS) -> pa.Table:
     """The table's columns of ``schema``, in its order and types; names what is missing
-    (an ``OPTIONAL_COLUMNS`` column that is missing becomes nulls)."""
-    for name in OPTIONAL_COLUMNS:
+    (an ``optional`` column that is missing becomes nulls)."""
+    for name in optional:
         if name in schema.names and name not in table.column_names:
             table = table.append_column(name, pa.nulls(table.num_rows, schema.field(name).type))
     missing = [name for name in schema.names if name not in table.column_names]
@@ -223,7 +239,36 @@ def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
     dst = _positions(edges.column("target"), key_set)
     weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
     inside = (src >= 0) & (dst >= 0)
-    return one_row_per_pair(SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside], lengths))
+    categories, confidence = optional_node_columns(nodes)
+    return one_row_per_pair(SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside], lengths,
+                                     categories, confidence))
+
+
+def optional_node_columns(nodes: pa.Table) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The ``categories`` (n, c) and ``label_confidence`` (n,) of a node table: None when
+    the table has no such column or no node has a value (the dataset has none)."""
+    categories = None
+    if "categories" in nodes.column_names and nodes.num_rows:
+        lists = nodes.column("categories").combine_chunks()
+        if lists.null_count < len(lists):
+            lengths = pa.compute.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+            if lengths.max() == 0:
+                return None, _confidence(nodes)
+            if lengths.min() != lengths.max():
+                raise ValueError(f"nodes have different numbers of categorical features ({lengths.min()} to"
+                                 f" {lengths.max()}): ingest them again with the same --categorical columns")
+            flat = lists.flatten().to_numpy(zero_copy_only=False).astype(object)
+            categories = flat.reshape(len(lists), -1)
+    return categories, _confidence(nodes)
+
+
+def _confidence(nodes: pa.Table) -> np.ndarray | None:
+    if "label_confidence" not in nodes.column_names or not nodes.num_rows:
+        return None
+    column = nodes.column("label_confidence").combine_chunks()
+    if column.null_count == len(column):
+        return None
+    return column.fill_null(1.0).to_numpy(zero_copy_only=False).astype(np.float64)
 
 
 def edge_table_from_pairs(keys: np.ndarray | pa.Array, source: np.ndarray, target: np.ndarray,

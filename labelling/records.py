@@ -18,6 +18,8 @@ kind                       the row ...
 ``wrong feature length``   has a feature list of another length than the others (or than
                            the dataset's ``expected_dim``), or no feature list at all.
 ``label not in classes``   has a label outside ``classes`` (when ``classes`` is given).
+``bad label confidence``   has a label confidence (``label_confidence`` column) that is
+                           not a number in [0, 1], or one on a row without a label.
 ``duplicate key``          shares its key with another row of the batch (see below).
 ``malformed line``         (CSV/TSV) is a line that is no record: more fields than the
                            header, a quote never closed (``labelling.textfiles``).
@@ -49,6 +51,16 @@ markers, which feature columns keep.
 
 Feature columns never include the key or the label column: a glob (``*``, ``x*``) skips
 them, and naming one of them as a feature is refused.
+
+Categorical columns (``categorical``) are kept as text by the key rule (``key_text``:
+``"7.0"`` and ``7`` are one category); an empty cell is a ``missing feature``. They are
+never numeric features too (a feature glob skips them). Which values a graph accepts is
+decided when it is built (``similarity.encoding``), not here: a value the graph was not
+built with makes the next incremental run rebuild it (``flows.incremental``).
+
+The label confidence (``label_confidence``) is the trust in a row's given label, a number
+in [0, 1]; an empty cell on a labelled row is full trust (1), and a confidence on a row
+without a label is refused (it would speak of nothing).
 """
 
 from __future__ import annotations
@@ -74,9 +86,10 @@ WRONG_LENGTH = "wrong feature length"
 UNKNOWN_CLASS = "label not in classes"
 DUPLICATE_KEY = "duplicate key"
 MISSING_TEXT = "missing text"
+BAD_CONFIDENCE = "bad label confidence"
 #: Every kind of rejection, in the order the summary lists them.
 REJECT_KINDS = (MALFORMED_LINE, UNDECODABLE, MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE,
-                MISSING_TEXT, WRONG_LENGTH, UNKNOWN_CLASS, DUPLICATE_KEY)
+                MISSING_TEXT, WRONG_LENGTH, UNKNOWN_CLASS, BAD_CONFIDENCE, DUPLICATE_KEY)
 
 # pandas' default missing-value markers (the ``na_values`` list of ``pandas.read_csv``),
 # kept for feature columns only: in key and label columns they are ordinary text.
@@ -334,7 +347,7 @@ def _list_column(values: pd.Series, column: str, expected_dim: int | None, reaso
 
 
 def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, reasons: Reasons,
-                       numbers: np.ndarray) -> None:
+                       numbers: np.ndarray, others: np.ndarray | None = None) -> None:
     """Among the rows valid so far, reject repeated keys (the policy is in the module
     docstring); ``numbers`` are the rows' numbers in the input, for the messages."""
     candidates = np.flatnonzero([not r for r in reasons])
@@ -347,7 +360,7 @@ def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, r
         positions = positions.to_numpy()
         first = positions[0]
         same = all(np.array_equal(matrix[p], matrix[first]) and labels.iloc[p] == labels.iloc[first]
-                   for p in positions[1:])
+                   and (others is None or list(others[p]) == list(others[first])) for p in positions[1:])
         if same:
             for p in positions[1:]:
                 reasons[p].append((DUPLICATE_KEY, f"duplicate key {key!r}: same values as row {numbers[first]},"
@@ -359,16 +372,48 @@ def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, r
                                               f" {listed}: none of them is stored"))
 
 
+def _categorical_matrix(frame: pd.DataFrame, columns: list[str], reasons: Reasons) -> np.ndarray:
+    """Object matrix of the categorical columns as text (``key_text``'s rule); appends a
+    reason for each empty cell."""
+    matrix = np.empty((len(frame), len(columns)), dtype=object)
+    for j, column in enumerate(columns):  # a loop over categorical columns, vectorised over rows
+        text = _as_text(frame[column])
+        for i in np.flatnonzero(text.isna().to_numpy()):
+            reasons[i].append((MISSING_FEATURE, f"missing categorical feature {column}"))
+        matrix[:, j] = text.to_numpy()
+    return matrix
+
+
+def _confidence_column(frame: pd.DataFrame, column: str, labels: pd.Series, reasons: Reasons) -> np.ndarray:
+    """The label confidences (NaN where none is given); appends why a value is refused."""
+    raw = frame[column]
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    missing = raw.isna().to_numpy()
+    if not pd.api.types.is_numeric_dtype(raw):
+        missing = missing | raw.map(_is_blank).to_numpy(dtype=bool)
+    has_label = labels.notna().to_numpy()
+    for i in np.flatnonzero(np.isnan(values) & ~missing):
+        reasons[i].append((BAD_CONFIDENCE, f"label confidence {column}={raw.iloc[i]!r} is not a number"))
+    outside = ~np.isnan(values) & ((values < 0) | (values > 1))
+    for i in np.flatnonzero(outside):
+        reasons[i].append((BAD_CONFIDENCE, f"label confidence {column}={float(values[i])!r} is not in [0, 1]"))
+    for i in np.flatnonzero(~missing & ~has_label):
+        reasons[i].append((BAD_CONFIDENCE, f"label confidence {column}={raw.iloc[i]!r} on a row without a label"))
+    return np.where(missing, np.nan, values)
+
+
 def parse_records(
     source: str | Path | pd.DataFrame,
     *,
     key: str,
-    features: str | list[str] | None,
+    features: str | list[str] | None = None,
     label: str | None = None,
     expected_dim: int | None = None,
     classes: Iterable[str] | None = None,
     encoding: str = "utf-8",
     text: str | None = None,
+    categorical: str | list[str] | None = None,
+    label_confidence: str | None = None,
 ) -> ParsedRecords:
     """Validate records into node rows; every row is either a node or a reject with reasons.
 
@@ -378,8 +423,8 @@ def parse_records(
     key : str
         Column with each entity's unique key.
     features : str or list of str, optional
-        Feature columns (comma-separated names or glob patterns), or one column holding
-        lists; optional when ``text`` is given.
+        Numeric feature columns (comma-separated names or glob patterns), or one column
+        holding lists. May be left out when ``text`` or ``categorical`` gives the features.
     label : str, optional
         Column with the given label (empty where none is given).
     expected_dim : int, optional
@@ -395,6 +440,12 @@ def parse_records(
         A column of text, embedded by ``labelling.text_embedding`` (the
         ``graphlabel[text]`` extra) into 384 features after the numeric ones; an empty
         or blank cell rejects its row (kind ``missing text``).
+    categorical : str or list of str, optional
+        Categorical feature columns (names or globs), kept as text in the node table's
+        ``categories`` column (one value per column, in the order given).
+    label_confidence : str, optional
+        Column with the trust in each given label, in [0, 1] (the node table's
+        ``label_confidence`` column; null where empty).
 
     Returns
     -------
@@ -413,18 +464,22 @@ def parse_records(
     """
     allowed = _check_classes(classes)
     if expected_dim is not None and (isinstance(expected_dim, bool) or not isinstance(expected_dim, (int, np.integer))
-                                     or expected_dim < 1):
+                                     or expected_dim < (0 if categorical else 1)):
         raise ValueError(f"expected_dim must be a positive integer, got {expected_dim!r}")
-    if features is None and text is None:
-        raise ValueError("give the feature columns (--features), a text column (--text), or both")
+    if features is None and text is None and not categorical:
+        raise ValueError("give the feature columns (--features), a text column (--text), categorical"
+                         " columns (--categorical), or several of them")
     if text is not None and text in (key, label):
         raise ValueError(f"the text column {text!r} is also the {'key' if text == key else 'label'} column")
     table = read_table(source, key, label, encoding, text)
     frame, numbers = table.frame, table.rows
-    for column in (key, label, text):
+    for column in (key, label, text, label_confidence):
         if column and column not in frame.columns:
             raise ValueError(f"no column {column!r}; columns are {list(frame.columns)[:20]}")
-    roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {})}
+    roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {}),
+             **({label_confidence: "label confidence"} if label_confidence else {})}
+    categorical_columns = resolve_feature_columns(frame, categorical, exclude=roles) if categorical else []
+    roles.update({column: "categorical" for column in categorical_columns})
     columns = resolve_feature_columns(frame, features, exclude=roles) if features is not None else []
     keys = _as_text(frame[key])
     labels = _as_text(frame[label]) if label else pd.Series(np.full(len(frame), None, dtype=object))
@@ -435,12 +490,17 @@ def parse_records(
         matrix = _feature_matrix(frame, columns, expected_dim, reasons)
     else:
         matrix = _with_text(frame, columns, text, expected_dim, reasons)
+    category_matrix = _categorical_matrix(frame, categorical_columns, reasons) if categorical_columns else None
+    trust = _confidence_column(frame, label_confidence, labels, reasons) if label_confidence else None
     if allowed is not None:
         outside = labels.notna().to_numpy() & ~labels.isin(allowed).to_numpy()
         described = _describe_classes(allowed)
         for i in np.flatnonzero(outside):
             reasons[i].append((UNKNOWN_CLASS, f"label {labels.iloc[i]!r} not in classes {described}"))
-    _reject_duplicates(keys, labels, matrix, reasons, numbers)
+    others = category_matrix
+    if trust is not None:
+        others = np.column_stack([others, trust]) if others is not None else trust[:, None]
+    _reject_duplicates(keys, labels, matrix, reasons, numbers, others)
 
     valid = np.array([not r for r in reasons], dtype=bool)
     bad = np.flatnonzero(~valid)
@@ -464,6 +524,14 @@ def parse_records(
             "label": pa.array(labels.iloc[good].tolist(), pa.string()),
         }
     ).cast(NODE_SCHEMA)
+    if category_matrix is not None:  # the optional node columns (graphstore.schemas.STORED_NODE_SCHEMA)
+        c = category_matrix.shape[1]
+        nodes = nodes.append_column("categories", pa.ListArray.from_arrays(
+            pa.array(np.arange(len(good) + 1, dtype=np.int32) * c),
+            pa.array(category_matrix[good].ravel().tolist(), pa.string())))
+    if trust is not None:
+        nodes = nodes.append_column("label_confidence", pa.array(trust[good], pa.float64(),
+                                                                 mask=np.isnan(trust[good])))
     if not len(good):
         if len(rejects):
             counts = ", ".join(f"{kind}: {n}" for kind, n in reject_counts(rejects).items())

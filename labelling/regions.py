@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from graphstore import SubGraph
 from solvers import LabelProblem, Prediction
 
-from .problems import ExportedProblem
+from .problems import ExportedProblem, problem_features
 
 #: The spec entries a recorded graph build must match for edges to be added to it.
 GRAPH_KEYS = ("graph", "k", "metric", "weights")
@@ -158,13 +158,18 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     y[:len(r)][has_label] = np.searchsorted(classes, given.iloc[r][has_label].to_numpy().astype(str))
     y[len(r):] = present
     X = None
-    if graph.features is not None:
-        X_b = graph.features[b]
+    features = problem_features(graph)  # numeric features and the categories' one-hot
+    if features is not None:
+        X_b = features[b]
         anchor_X = np.vstack([X_b[b_class == c].mean(axis=0) for c in present]) if m else \
-            np.zeros((0, graph.features.shape[1]))
-        X = np.vstack([graph.features[r], anchor_X])
+            np.zeros((0, features.shape[1]))
+        X = np.vstack([features[r], anchor_X])
     keys = np.concatenate([graph.keys[r], np.full(m, None, dtype=object)])
-    return ExportedProblem(LabelProblem(W_sub, y, n_classes=n_classes, X=X), keys, classes)
+    # the region's given labels keep their trust (ingest --label-confidence); anchors are
+    # the boundary's fixed labels, trusted fully as the full run's fixed labels are
+    trust = None if graph.label_confidence is None else \
+        np.concatenate([graph.label_confidence[r], np.ones(m)])
+    return ExportedProblem(LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X), keys, classes)
 
 
 def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
@@ -175,7 +180,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     idx = np.arange(n_region)
     sub = problem.problem
     X = sub.X[:n_region] if sub.X is not None else None
-    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], n_classes=sub.n_classes, X=X)
+    trust = sub.label_confidence[:n_region] if sub.label_confidence is not None else None
+    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X)
     exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes)
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v)}
     restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),

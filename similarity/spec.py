@@ -31,11 +31,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from .encoding import DEFAULT_SCALE, SCALES, FeatureEncoding
 
 GRAPH_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half", "sgt", "mutual_knn", "edges")
 METRICS = ("euclidean", "cosine")
+#: Blum & Chawla's information-gain-weighted Hamming distance on categorical columns
+#: (similarity/encoding.py): for the graphs that threshold or rank distances of their own.
+HAMMING_KINDS = ("delta", "mincut3", "delta0", "delta_half")
 WEIGHTS = ("gaussian", "cosine", "binary")
 SYMMETRISE = ("max", "mean", "mutual")
 #: The kinds that take k, and the kinds that take a metric.
@@ -94,8 +99,8 @@ def _edges_weight_problems(kind: Any, edge_type: str | None, edges_weight: Any) 
 
 
 def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", weights: Any = "gaussian",
-                   delta: Any = None, sigma: Any = None, symmetrise: Any = "max",
-                   edges_weight: Any = None) -> list[str]:
+                   delta: Any = None, sigma: Any = None, symmetrise: Any = "max", *,
+                   edges_weight: Any = None, scale: Any = DEFAULT_SCALE) -> list[str]:
     """Every problem with these graph options, one line each (empty when they make a
     valid ``GraphSpec``): a schedule file reports them all at once, a spec raises the
     first. ``kind`` may be a whole ``--graph`` value (``knn+edges:TYPE``, ``parse_graph``)."""
@@ -106,8 +111,14 @@ def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", wei
     problems = _choice("graph", kind, GRAPH_KINDS) + _edges_weight_problems(kind, edge_type, edges_weight)
     if kind in K_KINDS and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         problems.append(f"k must be a positive integer, got {k!r}")
-    if kind in METRIC_KINDS:
-        problems += _choice("metric", metric, METRICS)
+    if kind in METRIC_KINDS and metric == "hamming":
+        if kind not in HAMMING_KINDS:
+            problems.append(f"metric 'hamming' is for the graphs {list(HAMMING_KINDS)} (Blum & Chawla's"
+                            f" information-gain-weighted distance); a {kind} graph reads categorical columns"
+                            " as one-hot beside the numbers: use metric 'euclidean' or 'cosine'")
+    elif kind in METRIC_KINDS:
+        problems += _choice("metric", metric, METRICS + ("hamming",) if kind in HAMMING_KINDS else METRICS)
+    problems += _choice("scale", scale, SCALES)
     if kind in ("knn", "delta"):
         problems += _choice("weights", weights, WEIGHTS)
     if kind == "knn":
@@ -147,6 +158,14 @@ class GraphSpec:
     edges_weight : float or None
         Factor of the user's edges in the sum with a similarity graph (default 1); None
         without user edges and for kind ``edges``.
+    scale : {"standard", "robust", "none"}, default "standard"
+        How the numeric features are scaled before distances are measured (every kind):
+        scikit-learn's ``StandardScaler`` / ``RobustScaler`` semantics
+        (``similarity.encoding``).
+    encoding : FeatureEncoding or None
+        The numbers ``scale`` was fitted to (and the categorical vocabulary) when the
+        graph was built; None before. Recorded on ``GraphBuild`` and reused for the
+        entities an incremental run adds, as ``sigma`` is.
     """
 
     kind: str = "knn"
@@ -159,11 +178,15 @@ class GraphSpec:
     edges_type: str | None = None
     edges_property: str | None = None
     edges_weight: float | None = None
+    scale: str = DEFAULT_SCALE
+    encoding: FeatureEncoding | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         problems = graph_problems(self.kind, self.k, self.metric, self.weights, self.delta, self.sigma,
-                                  self.symmetrise)
+                                  self.symmetrise, scale=self.scale)
         problems += self._edge_problems()
+        if not problems and self.encoding is not None and self.encoding.scale != self.scale:
+            problems = [f"the encoding was fitted with scale {self.encoding.scale!r}, the spec says {self.scale!r}"]
         if problems:
             raise ValueError(problems[0])
 
@@ -194,7 +217,7 @@ class GraphSpec:
     def from_options(cls, graph: str | None = None, k: int | None = None, metric: str | None = None,
                      weights: str | None = None, delta: float | None = None,
                      sigma: float | None = None, symmetrise: str | None = None,
-                     edges_weight: float | None = None) -> GraphSpec:
+                     edges_weight: float | None = None, scale: str | None = None) -> GraphSpec:
         """The spec of a kind with defaults for what is not given (kNN, k = 10, Euclidean,
         Gaussian, max), and None for what the kind does not use; a δ-graph without a σ
         has binary weights (a Gaussian needs a bandwidth the δ-graph does not pick).
@@ -219,6 +242,7 @@ class GraphSpec:
             symmetrise=(symmetrise or "max") if kind == "knn" else None,
             edges_type=edges_type, edges_property=edges_property,
             edges_weight=None if edges_weight is None else float(edges_weight),
+            scale=scale or DEFAULT_SCALE,
         )
 
     @property
@@ -231,6 +255,10 @@ class GraphSpec:
     def with_sigma(self, sigma: float | None) -> GraphSpec:
         """The same graph with the bandwidth it was actually built with."""
         return replace(self, sigma=None if sigma is None else float(sigma))
+
+    def with_encoding(self, encoding: FeatureEncoding | None) -> GraphSpec:
+        """The same graph with the scaler and vocabulary it was actually built with."""
+        return replace(self, encoding=encoding)
 
     def capped(self, n_nodes: int, dataset: str) -> tuple[GraphSpec, list[str]]:
         """The spec a dataset of ``n_nodes`` can give (k at most n - 1, with a warning
@@ -256,29 +284,36 @@ class GraphSpec:
         return f"{self._describe_similarity()} + {self.edges_weight:g} x {edges}"
 
     def _describe_similarity(self) -> str:
+        scaled = "" if self.scale == DEFAULT_SCALE else f", scale {self.scale}"
         if self.kind == "knn":
-            return f"{self.k}-NN, {self.metric}, {self.weights} weights"
+            return f"{self.k}-NN, {self.metric}, {self.weights} weights{scaled}"
         if self.kind == "delta":
-            return f"δ = {self.delta}, {self.metric}, {self.weights} weights"
+            return f"δ = {self.delta}, {self.metric}, {self.weights} weights{scaled}"
         if self.kind in K_KINDS:
-            return f"{self.kind}, k = {self.k}"
-        return f"{self.kind}, {self.metric}"
+            return f"{self.kind}, k = {self.k}{scaled}"
+        return f"{self.kind}, {self.metric}{scaled}"
 
     def as_record(self) -> dict[str, Any]:
         """The spec as the store's ``GraphBuild`` record keeps it (``graph`` for ``kind``)."""
         record = asdict(self)
         record["graph"] = record.pop("kind")
+        record.pop("encoding")
+        if self.encoding is not None:  # the fitted numbers: scale_center, scale_width, vocabulary
+            record.update(self.encoding.as_record())
         return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> GraphSpec:
-        """The spec of a ``GraphBuild`` record (extra keys such as ``built_at`` ignored)."""
+        """The spec of a ``GraphBuild`` record (extra keys such as ``built_at`` ignored).
+        A record from before scaling existed was built on the features as stored:
+        ``scale="none"``."""
         names = ("k", "metric", "weights", "delta", "sigma", "symmetrise", "edges_type", "edges_property",
                  "edges_weight")
         values = {name: record.get(name) for name in names}
         if values["k"] is not None:
             values["k"] = int(values["k"])
-        return cls(kind=record.get("graph") or "knn", **values)
+        encoding = FeatureEncoding.from_record(record)
+        return cls(kind=record.get("graph") or "knn", **values, scale=encoding.scale, encoding=encoding)
 
 
 @dataclass(frozen=True)
@@ -298,6 +333,7 @@ class GraphRequest:
     delta: float | None = None
     sigma: float | None = None
     edges_weight: float | None = None
+    scale: str | None = None
 
     def __post_init__(self) -> None:
         self.spec()
@@ -305,7 +341,7 @@ class GraphRequest:
     def spec(self) -> GraphSpec:
         """The graph a rebuild makes: the given options, the defaults for the rest."""
         return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma,
-                                      edges_weight=self.edges_weight)
+                                      edges_weight=self.edges_weight, scale=self.scale)
 
     def given(self) -> dict[str, Any]:
         """The options given, by name; a ``graph`` naming the user's edges as the spec's

@@ -60,7 +60,7 @@ def test_sigma_sets_the_gaussian_bandwidth(digits_csv, store_path):
     spread = {}
     for sigma in ("5", "50"):
         result = runner.invoke(app, ["build-graph", "--dataset", "dg", "--k", "8", "--sigma", sigma,
-                                     "--store", store_path])
+                                     "--scale", "none", "--store", store_path])
         assert result.exit_code == 0, result.output
         spread[sigma] = np.median(_edges(store_path))
     assert spread["5"] < 0.01 < 0.5 < spread["50"]

@@ -141,7 +141,9 @@ def _kuzu_parameters(name: str) -> dict:
     predictions = predictions.set_column(predictions.column_names.index("label_scores"), "label_scores",
                                          pa.array([b"\x00" * 16]))
     tables = {
-        "upsert_nodes": {"rows": nodes.append_column("uid", pa.array(["d:a"]))
+        "upsert_nodes": {"rows": nodes.append_column("categories", pa.array([["red"]], pa.list_(pa.string())))
+                         .append_column("label_confidence", pa.array([0.5]))
+                         .append_column("uid", pa.array(["d:a"]))
                          .append_column("dataset", pa.array(["d"]))
                          .append_column("content_hash", pa.array([1], pa.int64())), "now": now},
         "write_predictions": {"rows": predictions.append_column("uid", pa.array(["d:a"]))},

@@ -201,7 +201,9 @@ def after_full_run_on_95(tmp_path_factory, digits_split, prefect_harness):
     path = str(tmp_path_factory.mktemp("incremental") / "store")
     with open_store(path, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[~new], key="key", features="pixel_*", label="label").nodes)
-    labelling_flow(DATASET, store_uri=path, solver="harmonic", k=K, full=True, publish=False)
+    # unscaled: what is tested here is the incremental path (tests/test_inputs.py tests the
+    # recorded scaler's reuse), and the digits' pixels share one unit
+    labelling_flow(DATASET, store_uri=path, solver="harmonic", k=K, full=True, publish=False, scale="none")
     return path
 
 
@@ -297,7 +299,7 @@ def test_incremental_run_after_adding_5_percent_agrees_with_a_full_run(store_95,
     # the reference: a full run on all the digits, in a store of its own
     with open_store(store_path, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame, key="key", features="pixel_*", label="label").nodes)
-    labelling_flow(DATASET, store_uri=store_path, solver="harmonic", k=K, full=True, publish=False)
+    labelling_flow(DATASET, store_uri=store_path, solver="harmonic", k=K, full=True, publish=False, scale="none")
     new_keys = frame.loc[new, "key"]
     incremental = predictions(store_95, new_keys)
     full = predictions(store_path, new_keys)

@@ -309,7 +309,8 @@ def test_noise_scores_and_the_median_sigma_reach_neo4j(prefect_harness, neo4j_en
 
     nodes, X, _ = digits_nodes(240, every=4, wrong=(0, 4, 8))
     neo4j_store.write_nodes(dataset, nodes)
-    summary = labelling_flow(dataset=dataset, store_uri=neo4j_env, k=8, full=True, publish=False)
+    summary = labelling_flow(dataset=dataset, store_uri=neo4j_env, k=8, full=True, publish=False,
+                             scale="none")  # checked against the raw pixels' distances
     frame = neo4j_store.query("MATCH (e:Entity {dataset: $ds}) RETURN e.key AS key, e.given_label AS given,"
                               " e.label_noise AS noisy, e.label_noise_score AS score", {"ds": dataset})
     given = frame["given"].notna()

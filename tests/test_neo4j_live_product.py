@@ -29,6 +29,10 @@ from test_neo4j_live import delete_dataset
 
 from labelling.reporting import short_run_id
 
+# The digits' 64 pixels share one unit: these tests build their graphs unscaled ("--scale
+# none") and check them against the raw pixels; tests/test_neo4j_live_inputs.py checks
+# the scaled graphs.
+
 pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
 GRAPHLABEL = Path(sys.executable).parent / "graphlabel"
 
@@ -129,7 +133,7 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
     assert "rejected 2 rows" in out
     assert pd.read_csv(rejects)["reason"].tolist() == ["missing key", "non-numeric feature p00='oops'"]
 
-    out = cli("build-graph", "--dataset", dataset, "--k", "8", "--store", neo4j_env).output
+    out = cli("build-graph", "--dataset", dataset, "--scale", "none", "--k", "8", "--store", neo4j_env).output
     assert "wrote 3360 similarity relationships" in out  # GDS writes k per node, each direction
     with open_store(neo4j_env) as store:
         assert neighbour_recall(store, dataset, X, 8, "euclidean") >= 0.95
@@ -189,7 +193,7 @@ def test_cosine_gds_knn_and_the_local_builder_on_neo4j(neo4j_env, dataset, tmp_p
     frame.to_csv(csv, index=False)
     cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
         "--store", neo4j_env)
-    cli("build-graph", "--dataset", dataset, "--k", "6", "--metric", "cosine", "--weights", "cosine",
+    cli("build-graph", "--dataset", dataset, "--scale", "none", "--k", "6", "--metric", "cosine", "--weights", "cosine",
         "--store", neo4j_env)
     with open_store(neo4j_env) as store:
         assert neighbour_recall(store, dataset, X, 6, "cosine") >= 0.95
@@ -198,7 +202,7 @@ def test_cosine_gds_knn_and_the_local_builder_on_neo4j(neo4j_env, dataset, tmp_p
         cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
         np.testing.assert_allclose(graph.weight, np.maximum(cosine, 0), rtol=1e-9)
     monkeypatch.setenv("GRAPHLABEL_NEO4J_EDGE_BUILDER", "local")
-    out = cli("build-graph", "--dataset", dataset, "--k", "6", "--store", neo4j_env).output
+    out = cli("build-graph", "--dataset", dataset, "--scale", "none", "--k", "6", "--store", neo4j_env).output
     written = int(re.search(r"wrote (\d+) similarity relationships", out).group(1))
     with open_store(neo4j_env) as store:
         # exact search: every exact neighbour (up to ties among equal distances, which the
@@ -238,7 +242,7 @@ def test_every_solver_writes_on_neo4j_what_it_writes_on_the_embedded_store(
         with open_store(uri, create=True) as store:
             ingest_parsed(store, dataset, records, None)
         summary = labelling_flow(dataset, store_uri=uri, solver=solver, solver_params=params, graph=graph,
-                                 k=8, full=True)
+                                 k=8, full=True, scale="none")
         assert summary["n_nodes"] == 360
         with open_store(uri) as store:
             written[uri] = stored(store, dataset, "predicted_label", "label_confidence",
@@ -262,7 +266,7 @@ def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_
     first.to_csv(csv, index=False)
     cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
         "--store", neo4j_env)
-    cli("build-graph", "--dataset", dataset, "--k", "8", "--store", neo4j_env)
+    cli("build-graph", "--dataset", dataset, "--scale", "none", "--k", "8", "--store", neo4j_env)
     cli("label", "--dataset", dataset, "--store", neo4j_env)
 
     # 30 new entities: edges from GDS filtered kNN, weighted with the recorded σ

@@ -220,7 +220,10 @@ def test_write_nodes_sends_unwind_batches_of_the_configured_size():
     assert all(c.parameters["dataset"] == "toy" for c in calls)
     sent = [row for c in calls for row in c.parameters["rows"]]
     # each row also carries its content hash, for change tracking (graphstore/changes.py)
-    assert [{k: v for k, v in row.items() if k != "content_hash"} for row in sent] == nodes.to_pylist()
+    # and the optional columns (graphstore.schemas.NODE_OPTIONAL_FIELDS), null when not given
+    assert [{k: v for k, v in row.items() if k not in ("content_hash", "categories", "label_confidence")}
+            for row in sent] == nodes.to_pylist()
+    assert all(row["categories"] is None and row["label_confidence"] is None for row in sent)
     from graphstore.changes import content_hashes
     assert [row["content_hash"] for row in sent] == content_hashes(nodes).tolist()
     assert all(isinstance(c.parameters["now"], dt.datetime) for c in calls)

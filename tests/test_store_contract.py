@@ -198,6 +198,41 @@ def test_an_unchanged_reingest_changes_nothing_and_changes_are_seen(store, datas
     assert set(state.loc[state["changed"], "key"]) == {"k1", "k2", "k4", "k5"}
 
 
+def test_categories_and_label_confidence_are_stored_read_and_tracked(store, names):
+    """Issue 17: the optional node columns round-trip (categories as text lists, the trust
+    in the given label; nulls where not given), a change to either marks the node changed,
+    and a dataset without them reads None for both."""
+    dataset, plain = names(), names()
+    keys = ["a", "b", "c", "d"]
+    table = nodes(keys, ["x", None, "y", "x"]).append_column(
+        "categories", pa.array([["red", "s"], ["blue", "m"], ["red", "m"], ["blue", "s"]], pa.list_(pa.string())))
+    table = table.append_column("label_confidence", pa.array([0.25, None, 1.0, None], pa.float64()))
+    store.write_nodes(dataset, table)
+    graph = store.read_subgraph(dataset)
+    by_key = dict(zip(graph.keys, zip(graph.categories.tolist(), graph.label_confidence.tolist(), strict=True),
+                      strict=True))
+    assert by_key == {"a": (["red", "s"], 0.25), "b": (["blue", "m"], 1.0), "c": (["red", "m"], 1.0),
+                      "d": (["blue", "s"], 1.0)}
+    without = store.read_subgraph(dataset, with_features=False)
+    assert dict(zip(without.keys, without.label_confidence.tolist(), strict=True))["a"] == 0.25
+    store.write_predictions(dataset, predictions(keys, ["p"] * 4, at=pd.Timestamp.now(tz="UTC")))
+    store.write_nodes(dataset, table)  # the same rows again: nothing changed
+    state = store.read_label_state(dataset).to_pandas().set_index("key")
+    assert not state["changed"].any()
+    changed = table.set_column(table.column_names.index("categories"), "categories",
+                               pa.array([["red", "s"], ["red", "m"], ["red", "m"], ["blue", "s"]],
+                                        pa.list_(pa.string())))
+    changed = changed.set_column(changed.column_names.index("label_confidence"), "label_confidence",
+                                 pa.array([0.25, None, 1.0, 0.5], pa.float64()))
+    store.write_nodes(dataset, changed)
+    state = store.read_label_state(dataset).to_pandas()
+    assert set(state.loc[state["changed"], "key"]) == {"b", "d"}
+    store.write_nodes(plain, nodes(["e", "f"], ["x", None]))
+    graph = store.read_subgraph(plain)
+    assert graph.categories is None
+    assert graph.label_confidence is None
+
+
 def test_feature_lengths_most_common_first(store, dataset):
     assert store.feature_lengths(dataset) == {}  # no nodes
     store.write_nodes(dataset, nodes(["a", "b", "c"], [None] * 3))
@@ -604,14 +639,27 @@ def distances(X, source, target, metric):
 MIN_RECALL = {"kuzu": 1.0, "ladybug": 1.0, "neo4j": 0.9}
 
 
-@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_build_edges_makes_the_specs_knn_graph_and_its_sigma(store, dataset, digits, metric):
-    X, y = digits[0][:200] + 1.0, digits[1][:200]  # + 1: no zero row (its cosine is undefined)
-    store.write_nodes(dataset, digits_nodes(X, y))
-    spec = GraphSpec(k=6, metric=metric)
+@pytest.mark.parametrize("metric, scale", [("euclidean", "standard"), ("cosine", "standard"),
+                                           ("euclidean", "none"), ("euclidean", "robust")])
+def test_build_edges_makes_the_specs_knn_graph_and_its_sigma(store, dataset, digits, metric, scale):
+    from sklearn.preprocessing import RobustScaler, StandardScaler
+
+    raw, y = digits[0][:200] + 1.0, digits[1][:200]  # + 1: no zero row (its cosine is undefined)
+    store.write_nodes(dataset, digits_nodes(raw, y))
+    spec = GraphSpec(k=6, metric=metric, scale=scale)
     assert store.check_edge_builder(spec) is None  # both can build it (GDS is installed on Neo4j)
     built = store.build_edges(dataset, spec)
     assert isinstance(built, BuiltGraph)
+    # the graph is measured on the scaled features (on Neo4j: scaled in GDS's projection),
+    # scikit-learn's scalers' numbers, which the build returns for the record
+    scaler = {"standard": StandardScaler(), "robust": RobustScaler(), "none": None}[scale]
+    X = raw if scaler is None else scaler.fit_transform(raw)
+    assert built.encoding is not None
+    assert built.encoding.scale == scale
+    if scaler is not None:
+        np.testing.assert_allclose(built.encoding.center, getattr(scaler, "mean_", getattr(scaler, "center_", None)),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(built.encoding.width, scaler.scale_, rtol=1e-12)
     # n_edges counts directed relationships as written: the local builder writes one per
     # pair, GDS kNN one per node and neighbour found (so a mutual pair twice)
     assert built.n_edges == n_relationships(store, dataset)
@@ -645,7 +693,7 @@ def test_add_knn_edges_connects_new_nodes_with_the_recorded_sigma(store, dataset
     store.write_nodes(dataset, digits_nodes(X[200:], y[200:], start=200))
     graph = store.read_subgraph(dataset)
     new = np.flatnonzero(np.array([int(key[1:]) >= 200 for key in graph.keys]))
-    added = store.add_knn_edges(dataset, graph, new, spec.with_sigma(built.sigma))
+    added = store.add_knn_edges(dataset, graph, new, spec.with_sigma(built.sigma).with_encoding(built.encoding))
     assert added.schema == EDGE_SCHEMA
     after = pairs(store, dataset)
     assert {pair: after[pair] for pair in before} == before  # nothing deleted, nothing reweighted
@@ -658,6 +706,11 @@ def test_add_knn_edges_connects_new_nodes_with_the_recorded_sigma(store, dataset
     assert all(a in new_keys or b in new_keys for a, b in fresh)
     source = np.array([int(a[1:]) for a, _ in fresh])
     target = np.array([int(b[1:]) for _, b in fresh])
+    # measured with the scaler fitted on the first 200 at the build, not refitted on 220
+    # (on Neo4j: those numbers applied in GDS's projection)
+    assert built.encoding.scale == "standard"
+    np.testing.assert_allclose(built.encoding.center, X[:200].mean(axis=0), atol=1e-12)
+    X = built.encoding.transform(X, None)
     np.testing.assert_allclose(list(fresh.values()), np.exp(-distances(X, source, target, "euclidean") ** 2
                                                              / (2 * built.sigma ** 2)), rtol=1e-6)
     idx, _ = exact_neighbours(X, np.arange(200, 220), 5, "euclidean")
