@@ -31,7 +31,6 @@ import socket
 from typing import Any
 
 import pandas as pd
-import psutil
 
 from graphstore import GraphStore
 from graphstore.runs import run_record
@@ -45,6 +44,8 @@ MAX_RUNNING_CHECKED = 10_000
 
 def this_process() -> dict[str, Any]:
     """What a run records of the process running it (``LabelRunRecord.process``)."""
+    import psutil  # here and in _gone: report and explain open no process table (0.03 s)
+
     return {"host": socket.gethostname(), "pid": os.getpid(), "started": psutil.Process().create_time()}
 
 
@@ -62,6 +63,8 @@ def stale_after(environ=None) -> pd.Timedelta:
 
 def _gone(process: dict[str, Any]) -> bool:
     """Whether the recorded process no longer runs (on this host)."""
+    import psutil
+
     try:
         found = psutil.Process(int(process["pid"]))
         if found.status() == psutil.STATUS_ZOMBIE:
