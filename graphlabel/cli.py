@@ -203,8 +203,9 @@ def ingest(
 
     _quiet_expected_errors()
 
-    if features is None and categorical is None:
-        _fail("ingest needs --features (numeric columns) or --categorical (categorical ones), or both")
+    if features is None and categorical is None and text is None:
+        _fail("ingest needs --features (numeric columns), --categorical (categorical ones) or --text (a text"
+              " column to embed), or several of them")
     allowed = None
     if classes is not None:
         allowed = [name.strip() for name in classes.split(",")]

@@ -228,7 +228,8 @@ def test_the_users_edges_over_real_features_label_as_graphlabels_own_knn(digits_
         "--store", store_path)
     cli("ingest-edges", files["edges"], "--dataset", "dg", "--source", "a", "--target", "b", "--rejects",
         files["edges"].with_suffix(".rejects.csv"), "--store", store_path)
-    cli("build-graph", "--dataset", "dg", "--weights", "binary", "--store", store_path)
+    # unscaled, as the user's file was made (the digits' pixels share one unit)
+    cli("build-graph", "--dataset", "dg", "--weights", "binary", "--scale", "none", "--store", store_path)
     cli("label", "--dataset", "dg", "--full", "--store", store_path)
     own = accuracy(store_path, truth)
     cli("label", "--dataset", "dg", "--graph", "edges:EDGE", "--store", store_path)  # the default --type
