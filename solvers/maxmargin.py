@@ -128,9 +128,13 @@ from .harmonic import SOLVERS, harmonic_scores
 from .problem import LabelProblem, Prediction
 
 KERNELS = ("linear", "cubic", "rbf")
-# Up to this many nodes the harmonic step (eq. 6) is solved by a sparse LU, above it
-# iteratively: ``solvers.harmonic.harmonic_scores``' own default, passed on unchanged.
-DIRECT_MAX_NODES = 10_000
+# Up to this many nodes the harmonic step (eq. 6) is solved by a sparse LU, above it by
+# conjugate gradients: the harmonic solver's own threshold (1,000, solvers/harmonic.py says
+# why: SuperLU's fill-in on 10-NN graphs is slower than CG from 2,000 nodes up). At 10,000,
+# as before, `label --solver maxmargin` on 2,000 rows spent 2.1 of its 5.4 s factorising
+# L_uu once per cross-fitting fold (6 times; bench/cli.py), where CG solves the 3
+# right-hand sides in about 0.01 s.
+DIRECT_MAX_NODES = 1_000
 
 PARAMETER_CONSTRAINTS = {
     "gamma_g": [Interval(Real, 0, None), Options((math.inf,))],  # ∞: the supervised SVM
@@ -308,7 +312,7 @@ class MaxMarginGraphCut(BaseEstimator):
         wrongly flagged labels are the only ones covering unusual handwriting, and hiding
         them cost more test error than the flipped labels did (see the module docstring).
     solver : {"auto", "direct", "amg"}, default "auto"
-    direct_max_nodes : int, default ``DIRECT_MAX_NODES`` (10,000)
+    direct_max_nodes : int, default ``DIRECT_MAX_NODES`` (1,000)
     cache_size : float, default 500
         libsvm kernel cache in MB.
     random_state : int, default 0
