@@ -265,7 +265,15 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
     # traceback printed twice, and published nothing: the dataset's report still showed the
     # last success
     from prefect import get_client
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
     from store_lock import hold_lock
 
     from graphstore import StoreLocked
@@ -281,11 +289,13 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
         holder.kill()
         holder.wait()
     with get_client(sync_client=True) as client:
-        # the newest failed run of that name (the module's server keeps other tests' runs)
-        failed = sorted((run for run in client.read_flow_runs(limit=200)
-                         if run.state_type.value == "FAILED" and run.name == "digits · harmonic · full"),
-                        key=lambda run: run.created)
-        run_id = str(failed[-1].id)
+        # the newest failed run of that name, filtered by the server: the session's server
+        # keeps every test's runs, more than one page of them
+        newest = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=["digits · harmonic · full"]),
+                                          state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["FAILED"]))),
+            sort=FlowRunSort.END_TIME_DESC, limit=1)
+        run_id = str(newest[0].id)
         for _ in range(20):  # logs reach the API in batches, after the flow returns
             logs = [log.message for log in client.read_logs(
                 log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
