@@ -198,11 +198,17 @@ def _heartbeat(store: GraphStore, run: LabelRunRecord, clock: StageClock) -> Non
 MAX_ERROR_CHARS = 2000
 
 
+def _error_text(error: BaseException) -> str:
+    """A failed run's error as its record and report keep it: redacted (a store URI or
+    password in an exception never reaches them) and cut to ``MAX_ERROR_CHARS``."""
+    return redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
+
+
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> LabelRunRecord:
     """Mark the run failed (best effort: the store may be what failed) and return the failed
     record. The message is redacted: a store URI or password in an exception never reaches
     the run node."""
-    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
+    message = _error_text(error)
     failed = replace(run, status="failed", error=message, timings=dict(clock.seconds),
                      finished_at=pd.Timestamp.now(tz="UTC"))
     try:
@@ -248,7 +254,7 @@ def _publish_unopened(run_id: str, dataset: str, solver: str, parameters: dict[s
     """The failed report of a run that could not open its store (locked, down): the run is
     not in the store, so the report artifact is its only record."""
     now = pd.Timestamp.now(tz="UTC")
-    message = redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
+    message = _error_text(error)
     run = LabelRunRecord(run_id=run_id, dataset=dataset, solver=solver, parameters=parameters, metrics={},
                          timings={}, started_at=now, finished_at=now, n_nodes=0, n_labeled=0, n_flagged=0,
                          status="failed", versions=versions(solver=solver), error=message)

@@ -89,18 +89,12 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     assert sum(int(line.split("|")[2].replace(",", "")) for line in bins) == 50  # every held-out label, once
     # the flow run is named by what it does, its task runs by their stage
     from prefect import get_client
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
     texts = ("exported 1,797 nodes", "held out 50 of the given labels", "solved 1,797 nodes (150 given labels)",
              "1 connected component: 1 solver batch;", "wrote 1,797 predictions", "published the run's report")
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(result["run_id"])
-        for _ in range(20):  # logs reach the API in batches, after the flow returns
-            logs = [log.message for log in client.read_logs(
-                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[result["run_id"]])))]
-            if all(any(text in message for message in logs) for text in texts):
-                break
-            time.sleep(0.5)
+        logs = _run_logs(client, result["run_id"], texts)
     assert flow_run.name == "digits · harmonic · full"
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
@@ -231,11 +225,24 @@ def test_a_failed_run_publishes_a_report_that_says_so(digits_store, flaky):
     assert "data:image" not in plot
 
 
+def _run_logs(client, run_id: str, expected: tuple[str, ...] = ("Encountered exception",)) -> list[str]:
+    """The flow run's log messages, once each of ``expected`` is in one of them (logs reach
+    the API in batches, after the flow returns; at most 10 s of waiting)."""
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    for _ in range(20):
+        logs = [log.message for log in client.read_logs(
+            log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
+        if all(any(text in message for message in logs) for text in expected):
+            break
+        time.sleep(0.5)
+    return logs
+
+
 def test_a_data_error_is_one_line_in_the_runs_log(store_path):
     # given labels of one class: the data's fault, said in one line, not over 80 lines of
     # Prefect's internals in the run's Logs tab; a bug keeps its traceback
     from prefect import get_client
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
     from labelling.problems import NotEnoughLabels
 
@@ -248,12 +255,7 @@ def test_a_data_error_is_one_line_in_the_runs_log(store_path):
     with open_store(store_path) as store:
         run_id = str(store.read_runs("oneclass")["run_id"][0])
     with get_client(sync_client=True) as client:
-        for _ in range(20):  # logs reach the API in batches, after the flow returns
-            logs = [log.message for log in client.read_logs(
-                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
-            if any("Encountered exception" in message for message in logs):
-                break
-            time.sleep(0.5)
+        logs = _run_logs(client, run_id)
     errors = [message for message in logs if "Encountered exception" in message]
     assert len(errors) == 1, logs
     assert "one class" in errors[0]
@@ -270,8 +272,6 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
         FlowRunFilterName,
         FlowRunFilterState,
         FlowRunFilterStateType,
-        LogFilter,
-        LogFilterFlowRunId,
     )
     from prefect.client.schemas.sorting import FlowRunSort
     from store_lock import hold_lock
@@ -296,12 +296,7 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
                                           state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["FAILED"]))),
             sort=FlowRunSort.END_TIME_DESC, limit=1)
         run_id = str(newest[0].id)
-        for _ in range(20):  # logs reach the API in batches, after the flow returns
-            logs = [log.message for log in client.read_logs(
-                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))]
-            if any("Encountered exception" in message for message in logs):
-                break
-            time.sleep(0.5)
+        logs = _run_logs(client, run_id)
     assert any("in use by another process" in message and "waiting up to 2 s" in message for message in logs), logs
     assert not any("Traceback" in message for message in logs), logs
     artifacts = _artifacts(run_id)
