@@ -1,4 +1,5 @@
-"""The `graphlabel` command line: demo, ingest, ingest-edges, build-graph, label, query, report, explain, serve.
+"""The `graphlabel` command line: demo, ingest, ingest-edges, build-graph, label, query, report,
+prune-runs, explain, predict, serve, export, review, accept, correct, drop-dataset.
 
 Every command takes ``--store URI``: a folder for the embedded Kùzu store (default
 ``$GRAPHLABEL_STORE`` or ``.graphlabel``), or ``neo4j://host:7687`` / ``bolt://host:7687``.
@@ -10,6 +11,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 from rich.console import Console
@@ -133,6 +136,25 @@ def _quiet_expected_errors() -> None:
     hide_expected_tracebacks(_user_errors())
 
 
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    """Every command's ending for what is not a bug: the input's fault, a node or run not
+    found, or a store that stopped answering after the store tasks' retries, each said in
+    one line with a non-zero exit; anything else is re-raised with its traceback."""
+    from graphstore.errors import NotFound
+
+    try:
+        yield
+    except typer.Exit:  # a _fail inside the block has already said it
+        raise
+    except (NotFound, *_user_errors()) as error:
+        _fail(str(error))
+    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
+        if not _is_transient(error):
+            raise
+        _fail(_store_down(error))
+
+
 @app.command()
 def demo(
     store: str | None = StoreOption,
@@ -211,24 +233,19 @@ def ingest(
         allowed = [name.strip() for name in classes.split(",")]
         if not all(allowed):
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
-    try:
-        with console.status(f"ingesting {file} into {dataset!r}..."):
-            summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
-                               dataset=dataset, key=key, features=features, label=label, store_uri=store,
-                               rejects_path=rejects, classes=allowed, encoding=encoding, text=text,
-                               categorical=categorical, label_confidence=label_confidence)
-    except NoValidRecords as error:
-        if not len(error.rejects):  # no rows at all: nothing to write
-            _fail(str(error))
-        path = rejects or f"{dataset}.rejects.csv"
-        error.rejects.to_csv(path, index=False)
-        _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
-    except _user_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
+    with _one_line_errors():
+        try:
+            with console.status(f"ingesting {file} into {dataset!r}..."):
+                summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
+                                   dataset=dataset, key=key, features=features, label=label, store_uri=store,
+                                   rejects_path=rejects, classes=allowed, encoding=encoding, text=text,
+                                   categorical=categorical, label_confidence=label_confidence)
+        except NoValidRecords as error:
+            if not len(error.rejects):  # no rows at all: nothing to write
+                raise
+            path = rejects or f"{dataset}.rejects.csv"
+            error.rejects.to_csv(path, index=False)
+            _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
     console.print(f"stored {summary['stored']} nodes in dataset {dataset!r}")
     if summary["rejected"]:
         kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
@@ -255,18 +272,12 @@ def ingest_edges(
     from labelling.options import run_tags
 
     _quiet_expected_errors()
-    try:
+    with _one_line_errors():
         with console.status(f"ingesting the {edge_type} edges of {file} into {dataset!r}..."):
             summary = run_flow(ingest_edges_flow, run_tags(dataset, "ingest-edges"),
                                (*_user_errors(), NoValidEdges), source=file, dataset=dataset, source_column=source,
                                target_column=target, weight_column=weight, edge_type=edge_type, store_uri=store,
                                rejects_path=rejects, encoding=encoding)
-    except _user_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     console.print(f"stored {summary['stored']} {edge_type} edges in dataset {dataset!r}")
     if summary["rejected"]:
         kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
@@ -300,17 +311,11 @@ def build_graph(
 
     _quiet_expected_errors()
 
-    try:
+    with _one_line_errors():
         with console.status(f"building the {graph} graph of {dataset!r}..."):
             summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
                                delta=delta, sigma=sigma, edges_weight=edges_weight, scale=scale)
-    except _user_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     _print_warnings(summary)
     if summary["spec"].similarity_kind is None:
         console.print(f"{dataset!r} is labelled over the user's {summary['edges']} {summary['spec'].edges_type}"
@@ -359,6 +364,9 @@ def label(
 
     try:
         solver_params = json.loads(params)
+    except json.JSONDecodeError as error:
+        _fail(f"--params is not valid JSON: {error}")
+    with _one_line_errors():
         flow, cluster = labelling_flow, cast(AbstractContextManager, nullcontext())
         if dask or dask_address:
             from flows.runners import dask_client, dask_runner
@@ -376,14 +384,6 @@ def label(
                                full=full,
                                holdout_fraction=holdout,
                                keep_runs=keep_runs)
-    except json.JSONDecodeError as error:
-        _fail(f"--params is not valid JSON: {error}")
-    except _user_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     _print_warnings(summary)
     console.print(f"labelled {summary['n_nodes']:,} nodes of {dataset!r} with {solver}"
                   f" ({summary['n_labeled']:,} given labels, {summary['n_flagged']:,} flagged as noisy),"
@@ -424,14 +424,8 @@ def query(
             parameters[name] = json.loads(value)
         except json.JSONDecodeError:
             parameters[name] = value
-    try:
+    with _one_line_errors():
         opened = open_store(store)
-    except _user_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     with opened as graph_store:
         try:
             frame = graph_store.query(cypher, parameters, write=write)
@@ -465,7 +459,6 @@ def report(
 ) -> None:
     """Summarise a labelling run (--run ID), or list a dataset's recent runs (--dataset NAME)."""
     from graphstore import open_store
-    from graphstore.errors import NotFound
     from labelling.liveness import mark_interrupted_runs
     from labelling.reporting import (
         failed_runs,
@@ -478,19 +471,13 @@ def report(
 
     if run is None and dataset is None:
         _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
-    try:
+    with _one_line_errors():
         with open_store(store) as graph_store:
             mark_interrupted_runs(graph_store, dataset)  # a killed run is not listed as running
             if run is not None:
                 summary = run_summary(graph_store, run)
             else:
                 runs = graph_store.read_runs(dataset=dataset, limit=limit)
-    except (NotFound, *_user_errors()) as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     if run is None:
         if runs.empty:
             _fail(f"no runs of dataset {dataset!r} in the store")
@@ -525,16 +512,10 @@ def prune_runs(
     from graphstore import open_store
     from labelling.liveness import mark_interrupted_runs
 
-    try:
+    with _one_line_errors():
         with open_store(store) as graph_store:
             mark_interrupted_runs(graph_store, dataset)  # a killed run is no running run to keep
             deleted = graph_store.prune_runs(dataset, keep_last)
-    except _user_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     console.print(f"deleted {deleted} LabelRun node{'s' * (deleted != 1)} of {dataset!r}"
                   f" (kept the newest {keep_last} completed, running ones and the current one)")
 
@@ -567,23 +548,16 @@ def explain(
     else its predicted one.
     """
     from graphstore import open_store
-    from graphstore.errors import NotFound
     from labelling.records import key_text
     from labelling.reporting import explanation_renderables
 
     key = key_text(key) or key  # the key as ingest stored it (" 7 " and "7.0" are "7")
-    try:
+    with _one_line_errors():
         with open_store(store) as graph_store:
             node, neighbours = graph_store.explain(dataset, key, limit)
             if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
                 node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
             users = (graph_store.read_graph_build(dataset) or {}).get("edges_type")
-    except (NotFound, *_user_errors()) as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     for renderable in explanation_renderables(node, neighbours):
         console.print(renderable)
     if users:  # the solver's graph held the user's edges too (graphstore/user_edges.py)
@@ -612,24 +586,13 @@ def predict(
     from pathlib import Path
 
     from graphstore import open_store
-    from graphstore.errors import NotFound
     from labelling.predict import predict_records
-    from labelling.records import NoValidRecords
 
     if output is not None and Path(output).suffix.lower() not in (".csv", ".parquet"):
         _fail(f"--output must end in .csv or .parquet, got {output!r}")
-    try:
-        with open_store(store) as graph_store:
-            predicted = predict_records(graph_store, run, file, key=key, features=features, text=text,
-                                        encoding=encoding)
-    except NoValidRecords as error:
-        _fail(str(error))
-    except (NotFound, *_user_errors()) as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
+    with _one_line_errors(), open_store(store) as graph_store:
+        predicted = predict_records(graph_store, run, file, key=key, features=features, text=text,
+                                    encoding=encoding)
     if output is None:
         predicted.frame.to_csv(sys.stdout, index=False)
     elif output.lower().endswith(".parquet"):
@@ -709,17 +672,14 @@ def export(
     if file_format not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {file_format!r}", code=2)
     _quiet_expected_errors()
-    try:
-        summary = run_flow(export_flow, run_tags(dataset, "export"), _store_errors(), dataset=dataset,
-                           store_uri=store, run_id=run, file_format=file_format, output=output)
-    except _store_errors() as error:
-        _fail(str(error))
-    except OSError as error:  # a folder that cannot be written
-        _fail(f"could not write the export: {error}")
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
+    with _one_line_errors():
+        try:
+            summary = run_flow(export_flow, run_tags(dataset, "export"), _store_errors(), dataset=dataset,
+                               store_uri=store, run_id=run, file_format=file_format, output=output)
+        except OSError as error:
+            if isinstance(error, FileNotFoundError):  # the input's: said as it is
+                raise
+            _fail(f"could not write the export: {error}")  # a folder that cannot be written
     console.print(f"wrote {summary['rows']:,} nodes of {dataset!r} to {summary['path']}"
                   f" ({len(summary['classes'])} score columns)", highlight=False)
 
@@ -737,16 +697,10 @@ def review(
     from labelling.reporting import review_renderables
     from labelling.review import flagged
 
-    try:
+    with _one_line_errors():
         with open_store(store) as graph_store:
             rows = flagged(graph_store, dataset, limit)
             explained = [graph_store.explain(dataset, key, neighbours) for key in rows["key"]]
-    except _store_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     if rows.empty:
         console.print(f"no flagged given label left to review in {dataset!r}", highlight=False)
         return
@@ -763,15 +717,9 @@ def _decide(key: str, dataset: str, decision: str, label: str | None, reviewer: 
     from labelling.review import decide
 
     key = key_text(key) or key  # the key as ingest stored it
-    try:
+    with _one_line_errors():
         with open_store(store) as graph_store:
             return decide(graph_store, dataset, key, decision, label, reviewer)
-    except _store_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     raise AssertionError("unreachable")  # _fail raises
 
 
@@ -817,7 +765,7 @@ def drop_dataset(
     """Delete a dataset's nodes, relationships, runs, graph record and review decisions."""
     from graphstore import open_store
 
-    try:
+    with _one_line_errors():
         with open_store(store) as graph_store:
             nodes = graph_store.count_nodes(dataset)
             runs = graph_store.read_runs(dataset=dataset, limit=1_000_000)
@@ -831,11 +779,5 @@ def drop_dataset(
                                      f" {len(runs):,} runs and the review decisions?", default=False):
                     _fail("nothing deleted")
             counts = graph_store.drop_dataset(dataset)
-    except _store_errors() as error:
-        _fail(str(error))
-    except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
-        if not _is_transient(error):
-            raise
-        _fail(_store_down(error))
     console.print(f"deleted dataset {dataset!r}: {counts['nodes']:,} nodes, {counts['runs']:,} runs,"
                   f" {counts['decisions']:,} review decisions", highlight=False)
