@@ -70,7 +70,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejec
     return summary
 
 
-def _run_name(what: str):
+def run_name_from_parameters(what: str):
     """A flow run name from the run's parameters: ``wine · harmonic · full``, ``wine · ingest``."""
     def name() -> str:
         from prefect.runtime import flow_run
@@ -93,7 +93,7 @@ def _run_name(what: str):
 DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked)
 
 
-@flow("ingest-records", flow_run_name=_run_name("ingest"), data_errors=DATA_ERRORS)
+@flow("ingest-records", flow_run_name=run_name_from_parameters("ingest"), data_errors=DATA_ERRORS)
 def ingest_flow(source: str, dataset: str, key: str, features: str | None, label: str | None = None,
                 store_uri: str | None = None, rejects_path: str | None = None,
                 classes: list[str] | None = None, encoding: str = "utf-8", text: str | None = None,
@@ -152,7 +152,7 @@ def _warn(notes: list[str]) -> list[str]:
     return notes
 
 
-@flow("build-similarity-graph", flow_run_name=_run_name("build-graph"), data_errors=DATA_ERRORS)
+@flow("build-similarity-graph", flow_run_name=run_name_from_parameters("build-graph"), data_errors=DATA_ERRORS)
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None, edges_weight: float | None = None,
@@ -264,7 +264,7 @@ def _publish_unopened(run_id: str, dataset: str, solver: str, parameters: dict[s
         run_logger().error("could not publish the failed run's report: %s", redact(publish_error))
 
 
-@flow("label-dataset", flow_run_name=_run_name("label"), data_errors=DATA_ERRORS)
+@flow("label-dataset", flow_run_name=run_name_from_parameters("label"), data_errors=DATA_ERRORS)
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
                    graph: str | None = None, k: int | None = None, metric: str | None = None,

@@ -15,7 +15,7 @@ from graphstore.schemas import EDGE_SCHEMA
 from labelling.edgefiles import parse_edges
 
 from .direct import flow, run_logger
-from .labelling import _run_name
+from .labelling import run_name_from_parameters
 
 DEFAULT_EDGE_TYPE = "EDGE"
 
@@ -28,7 +28,7 @@ class NoValidEdges(ValueError):
         self.rejects = rejects
 
 
-@flow("ingest-edges", flow_run_name=_run_name("ingest-edges"), data_errors=(NoValidEdges,))
+@flow("ingest-edges", flow_run_name=run_name_from_parameters("ingest-edges"), data_errors=(NoValidEdges,))
 def ingest_edges_flow(source: str, dataset: str, source_column: str, target_column: str,
                       weight_column: str | None = None, edge_type: str = DEFAULT_EDGE_TYPE,
                       store_uri: str | None = None, rejects_path: str | None = None,
