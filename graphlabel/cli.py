@@ -576,6 +576,8 @@ def predict(
     key: str = typer.Option(..., help="Column with each record's key."),
     features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with."),
     text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
+    categorical: str | None = typer.Option(None, help="The categorical columns, as the dataset was ingested"
+                                           " with; a value the run never saw rejects its row."),
     output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv or .parquet);"
                                       " default: CSV on standard output."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default predict.rejects.csv)."),
@@ -592,7 +594,7 @@ def predict(
         _fail(f"--output must end in .csv or .parquet, got {output!r}")
     with _one_line_errors(), open_store(store) as graph_store:
         predicted = predict_records(graph_store, run, file, key=key, features=features, text=text,
-                                    encoding=encoding)
+                                    encoding=encoding, categorical=categorical)
     if output is None:
         predicted.frame.to_csv(sys.stdout, index=False)
     elif output.lower().endswith(".parquet"):

@@ -2,8 +2,11 @@
 
 A ``maxmargin`` run keeps its SVM (``labelling.run_model``); its features are the ones the
 dataset was ingested with, so the records are read and validated by the same rules as
-``ingest`` (``labelling.records.parse_records``: the same ``--key``, ``--features`` and
-``--text``), every rejected row with its reason, and nothing is written to the store.
+``ingest`` (``labelling.records.parse_records``: the same ``--key``, ``--features``,
+``--categorical`` and ``--text``), every rejected row with its reason, and nothing is
+written to the store. Categorical columns are one-hot encoded with the run's own
+vocabulary (``RunModel.vocabulary``); a record holding a value outside it is rejected
+(``unseen category``), since the model has no column for it.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from graphstore import GraphStore
 
-from .records import parse_records
+from .records import UNSEEN_CATEGORY, NoValidRecords, ParsedRecords, parse_records
 from .reporting import run_summary
 from .run_model import RunModel
 
@@ -59,21 +63,29 @@ def run_model(store: GraphStore, run: str) -> tuple[dict, RunModel]:
 
 
 def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFrame, *, key: str,
-                    features: str | None, text: str | None = None, encoding: str = "utf-8") -> Predicted:
+                    features: str | None, text: str | None = None, encoding: str = "utf-8",
+                    categorical: str | None = None) -> Predicted:
     """Label the records of ``source`` with the model of ``run``.
 
-    The number of features (numeric columns, plus 384 with ``text``) must be the model's;
-    otherwise ``ValueError`` says both counts in one line.
+    The numeric features (numeric columns, plus 384 with ``text``) and the categorical
+    columns must be as many as the model's; otherwise ``ValueError`` says both counts in
+    one line.
     """
     summary, model = run_model(store, run)
-    records = parse_records(source, key=key, features=features, text=text, encoding=encoding)
+    records = parse_records(source, key=key, features=features, text=text, encoding=encoding,
+                            categorical=categorical)
+    records, categories = _known_categories(records, model)
     flat = records.nodes.column("features").combine_chunks()
     width = len(flat.flatten()) // max(records.n_valid, 1)
-    if width != model.n_features:
-        raise ValueError(f"the records have {width} features each and the model of run {summary['run_id']}"
-                         f" takes {model.n_features}: give the --features (and --text) the dataset"
+    if width != model.n_numeric:
+        raise ValueError(f"the records have {width} numeric features each and the model of run {summary['run_id']}"
+                         f" takes {model.n_numeric}: give the --features (and --text) the dataset"
                          f" {summary['dataset']!r} was ingested with")
     X = flat.flatten().to_numpy(zero_copy_only=False).reshape(records.n_valid, width)
+    if model.vocabulary:
+        from similarity.encoding import FeatureEncoding
+
+        X = np.hstack([X, FeatureEncoding(vocabulary=model.vocabulary).transform(None, categories)])
     labels = model.predict(X)
     confidence = model.predict_proba(X)[np.arange(len(labels)), labels]
     frame = pd.DataFrame({"key": records.nodes.column("key").to_pylist(),
@@ -81,3 +93,39 @@ def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFra
                           "label_confidence": confidence})
     return Predicted(frame, records.rejects, str(summary["run_id"]), str(summary["dataset"]),
                      len(model.class_names))
+
+
+def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRecords, np.ndarray | None]:
+    """The records whose categorical values the model knows, and their (n, c) values; a
+    record with an unseen value joins the rejects with its reason."""
+    n_columns = len(model.vocabulary)
+    stored = "categories" in records.nodes.column_names
+    given = (len(records.nodes.column("categories")[0]) if records.n_valid else n_columns) if stored else 0
+    if given != n_columns:
+        raise ValueError(f"the records have {given} categorical columns and the run's model takes {n_columns}:"
+                         " give the --categorical columns the dataset was ingested with, in the same order")
+    if not n_columns:
+        return records, None
+    from similarity.encoding import FeatureEncoding
+
+    flat = records.nodes.column("categories").combine_chunks().flatten()
+    categories = np.asarray(flat.to_pylist(), dtype=object).reshape(records.n_valid, n_columns)
+    unseen = FeatureEncoding(vocabulary=model.vocabulary).unseen(categories)
+    if not unseen:
+        return records, categories
+    reasons: dict[int, list[str]] = {}
+    for i, j, value in unseen:  # a loop over the rejected values, not the records
+        reasons.setdefault(i, []).append(f"categorical column {j + 1} holds {value!r}, a value the run's model"
+                                         " was not fitted with")
+    bad = np.array(sorted(reasons))
+    keep = np.setdiff1d(np.arange(records.n_valid), bad)
+    keys = records.nodes.column("key").to_pylist()
+    rows = records.rows if records.rows is not None else np.arange(records.n_valid)
+    rejected = pd.DataFrame({"row": rows[bad], "key": [keys[i] for i in bad.tolist()], "kind": UNSEEN_CATEGORY,
+                             "reason": ["; ".join(reasons[i]) for i in bad.tolist()]})
+    rejects = pd.concat([records.rejects, rejected], ignore_index=True).sort_values("row", kind="stable")
+    if not len(keep):
+        raise NoValidRecords(f"none of the {len(rejects)} records can be predicted; first reasons: "
+                             + "; ".join(rejects["reason"].head(3)), rejects.reset_index(drop=True))
+    kept = ParsedRecords(records.nodes.take(pa.array(keep)), rejects.reset_index(drop=True), rows[keep])
+    return kept, categories[keep]

@@ -22,11 +22,14 @@ class NotEnoughLabels(ValueError):
 
 @dataclass(frozen=True, eq=False)
 class ExportedProblem:
-    """A LabelProblem with the node keys and class names it was built from."""
+    """A LabelProblem with the node keys and class names it was built from, and the
+    vocabulary of each categorical column whose one-hot is in ``problem.X`` (sorted values,
+    ``FeatureEncoding.vocabulary``): what a kept model needs to encode new records."""
 
     problem: LabelProblem
     keys: np.ndarray
     classes: np.ndarray
+    vocabulary: tuple[tuple[str, ...], ...] = ()
 
 
 def in_key_order(graph: SubGraph) -> SubGraph:
@@ -47,20 +50,22 @@ def in_key_order(graph: SubGraph) -> SubGraph:
                     position[graph.target], graph.weight, categories=categories, label_confidence=trust)
 
 
-def problem_features(graph: SubGraph) -> np.ndarray | None:
+def problem_features(graph: SubGraph) -> tuple[np.ndarray | None, tuple[tuple[str, ...], ...]]:
     """The solvers' ``X``: the numeric features, and the categorical columns' one-hot beside
-    them (vocabulary: the values present). Without the one-hot a dataset of categorical
+    them, with that one-hot's vocabulary (the values present; empty without categorical
+    columns). Without the one-hot a dataset of categorical
     columns only would give every node the same empty row: the copy pooling
     (``labelling.indistinguishable``) then took all of vote.arff's 435 nodes for copies of
     one entity (accuracy 0.74 against 0.88 unpooled), and max-margin had nothing to fit."""
     if graph.categories is None:
-        return graph.features
+        return graph.features, ()
     from similarity.encoding import FeatureEncoding
 
-    onehot = FeatureEncoding.fit(None, graph.categories, "none").transform(None, graph.categories)
+    encoding = FeatureEncoding.fit(None, graph.categories, "none")
+    onehot = encoding.transform(None, graph.categories)
     if graph.features is None or graph.features.shape[1] == 0:
-        return onehot
-    return np.hstack([graph.features, onehot])
+        return onehot, encoding.vocabulary
+    return np.hstack([graph.features, onehot]), encoding.vocabulary
 
 
 def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
@@ -91,8 +96,9 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     W = A.maximum(A.T)
     # the trust in each given label (ingest --label-confidence), for the solvers that read it
     trust = graph.label_confidence
-    return ExportedProblem(LabelProblem(W, y, trust, n_classes=len(classes), X=problem_features(graph)),
-                           graph.keys, classes)
+    X, vocabulary = problem_features(graph)
+    return ExportedProblem(LabelProblem(W, y, trust, n_classes=len(classes), X=X), graph.keys, classes,
+                           vocabulary)
 
 
 def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: str,

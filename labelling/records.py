@@ -87,9 +87,10 @@ UNKNOWN_CLASS = "label not in classes"
 DUPLICATE_KEY = "duplicate key"
 MISSING_TEXT = "missing text"
 BAD_CONFIDENCE = "bad label confidence"
+UNSEEN_CATEGORY = "unseen category"  # predict only: a value the run's model was not fitted with
 #: Every kind of rejection, in the order the summary lists them.
 REJECT_KINDS = (MALFORMED_LINE, UNDECODABLE, MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE,
-                MISSING_TEXT, WRONG_LENGTH, UNKNOWN_CLASS, BAD_CONFIDENCE, DUPLICATE_KEY)
+                MISSING_TEXT, WRONG_LENGTH, UNKNOWN_CLASS, BAD_CONFIDENCE, DUPLICATE_KEY, UNSEEN_CATEGORY)
 
 # pandas' default missing-value markers (the ``na_values`` list of ``pandas.read_csv``),
 # kept for feature columns only: in key and label columns they are ordinary text.

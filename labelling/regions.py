@@ -158,7 +158,7 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     y[:len(r)][has_label] = np.searchsorted(classes, given.iloc[r][has_label].to_numpy().astype(str))
     y[len(r):] = present
     X = None
-    features = problem_features(graph)  # numeric features and the categories' one-hot
+    features, vocabulary = problem_features(graph)  # numeric features and the categories' one-hot
     if features is not None:
         X_b = features[b]
         anchor_X = np.vstack([X_b[b_class == c].mean(axis=0) for c in present]) if m else \
@@ -169,7 +169,7 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     # the boundary's fixed labels, trusted fully as the full run's fixed labels are
     trust = None if graph.label_confidence is None else \
         np.concatenate([graph.label_confidence[r], np.ones(m)])
-    return ExportedProblem(LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X), keys, classes)
+    return ExportedProblem(LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X), keys, classes, vocabulary)
 
 
 def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
@@ -182,7 +182,7 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     X = sub.X[:n_region] if sub.X is not None else None
     trust = sub.label_confidence[:n_region] if sub.label_confidence is not None else None
     region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X)
-    exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes)
+    exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes, problem.vocabulary)
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v)}
     restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),
                             prediction.noisy[:n_region].copy(), prediction.scores[:n_region],

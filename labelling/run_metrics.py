@@ -48,7 +48,7 @@ def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple
     y = problem.y.copy()
     y[held] = -1
     hidden = LabelProblem(problem.W, y, problem.label_confidence, problem.n_classes, problem.X)
-    return ExportedProblem(hidden, exported.keys, exported.classes), Holdout(held, problem.y[held])
+    return ExportedProblem(hidden, exported.keys, exported.classes, exported.vocabulary), Holdout(held, problem.y[held])
 
 
 def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Holdout | None = None) -> dict:

@@ -20,6 +20,12 @@ Decisions
 - Format: ``numpy.savez`` with ``allow_pickle=False`` on load (strings as fixed-width
   unicode arrays), with ``FORMAT_VERSION``; a model of another version is refused with
   one line (``ModelVersionError``), never read half right.
+- The vocabulary of each categorical column (``vocabulary``, in the header) is kept: the
+  SVM's features end with those columns' one-hot (``labelling.problems.problem_features``),
+  so ``predict`` encodes new records with the run's own vocabulary, and a value it does not
+  hold rejects that record with its reason rather than shifting the columns. A model
+  stored before the field existed reads as one without categorical columns (the field
+  is additive: same format version).
 - The support vectors' keys (``support_keys``) are kept so that ``explain`` can name them;
   a support vector that is no stored node (an incremental run's class anchor) has the
   key ``""``.
@@ -85,6 +91,9 @@ class RunModel:
         The run's classes in order (``ExportedProblem.classes``).
     support_keys : array of str (n_sv,)
         Node key of each support vector, ``""`` for one that is no stored node.
+    vocabulary : tuple of tuple of str
+        Sorted values of each categorical column whose one-hot ends the features; empty
+        for a dataset without categorical columns.
     """
 
     kernel: str
@@ -99,16 +108,24 @@ class RunModel:
     temperature: float
     class_names: np.ndarray
     support_keys: np.ndarray
+    vocabulary: tuple[tuple[str, ...], ...] = ()
 
     @property
     def n_features(self) -> int:
         return int(self.support_vectors.shape[1])
 
+    @property
+    def n_numeric(self) -> int:
+        """Features before the categorical columns' one-hot."""
+        return self.n_features - sum(len(values) for values in self.vocabulary)
+
     @classmethod
-    def from_fitted(cls, model: Any, keys: np.ndarray, class_names: np.ndarray) -> RunModel:
+    def from_fitted(cls, model: Any, keys: np.ndarray, class_names: np.ndarray,
+                    vocabulary: tuple[tuple[str, ...], ...] = ()) -> RunModel:
         """The arrays of a fitted ``solvers.maxmargin.MaxMarginGraphCut``; ``keys`` are the
         node keys of the problem it was fitted on (positions beyond them, an incremental
-        run's anchors, get ``""``)."""
+        run's anchors, get ``""``), ``vocabulary`` its categorical columns' values
+        (``ExportedProblem.vocabulary``)."""
         svm = model.svm_
         params = svm.get_params()
         kernel = params["kernel"]
@@ -129,13 +146,14 @@ class RunModel:
                    svm_classes=np.asarray(svm.classes_, dtype=np.int64),
                    temperature=1.0 if calibrator is None else float(calibrator.temperature_),
                    class_names=np.asarray([str(name) for name in class_names], dtype=str),
-                   support_keys=support_keys)
+                   support_keys=support_keys, vocabulary=tuple(tuple(map(str, values)) for values in vocabulary))
 
     # -- storage -------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
         header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kernel": self.kernel, "gamma": self.gamma,
-                  "coef0": self.coef0, "degree": self.degree, "temperature": self.temperature}
+                  "coef0": self.coef0, "degree": self.degree, "temperature": self.temperature,
+                  "vocabulary": [list(values) for values in self.vocabulary]}
         buffer = io.BytesIO()
         np.savez(buffer, header=np.array(json.dumps(header)), support_vectors=self.support_vectors,
                  dual_coef=self.dual_coef, intercept=self.intercept, n_support=self.n_support,
@@ -161,7 +179,8 @@ class RunModel:
             raise ModelVersionError(f"the stored model cannot be read ({error}): label the dataset again with"
                                     " --solver maxmargin") from None
         return cls(kernel=header["kernel"], gamma=float(header["gamma"]), coef0=float(header["coef0"]),
-                   degree=int(header["degree"]), temperature=float(header["temperature"]), **fields)
+                   degree=int(header["degree"]), temperature=float(header["temperature"]),
+                   vocabulary=tuple(tuple(values) for values in header.get("vocabulary", ())), **fields)
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -268,6 +287,6 @@ def keep_run_model(store: GraphStore, run_id: str, exported: ExportedProblem, pr
     fitted = prediction.info.get("model")
     if fitted is None or not hasattr(fitted, "svm_"):
         return None
-    model = RunModel.from_fitted(fitted, exported.keys, exported.classes)
+    model = RunModel.from_fitted(fitted, exported.keys, exported.classes, exported.vocabulary)
     store.write_model(run_id, model.to_bytes())
     return len(model.support_keys)

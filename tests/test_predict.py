@@ -97,7 +97,7 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f0*", "--store", store_path,
                     ok=False)
     assert result.exit_code == 1
-    assert "the records have 10 features each and the model of run" in result.output
+    assert "the records have 10 numeric features each and the model of run" in result.output
     assert "takes 13" in result.output
     bad = pd.read_csv(new)
     bad["f03"] = bad["f03"].astype(object)
@@ -206,3 +206,67 @@ def test_predict_with_text_uses_the_embedding_the_dataset_was_ingested_with(tmp_
     result = invoke("predict", tmp_path / "new.csv", "--run", run_id, "--key", "id", "--features", "id",
                     "--store", store_path, ok=False)
     assert result.exit_code == 1
+
+
+def _vote_split(tmp_path, n_fit=360):
+    """vote.arff shuffled (seed 0): the first ``n_fit`` rows (with the given labels among
+    them) to ingest, the rest, unlabelled, to predict; one of those holds a vote value the
+    run never saw."""
+    from test_inputs import vote_frame
+
+    frame, y = vote_frame()
+    order = np.random.default_rng(0).permutation(len(y))
+    frame, y = frame.iloc[order].reset_index(drop=True), y[order]
+    fit, new = tmp_path / "vote_fit.csv", tmp_path / "vote_new.csv"
+    frame.iloc[:n_fit].to_csv(fit, index=False)
+    rest = frame.iloc[n_fit:].drop(columns="label").copy()
+    rest.iloc[0, 1] = "abstained"  # not one of the fitted '?', 'n', 'y'
+    rest.to_csv(new, index=False)
+    return str(fit), str(new), pd.Series(y[n_fit:], index=rest["id"]), str(rest["id"].iloc[0])
+
+
+def _predict_vote(store, dataset, tmp_path):
+    fit, new, truth, unseen = _vote_split(tmp_path)
+    invoke("ingest", fit, "--dataset", dataset, "--key", "id", "--categorical", "*", "--label", "label",
+           "--store", store)
+    invoke("build-graph", "--dataset", dataset, "--store", store)
+    output = invoke("label", "--dataset", dataset, "--solver", "maxmargin", "--full", "--store", store).output
+    run_id = re.search(r"run ([0-9a-f-]{36})", output).group(1)
+    out, rejects = tmp_path / "vote_predicted.csv", tmp_path / "vote_rejects.csv"
+    result = invoke("predict", new, "--run", run_id, "--key", "id", "--categorical", "*", "--output", out,
+                    "--rejects", rejects, "--store", store)
+    assert f"predicted {len(truth) - 1:,} records" in result.output
+    assert "rejected 1 rows" in result.output
+    rejected = pd.read_csv(rejects)
+    assert rejected["key"].tolist() == [unseen]
+    assert rejected["kind"].tolist() == ["unseen category"]
+    assert "'abstained', a value the run's model was not fitted with" in rejected["reason"].iloc[0]
+    predicted = pd.read_csv(out, dtype={"key": str, "predicted_label": str}).set_index("key")
+    accuracy = float((predicted["predicted_label"] == truth.loc[predicted.index]).mean())
+    assert accuracy > 0.85, accuracy
+    # fewer categorical columns than the run's would shift the one-hot: one line
+    result = invoke("predict", new, "--run", run_id, "--key", "id", "--categorical", "crime", "--store", store,
+                    ok=False)
+    assert result.exit_code == 1
+    assert "the records have 1 categorical columns and the run's model takes 16" in result.output, result.output
+    return accuracy
+
+
+def test_predict_encodes_categorical_columns_with_the_runs_vocabulary(tmp_path, store_path):
+    """vote.arff's 16 y/n/? votes, one-hot beside nothing numeric: the run keeps its
+    vocabulary, predict encodes new records with it, and a value outside it rejects the row."""
+    print(f"vote, predict on the 74 records not stored: accuracy {_predict_vote(store_path, 'vote', tmp_path):.3f}")
+
+
+@pytest.mark.neo4j
+def test_predict_encodes_categorical_columns_on_neo4j(tmp_path, neo4j_env):
+    from test_neo4j_live import delete_dataset
+
+    from graphstore import open_store
+
+    dataset = f"predictvote{uuid.uuid4().hex[:8]}"
+    try:
+        _predict_vote(neo4j_env, dataset, tmp_path)
+    finally:
+        with open_store(neo4j_env) as store:
+            delete_dataset(store._driver, dataset, store.database)
