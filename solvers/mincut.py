@@ -60,8 +60,10 @@ choice made here:
    points with δ½), so ``unreached="paper"`` keeps the cut's own answer (the paper's tie
    rule) and ``"nearest"`` takes the nearest given label's class in feature space;
    ``bench/mincut.py`` compares the three on the paper's Table 1 data.
-6. ``label_confidence`` is ignored: the paper's seed arcs are infinite for every given
-   label (a finite, confidence-scaled seed arc would be a different energy).
+6. ``label_confidence`` is ignored by the cuts: the paper's seed arcs are infinite for
+   every given label (a finite, confidence-scaled seed arc would be a different energy).
+   The default noise rule's harmonic leave-one-out (decision 8) does use it, as the
+   harmonic solver does: a label of trust c is clamped to c there.
 7. Confidence (not in the paper): randomized min cuts after Blum, Lafferty,
    Rwebangira & Reddy (ICML 2004). ``n_cuts`` times, every edge weight is multiplied
    by an independent log-normal factor ``exp(perturbation · z)``, ``z ~ N(0, 1)`` (the
