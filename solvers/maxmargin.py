@@ -56,7 +56,39 @@ Decisions the paper leaves open, and what this module does
 - Labels: the SVM's own predictions, ``sgn f`` in the binary case (eq. 8), libsvm's
   one-vs-one vote otherwise (the arg-max of the mean pairwise scores erred more on digits:
   5.0% vs 4.2%); ``confidence`` is the calibrated probability of that label.
-- Noise flags (not in the paper): a given label is flagged when two models reject it: the
+- Noise flags (not in the paper), ``noise="graph_and_svm"`` (the default): a given label's
+  ``noise_score`` is the smaller of two margins, each the best other class minus the given
+  one: the cross-fitted model's (calibrated probabilities of a model that never saw the
+  label, see Confidence) and the graph step's leave-one-out margin (``solvers._relaxed_loo``:
+  the harmonic function's, estimated without a solve per label); flagged from
+  ``noise_threshold`` = 0.3. So the graph and the SVM must both doubt the label. The graph
+  step's margin is taken at γ_g = 0 with class mass normalisation (the harmonic solver's
+  defaults), not at this model's γ_g: on the development draws below, at γ_g = 1 the
+  combined score ranked worse (average precision 0.93 against 0.96 on digits at 10%
+  flipped, recall at precision 0.95 0.62 against 0.86). Why not the rule below, now
+  ``noise="svm"``: the final model fits many flipped labels (C = 1 is a soft margin), so
+  its training-error gate caps recall (development draws, seeds 0-4, not the benchmark's
+  100-104, ``python -m bench noise_flags --skip-cost --methods maxmargin --seeds 0-4
+  --ranking``: digits at 10% / 20% flipped 0.97 / 0.72 and 0.96 / 0.57), and its ranking
+  score, the cross-fitted margin alone, ranks clean unusual handwriting among the flips
+  (recall 0.04 at precision 0.95 on digits at 10%); it flagged 5.1% of segment's clean
+  labels. The smaller margin ranks digits' flips at average precision 0.96 / 0.98 (10% /
+  20%; the SVM's margin alone 0.86 / 0.89) and WDBC's at 0.90 / 0.85 (0.87 / 0.89).
+  Flagging when either rule fires (the old flags or the combined score) flagged more than
+  5% of segment's clean labels at every threshold tried. Threshold by the rule of
+  ``solvers.mincut`` (decision 8): the multiple of 0.05 with the best mean F1 over the
+  flipped development sets (digits, segment, WDBC at 10% and 20%) among those that flag at
+  most 5% of every clean development set: 0.3 (clean labels flagged: digits 0.4%, segment
+  4.6%, WDBC 1.4%; 0.25 flags 5.4% of segment's); F1 digits 0.89 / 0.88, WDBC 0.84 /
+  0.69. The price: WDBC at 20% flipped, where the graph's leave-one-out misses flips that
+  sit together, F1 0.69 against the old rule's 0.84 on these seeds. On the benchmark's
+  seeds 100-104 (``bench/results/noise_flags_digits_segment_wdbc_cleanlab_maxmargin_mincut.md``):
+  digits 10% precision / recall 0.98 / 0.84 (old rule 1.00 / 0.66), WDBC 20% F1 0.82
+  (0.86; cleanlab 0.72), segment's clean labels 1.4% flagged (4.9%). ``noise="svm"``
+  keeps the old rule.
+  Cost: one harmonic solve on top of the cross-fitting.
+- Noise flags, ``noise="svm"`` (the rule before; ``noise_threshold`` a probability,
+  default 0.5): a given label is flagged when two models reject it: the
   cross-fitted model (one that never saw it) predicts another class with calibrated
   probability ≥ ``noise_threshold`` (default 0.5, as in ``solvers.harmonic``), and the
   final model, trained with the label (its node is clamped to it in eq. 6 and is a training
@@ -82,9 +114,12 @@ Decisions the paper leaves open, and what this module does
   precision 0.65, recall 0.97), because the correct labels that rule flags are the lone
   examples of unusual handwriting (a class's sub-cluster), while a flipped label only
   damages its own neighbourhood.
-- Noise score (for ranking, ``Prediction.noise_score``): the margin of the best other class
-  over the given one in the cross-fitted probabilities; NaN when ``cv=0``. The flag keeps
-  its own rule above (a flagged label also has a training error of the final model).
+- Noise score (for ranking, ``Prediction.noise_score``): the default rule's score above
+  (the calibrator fitted on every given label gives the cross-fitted probabilities; the
+  final one is refitted without the flagged labels); with ``noise="svm"``, the margin of
+  the best other class over the given one in the final calibrator's cross-fitted
+  probabilities, and the flag keeps that rule's own test (a flagged label also has a
+  training error of the final model). NaN when ``cv=0`` (no flags).
 - Nodes that no labelled node can reach (including nodes with no edges, such as entities
   added after the last graph build) get the model's prediction and confidence, not label -1:
   they are *model* predictions, not graph ones, and ``info["graph_unreachable"]`` marks them.
@@ -108,6 +143,8 @@ Kveton, B., Valko, M., Rahimi, A., Huang, L. (2010). Semi-supervised learning wi
 graph cuts. AISTATS. Sec. 2 eq. (5)-(6), Sec. 3 eq. (7)-(8), Sec. 6.2.
 Platt, J. (1999). Probabilistic outputs for support vector machines. Advances in Large
 Margin Classifiers.
+Zhu, X., Ghahramani, Z., Lafferty, J. (2003). Semi-supervised learning using Gaussian fields
+and harmonic functions. ICML (the graph step's leave-one-out in the noise score).
 """
 
 from __future__ import annotations
@@ -122,12 +159,17 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
 from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
+from ._relaxed_loo import harmonic_loo_margin
 from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, check_choice, validate_params
 from .harmonic import SOLVERS, harmonic_scores
 from .problem import LabelProblem, Prediction
 
 KERNELS = ("linear", "cubic", "rbf")
+# How given labels are flagged (module docstring, noise flags) and each rule's threshold when
+# noise_threshold is None: a margin for "graph_and_svm", a probability for "svm".
+NOISE_RULES = ("svm", "graph_and_svm")
+DEFAULT_THRESHOLDS = {"svm": 0.5, "graph_and_svm": 0.3}
 # Up to this many nodes the harmonic step (eq. 6) is solved by a sparse LU, above it by
 # conjugate gradients: the harmonic solver's own threshold (1,000, solvers/harmonic.py says
 # why: SuperLU's fill-in on 10-NN graphs is slower than CG from 2,000 nodes up). At 10,000,
@@ -143,7 +185,8 @@ PARAMETER_CONSTRAINTS = {
     "C": [Interval(Real, 0, None, closed="neither")],
     "bandwidth": [None, Interval(Real, 0, None, closed="neither")],
     "cv": [Options((0,)), Interval(Integral, 2, None)],
-    "noise_threshold": [Interval(Real, 0, 1, closed="right")],
+    "noise_threshold": [None, Interval(Real, 0, 1, closed="right")],
+    "noise": [Options(NOISE_RULES)],
     "drop_noisy": [Options((True, False))],
     "solver": [Options(SOLVERS)],
     "direct_max_nodes": [Interval(Integral, 0, None)],
@@ -304,9 +347,12 @@ class MaxMarginGraphCut(BaseEstimator):
     cv : int, default 5
         Folds of given labels for the cross-fitted calibration and noise flags; 0 skips
         both (no flags, uncalibrated confidence). Reduced to the smallest class count.
-    noise_threshold : float in (0, 1], default 0.5
-        A given label is flagged when the cross-fitted model gives another class at least
-        this probability and the final model, trained with the label, does not fit it.
+    noise_threshold : float in (0, 1] or None, default None
+        ``noise="graph_and_svm"``: a given label is flagged when its ``noise_score`` (the
+        smaller of the cross-fitted SVM's and the graph step's leave-one-out margins)
+        reaches this; None is 0.3. ``noise="svm"``: when the cross-fitted model gives
+        another class at least this probability and the final model, trained with the
+        label, does not fit it; None is 0.5.
     drop_noisy : bool, default False
         Refit the final model with the flagged labels hidden. Off by default: on digits the
         wrongly flagged labels are the only ones covering unusual handwriting, and hiding
@@ -317,6 +363,8 @@ class MaxMarginGraphCut(BaseEstimator):
         libsvm kernel cache in MB.
     random_state : int, default 0
         Seeds the folds.
+    noise : {"graph_and_svm", "svm"}, default "graph_and_svm"
+        The noise rule (module docstring, noise flags).
 
     Attributes
     ----------
@@ -328,6 +376,7 @@ class MaxMarginGraphCut(BaseEstimator):
     induced_labels_ : array (n,), induced class of each graph node, -1 when not used
     margin_ : array (n,), |ℓ| (binary) or top-two gap (multi-class) of each graph node
     noisy_ : array of bool (n,), flagged given labels
+    noise_score_ : array (n_l,) or None, each given label's noise score (module docstring)
     oof_proba_ : array (n_l, n_classes_) or None, cross-fitted probabilities of the given labels
     timings_ : dict, seconds of the harmonic step and the SVM fit of the final model
 
@@ -345,12 +394,13 @@ class MaxMarginGraphCut(BaseEstimator):
         C: float = 1.0,
         bandwidth: float | None = None,
         cv: int = 5,
-        noise_threshold: float = 0.5,
+        noise_threshold: float | None = None,
         drop_noisy: bool = False,
         solver: str = "auto",
         direct_max_nodes: int = DIRECT_MAX_NODES,
         cache_size: float = 500.0,
         random_state: int = 0,
+        noise: str = "graph_and_svm",
     ):
         self.gamma_g = gamma_g
         self.epsilon = epsilon
@@ -364,6 +414,7 @@ class MaxMarginGraphCut(BaseEstimator):
         self.direct_max_nodes = direct_max_nodes
         self.cache_size = cache_size
         self.random_state = random_state
+        self.noise = noise
 
     def _validate(self, problem: LabelProblem) -> None:
         if not isinstance(problem, LabelProblem):
@@ -460,6 +511,8 @@ class MaxMarginGraphCut(BaseEstimator):
         self.noisy_ = np.zeros(len(y), dtype=bool)
         self.calibrator_ = None
         self.oof_proba_ = None
+        self.noise_score_ = None
+        threshold = DEFAULT_THRESHOLDS[self.noise] if self.noise_threshold is None else self.noise_threshold
         cross = None if self.cv == 0 else self._cross_fit(problem, width)
         doubted = np.zeros(len(labeled), dtype=bool)
         if cross is not None:
@@ -467,14 +520,22 @@ class MaxMarginGraphCut(BaseEstimator):
             # Doubt with a calibrator fit on every given label, then refit it on the trusted ones.
             first = self._fit_calibrator(D_oof, y[labeled], oof_classes)
             P_oof = self._proba_from(D_oof, oof_classes, first)
-            other = P_oof.copy()
-            other[np.arange(len(labeled)), y[labeled]] = -np.inf
-            doubted = other.max(axis=1) >= self.noise_threshold
+            if self.noise == "svm":
+                other = P_oof.copy()
+                other[np.arange(len(labeled)), y[labeled]] = -np.inf
+                doubted = other.max(axis=1) >= threshold
+            else:  # both the cross-fitted SVM and the graph step's leave-one-out doubt it
+                graph = harmonic_loo_margin(problem.W, y, problem.n_classes, problem.label_confidence)[labeled]
+                self.noise_score_ = np.fmin(margin_scores(P_oof, y[labeled]), graph)
+                doubted = self.noise_score_ >= threshold
+                self.noisy_[labeled[doubted]] = True
             calibrator = self._fit_calibrator(D_oof[~doubted], y[labeled][~doubted], oof_classes)
             self.calibrator_ = calibrator if calibrator is not None else first
             self.oof_proba_ = self._proba_from(D_oof, oof_classes, self.calibrator_)
+            if self.noise == "svm":
+                self.noise_score_ = margin_scores(self.oof_proba_, y[labeled])
         self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(problem, y, width)
-        if doubted.any():
+        if self.noise == "svm" and doubted.any():
             # flagged: doubted by the models that never saw the label, and a training error of
             # the one that did (module docstring, noise flags)
             unfit = self.svm_.predict(_features(problem)[labeled[doubted]]) != y[labeled[doubted]]
@@ -534,12 +595,13 @@ def maxmargin(
     C: float = 1.0,
     bandwidth: float | None = None,
     cv: int = 5,
-    noise_threshold: float = 0.5,
+    noise_threshold: float | None = None,
     drop_noisy: bool = False,
     predict_unreachable: bool = True,
     solver: str = "auto",
     direct_max_nodes: int = DIRECT_MAX_NODES,
     random_state: int = 0,
+    noise: str = "graph_and_svm",
 ) -> Prediction:
     """Label every node with a max-margin graph cut fitted on the problem (Kveton et al. 2010).
 
@@ -548,7 +610,7 @@ def maxmargin(
     problem : LabelProblem
         Needs ``X``.
     gamma_g, epsilon, kernel, C, bandwidth, cv, noise_threshold, drop_noisy, solver,
-    direct_max_nodes, random_state
+    direct_max_nodes, random_state, noise
         See ``MaxMarginGraphCut``.
     predict_unreachable : bool, default True
         Give nodes no label can reach the model's prediction (they are model predictions,
@@ -567,7 +629,7 @@ def maxmargin(
     model = MaxMarginGraphCut(
         gamma_g=gamma_g, epsilon=epsilon, kernel=kernel, C=C, bandwidth=bandwidth, cv=cv,
         noise_threshold=noise_threshold, drop_noisy=drop_noisy, solver=solver,
-        direct_max_nodes=direct_max_nodes, random_state=random_state)
+        direct_max_nodes=direct_max_nodes, random_state=random_state, noise=noise)
     model.fit(problem)
     P = model.predict_proba(problem.X)
     labels = model.predict(problem.X)
@@ -577,9 +639,8 @@ def maxmargin(
         labels[cut_off] = -1
         confidence[cut_off] = 0.0
     noise_score = None
-    if model.oof_proba_ is not None:
-        given = np.flatnonzero(problem.labeled)
-        noise_score = per_label(problem.n_nodes, problem.labeled, margin_scores(model.oof_proba_, problem.y[given]))
+    if model.noise_score_ is not None:
+        noise_score = per_label(problem.n_nodes, problem.labeled, model.noise_score_)
     degenerate = one_class_takes_all(labels, problem.y, problem.n_classes)
     if degenerate:
         induced = np.bincount(model.induced_labels_[model.induced_labels_ >= 0], minlength=problem.n_classes)

@@ -209,12 +209,15 @@ def test_noise_flags_and_calibration_on_flipped_digits(digits_split):
     assert np.all(model.margin_[model.noisy_] < 1.0 - 1e-9)
     kept = MaxMarginGraphCut(gamma_g=0.1, C=1.0).fit(problem)  # default: flag, keep
     np.testing.assert_array_equal(kept.noisy_, model.noisy_)
-    # a flag needs both models: the cross-fitted one doubts it, the final one (trained with it) errs on it
-    assert np.all(kept.svm_.predict(X[kept.noisy_]) != noisy_y[kept.noisy_])
-    doubted = np.zeros(len(y), dtype=bool)
-    doubted[given] = (kept.oof_proba_.max(axis=1) > kept.oof_proba_[np.arange(given.sum()), noisy_y[given]])
-    assert np.all(doubted[kept.noisy_])
     np.testing.assert_allclose(kept.margin_[given], 1.0)
+    # noise="svm": a flag needs both SVMs: the cross-fitted one doubts it, the final one (trained with it) errs on it
+    svm_rule = MaxMarginGraphCut(gamma_g=0.1, C=1.0, noise="svm").fit(problem)
+    assert svm_rule.noisy_.any()
+    assert np.all(svm_rule.svm_.predict(X[svm_rule.noisy_]) != noisy_y[svm_rule.noisy_])
+    doubted = np.zeros(len(y), dtype=bool)
+    doubted[given] = (svm_rule.oof_proba_.max(axis=1)
+                      > svm_rule.oof_proba_[np.arange(given.sum()), noisy_y[given]])
+    assert np.all(doubted[svm_rule.noisy_])
     P = model.predict_proba(X_test)
     labels = model.predict(X_test)
     conf = P[np.arange(len(labels)), labels]
@@ -226,6 +229,32 @@ def test_noise_flags_and_calibration_on_flipped_digits(digits_split):
     assert ece < 0.1
 
 
+def test_default_flags_need_the_graph_and_the_svm_to_doubt(digits_split):
+    """noise="graph_and_svm": the score is the smaller of the cross-fitted SVM's margin and the
+    graph step's leave-one-out margin, and a label is flagged from 0.3 on."""
+    from solvers._relaxed_loo import harmonic_loo_margin
+
+    X, y, _, _, W, _ = digits_split
+    rng = np.random.default_rng(5)
+    given = keep_per_class(y, 10, rng)
+    noisy_y, flipped = flip_labels(y, given, 0.1, 10, rng)
+    problem = LabelProblem(W, np.where(given, noisy_y, -1), X=X)
+    pred = maxmargin(problem)
+    graph = harmonic_loo_margin(W, problem.y, 10)[given]
+    score = pred.noise_score[given]
+    assert np.all(score <= graph + 1e-12)
+    assert np.any(score < graph - 1e-3)  # the SVM's margin is the smaller one somewhere
+    np.testing.assert_array_equal(pred.noisy[given], score >= 0.3)
+    assert not pred.noisy[~given].any()
+    assert np.isnan(pred.noise_score[~given]).all()
+    caught = noise_scores(pred.noisy[given], flipped[given])
+    assert caught["precision"] >= 0.8
+    assert caught["recall"] >= 0.5
+    looser = maxmargin(problem, noise_threshold=0.1)
+    assert looser.noisy.sum() >= pred.noisy.sum()
+    np.testing.assert_allclose(looser.noise_score[given], score)
+
+
 def test_validation_errors(moons):
     X, _, yg = moons
     W = _paper_graph(X)
@@ -233,7 +262,8 @@ def test_validation_errors(moons):
         MaxMarginGraphCut().fit(LabelProblem(W, yg))
     problem = LabelProblem(W, yg, X=X)
     for bad in [dict(gamma_g=-1), dict(epsilon=-0.1), dict(kernel="sigmoid"), dict(C=0),
-                dict(cv=1), dict(noise_threshold=0), dict(bandwidth=0.0), dict(solver="cholmod")]:
+                dict(cv=1), dict(noise_threshold=0), dict(bandwidth=0.0), dict(solver="cholmod"),
+                dict(noise="cut")]:
         with pytest.raises(ValueError):
             MaxMarginGraphCut(**bad).fit(problem)
     with pytest.raises(ValueError, match="not fitted"):

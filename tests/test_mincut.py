@@ -294,12 +294,37 @@ def test_default_flags_on_digits_are_precise():
         rng = np.random.default_rng(seed)
         keep = keep_per_class(y, 10, rng)
         y_noisy, flipped = flip_labels(y, keep, 0.1, 10, rng)
-        p = mincut(LabelProblem(W, np.where(keep, y_noisy, -1)))  # randomized-cut vote, threshold 0.95
+        p = mincut(LabelProblem(W, np.where(keep, y_noisy, -1)))  # cavity and harmonic leave-one-out, 0.3
         caught += int(np.sum(p.noisy & flipped))
         flagged += int(p.noisy.sum())
         flipped_total += int(flipped.sum())
     assert caught / flagged > 0.8
     assert caught / flipped_total > 0.6
+
+
+def test_default_score_is_the_smaller_of_the_cavity_and_the_harmonic_leave_one_out():
+    from solvers._relaxed_loo import harmonic_loo_margin
+    from solvers.mincut import _cavity_scores
+
+    X, y, keep, y_given, flipped = _digits_problem(10, 0.2, 4)
+    W = knn_graph(X, 10)
+    problem = LabelProblem(W, y_given)
+    both = mincut(problem, n_cuts=4)
+    cavity = mincut(problem, n_cuts=4, noise="cavity")
+    relaxed = harmonic_loo_margin(problem.W, y_given, 10)
+    np.testing.assert_allclose(cavity.noise_score[keep], _cavity_scores(problem.W, y_given, cavity.scores)[keep])
+    np.testing.assert_allclose(both.noise_score[keep], np.minimum(cavity.noise_score[keep], relaxed[keep]))
+    assert both.params["noise_threshold"] == 0.3
+    assert cavity.params["noise_threshold"] == 0.95
+    np.testing.assert_array_equal(both.noisy, keep & (both.noise_score >= 0.3))
+    np.testing.assert_array_equal(cavity.noisy, keep & (cavity.noise_score >= 0.95))
+    # the cavity alone at 0.3 doubts clean labels that the harmonic leave-one-out clears
+    clean = keep & ~flipped
+    assert np.sum(cavity.noise_score[clean] >= 0.3) > np.sum(both.noisy[clean])
+    caught = noise_scores(both.noisy[keep], flipped[keep])
+    assert caught["precision"] >= 0.9
+    assert caught["recall"] >= 0.6
+    assert np.array_equal(mincut(problem, n_cuts=4, noise_threshold=0.3).noisy, both.noisy)
 
 
 def test_digits_accuracy_and_randomized_confidence_rank_errors():

@@ -70,7 +70,8 @@ def _problem():
 
 
 @pytest.mark.parametrize("method, params, message", [
-    ("mincut", {"noise": "vote"}, r"^noise must be one of \('cavity', 'grouped', 'loo', 'none'\), got 'vote'$"),
+    ("mincut", {"noise": "vote"},
+     r"^noise must be one of \('cavity', 'grouped', 'loo', 'none', 'cavity_harmonic'\), got 'vote'$"),
     ("mincut", {"n_cuts": True}, r"^n_cuts must be an integer >= 0, got True$"),
     ("nmf", {"deflate": 1}, r"^deflate must be one of \(True, False, 'auto'\), got 1$"),
     ("nmf", {"beta": 0}, r"^beta must be one of \('auto',\) or a finite number > 0, got 0$"),
