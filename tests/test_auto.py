@@ -73,3 +73,29 @@ def test_auto_rejects_a_negative_number_of_standard_errors(noisy_digits):
     problem, _, _ = noisy_digits
     with pytest.raises(ValueError, match=r"^n_standard_errors must be a finite number >= 0, got -1$"):
         solve(problem, "auto", n_standard_errors=-1)
+
+
+def test_accuracy_scoring_scores_each_fold_by_its_held_out_accuracy(noisy_digits):
+    problem, _, _ = noisy_digits
+    record = solve(problem, "auto", scoring="accuracy").info["auto"]
+    scored = [c for c in record["candidates"] if c["status"] == "scored"]
+    assert scored
+    for c in scored:
+        assert c["score"] == c["accuracy"]
+        assert all(0 <= s <= 1 for s in c["fold_scores"])
+    assert record["scoring"] == "held-out accuracy on the given labels"
+
+
+def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(noisy_digits):
+    problem, _, _ = noisy_digits
+    p = solve(problem, "auto", budget=1.5)
+    record = p.info["auto"]
+    assert record["chosen"] == "harmonic"
+    assert record["reason"] == "no candidate fitted the budget: default harmonic kept"
+    assert all(c["status"] != "scored" for c in record["candidates"])
+
+
+def test_auto_rejects_an_unknown_scoring(noisy_digits):
+    problem, _, _ = noisy_digits
+    with pytest.raises(ValueError, match=r"^scoring must be one of \('log_probability', 'accuracy'\), got 'brier'$"):
+        solve(problem, "auto", scoring="brier")
