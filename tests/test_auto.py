@@ -1,4 +1,4 @@
-"""``solve(problem, "auto")``: the log-likelihood score, the one-standard-error rule toward
+"""``solve(problem, "auto")``: the held-out scores, the one-standard-error rule toward
 the default harmonic solver, and the record of every candidate."""
 
 import numpy as np
@@ -21,7 +21,7 @@ def noisy_digits(digits):
 
 def test_scores_are_held_out_log_probabilities_of_the_given_labels(noisy_digits):
     problem, _, _ = noisy_digits
-    record = solve(problem, "auto").info["auto"]
+    record = solve(problem, "auto", scoring="log_probability").info["auto"]
     scored = [c for c in record["candidates"] if c["status"] == "scored"]
     assert [c["name"] for c in record["candidates"]] == [c[0] for c in CANDIDATES]
     assert len(scored) >= 2
@@ -75,9 +75,9 @@ def test_auto_rejects_a_negative_number_of_standard_errors(noisy_digits):
         solve(problem, "auto", n_standard_errors=-1)
 
 
-def test_accuracy_scoring_scores_each_fold_by_its_held_out_accuracy(noisy_digits):
+def test_accuracy_scoring_the_default_scores_each_fold_by_its_held_out_accuracy(noisy_digits):
     problem, _, _ = noisy_digits
-    record = solve(problem, "auto", scoring="accuracy").info["auto"]
+    record = solve(problem, "auto").info["auto"]
     scored = [c for c in record["candidates"] if c["status"] == "scored"]
     assert scored
     for c in scored:
@@ -97,5 +97,5 @@ def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(noisy_d
 
 def test_auto_rejects_an_unknown_scoring(noisy_digits):
     problem, _, _ = noisy_digits
-    with pytest.raises(ValueError, match=r"^scoring must be one of \('log_probability', 'accuracy'\), got 'brier'$"):
+    with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'log_probability'\), got 'brier'$"):
         solve(problem, "auto", scoring="brier")
