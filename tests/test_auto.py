@@ -1,0 +1,101 @@
+"""``solve(problem, "auto")``: the held-out scores, the one-standard-error rule toward
+the default harmonic solver, and the record of every candidate."""
+
+import numpy as np
+import pytest
+
+from labelling.sampling import flip_labels, keep_per_class
+from similarity import knn_graph
+from solvers import LabelProblem, Prediction, solve
+from solvers.auto import CANDIDATES, PROBABILITY_FLOOR, class_probabilities
+
+
+@pytest.fixture(scope="module")
+def noisy_digits(digits):
+    X, y_true = digits
+    rng = np.random.default_rng(3)
+    kept = keep_per_class(y_true, 10, rng)
+    noisy, _ = flip_labels(y_true, kept, 0.1, 10, rng)
+    return LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1)), y_true, kept
+
+
+def test_scores_are_held_out_log_probabilities_of_the_given_labels(noisy_digits):
+    problem, _, _ = noisy_digits
+    record = solve(problem, "auto", scoring="log_probability").info["auto"]
+    scored = [c for c in record["candidates"] if c["status"] == "scored"]
+    assert [c["name"] for c in record["candidates"]] == [c[0] for c in CANDIDATES]
+    assert len(scored) >= 2
+    for c in scored:
+        assert len(c["fold_scores"]) == record["folds"] == 3
+        assert np.log(PROBABILITY_FLOOR) <= c["score"] < 0
+        # the folds hold 33-34 of the 100 given labels each: the mean of the fold means
+        assert c["score"] == pytest.approx(np.mean(c["fold_scores"]), abs=0.05)
+        assert 0.5 < c["accuracy"] <= 1
+
+
+def test_a_variant_equal_to_the_default_is_not_run_again(noisy_digits):
+    problem, _, _ = noisy_digits
+    p = solve(problem, "auto")
+    # 100 given labels, 10 a class: the default resolves class mass to "uniform"
+    assert solve(problem, "harmonic").info["class_mass"] == "uniform"
+    same = next(c for c in p.info["auto"]["candidates"] if c["name"] == "harmonic, class mass")
+    assert same["status"].startswith("the default harmonic")
+    assert same["score"] is None
+
+
+def test_without_the_rule_the_best_score_wins(noisy_digits):
+    problem, _, _ = noisy_digits
+    record = solve(problem, "auto", n_standard_errors=0).info["auto"]
+    scored = {c["name"]: c["score"] for c in record["candidates"] if c["score"] is not None}
+    assert record["chosen"] == max(scored, key=scored.__getitem__)
+
+
+def test_the_rule_keeps_the_default_unless_a_candidate_is_clearly_better(noisy_digits):
+    problem, y_true, kept = noisy_digits
+    p = solve(problem, "auto", n_standard_errors=1e6)
+    assert p.info["auto"]["chosen"] == "harmonic"
+    default = solve(problem, "harmonic")
+    np.testing.assert_array_equal(p.labels, default.labels)  # the default's own run, returned
+    assert np.mean(p.labels[~kept] == y_true[~kept]) > 0.93
+    record = solve(problem, "auto").info["auto"]
+    if record["chosen"] != "harmonic":
+        assert record["best_minus_default"] > record["standard_error"]
+
+
+def test_class_probabilities_use_the_class_mass_scale_and_fill_unreached_rows():
+    scores = np.array([[0.2, 0.2], [0.0, 0.0], [0.6, 0.2]])
+    p = Prediction(np.zeros(3, dtype=int), np.ones(3), np.zeros(3, dtype=bool), scores, "harmonic",
+                   info={"class_mass_weights": np.array([1.0, 3.0])})
+    np.testing.assert_allclose(class_probabilities(p), [[0.25, 0.75], [0.5, 0.5], [0.5, 0.5]])
+
+
+def test_auto_rejects_a_negative_number_of_standard_errors(noisy_digits):
+    problem, _, _ = noisy_digits
+    with pytest.raises(ValueError, match=r"^n_standard_errors must be a finite number >= 0, got -1$"):
+        solve(problem, "auto", n_standard_errors=-1)
+
+
+def test_accuracy_scoring_the_default_scores_each_fold_by_its_held_out_accuracy(noisy_digits):
+    problem, _, _ = noisy_digits
+    record = solve(problem, "auto").info["auto"]
+    scored = [c for c in record["candidates"] if c["status"] == "scored"]
+    assert scored
+    for c in scored:
+        assert c["score"] == c["accuracy"]
+        assert all(0 <= s <= 1 for s in c["fold_scores"])
+    assert record["scoring"] == "held-out accuracy on the given labels"
+
+
+def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(noisy_digits):
+    problem, _, _ = noisy_digits
+    p = solve(problem, "auto", budget=1.5)
+    record = p.info["auto"]
+    assert record["chosen"] == "harmonic"
+    assert record["reason"] == "no candidate fitted the budget: default harmonic kept"
+    assert all(c["status"] != "scored" for c in record["candidates"])
+
+
+def test_auto_rejects_an_unknown_scoring(noisy_digits):
+    problem, _, _ = noisy_digits
+    with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'log_probability'\), got 'brier'$"):
+        solve(problem, "auto", scoring="brier")
