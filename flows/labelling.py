@@ -505,8 +505,10 @@ def auto_metrics(prediction: Prediction) -> dict[str, Any]:
     record = prediction.info.get("auto")
     if not record:
         return {}
-    return {"auto_chosen": record["chosen"], "auto_folds": record["folds"],
+    return {"auto_chosen": record["chosen"], "auto_folds": record["folds"], "auto_scoring": record["scoring"],
             "auto_budget_harmonic_runs": record["budget_harmonic_runs"],
+            # why the default was kept without a comparison (one label in a class, no time)
+            **({"auto_reason": record["reason"]} if record.get("reason") else {}),
             "auto_scores": {c["name"]: (round(c["score"], 4) if c["score"] is not None else c["status"])
                             for c in record["candidates"]}}
 

@@ -50,6 +50,8 @@ METRIC_NAMES = {
     "sigma": "Gaussian bandwidth (sigma)",
     "auto_chosen": "solver chosen by auto",
     "auto_folds": "auto: cross-validation folds",
+    "auto_scoring": "auto: candidates scored by",
+    "auto_reason": "auto: default kept because",
     "auto_budget_harmonic_runs": "auto: budget (harmonic solves)",
     "auto_scores": "auto: score of",
 }
