@@ -23,12 +23,13 @@ def random_graph(n, density, rng):
     return (W + path + path.T).tocsr()
 
 
-def dense_harmonic(W, Y, labeled, gamma_g):
+def dense_harmonic(W, Y, labeled, gamma_g, gamma_d=0.0):
     W = W.toarray()
     L = np.diag(W.sum(1)) - W
     u, l = np.flatnonzero(~labeled), np.flatnonzero(labeled)
     F = Y.copy()
-    F[u] = np.linalg.solve(L[np.ix_(u, u)] + gamma_g * np.eye(len(u)), W[np.ix_(u, l)] @ Y[l])
+    A = L[np.ix_(u, u)] + gamma_g * np.eye(len(u)) + gamma_d * np.diag(W.sum(1)[u])
+    F[u] = np.linalg.solve(A, W[np.ix_(u, l)] @ Y[l])
     return F
 
 
@@ -44,21 +45,83 @@ def test_scores_match_the_dense_solution(rng, gamma_g, solver):
     np.testing.assert_allclose(F, dense_harmonic(W, Y, y >= 0, gamma_g), atol=1e-7)
 
 
-def test_leave_one_out_equals_solving_without_the_label(rng):
+@pytest.mark.parametrize("gamma_d", [0.0, 0.3])
+def test_leave_one_out_equals_solving_without_the_label(rng, gamma_d):
     n, C = 50, 3
     W = random_graph(n, 0.1, rng)
     y = np.full(n, -1)
     labeled_nodes = rng.choice(n, 12, replace=False)
     y[labeled_nodes] = np.arange(12) % C
-    prediction = solve(LabelProblem(W, y), "harmonic", gamma_g=0.1, calibrate=False, drop_noisy=False,
-                       loo="exact")
+    # class_mass="none": the leave-one-out distributions on the scale of the absorption itself
+    prediction = solve(LabelProblem(W, y), "harmonic", gamma_g=0.1, gamma_d=gamma_d, class_mass="none",
+                       calibrate=False, drop_noisy=False, loo="exact")
     loo = prediction.info["loo_scores"]
     for row, i in enumerate(np.flatnonzero(y >= 0)):
         y_without = y.copy()
         y_without[i] = -1
         Y = np.eye(C)[np.clip(y_without, 0, None)] * (y_without >= 0)[:, None]
-        F = dense_harmonic(W, Y, y_without >= 0, 0.1)[i]
+        F = dense_harmonic(W, Y, y_without >= 0, 0.1, gamma_d)[i]
         np.testing.assert_allclose(loo[row], F / F.sum(), atol=1e-8)
+
+
+@pytest.mark.parametrize("solver", ["direct", "cg"])
+def test_the_degree_sink_solves_the_dense_system(rng, solver):
+    n, C = 60, 3
+    W = random_graph(n, 0.08, rng)
+    y = np.full(n, -1)
+    y[rng.choice(n, 9, replace=False)] = np.arange(9) % C
+    Y = np.eye(C)[np.clip(y, 0, None)] * (y >= 0)[:, None]
+    prediction = solve(LabelProblem(W, y), "harmonic", gamma_d=0.3, detect_noise=False, solver=solver,
+                       stop="rtol", rtol=1e-10 if solver == "direct" else 1e-5)
+    np.testing.assert_allclose(prediction.scores, dense_harmonic(W, Y, y >= 0, 0.0, 0.3),
+                               atol=1e-10 if solver == "direct" else 1e-4)
+
+
+def test_auto_class_mass_targets_label_counts_plus_pseudo_labels(rng):
+    from solvers.harmonic import MASS_PSEUDO_LABELS
+
+    n = 300
+    W = random_graph(n, 0.05, rng)
+    y = np.full(n, -1)
+    given = rng.choice(n, 30, replace=False)
+    y[given] = np.repeat([0, 1, 2], [20, 7, 3])
+    prediction = solve(LabelProblem(W, y), "harmonic", detect_noise=False)
+    assert prediction.info["class_mass"] == "smoothed"
+    F = prediction.scores
+    unknown_mass = F.sum(axis=0) - F[given].sum(axis=0)
+    # after the weights, each class holds a share n_c + κ of the unlabelled mass: between the
+    # labels' shares (20:7:3) and uniform
+    shares = prediction.info["class_mass_weights"] * unknown_mass
+    expected = np.array([20, 7, 3]) + MASS_PSEUDO_LABELS
+    np.testing.assert_allclose(shares / shares.sum(), expected / expected.sum(), rtol=1e-9)
+
+
+def test_a_flagged_label_alone_in_its_class_stays_in_the_resolve():
+    # two cliques joined by one edge; class 2's only label sits inside class 0's clique
+    n = 40
+    W = np.zeros((n, n))
+    W[:20, :20] = 1.0
+    W[20:, 20:] = 1.0
+    W[19, 20] = W[20, 19] = 1.0
+    np.fill_diagonal(W, 0.0)
+    y = np.full(n, -1)
+    y[[0, 1, 2, 3]] = 0
+    y[[30, 31, 32, 33]] = 1
+    y[5] = 2
+    prediction = solve(LabelProblem(sp.csr_matrix(W), y, n_classes=3), "harmonic")
+    assert prediction.noisy[5]
+    assert prediction.noisy.sum() == 1
+    assert prediction.labels[5] == 0  # its own node: the leave-one-out class
+    # the label was not dropped: the final system still absorbs walks at it (a dropped label
+    # leaves its class column 0 at every unlabelled node)
+    assert prediction.scores[y < 0, 2].min() > 0
+    assert prediction.scores[5, 2] == 1.0  # still clamped
+    # a flagged label whose class keeps others is dropped as before: no longer clamped
+    y[34] = 0
+    dropped = solve(LabelProblem(sp.csr_matrix(W), y, n_classes=3), "harmonic")
+    assert dropped.noisy[34]
+    assert dropped.labels[34] == 1
+    assert dropped.scores[34, 0] < 0.5
 
 
 def test_component_without_labels_gets_no_label_and_zero_confidence():
@@ -122,6 +185,18 @@ def test_cg_iterations_are_counted_for_amg_only(rng):
     assert direct.info["cg_iterations"] is None
 
 
+def test_nodes_past_the_sinks_reach_get_the_plain_harmonic_label():
+    # with the default degree sink, the middle of a 2,000-node path falls below float32's range
+    n = 2000
+    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    y = np.full(n, -1)
+    y[0], y[-1] = 0, 1
+    prediction = solve(LabelProblem(W, y), "harmonic", detect_noise=False)
+    assert prediction.info["n_sunk"] > 0
+    assert (prediction.labels[: n // 2 - 10] == 0).all()
+    assert (prediction.labels[n // 2 + 10:] == 1).all()
+
+
 def test_jacobi_cg_hands_a_slow_column_to_amg():
     # A path is the worst case for Jacobi-CG (iterations grow with its length): the
     # solver must notice, finish with AMG, and still give the exact harmonic function,
@@ -130,7 +205,8 @@ def test_jacobi_cg_hands_a_slow_column_to_amg():
     W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
     y = np.full(n, -1)
     y[0], y[-1] = 0, 1
-    prediction = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False, rtol=1e-10)
+    # gamma_d=0: the plain harmonic function (the degree sink makes the path well conditioned)
+    prediction = solve(LabelProblem(W, y), "harmonic", solver="cg", detect_noise=False, rtol=1e-10, gamma_d=0.0)
     assert prediction.info["amg_fallbacks"] >= 1
     np.testing.assert_allclose(prediction.scores[:, 1], np.arange(n) / (n - 1), atol=1e-6)
 
