@@ -148,7 +148,7 @@ def main(argv: list[str]) -> None:
     report.table("The best single solver per seed (how many seeds each won; ties to the first listed)",
                  stability.reset_index().rename(columns={"method": "best on the seed"}))
     report.table(f"auto's choice and its candidates' cross-validated scores per seed ({args.scoring} of the held-out "
-                 "given labels; \"= default\": the default's class mass rule, not run again)",
+                 "given labels)",
                  pd.DataFrame(choices))
     report.note(f"1-minute load average: {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
                 "(2 cores shared)")

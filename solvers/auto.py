@@ -14,9 +14,7 @@ How it works
    class, floored at ``PROBABILITY_FLOOR``). A candidate's score is the mean over the given
    labels (its ``fold_scores`` the means per fold; ``accuracy`` the held-out arg-max
    accuracy, for the reader).   No hidden test label is ever used: the folds are made of given labels.
-3. A harmonic variant whose class mass rule is the one the default resolved to on these
-   labels is the default itself: it is not run again, and the record says so. After each
-   fold a candidate is dropped when its folds left and its final run (at its mean fold
+3. After each fold a candidate is dropped when its folds left and its final run (at its mean fold
    time so far) would not fit in what is left of ``budget`` × T, and not started when
    less than T is left; the skip is recorded with its reason.
 4. The one-standard-error rule (Hastie, Tibshirani & Friedman 2009, Sec. 7.10): the
@@ -134,13 +132,6 @@ def class_probabilities(prediction: Prediction) -> np.ndarray:
     return np.divide(scores, total, out=uniform, where=total > 0)
 
 
-def _same_as_default(method: str, params: dict, default: Prediction) -> bool:
-    """A harmonic variant that differs from the default only by the class mass rule the
-    default resolved to (``info["class_mass"]``) is the default."""
-    return (method == "harmonic" and set(params) == {"class_mass"}
-            and params["class_mass"] == default.info.get("class_mass"))
-
-
 def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, n_standard_errors: float = 1.0,
          scoring: str = "accuracy", random_state: int = 0) -> Prediction:
     """Choose among ``CANDIDATES`` by stratified CV on the given labels, in ``budget``
@@ -196,9 +187,6 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, n_standard
         entry: dict[str, Any] = {"name": name, "method": method, "params": params, "fold_scores": [],
                                  "score": None, "accuracy": None, "seconds": 0.0, "status": "scored"}
         record["candidates"].append(entry)
-        if name != CANDIDATES[0][0] and _same_as_default(method, params, baseline):
-            entry["status"] = f"the default harmonic (class mass {params['class_mass']!r} here)"
-            continue
         started = clock.elapsed
         per_label = np.full(len(lab), np.nan)  # the score of each held-out given label
         correct = np.zeros(len(lab), dtype=bool)

@@ -824,9 +824,9 @@ PARAMETER_CONSTRAINTS = {
 MASS_PSEUDO_LABELS = 100.0
 
 
-def _mass_rule(class_mass: str, given: np.ndarray, n_classes: int) -> str:
-    """The rule ``class_mass`` names: "auto" is the smoothed prior (kept as a name of its own for
-    ``info["class_mass"]``); the given labels do not change it (the argument is kept for callers)."""
+def _mass_rule(class_mass: str) -> str:
+    """The rule ``class_mass`` names: "auto" is the smoothed prior (``info["class_mass"]``
+    says "smoothed")."""
     return "smoothed" if class_mass == "auto" else class_mass
 
 
@@ -959,7 +959,7 @@ def harmonic(
     kw = dict(gamma_g=gamma_g, solver=solver, direct_max_nodes=direct_max_nodes, rtol=rtol, degree=degree,
               stop=stop)
 
-    target = _mass_target(_mass_rule(class_mass, y[labeled], C), y, labeled, C)
+    target = _mass_target(_mass_rule(class_mass), y, labeled, C)
     system = _solve_system(W, Y_l, labeled, reachable=_reachable(component, labeled), mass_target=target, **kw)
     used = [system.counts]  # every solve of this call, for the CG iteration count
     noisy = np.zeros(len(y), dtype=bool)
@@ -1004,7 +1004,7 @@ def harmonic(
                 start = system.F  # the first solution, with the flagged labels' own estimates
                 start[l[dropped]] = unclamped[dropped]
                 start[~reachable] = 0.0  # a component whose labels were all dropped: no label
-                target = _mass_target(_mass_rule(class_mass, y[kept], C), y, kept, C)
+                target = _mass_target(_mass_rule(class_mass), y, kept, C)
                 system = _solve_system(W, Y_l[~dropped], kept, x0=start, reachable=reachable, mass_target=target,
                                        **kw)
                 used.append(system.counts)
@@ -1017,7 +1017,7 @@ def harmonic(
     info["cg_block_products"] = int(sum(c.get("cg_block_products", 0) for c in used))
     info["cg_stop"] = [c["cg_stop"] for c in used if c.get("cg_stop")]
     info["amg_fallbacks"] = int(sum(c["amg_fallbacks"] for c in used))
-    rule = _mass_rule(class_mass, y[clamped], C)
+    rule = _mass_rule(class_mass)
     info["class_mass"] = rule
     mass = _class_mass_weights(system, _mass_target(rule, y, clamped, C))
     info["class_mass_weights"] = mass
