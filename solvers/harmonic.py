@@ -650,11 +650,13 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     S_ii = (np.asarray(B.multiply(B).sum(axis=0)).ravel()
             + np.asarray(B.multiply(KB).sum(axis=0)).ravel()
             + np.asarray(KB.multiply(KB).sum(axis=0)).ravel())
-    # Σ_j S_ij Y_j for every class: the same three terms applied to B Y_l (n × C, dense)
+    # Σ_j S_ij Y_j for every class: the same three terms applied to Y_l. K is symmetric, so
+    # Bᵀ K² B Y = (KB)ᵀ (KB Y): products with the sparse B and KB only (nnz ≈ k and k² per
+    # label), where K (BY) and K (K BY) were two n × C products with the whole graph (on the
+    # 100k-node graph of bench/solver_scale.py two thirds of this function's time).
     BY = B @ Y_l
-    KBY = K @ BY
-    K2BY = K @ KBY
-    short_rows = B.T @ (BY + KBY + K2BY)
+    KBY = KB @ Y_l
+    short_rows = B.T @ (BY + KBY) + KB.T @ KBY
     unknown = (scale > 0).astype(np.float64)
     R = W_l @ system.F - W_l[:, l] @ Y_l  # W_lu F_u (F is 0 off the unknowns and the labels)
     tail = np.maximum(R[rows, y_l] - short_rows[rows, y_l], 0.0)
