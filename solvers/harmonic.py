@@ -45,6 +45,18 @@ Decisions the papers leave open, and what this module does
   with the measurements). 1,000, not 10,000 as before: SuperLU's fill-in on 32-d 10-NN
   graphs made it slower than CG from 2,000 nodes up (1.05 s against 0.53 s at 2k, 9.7 s
   against 0.40 s at 10k, same accuracy).
+- The product of the block CG (scipy's CSR times an n × C block, float32): its cost is
+  the gather of a row of the block per edge, not arithmetic (on the 100k-node graph one
+  product with 10 columns cost 5 to 50 single-vector products, with the caches shared by
+  other jobs). The block CG therefore regroups the rows by label once the labels exist
+  (``_grouped_by_label``). Kernels measured and not kept (same graph and block, loaded
+  2-core machine): a numba 0.68 kernel reading each row's indices once for all columns,
+  serial: 28-63 ms of CPU against scipy's 21-36 ms in one run, 62 against 114 ms of wall
+  time in another; on both cores 120 against 114 ms; no clear win, for a new dependency
+  that compiled for 7 s on first use. torch's CSR product (torch is not a core
+  dependency): 99 against 114 ms. A sparse coarse-space operator instead of the dense
+  one (``_coarse_space``): faster alone, slower in the solve (0.39 s against 0.18 s of
+  profile over three solves).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -83,7 +95,9 @@ Decisions the papers leave open, and what this module does
   solve took 389 s against 3.8 s without flags). ``"local"`` (the default, at every
   size) estimates s_i from the walks that return to i within 4 steps, summed exactly,
   plus a share of the class's long-walk absorption (``_local_leave_one_out`` says how
-  and why); it costs a few sparse products, no solve. Measured against the exact
+  and why); it costs a few sparse products with the labels' columns, no solve and no
+  product with the whole graph (58-62 ms of CPU at 100k nodes / 1,000 labels, against
+  104-190 ms when two of its terms were n × C products with the graph). Measured against the exact
   leave-one-out (same margin rule, seeds 0-9): digits 10% flipped 0.97 / 0.84 against
   exact 0.93 / 0.88; clean segment 4.1% false flags against exact 10.0% (the estimate
   leans towards the neighbours' vote, which is what keeps clean labels in overlapping
