@@ -75,6 +75,18 @@ Decisions the papers leave open, and what this module does
   with the measurements). 1,000, not 10,000 as before: SuperLU's fill-in on 32-d 10-NN
   graphs made it slower than CG from 2,000 nodes up (1.05 s against 0.53 s at 2k, 9.7 s
   against 0.40 s at 10k, same accuracy).
+- The product of the block CG (scipy's CSR times an n × C block, float32): its cost is
+  the gather of a row of the block per edge, not arithmetic (on the 100k-node graph one
+  product with 10 columns cost 5 to 50 single-vector products, with the caches shared by
+  other jobs). The block CG therefore regroups the rows by label once the labels exist
+  (``_grouped_by_label``). Kernels measured and not kept (same graph and block, loaded
+  2-core machine): a numba 0.68 kernel reading each row's indices once for all columns,
+  serial: 28-63 ms of CPU against scipy's 21-36 ms in one run, 62 against 114 ms of wall
+  time in another; on both cores 120 against 114 ms; no clear win, for a new dependency
+  that compiled for 7 s on first use. torch's CSR product (torch is not a core
+  dependency): 99 against 114 ms. A sparse coarse-space operator instead of the dense
+  one (``_coarse_space``): faster alone, slower in the solve (0.39 s against 0.18 s of
+  profile over three solves).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -117,7 +129,9 @@ Decisions the papers leave open, and what this module does
   solve took 389 s against 3.8 s without flags). ``"local"`` (the default, at every
   size) estimates s_i from the walks that return to i within 4 steps, summed exactly,
   plus a share of the class's long-walk absorption (``_local_leave_one_out`` says how
-  and why); it costs a few sparse products, no solve. Measured against the exact
+  and why); it costs a few sparse products with the labels' columns, no solve and no
+  product with the whole graph (58-62 ms of CPU at 100k nodes / 1,000 labels, against
+  104-190 ms when two of its terms were n × C products with the graph). Measured against the exact
   leave-one-out (same margin rule, seeds 0-9): digits 10% flipped 0.97 / 0.84 against
   exact 0.93 / 0.88; clean segment 4.1% false flags against exact 10.0% (the estimate
   leans towards the neighbours' vote, which is what keeps clean labels in overlapping
@@ -162,6 +176,9 @@ FLOAT32_RTOL = 1e-5
 LABEL_PATIENCE = 2
 # CG iterations before the coarse space is drawn from the labels (see _block_cg).
 COARSE_AFTER = 3
+# The block CG regroups the rows by label (_grouped_by_label) when an n × C block is at least this
+# large: below, the block stays in the CPU's cache in any order.
+GROUP_MIN_BYTES = 2 * 2**20
 
 
 class _Blocks:
@@ -237,6 +254,32 @@ def _reached(X: np.ndarray, unknown: np.ndarray) -> bool:
     return bool(np.all((X.max(axis=1) > 0) | ~unknown))
 
 
+def _grouped_by_label(K: sp.csr_matrix, labels: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The node order that sorts nodes by their current label (stable: the graph's order within a
+    label), and K with its rows and columns in that order (K[order][:, order], without sorting
+    each row's column indices, which the product does not need).
+
+    Why: a product K X with X n × C gathers a row of X (C values) per edge, and in the graph's
+    own node order a row's neighbours lie anywhere in X. Grouped by label, a class region's
+    neighbours are mostly in its own block of rows, a share of X that stays in the CPU caches.
+    On the 100k-node graph of bench/solver_scale.py (10 classes, float32, C = 10, a loaded
+    2-core machine) one product took 12-14 ms of CPU grouped against 21-36 ms in the graph's
+    order, and the regrouping (one pass over the edges) about as much as one product; the
+    block CG runs about 8 products after it, and the whole first solve took 398 ms of CPU
+    against 488 ms (medians of 7, interleaved, same iterations, scores within 3e-7). Done at
+    the coarse-space restart (``_block_cg``), when every reached node has a label. The
+    labelled-graph premise (classes form regions) is what makes the grouping local; on a
+    graph without it the order is no worse than the graph's own.
+    """
+    # labels are in [-1, C): as int16 numpy sorts them by radix sort (stable)
+    order = np.argsort(labels.astype(np.int16 if labels.max(initial=0) < 2**15 else np.int64), kind="stable")
+    position = np.empty(order.size, dtype=K.indices.dtype)
+    position[order] = np.arange(order.size, dtype=K.indices.dtype)
+    grouped = K[order]
+    grouped.indices = position[grouped.indices]
+    return order, grouped
+
+
 def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, patience=LABEL_PATIENCE,
               coarse_after=COARSE_AFTER):
     """Preconditioned CG on (I − K) X = B for every column of B at once, in K's precision.
@@ -270,6 +313,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     """
     n, C = B.shape
     blocks = _Blocks(n, C, K.dtype)
+    graph = K  # in the graph's own node order, for the regrouping below
     K = blocks.operator(K)
     B = blocks.padded(B)
     if X0 is None:
@@ -282,7 +326,21 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     target = rtol**2 * blocks.dot(B, B)
     rr = blocks.dot(R, R)
     active = rr > target
-    labels = labels_of(X[:n])
+    unknown = scale > 0
+    labels = labels_of(X[:n], scale)
+    order = None  # the iterates' row order when regrouped (None: the graph's)
+
+    def regroup(labels):
+        """Rows sorted by their current label (``_grouped_by_label``); the iterates follow."""
+        nonlocal K, X, R, scale, unknown
+        order, grouped = _grouped_by_label(graph, labels)
+        K = blocks.operator(grouped)
+        X[:n], R[:n] = X[order], R[order]
+        scale, unknown = scale[order], unknown[order]
+        return order, labels[order]
+
+    if X0 is not None and n * C * K.dtype.itemsize >= GROUP_MIN_BYTES:
+        order, labels = regroup(labels)
     correct = _coarse_space(K, scale, labels, blocks) if X0 is not None else None
     Z = R if correct is None else R + correct(R)
     P = Z.copy()
@@ -290,13 +348,16 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     rz = blocks.dot(R, Z)
     steady, iterations, reason = 0, 0, "rtol"
     products = int(X0 is not None) + int(correct is not None)  # products with K outside the iterations
-    unknown = scale > 0
     while active.any() or not _reached(X[:n], unknown):
         if iterations >= maxiter:
             reason = "maxiter"
             break
         if correct is None and X0 is None and iterations == coarse_after:
-            correct = _coarse_space(K, scale, labels if stop_on_labels else labels_of(X[:n]), blocks)
+            if not stop_on_labels:
+                labels = labels_of(X[:n], scale)
+            if n * C * K.dtype.itemsize >= GROUP_MIN_BYTES:
+                order, labels = regroup(labels)
+            correct = _coarse_space(K, scale, labels, blocks)
             products += 1
             if correct is not None:  # restart from X with the two-level preconditioner
                 Z = R + correct(R)
@@ -323,13 +384,17 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         iterations += 1
         products += 1
         if stop_on_labels:
-            new = labels_of(X[:n])
+            new = labels_of(X[:n], scale)
             steady = steady + 1 if np.array_equal(new, labels) else 0
             labels = new
             if steady >= patience:
                 reason = "labels"
                 break
     converged = np.ones(C, dtype=bool) if reason == "labels" else ~active & _reached(X[:n], unknown)
+    if order is not None:  # back to the graph's node order
+        X_graph = np.empty((n, C), dtype=X.dtype)
+        X_graph[order] = X[:n]
+        return X_graph, converged, iterations, products, reason
     return X[:n], converged, iterations, products, reason
 
 
@@ -527,11 +592,11 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
     if block:
         weights = np.ones(C, dtype=np.float32) if mass_target is None else None
 
-        def labels_of(X):
-            # column sums of F_u = s X (rows outside u are 0), then the weighted arg-max;
-            # s_i > 0 scales a row and leaves its arg-max alone
+        def labels_of(X, scale):
+            # column sums of F_u = s X (rows outside u are 0; ``scale`` is s in X's row order),
+            # then the weighted arg-max; s_i > 0 scales a row and leaves its arg-max alone
             if weights is None:
-                mass = s @ X
+                mass = scale @ X
                 w = np.divide(mass_target, mass, out=np.zeros(C, dtype=np.float32), where=mass > 0)
             else:
                 w = weights
@@ -688,11 +753,13 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     S_ii = (np.asarray(B.multiply(B).sum(axis=0)).ravel()
             + np.asarray(B.multiply(KB).sum(axis=0)).ravel()
             + np.asarray(KB.multiply(KB).sum(axis=0)).ravel())
-    # Σ_j S_ij Y_j for every class: the same three terms applied to B Y_l (n × C, dense)
+    # Σ_j S_ij Y_j for every class: the same three terms applied to Y_l. K is symmetric, so
+    # Bᵀ K² B Y = (KB)ᵀ (KB Y): products with the sparse B and KB only (nnz ≈ k and k² per
+    # label), where K (BY) and K (K BY) were two n × C products with the whole graph (on the
+    # 100k-node graph of bench/solver_scale.py two thirds of this function's time).
     BY = B @ Y_l
-    KBY = K @ BY
-    K2BY = K @ KBY
-    short_rows = B.T @ (BY + KBY + K2BY)
+    KBY = KB @ Y_l
+    short_rows = B.T @ (BY + KBY) + KB.T @ KBY
     unknown = (scale > 0).astype(np.float64)
     R = W_l @ system.F - W_l[:, l] @ Y_l  # W_lu F_u (F is 0 off the unknowns and the labels)
     tail = np.maximum(R[rows, y_l] - short_rows[rows, y_l], 0.0)

@@ -369,3 +369,34 @@ def test_the_temperature_search_is_scipys_bounded_search_step_for_step(rng):
     ours = [_bounded_minimum(f, float(lo), float(hi)) for f, (lo, hi) in zip(functions, bounds)]
     scipys = [minimize_scalar(f, bounds=(lo, hi), method="bounded").x for f, (lo, hi) in zip(functions, bounds)]
     assert ours == scipys
+
+
+@pytest.mark.parametrize("stop", ["labels", "rtol"])
+def test_block_cg_grouped_by_label_gives_the_ungrouped_solution(digits, monkeypatch, stop):
+    # the block CG regroups its rows by label only above GROUP_MIN_BYTES (100k-node graphs);
+    # forced here on digits, with flipped labels so that the warm-started re-solve regroups too
+    import solvers.harmonic as harmonic_module
+
+    X, y_true = digits
+    rng = np.random.default_rng(1)
+    given = keep_per_class(y_true, 10, rng)
+    noisy, _ = flip_labels(y_true, given, 0.2, 10, rng)
+    y = np.where(given, noisy, -1)
+    problem = LabelProblem(knn_graph(X, k=10), y)
+    plain = solve(problem, "harmonic", solver="cg", stop=stop)
+    calls = []
+    grouped_by_label = harmonic_module._grouped_by_label
+
+    def counted(K, labels):
+        calls.append(len(labels))
+        return grouped_by_label(K, labels)
+
+    monkeypatch.setattr(harmonic_module, "GROUP_MIN_BYTES", 0)
+    monkeypatch.setattr(harmonic_module, "_grouped_by_label", counted)
+    grouped = solve(problem, "harmonic", solver="cg", stop=stop)
+    assert plain.noisy.any()
+    assert len(calls) == 2  # the first solve and the re-solve without the flagged labels
+    assert grouped.info["cg_block_iterations"] == plain.info["cg_block_iterations"]
+    np.testing.assert_allclose(grouped.scores, plain.scores, atol=1e-5)
+    np.testing.assert_array_equal(grouped.labels, plain.labels)
+    np.testing.assert_array_equal(grouped.noisy, plain.noisy)
