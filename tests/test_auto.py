@@ -21,7 +21,8 @@ def noisy_digits(digits):
 
 def test_scores_are_held_out_log_probabilities_of_the_given_labels(noisy_digits):
     problem, _, _ = noisy_digits
-    record = solve(problem, "auto", scoring="log_probability").info["auto"]
+    # a budget no load can exhaust: this test is about the scores (the budget has its own)
+    record = solve(problem, "auto", scoring="log_probability", budget=1e3).info["auto"]
     scored = [c for c in record["candidates"] if c["status"] == "scored"]
     assert [c["name"] for c in record["candidates"]] == [c[0] for c in CANDIDATES]
     assert len(scored) >= 2
@@ -37,14 +38,14 @@ def test_every_candidate_is_a_different_solve(noisy_digits):
     problem, _, _ = noisy_digits
     # the default's class masses are smoothed shares, neither of the variants' rules
     assert solve(problem, "harmonic").info["class_mass"] == "smoothed"
-    record = solve(problem, "auto").info["auto"]
+    record = solve(problem, "auto", budget=1e3).info["auto"]
     assert [c["name"] for c in record["candidates"]] == [name for name, _, _ in CANDIDATES]
     assert all(c["status"] == "scored" for c in record["candidates"])
 
 
 def test_without_the_rule_the_best_score_wins(noisy_digits):
     problem, _, _ = noisy_digits
-    record = solve(problem, "auto", n_standard_errors=0).info["auto"]
+    record = solve(problem, "auto", n_standard_errors=0, budget=1e3).info["auto"]
     scored = {c["name"]: c["score"] for c in record["candidates"] if c["score"] is not None}
     assert record["chosen"] == max(scored, key=scored.__getitem__)
 
