@@ -92,3 +92,4 @@ def warn_degenerate(method: str, found: dict, reason: str) -> None:
         f"{method}: class {found['class']} takes {found['share']:.1%} of the unlabelled nodes with "
         f"{found['given_share']:.1%} of the given labels, a labelling no better than guessing that class. "
         + reason, DegenerateLabelingWarning, stacklevel=3)
+

@@ -121,9 +121,10 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
+from ._budget import UNLIMITED, Budget
 from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
 from ._timing import Stopwatch
-from ._validation import Integral, Interval, Options, Real, check_choice, validate_params
+from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check_choice, validate_params
 from .harmonic import SOLVERS, harmonic_scores
 from .problem import LabelProblem, Prediction
 
@@ -149,6 +150,7 @@ PARAMETER_CONSTRAINTS = {
     "direct_max_nodes": [Interval(Integral, 0, None)],
     "cache_size": [Interval(Real, 0, None, closed="neither")],
     "random_state": [None, Interval(Integral)],
+    "time_limit": TIME_LIMIT,
 }
 
 
@@ -317,6 +319,11 @@ class MaxMarginGraphCut(BaseEstimator):
         libsvm kernel cache in MB.
     random_state : int, default 0
         Seeds the folds.
+    time_limit : "auto", float > 0 or None, default "auto"
+        Seconds ``fit`` may take (``SolverTimeLimit`` when spent). An SVM fit cannot be
+        interrupted, so each one is checked before it starts against the time spent plus
+        the previous fit's seconds (solvers/_budget.py, decision 4). "auto": 10× an
+        estimate of the harmonic solve of the graph, at least 5 s; None: no limit.
 
     Attributes
     ----------
@@ -330,6 +337,7 @@ class MaxMarginGraphCut(BaseEstimator):
     noisy_ : array of bool (n,), flagged given labels
     oof_proba_ : array (n_l, n_classes_) or None, cross-fitted probabilities of the given labels
     timings_ : dict, seconds of the harmonic step and the SVM fit of the final model
+    time_limit_seconds_ : float or None, the seconds ``fit`` was allowed
 
     References
     ----------
@@ -351,6 +359,7 @@ class MaxMarginGraphCut(BaseEstimator):
         direct_max_nodes: int = DIRECT_MAX_NODES,
         cache_size: float = 500.0,
         random_state: int = 0,
+        time_limit: float | str | None = "auto",
     ):
         self.gamma_g = gamma_g
         self.epsilon = epsilon
@@ -364,6 +373,7 @@ class MaxMarginGraphCut(BaseEstimator):
         self.direct_max_nodes = direct_max_nodes
         self.cache_size = cache_size
         self.random_state = random_state
+        self.time_limit = time_limit
 
     def _validate(self, problem: LabelProblem) -> None:
         if not isinstance(problem, LabelProblem):
@@ -382,8 +392,10 @@ class MaxMarginGraphCut(BaseEstimator):
         }
         return SVC(C=self.C, cache_size=self.cache_size, decision_function_shape="ovo", **kernels[self.kernel])
 
-    def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float):
-        """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins."""
+    def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float, budget: Budget = UNLIMITED,
+                       expected: float = 0.0):
+        """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins.
+        ``budget`` is checked before the SVM fit against ``expected`` more seconds."""
         clock = Stopwatch()
         with clock("harmonic_seconds"):
             induced, margin = induce_labels(
@@ -396,6 +408,7 @@ class MaxMarginGraphCut(BaseEstimator):
             weight = np.where(y >= 0, problem.label_confidence, 1.0)
         if len(np.unique(induced[train])) < 2:
             raise ValueError("the induced labels hold fewer than two classes; lower epsilon or gamma_g")
+        budget.check_next("an SVM fit", expected)
         with clock("svm_seconds"):
             svm = self._svc(width).fit(_features(problem)[train], induced[train], sample_weight=weight[train])
         timings = clock.seconds
@@ -410,7 +423,8 @@ class MaxMarginGraphCut(BaseEstimator):
         P[:, cols] = P_known
         return P
 
-    def _cross_fit(self, problem: LabelProblem, width: float) -> tuple[np.ndarray, np.ndarray] | None:
+    def _cross_fit(self, problem: LabelProblem, width: float,
+                   budget: Budget = UNLIMITED) -> tuple[np.ndarray, np.ndarray] | None:
         """Out-of-fold decision values of the given labels (each fold hidden from both steps) and
         their class columns; None when the folds cannot be drawn or their SVMs saw other classes."""
         y = problem.y
@@ -423,10 +437,12 @@ class MaxMarginGraphCut(BaseEstimator):
         X = _features(problem)
         held_scores: list[tuple[np.ndarray, np.ndarray]] = []
         classes: np.ndarray | None = None
+        last_fit = 0.0  # the previous fold's SVM seconds: the next one's expected cost
         for _, held in folds.split(labeled, y[labeled]):  # a loop over folds
             y_fold = y.copy()
             y_fold[labeled[held]] = -1
-            svm = self._fit_two_steps(problem, y_fold, width)[0]
+            svm, _, _, timings = self._fit_two_steps(problem, y_fold, width, budget, last_fit)
+            last_fit = timings["svm_seconds"]
             if classes is None:
                 classes = svm.classes_
             elif not np.array_equal(classes, svm.classes_):
@@ -437,6 +453,7 @@ class MaxMarginGraphCut(BaseEstimator):
         D = np.zeros((len(labeled), held_scores[0][1].shape[1]))
         for held, D_held in held_scores:
             D[held] = D_held
+        self.timings_ = {"fold_svm_seconds": last_fit}
         return D, classes
 
     def fit(self, problem: LabelProblem) -> MaxMarginGraphCut:
@@ -452,6 +469,8 @@ class MaxMarginGraphCut(BaseEstimator):
         self
         """
         self._validate(problem)
+        budget = Budget("maxmargin", self.time_limit, problem.W, problem.n_classes)
+        self.time_limit_seconds_ = budget.limit
         y = problem.y
         self.n_classes_ = int(problem.n_classes)
         width = float(self.bandwidth) if self.bandwidth is not None else paper_bandwidth(_features(problem))
@@ -460,7 +479,8 @@ class MaxMarginGraphCut(BaseEstimator):
         self.noisy_ = np.zeros(len(y), dtype=bool)
         self.calibrator_ = None
         self.oof_proba_ = None
-        cross = None if self.cv == 0 else self._cross_fit(problem, width)
+        self.timings_ = {"fold_svm_seconds": 0.0}
+        cross = None if self.cv == 0 else self._cross_fit(problem, width, budget)
         doubted = np.zeros(len(labeled), dtype=bool)
         if cross is not None:
             D_oof, oof_classes = cross
@@ -473,7 +493,8 @@ class MaxMarginGraphCut(BaseEstimator):
             calibrator = self._fit_calibrator(D_oof[~doubted], y[labeled][~doubted], oof_classes)
             self.calibrator_ = calibrator if calibrator is not None else first
             self.oof_proba_ = self._proba_from(D_oof, oof_classes, self.calibrator_)
-        self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(problem, y, width)
+        self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(
+            problem, y, width, budget, self.timings_["fold_svm_seconds"])
         if doubted.any():
             # flagged: doubted by the models that never saw the label, and a training error of
             # the one that did (module docstring, noise flags)
@@ -484,7 +505,7 @@ class MaxMarginGraphCut(BaseEstimator):
             y_final[self.noisy_] = -1
             if len(set(y_final[y_final >= 0].tolist())) >= 2:
                 self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(
-                    problem, y_final, width)
+                    problem, y_final, width, budget, self.timings_["svm_seconds"])
         self.classes_ = self.svm_.classes_
         if self.calibrator_ is not None and cross is not None and not np.array_equal(cross[1], self.classes_):
             self.calibrator_ = None  # the final SVM's decision columns differ from the folds'
@@ -540,6 +561,7 @@ def maxmargin(
     solver: str = "auto",
     direct_max_nodes: int = DIRECT_MAX_NODES,
     random_state: int = 0,
+    time_limit: float | str | None = "auto",
 ) -> Prediction:
     """Label every node with a max-margin graph cut fitted on the problem (Kveton et al. 2010).
 
@@ -548,7 +570,7 @@ def maxmargin(
     problem : LabelProblem
         Needs ``X``.
     gamma_g, epsilon, kernel, C, bandwidth, cv, noise_threshold, drop_noisy, solver,
-    direct_max_nodes, random_state
+    direct_max_nodes, random_state, time_limit
         See ``MaxMarginGraphCut``.
     predict_unreachable : bool, default True
         Give nodes no label can reach the model's prediction (they are model predictions,
@@ -567,7 +589,7 @@ def maxmargin(
     model = MaxMarginGraphCut(
         gamma_g=gamma_g, epsilon=epsilon, kernel=kernel, C=C, bandwidth=bandwidth, cv=cv,
         noise_threshold=noise_threshold, drop_noisy=drop_noisy, solver=solver,
-        direct_max_nodes=direct_max_nodes, random_state=random_state)
+        direct_max_nodes=direct_max_nodes, random_state=random_state, time_limit=time_limit)
     model.fit(problem)
     P = model.predict_proba(problem.X)
     labels = model.predict(problem.X)
@@ -595,7 +617,9 @@ def maxmargin(
         "calibrated": model.calibrator_ is not None,
         "temperature": model.calibrator_.temperature_ if model.calibrator_ is not None else 1.0,
         "bandwidth": model.bandwidth_,
+        "time_limit_seconds": model.time_limit_seconds_,
         **model.timings_,
     }
     params = dict(model.get_params(), predict_unreachable=predict_unreachable)
+    del params["time_limit"]  # how long it may run, not how it labels (info holds the seconds)
     return Prediction(labels, confidence, model.noisy_.copy(), P, "maxmargin", params, info, noise_score)
