@@ -1,4 +1,5 @@
-"""Slow solvers stop themselves at their time budget with one clear error (issue 15 §2)."""
+"""Slow solvers stop themselves at their time budget with one clear error (issue 15 §2),
+and a labelling no better than a guess warns."""
 
 import warnings
 
@@ -9,6 +10,7 @@ import scipy.sparse as sp
 from similarity import knn_graph
 from solvers import LabelProblem, SolverTimeLimit, solve
 from solvers._budget import MIN_SECONDS, Budget, default_time_limit
+from solvers._graph import no_better_than_majority
 from solvers.problem import DegenerateLabelingWarning
 from solvers.spectral import DENSE_EIGEN_SECONDS_PER_N3
 
@@ -106,3 +108,42 @@ def test_a_prediction_records_its_budget():
     problem, _ = blobs(300)
     assert solve(problem, "nmf").info["time_limit_seconds"] == MIN_SECONDS  # the default, "auto"
     assert solve(problem, "mincut", time_limit=30.0).info["time_limit_seconds"] == 30.0
+
+
+def test_held_out_labels_no_better_than_their_majority_are_found():
+    y = np.array([0, 0, 1, 1, -1, -1, 2])
+    wrong = np.array([0.2, -0.1, 0.3, 0.1, np.nan, np.nan, 0.5])  # 1 of the 4 usable comes back
+    found = no_better_than_majority(wrong, y)
+    assert found == {"held_out_accuracy": 0.25, "majority_share": 0.5, "n_labels": 4}  # class 2's only label left out
+    right = np.array([-0.2, -0.1, -0.3, 0.1, np.nan, np.nan, 0.5])  # 3 of 4
+    assert no_better_than_majority(right, y) is None
+    assert no_better_than_majority(np.array([0.1, np.nan, -0.1]), np.array([0, -1, 1])) is None  # nothing usable
+    # only class 0 has two labels: one class to check says nothing
+    assert no_better_than_majority(np.array([0.1, 0.2, 0.3]), np.array([0, 0, 1])) is None
+
+
+def test_nmf_warns_when_its_labels_do_not_predict_each_other():
+    # a cycle whose first 40 nodes carry alternating labels: every label's neighbours hold the
+    # other class, so held out none comes back, though no class takes the unlabelled nodes
+    n = 60
+    ring = sp.coo_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+    y = np.full(n, -1)
+    y[:40] = np.arange(40) % 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DegenerateLabelingWarning)
+        prediction = solve(LabelProblem((ring + ring.T).tocsr(), y), "nmf")
+    said = [str(w.message) for w in caught if issubclass(w.category, DegenerateLabelingWarning)]
+    assert prediction.info["degenerate"] is None
+    assert prediction.info["no_better_than_majority"] == {"held_out_accuracy": 0.0, "majority_share": 0.5,
+                                                          "n_labels": 40}
+    assert len(said) == 1
+    assert said[0].startswith("nmf: held out one at a time, 0.0% of the 40 given labels")
+
+
+def test_nmf_does_not_warn_when_its_labels_predict_each_other(big):
+    problem, _ = big
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DegenerateLabelingWarning)
+        prediction = solve(problem, "nmf", time_limit=None)
+    assert prediction.info["no_better_than_majority"] is None
+    assert not [w for w in caught if issubclass(w.category, DegenerateLabelingWarning)]
