@@ -113,6 +113,7 @@ Margin Classifiers.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -136,6 +137,15 @@ KERNELS = ("linear", "cubic", "rbf")
 # L_uu once per cross-fitting fold (6 times; bench/cli.py), where CG solves the 3
 # right-hand sides in about 0.01 s.
 DIRECT_MAX_NODES = 1_000
+# time_limit: an SVM fit cannot be interrupted, so it is checked before it starts against its
+# expected seconds, the previous fit's; the first fit of a call, on more than 2 × SVM_PROBE
+# points, is projected from a fit on SVM_PROBE of them as probe × (n / SVM_PROBE)^SVM_EXPONENT.
+# Measured on hard_data's 20k-node overlapping classes (RBF, paper width, one thread of a
+# loaded 2-core machine): 0.042, 0.077, 0.209, 0.588 s on 500, 1,000, 2,000, 4,000 points
+# (exponent 1.3-1.5, steepening as the support vectors grow) and about 17 s for the first
+# fit on the 20k induced labels in bench/hard_data.py, 1.8 from 1,000 points; 1.75 fits both.
+SVM_PROBE = 1_000
+SVM_EXPONENT = 1.75
 
 PARAMETER_CONSTRAINTS = {
     "gamma_g": [Interval(Real, 0, None), Options((math.inf,))],  # ∞: the supervised SVM
@@ -393,9 +403,10 @@ class MaxMarginGraphCut(BaseEstimator):
         return SVC(C=self.C, cache_size=self.cache_size, decision_function_shape="ovo", **kernels[self.kernel])
 
     def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float, budget: Budget = UNLIMITED,
-                       expected: float = 0.0):
+                       expected: float | None = None):
         """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins.
-        ``budget`` is checked before the SVM fit against ``expected`` more seconds."""
+        ``budget`` is checked before the SVM fit against ``expected`` more seconds (None: the
+        first fit, projected from a probe fit when the budget has a limit; ``SVM_PROBE``)."""
         clock = Stopwatch()
         with clock("harmonic_seconds"):
             induced, margin = induce_labels(
@@ -408,11 +419,26 @@ class MaxMarginGraphCut(BaseEstimator):
             weight = np.where(y >= 0, problem.label_confidence, 1.0)
         if len(np.unique(induced[train])) < 2:
             raise ValueError("the induced labels hold fewer than two classes; lower epsilon or gamma_g")
+        if expected is None:
+            expected = self._probe_seconds(problem, induced, train, weight, width) if budget.limit is not None else 0.0
         budget.check_next("an SVM fit", expected)
         with clock("svm_seconds"):
             svm = self._svc(width).fit(_features(problem)[train], induced[train], sample_weight=weight[train])
         timings = clock.seconds
         return svm, induced, margin, timings
+
+    def _probe_seconds(self, problem: LabelProblem, induced: np.ndarray, train: np.ndarray, weight: np.ndarray,
+                       width: float) -> float:
+        """Expected seconds of the SVM fit on ``train`` from a fit on ``SVM_PROBE`` of its points
+        (0 when it is small, or the sample holds one class)."""
+        if len(train) <= 2 * SVM_PROBE:
+            return 0.0
+        sample = np.sort(np.random.default_rng(self.random_state).choice(train, SVM_PROBE, replace=False))
+        if len(np.unique(induced[sample])) < 2:
+            return 0.0
+        start = time.perf_counter()
+        self._svc(width).fit(_features(problem)[sample], induced[sample], sample_weight=weight[sample])
+        return (time.perf_counter() - start) * (len(train) / SVM_PROBE) ** SVM_EXPONENT
 
     def _proba_from(self, D: np.ndarray, svm_classes: np.ndarray, calibrator) -> np.ndarray:
         if calibrator is not None:
@@ -437,7 +463,7 @@ class MaxMarginGraphCut(BaseEstimator):
         X = _features(problem)
         held_scores: list[tuple[np.ndarray, np.ndarray]] = []
         classes: np.ndarray | None = None
-        last_fit = 0.0  # the previous fold's SVM seconds: the next one's expected cost
+        last_fit: float | None = None  # the previous fold's SVM seconds: the next one's expected cost
         for _, held in folds.split(labeled, y[labeled]):  # a loop over folds
             y_fold = y.copy()
             y_fold[labeled[held]] = -1
@@ -479,7 +505,7 @@ class MaxMarginGraphCut(BaseEstimator):
         self.noisy_ = np.zeros(len(y), dtype=bool)
         self.calibrator_ = None
         self.oof_proba_ = None
-        self.timings_ = {"fold_svm_seconds": 0.0}
+        self.timings_ = {"fold_svm_seconds": None}
         cross = None if self.cv == 0 else self._cross_fit(problem, width, budget)
         doubted = np.zeros(len(labeled), dtype=bool)
         if cross is not None:

@@ -67,6 +67,17 @@ def test_spectral_refuses_a_dense_eigen_step_its_budget_cannot_pay():
     assert stopped.value.seconds < estimate / 2  # refused before it started, not after
 
 
+def test_maxmargin_projects_its_first_svm_fit_from_a_probe(big, monkeypatch):
+    import solvers.maxmargin as maxmargin_module
+
+    problem, _ = big
+    monkeypatch.setattr(maxmargin_module, "SVM_EXPONENT", 40.0)  # a projection far past any budget
+    with pytest.raises(SolverTimeLimit, match="an SVM fit would take about") as stopped:
+        solve(problem, "maxmargin", time_limit=600.0)
+    assert stopped.value.projected > 600.0
+    assert stopped.value.seconds < 600.0  # refused before the fit, not after it
+
+
 def test_maxmargin_refuses_an_svm_fit_projected_past_the_budget():
     budget = Budget("maxmargin", 10.0)
     budget.check_next("an SVM fit", 1.0)  # 1 s more fits
