@@ -35,7 +35,7 @@ from labelling.records import NoValidRecords, ParsedRecords, parse_records
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
-from solvers import Prediction
+from solvers import Prediction, SolverTimeLimit
 
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
@@ -90,7 +90,8 @@ def run_name_from_parameters(what: str):
 #: Errors that are the data's fault: a run's log says them in one line (``flows.direct.Flow``).
 #: ``StoreLocked`` is one too: another run or a person's query held an embedded store
 #: for longer than the lock timeout, an operating condition whose message says what to do.
-DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked)
+#: ``SolverTimeLimit`` too: a slow solver stopped itself at its time budget and says what to do.
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked, SolverTimeLimit)
 
 
 @flow("ingest-records", flow_run_name=run_name_from_parameters("ingest"), data_errors=DATA_ERRORS)

@@ -121,9 +121,10 @@ def _user_errors():
     from graphstore.secrets import StoreConnectionError
     from labelling.problems import NotEnoughLabels
     from labelling.records import NoValidRecords
+    from solvers import SolverTimeLimit
 
     return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError,
-            StoreSetupError)
+            StoreSetupError, SolverTimeLimit)
 
 
 def _quiet_expected_errors() -> None:

@@ -3,9 +3,13 @@ of the project (the bottom layer).
 
     >>> from solvers import LabelProblem, solve
     >>> prediction = solve(LabelProblem(W, y), method="harmonic")
+
+The slower solvers (spectral, mincut, lcsnc, maxmargin, nmf) stop themselves with
+``SolverTimeLimit`` when their ``time_limit`` runs out (solvers/_budget.py).
 """
 
+from ._budget import SolverTimeLimit
 from .problem import UNLABELED, LabelProblem, Prediction
 from .registry import METHODS, solve
 
-__all__ = ["LabelProblem", "Prediction", "solve", "METHODS", "UNLABELED"]
+__all__ = ["LabelProblem", "Prediction", "solve", "METHODS", "UNLABELED", "SolverTimeLimit"]

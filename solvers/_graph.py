@@ -92,3 +92,34 @@ def warn_degenerate(method: str, found: dict, reason: str) -> None:
         f"{method}: class {found['class']} takes {found['share']:.1%} of the unlabelled nodes with "
         f"{found['given_share']:.1%} of the given labels, a labelling no better than guessing that class. "
         + reason, DegenerateLabelingWarning, stacklevel=3)
+
+
+def no_better_than_majority(noise_score: np.ndarray, y: np.ndarray) -> dict | None:
+    """The given labels' own held-out check says the labelling is no better than a guess.
+
+    ``noise_score`` is a solver's per-label held-out margin (``margin_scores``: the best
+    other class minus the given one, NaN off the given labels): a label whose class wins
+    (score < 0) is predicted right without it. Only labels of classes with at least two
+    given labels count (a class's only label cannot come back when held out). Returns the
+    held-out accuracy and the majority share of those labels when the accuracy is at most
+    that share, else None (also when the labels that count hold fewer than two classes:
+    with a single label of every other class there is nothing to hold out)."""
+    given = (y >= 0) & np.isfinite(noise_score)
+    counts = np.bincount(y[given], minlength=max(int(y.max()) + 1, 1))
+    usable = given & (counts[np.maximum(y, 0)] >= 2)
+    if len(np.unique(y[usable])) < 2:  # one class or none to check: its majority share is 1
+        return None
+    accuracy = float(np.mean(noise_score[usable] < 0))
+    majority = float(np.bincount(y[usable]).max() / usable.sum())
+    if accuracy > majority:
+        return None
+    return {"held_out_accuracy": accuracy, "majority_share": majority, "n_labels": int(usable.sum())}
+
+
+def warn_no_better_than_majority(method: str, found: dict, reason: str) -> None:
+    """One ``DegenerateLabelingWarning`` for a labelling ``no_better_than_majority`` found."""
+    warnings.warn(
+        f"{method}: held out one at a time, {found['held_out_accuracy']:.1%} of the {found['n_labels']} given labels "
+        f"come back, no more than the {found['majority_share']:.1%} of guessing their largest class: on this graph "
+        "and these labels the labelling is no better than that guess. " + reason,
+        DegenerateLabelingWarning, stacklevel=3)

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Integral", "Interval", "Options", "Real", "check", "check_choice", "check_interval",
-           "validate_params"]
+__all__ = ["TIME_LIMIT", "Integral", "Interval", "Options", "Real", "check", "check_choice", "check_interval",
+           "check_time_limit", "validate_params"]
 
 _CLOSED = ("both", "left", "right", "neither")
 
@@ -134,3 +134,13 @@ def validate_params(params: Mapping[str, Any], constraints: Mapping[str, Any]) -
     """Check every entry of ``params`` against its constraints (every parameter must have some)."""
     for name, value in params.items():
         check(name, value, constraints[name])
+
+
+#: ``time_limit`` of the solvers that stop themselves (solvers/_budget.py): "auto" (10× an
+#: estimate of the harmonic solve, at least a few seconds), seconds > 0, or None (no limit).
+TIME_LIMIT = [Options(("auto",)), None, Interval(Real, 0, None, closed="neither")]
+
+
+def check_time_limit(value: Any) -> Any:
+    """``value`` if it is a valid ``time_limit`` ("auto", a finite number > 0 or None)."""
+    return check("time_limit", value, TIME_LIMIT)

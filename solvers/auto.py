@@ -87,6 +87,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from ._budget import SolverTimeLimit
 from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
@@ -104,6 +105,9 @@ CV_PARAMETERS: dict[str, dict[str, Any]] = {
     "harmonic": {"detect_noise": False, "calibrate": False},
     "nmf": {"noise_threshold": 0.99},
 }
+# Candidates whose solver takes ``time_limit`` (solvers/_budget.py): a fold gets what is left
+# of auto's budget, so one slow fold cannot run past it.
+TIME_LIMITED = frozenset({"nmf"})
 PROBABILITY_FLOOR = 1e-3  # of a held-out label's class, before the log (module docstring)
 # Checked once at the door (solvers/_validation.py).
 PARAMETER_CONSTRAINTS = {
@@ -196,7 +200,14 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, n_standard
                 break
             y_fold = problem.y.copy()
             y_fold[lab[held]] = -1
-            p = _run(problem.with_labels(y_fold), method, {**params, **CV_PARAMETERS[method]})
+            options = {**params, **CV_PARAMETERS[method]}
+            if method in TIME_LIMITED:
+                options["time_limit"] = max(allowed - clock.elapsed, 1e-3)
+            try:
+                p = _run(problem.with_labels(y_fold), method, options)
+            except SolverTimeLimit:
+                entry.update(status="skipped: it stopped itself at the end of the time budget", fold_scores=[])
+                break
             correct[held] = p.labels[lab[held]] == y_l[held]
             if scoring == "log_probability":
                 probability = class_probabilities(p)[lab[held], y_l[held]]
@@ -220,7 +231,8 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, n_standard
         chosen = baseline
     else:
         _, method, params = next(c for c in CANDIDATES if c[0] == chosen_name)
-        chosen = _run(problem, method, params)
+        # its folds fitted in the budget: its run on every label is not cut short
+        chosen = _run(problem, method, {**params, **({"time_limit": None} if method in TIME_LIMITED else {})})
     record["chosen"] = chosen_name
     record["seconds"] = clock.elapsed
     chosen.info["auto"] = record

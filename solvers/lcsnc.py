@@ -115,10 +115,11 @@ import scipy.sparse as sp
 from sklearn.model_selection import StratifiedKFold
 from sklearn.neighbors import NearestNeighbors
 
+from ._budget import UNLIMITED, Budget
 from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
 from ._parametric_cut import BACKENDS, entry_parameters, parametric_min_cut, resolve_backend
 from ._timing import Stopwatch
-from ._validation import Integral, Interval, Options, validate_params
+from ._validation import TIME_LIMIT, Integral, Interval, Options, validate_params
 from .problem import LabelProblem, Prediction
 
 LAMBDA_GRID = tuple(4.0 ** np.arange(-4, 0))  # Table 2
@@ -150,6 +151,7 @@ PARAMETER_CONSTRAINTS = {
     "backend": [Options(BACKENDS)],
     "multiclass": [Options(MULTICLASS)],
     "random_state": [None, Interval(Integral)],
+    "time_limit": TIME_LIMIT,
 }
 
 
@@ -176,6 +178,7 @@ def lcsnc(
     backend: str = "maxflow",
     multiclass: str = "path",
     random_state: int = 0,
+    time_limit: float | str | None = "auto",
 ) -> Prediction:
     """Label nodes with SNC or LC-SNC and flag given labels the cut overrules.
 
@@ -223,6 +226,12 @@ def lcsnc(
         (``"cut"``). Two classes: the paper's single cut either way.
     random_state : int
         Seed of the folds, of the random draws and of the forest.
+    time_limit : "auto", float > 0 or None, default "auto"
+        Seconds the call may take (``SolverTimeLimit`` when spent), checked before every
+        fold, hyperparameter setting and class's cut or parametric sweep of the tuning
+        and the final cut. "auto": 10× an estimate of the harmonic solve of the given
+        graph, at least 5 s (solvers/_budget.py); no limit with ``graph="knn"`` on a
+        problem without a graph (nothing to time); None: no limit.
 
     Returns
     -------
@@ -249,12 +258,13 @@ def lcsnc(
     validate_params(
         {"variant": variant, "confidence": confidence, "class_balance": class_balance, "graph": graph, "cv": cv,
          "scoring": scoring, "n_iter": n_iter, "cv_graph": cv_graph, "feature_weights": feature_weights,
-         "n_trees": n_trees, "backend": backend, "multiclass": multiclass, "random_state": random_state},
-        PARAMETER_CONSTRAINTS)
+         "n_trees": n_trees, "backend": backend, "multiclass": multiclass, "random_state": random_state,
+         "time_limit": time_limit}, PARAMETER_CONSTRAINTS)
+    budget = Budget("lcsnc", time_limit, problem.W if problem.has_graph else None, problem.n_classes)
     opts = _Settings(
         variant=variant, confidence=confidence, class_balance=class_balance, graph=graph, cv=cv, scoring=scoring,
         n_iter=n_iter, cv_graph=cv_graph, feature_weights=feature_weights, n_trees=n_trees,
-        backend=resolve_backend(backend), multiclass=multiclass, random_state=random_state,
+        backend=resolve_backend(backend), multiclass=multiclass, random_state=random_state, budget=budget,
         **_grids(problem, variant=variant, confidence=confidence, class_balance=class_balance, graph=graph,
                  multiclass=multiclass, cv=cv, fixed={"lam": lam, "c": c, "k": k, "eps": eps},
                  grids={"lam": lam_grid, "c": c_grid, "k": k_grid, "eps": eps_grid}))
@@ -276,6 +286,7 @@ def lcsnc(
     if info["degenerate"]:
         warn_degenerate("lcsnc", info["degenerate"], _degenerate_reason(problem, opts, info))
     info["seconds"] = clock.elapsed
+    info["time_limit_seconds"] = budget.limit
     params = {key: getattr(opts, key) for key in (
         "variant", "confidence", "class_balance", "graph", "cv", "scoring", "n_iter",
         "cv_graph", "feature_weights", "n_trees", "backend", "multiclass", "random_state")}
@@ -322,6 +333,7 @@ class _Settings:
     uses_k_eps: bool  # k and eps shape the graph or the confidences
     path: bool  # the multi-class path rule is used (decision 13)
     shared: dict | None = None  # the ensemble members' cache of forests and neighbours
+    budget: Budget = UNLIMITED  # the call's time budget, checked between cuts (solvers/_budget.py)
 
 
 def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, multiclass, cv, fixed: dict,
@@ -500,10 +512,11 @@ def _sweep(W, d, y_fit, positive_class, conf, c, lams, variant, backend):
     return parametric_min_cut(W, source_const, np.where(free, d, 0.0), sink, lams + shift, backend)
 
 
-def _entry(W, d, y_fit, positive_class, conf, c, variant) -> np.ndarray:
+def _entry(W, d, y_fit, positive_class, conf, c, variant, budget: Budget = UNLIMITED) -> np.ndarray:
     """The λ at which each node enters ``positive_class``'s minimal source set (decision 13,
     ``multiclass="path"``): exact, from one parametric pseudoflow run over ``PATH_RANGE``."""
     lo, hi = PATH_RANGE
+    budget.check(f"the parametric path of class {positive_class}")
     lab = y_fit >= 0
     pos = lab & (y_fit == positive_class)
     neg = lab & ~pos
@@ -524,7 +537,7 @@ def _path_labels(W, y_fit, n_classes, opts, conf_by_class, c):
     """Labels and scores of the path rule: the class entered at the smallest λ; score =
     the share of the log-λ range on the class's side (decision 14 on the exact path)."""
     d = np.asarray(W.sum(axis=1)).ravel()
-    entry = np.column_stack([_entry(W, d, y_fit, cls, conf_by_class.get(cls), c, opts.variant)
+    entry = np.column_stack([_entry(W, d, y_fit, cls, conf_by_class.get(cls), c, opts.variant, opts.budget)
                              for cls in range(n_classes)])  # a loop over classes
     lo, hi = PATH_RANGE
     with np.errstate(divide="ignore"):  # a class never entered: log(hi / inf) = -inf, score 0
@@ -539,6 +552,7 @@ def _class_sweeps(W, y_fit, n_classes, opts, conf_by_class, c, lams):
     positives = [1] if n_classes == 2 else list(range(n_classes))
     out = []
     for cls in positives:  # a loop over classes
+        opts.budget.check(f"the λ sweep of class {cls}")
         member, _ = _sweep(W, d, y_fit, cls, conf_by_class.get(cls), c, lams, opts.variant, opts.backend)
         out.append((cls, member))
     return out
@@ -636,6 +650,7 @@ def _tune(problem, opts):
         W0, Z, nbrs = _setting(problem, y_fit, nodes, opts)
         cache = {}
         for q, (k, eps, c) in enumerate(combos):  # a loop over hyperparameter values
+            opts.budget.check("the tuning's cross-validation")
             if (k, eps) not in cache:
                 Wk = _graph_for(W0, nbrs, k, eps)
                 cache = {(k, eps): (Wk, _conf_for(problem.n_classes, y_fit, Z, Wk, k, eps, opts))}

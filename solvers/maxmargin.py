@@ -150,6 +150,7 @@ and harmonic functions. ICML (the graph step's leave-one-out in the noise score)
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -158,10 +159,11 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
+from ._budget import UNLIMITED, Budget
 from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
 from ._relaxed_loo import harmonic_loo_margin
 from ._timing import Stopwatch
-from ._validation import Integral, Interval, Options, Real, check_choice, validate_params
+from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check_choice, validate_params
 from .harmonic import SOLVERS, harmonic_scores
 from .problem import LabelProblem, Prediction
 
@@ -177,6 +179,15 @@ DEFAULT_THRESHOLDS = {"svm": 0.5, "graph_and_svm": 0.3}
 # L_uu once per cross-fitting fold (6 times; bench/cli.py), where CG solves the 3
 # right-hand sides in about 0.01 s.
 DIRECT_MAX_NODES = 1_000
+# time_limit: an SVM fit cannot be interrupted, so it is checked before it starts against its
+# expected seconds, the previous fit's; the first fit of a call, on more than 2 × SVM_PROBE
+# points, is projected from a fit on SVM_PROBE of them as probe × (n / SVM_PROBE)^SVM_EXPONENT.
+# Measured on hard_data's 20k-node overlapping classes (RBF, paper width, one thread of a
+# loaded 2-core machine): 0.042, 0.077, 0.209, 0.588 s on 500, 1,000, 2,000, 4,000 points
+# (exponent 1.3-1.5, steepening as the support vectors grow) and about 17 s for the first
+# fit on the 20k induced labels in bench/hard_data.py, 1.8 from 1,000 points; 1.75 fits both.
+SVM_PROBE = 1_000
+SVM_EXPONENT = 1.75
 
 PARAMETER_CONSTRAINTS = {
     "gamma_g": [Interval(Real, 0, None), Options((math.inf,))],  # ∞: the supervised SVM
@@ -192,6 +203,7 @@ PARAMETER_CONSTRAINTS = {
     "direct_max_nodes": [Interval(Integral, 0, None)],
     "cache_size": [Interval(Real, 0, None, closed="neither")],
     "random_state": [None, Interval(Integral)],
+    "time_limit": TIME_LIMIT,
 }
 
 
@@ -365,6 +377,11 @@ class MaxMarginGraphCut(BaseEstimator):
         Seeds the folds.
     noise : {"graph_and_svm", "svm"}, default "graph_and_svm"
         The noise rule (module docstring, noise flags).
+    time_limit : "auto", float > 0 or None, default "auto"
+        Seconds ``fit`` may take (``SolverTimeLimit`` when spent). An SVM fit cannot be
+        interrupted, so each one is checked before it starts against the time spent plus
+        the previous fit's seconds (solvers/_budget.py, decision 4). "auto": 10× an
+        estimate of the harmonic solve of the graph, at least 5 s; None: no limit.
 
     Attributes
     ----------
@@ -379,6 +396,7 @@ class MaxMarginGraphCut(BaseEstimator):
     noise_score_ : array (n_l,) or None, each given label's noise score (module docstring)
     oof_proba_ : array (n_l, n_classes_) or None, cross-fitted probabilities of the given labels
     timings_ : dict, seconds of the harmonic step and the SVM fit of the final model
+    time_limit_seconds_ : float or None, the seconds ``fit`` was allowed
 
     References
     ----------
@@ -401,6 +419,7 @@ class MaxMarginGraphCut(BaseEstimator):
         cache_size: float = 500.0,
         random_state: int = 0,
         noise: str = "graph_and_svm",
+        time_limit: float | str | None = "auto",
     ):
         self.gamma_g = gamma_g
         self.epsilon = epsilon
@@ -415,6 +434,7 @@ class MaxMarginGraphCut(BaseEstimator):
         self.cache_size = cache_size
         self.random_state = random_state
         self.noise = noise
+        self.time_limit = time_limit
 
     def _validate(self, problem: LabelProblem) -> None:
         if not isinstance(problem, LabelProblem):
@@ -433,8 +453,11 @@ class MaxMarginGraphCut(BaseEstimator):
         }
         return SVC(C=self.C, cache_size=self.cache_size, decision_function_shape="ovo", **kernels[self.kernel])
 
-    def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float):
-        """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins."""
+    def _fit_two_steps(self, problem: LabelProblem, y: np.ndarray, width: float, budget: Budget = UNLIMITED,
+                       expected: float | None = None):
+        """Eq. (6) then eq. (7) for given labels ``y``; returns the SVC, induced labels, margins.
+        ``budget`` is checked before the SVM fit against ``expected`` more seconds (None: the
+        first fit, projected from a probe fit when the budget has a limit; ``SVM_PROBE``)."""
         clock = Stopwatch()
         with clock("harmonic_seconds"):
             induced, margin = induce_labels(
@@ -447,10 +470,26 @@ class MaxMarginGraphCut(BaseEstimator):
             weight = np.where(y >= 0, problem.label_confidence, 1.0)
         if len(np.unique(induced[train])) < 2:
             raise ValueError("the induced labels hold fewer than two classes; lower epsilon or gamma_g")
+        if expected is None:
+            expected = self._probe_seconds(problem, induced, train, weight, width) if budget.limit is not None else 0.0
+        budget.check_next("an SVM fit", expected)
         with clock("svm_seconds"):
             svm = self._svc(width).fit(_features(problem)[train], induced[train], sample_weight=weight[train])
         timings = clock.seconds
         return svm, induced, margin, timings
+
+    def _probe_seconds(self, problem: LabelProblem, induced: np.ndarray, train: np.ndarray, weight: np.ndarray,
+                       width: float) -> float:
+        """Expected seconds of the SVM fit on ``train`` from a fit on ``SVM_PROBE`` of its points
+        (0 when it is small, or the sample holds one class)."""
+        if len(train) <= 2 * SVM_PROBE:
+            return 0.0
+        sample = np.sort(np.random.default_rng(self.random_state).choice(train, SVM_PROBE, replace=False))
+        if len(np.unique(induced[sample])) < 2:
+            return 0.0
+        start = time.perf_counter()
+        self._svc(width).fit(_features(problem)[sample], induced[sample], sample_weight=weight[sample])
+        return (time.perf_counter() - start) * (len(train) / SVM_PROBE) ** SVM_EXPONENT
 
     def _proba_from(self, D: np.ndarray, svm_classes: np.ndarray, calibrator) -> np.ndarray:
         if calibrator is not None:
@@ -461,7 +500,8 @@ class MaxMarginGraphCut(BaseEstimator):
         P[:, cols] = P_known
         return P
 
-    def _cross_fit(self, problem: LabelProblem, width: float) -> tuple[np.ndarray, np.ndarray] | None:
+    def _cross_fit(self, problem: LabelProblem, width: float,
+                   budget: Budget = UNLIMITED) -> tuple[np.ndarray, np.ndarray] | None:
         """Out-of-fold decision values of the given labels (each fold hidden from both steps) and
         their class columns; None when the folds cannot be drawn or their SVMs saw other classes."""
         y = problem.y
@@ -474,10 +514,12 @@ class MaxMarginGraphCut(BaseEstimator):
         X = _features(problem)
         held_scores: list[tuple[np.ndarray, np.ndarray]] = []
         classes: np.ndarray | None = None
+        last_fit: float | None = None  # the previous fold's SVM seconds: the next one's expected cost
         for _, held in folds.split(labeled, y[labeled]):  # a loop over folds
             y_fold = y.copy()
             y_fold[labeled[held]] = -1
-            svm = self._fit_two_steps(problem, y_fold, width)[0]
+            svm, _, _, timings = self._fit_two_steps(problem, y_fold, width, budget, last_fit)
+            last_fit = timings["svm_seconds"]
             if classes is None:
                 classes = svm.classes_
             elif not np.array_equal(classes, svm.classes_):
@@ -488,6 +530,7 @@ class MaxMarginGraphCut(BaseEstimator):
         D = np.zeros((len(labeled), held_scores[0][1].shape[1]))
         for held, D_held in held_scores:
             D[held] = D_held
+        self.timings_ = {"fold_svm_seconds": last_fit}
         return D, classes
 
     def fit(self, problem: LabelProblem) -> MaxMarginGraphCut:
@@ -503,6 +546,8 @@ class MaxMarginGraphCut(BaseEstimator):
         self
         """
         self._validate(problem)
+        budget = Budget("maxmargin", self.time_limit, problem.W, problem.n_classes)
+        self.time_limit_seconds_ = budget.limit
         y = problem.y
         self.n_classes_ = int(problem.n_classes)
         width = float(self.bandwidth) if self.bandwidth is not None else paper_bandwidth(_features(problem))
@@ -513,7 +558,8 @@ class MaxMarginGraphCut(BaseEstimator):
         self.oof_proba_ = None
         self.noise_score_ = None
         threshold = DEFAULT_THRESHOLDS[self.noise] if self.noise_threshold is None else self.noise_threshold
-        cross = None if self.cv == 0 else self._cross_fit(problem, width)
+        self.timings_ = {"fold_svm_seconds": None}
+        cross = None if self.cv == 0 else self._cross_fit(problem, width, budget)
         doubted = np.zeros(len(labeled), dtype=bool)
         if cross is not None:
             D_oof, oof_classes = cross
@@ -534,7 +580,8 @@ class MaxMarginGraphCut(BaseEstimator):
             self.oof_proba_ = self._proba_from(D_oof, oof_classes, self.calibrator_)
             if self.noise == "svm":
                 self.noise_score_ = margin_scores(self.oof_proba_, y[labeled])
-        self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(problem, y, width)
+        self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(
+            problem, y, width, budget, self.timings_["fold_svm_seconds"])
         if self.noise == "svm" and doubted.any():
             # flagged: doubted by the models that never saw the label, and a training error of
             # the one that did (module docstring, noise flags)
@@ -545,7 +592,7 @@ class MaxMarginGraphCut(BaseEstimator):
             y_final[self.noisy_] = -1
             if len(set(y_final[y_final >= 0].tolist())) >= 2:
                 self.svm_, self.induced_labels_, self.margin_, self.timings_ = self._fit_two_steps(
-                    problem, y_final, width)
+                    problem, y_final, width, budget, self.timings_["svm_seconds"])
         self.classes_ = self.svm_.classes_
         if self.calibrator_ is not None and cross is not None and not np.array_equal(cross[1], self.classes_):
             self.calibrator_ = None  # the final SVM's decision columns differ from the folds'
@@ -602,6 +649,7 @@ def maxmargin(
     direct_max_nodes: int = DIRECT_MAX_NODES,
     random_state: int = 0,
     noise: str = "graph_and_svm",
+    time_limit: float | str | None = "auto",
 ) -> Prediction:
     """Label every node with a max-margin graph cut fitted on the problem (Kveton et al. 2010).
 
@@ -610,7 +658,7 @@ def maxmargin(
     problem : LabelProblem
         Needs ``X``.
     gamma_g, epsilon, kernel, C, bandwidth, cv, noise_threshold, drop_noisy, solver,
-    direct_max_nodes, random_state, noise
+    direct_max_nodes, random_state, noise, time_limit
         See ``MaxMarginGraphCut``.
     predict_unreachable : bool, default True
         Give nodes no label can reach the model's prediction (they are model predictions,
@@ -629,7 +677,7 @@ def maxmargin(
     model = MaxMarginGraphCut(
         gamma_g=gamma_g, epsilon=epsilon, kernel=kernel, C=C, bandwidth=bandwidth, cv=cv,
         noise_threshold=noise_threshold, drop_noisy=drop_noisy, solver=solver,
-        direct_max_nodes=direct_max_nodes, random_state=random_state, noise=noise)
+        direct_max_nodes=direct_max_nodes, random_state=random_state, noise=noise, time_limit=time_limit)
     model.fit(problem)
     P = model.predict_proba(problem.X)
     labels = model.predict(problem.X)
@@ -656,7 +704,9 @@ def maxmargin(
         "calibrated": model.calibrator_ is not None,
         "temperature": model.calibrator_.temperature_ if model.calibrator_ is not None else 1.0,
         "bandwidth": model.bandwidth_,
+        "time_limit_seconds": model.time_limit_seconds_,
         **model.timings_,
     }
     params = dict(model.get_params(), predict_unreachable=predict_unreachable)
+    del params["time_limit"]  # how long it may run, not how it labels (info holds the seconds)
     return Prediction(labels, confidence, model.noisy_.copy(), P, "maxmargin", params, info, noise_score)

@@ -176,10 +176,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ._budget import UNLIMITED, Budget
 from ._graph import finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable, warn_degenerate
 from ._relaxed_loo import harmonic_loo_margin
 from ._timing import Stopwatch
-from ._validation import Integral, Interval, Options, Real, validate_params
+from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
 
 NOISE_RULES = ("cavity", "grouped", "loo", "none", "cavity_harmonic")
@@ -202,6 +203,7 @@ PARAMETER_CONSTRAINTS = {
     "noise": [Options(NOISE_RULES)],
     "noise_threshold": [None, Interval(Real, 0, 1, closed="right")],
     "unreached": [Options(UNREACHED_RULES)],
+    "time_limit": TIME_LIMIT,
 }
 
 
@@ -286,7 +288,8 @@ def _perturb(W: sp.spmatrix, perturbation: float, rng: np.random.Generator) -> s
     return (U + U.T).tocsr()
 
 
-def _one_vs_rest(W: sp.spmatrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray, dict]:
+def _one_vs_rest(W: sp.spmatrix, y: np.ndarray, n_classes: int,
+                 budget: Budget = UNLIMITED) -> tuple[np.ndarray, np.ndarray, dict]:
     """Labels from one isolating cut per class and the isolation rule (decision 4)."""
     n = W.shape[0]
     claims = np.zeros((n, n_classes), dtype=bool)
@@ -299,6 +302,7 @@ def _one_vs_rest(W: sp.spmatrix, y: np.ndarray, n_classes: int) -> tuple[np.ndar
         mine = y == c
         if not mine.any():
             continue  # no given label of c: c claims nothing, and its cut never wins
+        budget.check(f"the isolating cut of class {c}")
         claims[:, c], values[c] = binary_min_cut(W, mine, labeled & ~mine)
     if binary:
         values[0] = values[1]  # "unclaimed" then counts every node outside V+
@@ -394,7 +398,7 @@ def _movable(W: sp.csr_matrix, labels: np.ndarray, unclaimed: np.ndarray, hops: 
 
 
 def _expand(W: sp.spmatrix, y: np.ndarray, labels: np.ndarray, n_classes: int, max_sweeps: int,
-            unclaimed=None, hops: int | None = None):
+            unclaimed=None, hops: int | None = None, budget: Budget = UNLIMITED):
     """α-expansion sweeps from ``labels`` until no move lowers the Potts cost (decision 4)."""
     rows, cols, w = _upper_edges(W)
     infinite = 1.0 + 2.0 * float(w.sum())
@@ -410,6 +414,7 @@ def _expand(W: sp.spmatrix, y: np.ndarray, labels: np.ndarray, n_classes: int, m
         for a in range(n_classes):
             if not np.any(y == a):
                 continue
+            budget.check(f"expansion sweep {sweeps}'s move of class {a}")
             moved = _expansion_move(rows, cols, w, labels, fixed, a, infinite, movable)
             moved_cost = float(w[moved[rows] != moved[cols]].sum())
             if moved_cost < cost - tol:  # strict: ties keep the current (paper-rule) labels
@@ -419,12 +424,12 @@ def _expand(W: sp.spmatrix, y: np.ndarray, labels: np.ndarray, n_classes: int, m
     return labels, sweeps
 
 
-def _multiclass(W, y, n_classes, rule, max_sweeps, hops=None):
-    labels, claims, info = _one_vs_rest(W, y, n_classes)
+def _multiclass(W, y, n_classes, rule, max_sweeps, hops=None, budget: Budget = UNLIMITED):
+    labels, claims, info = _one_vs_rest(W, y, n_classes, budget)
     info["sweeps"] = 0
     if rule == "expansion" and n_classes > 2:
         info["isolation_cost"] = potts_cost(W, labels)
-        labels, info["sweeps"] = _expand(W, y, labels, n_classes, max_sweeps, claims.sum(axis=1) == 0, hops)
+        labels, info["sweeps"] = _expand(W, y, labels, n_classes, max_sweeps, claims.sum(axis=1) == 0, hops, budget)
     return labels, info
 
 
@@ -512,7 +517,7 @@ def colour_labels(W: sp.spmatrix, labeled: np.ndarray, random_state=0) -> np.nda
 
 
 def _loo_flags(W: sp.spmatrix, y: np.ndarray, alpha: float, W_raw: sp.spmatrix, rule: str,
-               random_state) -> tuple[np.ndarray, np.ndarray]:
+               random_state, budget: Budget = UNLIMITED) -> tuple[np.ndarray, np.ndarray]:
     """Decision 8: a given label is flagged when no min cut without it keeps it with its class.
 
     Returns the flags and each label's score: (w_out − w_in) / d_i, the share of its edge
@@ -534,6 +539,7 @@ def _loo_flags(W: sp.spmatrix, y: np.ndarray, alpha: float, W_raw: sp.spmatrix, 
     else:
         batches = [np.array([i]) for i in eligible]
     for removed in batches:  # one leave-one-out network per batch (a label, or a colour class)
+        budget.check("the leave-one-out cuts of the noise flags")
         y_loo, W_loo = _without(W, y, alpha, W_raw, removed)
         for c in np.unique(y[removed]):  # one cut per class in the batch
             members = removed[y[removed] == c]
@@ -560,6 +566,7 @@ def mincut(
     noise_threshold: float | None = None,
     unreached: str = "none",
     random_state: int | None = 0,
+    time_limit: float | str | None = "auto",
 ) -> Prediction:
     """Graph mincut labelling of Blum & Chawla (2001), one-vs-rest for more than two classes.
 
@@ -610,6 +617,11 @@ def mincut(
         Either guess gets the class's share of the given labels as its confidence.
     random_state : int or None, default 0
         Seed of the perturbations.
+    time_limit : "auto", float > 0 or None, default "auto"
+        Seconds the call may take; checked before every cut (isolating, expansion,
+        randomized, leave-one-out), so it overruns by at most one max-flow. "auto": 10× an
+        estimate of the harmonic solve of this graph, at least 5 s (solvers/_budget.py);
+        None: no limit.
 
     Returns
     -------
@@ -640,7 +652,7 @@ def mincut(
     validate_params(
         {"alpha": alpha, "multiclass": multiclass, "max_sweeps": max_sweeps, "expansion_hops": expansion_hops,
          "n_cuts": n_cuts, "perturbation": perturbation, "noise": noise, "noise_threshold": noise_threshold,
-         "unreached": unreached}, PARAMETER_CONSTRAINTS)
+         "unreached": unreached, "time_limit": time_limit}, PARAMETER_CONSTRAINTS)
     if unreached == "nearest" and problem.X is None:
         raise ValueError("unreached='nearest' needs node features: build the LabelProblem with X")
     y, C = problem.y, problem.n_classes
@@ -650,9 +662,10 @@ def mincut(
 
     threshold = DEFAULT_THRESHOLDS.get(noise, 0.0) if noise_threshold is None else noise_threshold
     clock = Stopwatch()
+    budget = Budget("mincut", time_limit, problem.W, C)
     with clock("cuts"):
         W = scale_unlabeled_edges(problem.W, labeled, alpha)
-        labels, cut_info = _multiclass(W, y, C, multiclass, max_sweeps, expansion_hops)
+        labels, cut_info = _multiclass(W, y, C, multiclass, max_sweeps, expansion_hops, budget)
 
     with clock("randomized_cuts"):
         if n_cuts:
@@ -661,7 +674,7 @@ def mincut(
             rows = np.arange(problem.n_nodes)
             for _ in range(n_cuts):  # one perturbed run per randomized cut
                 run_labels, _ = _multiclass(_perturb(W, perturbation, rng), y, C, multiclass, max_sweeps,
-                                            expansion_hops)
+                                            expansion_hops, budget)
                 votes[rows, run_labels] += 1.0
             scores = votes / n_cuts
         else:
@@ -679,7 +692,7 @@ def mincut(
                 noise_score[labeled] = np.fmin(noise_score[labeled], relaxed[labeled])
             noisy = labeled & (noise_score >= threshold)
         else:
-            noisy, noise_score = _loo_flags(W, y, alpha, problem.W, noise, random_state)
+            noisy, noise_score = _loo_flags(W, y, alpha, problem.W, noise, random_state, budget)
 
     labels_exact = labels
     no_label = unreachable(problem.W, labeled)
@@ -708,6 +721,7 @@ def mincut(
         "random_state": random_state,
     }
     info = {
+        "time_limit_seconds": budget.limit,
         "cut_values": cut_info["cut_values"].tolist(),
         "unclaimed": cut_info["unclaimed"],
         "multiply_claimed": cut_info["multiply_claimed"],

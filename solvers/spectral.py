@@ -106,9 +106,10 @@ import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._budget import UNLIMITED, Budget
 from ._graph import finish_labels, margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
 from ._timing import Stopwatch
-from ._validation import Integral, Interval, Options, Real, check, check_choice, validate_params
+from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check, check_choice, validate_params
 from .problem import LabelProblem, Prediction
 
 LAPLACIANS = ("rw", "rw_unit", "sym", "unnormalized")
@@ -118,6 +119,13 @@ CALIBRATIONS = ("loo", "none")
 NOISE_RULES = ("fit", "loo")
 # "auto": dense LAPACK up to _AUTO_EXACT nodes, plain Lanczos above (decision 12).
 _AUTO_EXACT = 3000
+# The dense eigen step (``eigen_method="dense"``, up to _AUTO_EXACT nodes) cannot be
+# interrupted: its seconds are estimated as this × n³ before it starts and it is refused when
+# that passes the time budget (solvers/_budget.py, decision 4). Measured (scipy's generalized
+# eigh of the "rw" pencil of a 10-NN graph, the lowest 81 pairs, 2 shared cores at load 9):
+# 1.4 s at 1,000 nodes, 4.8 s at 2,000 and 36 s at 3,000, i.e. 0.6-1.4e-9 × n³. 1e-9 is
+# within that range: a step refused was likely to take at least about that long.
+DENSE_EIGEN_SECONDS_PER_N3 = 1e-9
 # The paper's settings (Sec. 6): d = 80 eigenvectors, c = 3200.
 D_PAPER = 80
 C_PAPER = 3200.0
@@ -133,6 +141,7 @@ PARAMETER_CONSTRAINTS = {
     "noise_threshold": [Interval(Real, 0, None)],
     "check_spectrum": [Options((True, False))],
     "random_state": [None, Interval(Integral)],
+    "time_limit": TIME_LIMIT,
 }
 
 
@@ -270,19 +279,29 @@ def _eig_dense(K, mass, m):
     return vals, vecs, {}
 
 
-def _eig_lanczos(W, K, mass, laplacian, m, tol, seed):
+def _checked(A: sp.spmatrix, budget: Budget) -> spla.LinearOperator:
+    """``A`` as an operator whose every product first checks ``budget``: ARPACK's reverse
+    communication calls it from Python, so a spent budget stops eigsh between two products."""
+    def matvec(x):
+        budget.check("the Lanczos iteration of the eigen step")
+        return A @ x
+
+    return spla.LinearOperator(A.shape, matvec=matvec, dtype=A.dtype)
+
+
+def _eig_lanczos(W, K, mass, laplacian, m, tol, seed, budget: Budget = UNLIMITED):
     """Largest eigenpairs of the normalised adjacency B^-1/2 A B^-1/2 (= smallest of K)."""
     deg = np.asarray(W.sum(axis=1)).ravel()
     v0 = np.random.default_rng(seed).standard_normal(W.shape[0])
     if laplacian == "unnormalized":
         shift = 2.0 * deg.max()  # Gershgorin bound on the spectrum of B − A
         op = (shift * sp.eye(W.shape[0]) - K).tocsr()
-        mu, U = spla.eigsh(op, k=m, which="LA", tol=tol, v0=v0)
+        mu, U = spla.eigsh(_checked(op, budget), k=m, which="LA", tol=tol, v0=v0)
         vals, vecs = shift - mu, U
     else:
         s = 1.0 / np.sqrt(deg)
         S = (sp.diags(s) @ W @ sp.diags(s)).tocsr()
-        mu, U = spla.eigsh(S, k=m, which="LA", tol=tol, v0=v0)
+        mu, U = spla.eigsh(_checked(S, budget), k=m, which="LA", tol=tol, v0=v0)
         vals = 1.0 - mu
         vecs = U if laplacian == "sym" else U * s[:, None]  # B-orthonormal for rw
     order = np.argsort(vals)
@@ -340,6 +359,7 @@ def graph_spectrum(
     tol: float | None = None,
     maxiter: int = 500,
     random_state: int = 0,
+    budget: Budget = UNLIMITED,
 ) -> GraphSpectrum:
     """Compute the SGT's spectrum of a graph once, for any number of label sets.
 
@@ -360,6 +380,10 @@ def graph_spectrum(
         LOBPCG iteration cap.
     random_state : int
         Seed of the eigensolvers' start vectors.
+    budget : Budget, optional
+        The calling solver's time budget (solvers/_budget.py): the dense step is refused
+        when its estimate (``DENSE_EIGEN_SECONDS_PER_N3`` × n³) passes it, Lanczos checks
+        it before every product, arpack and lobpcg before they start. No limit by default.
 
     Returns
     -------
@@ -390,12 +414,15 @@ def graph_spectrum(
     clock = Stopwatch()
     with clock("eigen_seconds"):
         if method == "dense":
+            budget.check_next("the dense eigen step", DENSE_EIGEN_SECONDS_PER_N3 * float(n) ** 3)
             vals, vecs, extra = _eig_dense(K, mass, m)
         elif method == "lanczos":
-            vals, vecs, extra = _eig_lanczos(W, K, mass, laplacian, m, tol or 0.0, random_state)
+            vals, vecs, extra = _eig_lanczos(W, K, mass, laplacian, m, tol or 0.0, random_state, budget)
         elif method == "arpack":
+            budget.check("the shift-invert eigen step")
             vals, vecs, extra = _eig_arpack(K, mass, m, tol or 0.0, random_state)
         else:
+            budget.check("the LOBPCG eigen step")
             vals, vecs, extra = _eig_lobpcg(K, mass, trivial, d, tol, maxiter, random_state)
     if method == "lobpcg":  # already M-orthogonal to the trivial vector (constraint Y)
         theta, V = vals, vecs
@@ -554,12 +581,13 @@ def _top_gap(s):
     return np.where(np.isfinite(gap), gap, 1.0)
 
 
-def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root):
+def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root, budget: Budget = UNLIMITED):
     """Margins of each given label's node when its own label is held out."""
     l = len(y_l)
     keep = ~np.eye(l, dtype=bool)
     out = np.full((l, n_classes), -np.inf)
     for i in range(l):  # one small O(l·d² + d³) solve per held-out label
+        budget.check("the leave-one-out solves of the calibration and noise flags")
         Wt, theta, span, _, valid = _solve_labels(V_l[keep[i]], y_l[keep[i]], conf_l[keep[i]], n_classes, c, D, n, root)
         out[i] = _margins(V_l[i : i + 1], Wt, theta, span, valid)[0]
     return out
@@ -599,6 +627,7 @@ def spectral(
     noise_threshold: float = 0.1,
     check_spectrum: bool = True,
     random_state: int = 0,
+    time_limit: float | str | None = "auto",
 ) -> Prediction:
     """Spectral graph transducer, one-vs-rest over classes on one shared spectrum.
 
@@ -630,6 +659,11 @@ def spectral(
         Verify that ``spectrum`` was computed from ``problem.W`` (an O(nnz) hash).
     random_state : int
         Seed of the eigensolver start vectors.
+    time_limit : "auto", float > 0 or None, default "auto"
+        Seconds the call may take (``SolverTimeLimit`` when spent): checked before every
+        Lanczos product and leave-one-out solve; the dense eigen step is refused up front
+        when its estimate passes it. "auto": 10× an estimate of the harmonic solve of this
+        graph, at least 5 s (solvers/_budget.py); None: no limit.
 
     Returns
     -------
@@ -645,8 +679,9 @@ def spectral(
     validate_params({"d": d, "c": c, "laplacian": laplacian, "eigen_method": eigen_method, "root": root,
                      "calibration": calibration, "min_calibration": min_calibration, "noise": noise,
                      "noise_threshold": noise_threshold, "check_spectrum": check_spectrum,
-                     "random_state": random_state}, PARAMETER_CONSTRAINTS)
+                     "random_state": random_state, "time_limit": time_limit}, PARAMETER_CONSTRAINTS)
     n = problem.n_nodes
+    budget = Budget("spectral", time_limit, problem.W, problem.n_classes)
     clock = Stopwatch()
     with clock("spectrum_seconds"):
         if spectrum is None:
@@ -654,7 +689,7 @@ def spectral(
             # has only n - 2 usable non-trivial eigenvectors: use them all
             spectrum = graph_spectrum(
                 problem.W, min(d, max(n - 2, 1)), laplacian=laplacian, eigen_method=eigen_method,
-                random_state=random_state,
+                random_state=random_state, budget=budget,
             )
         elif not isinstance(spectrum, GraphSpectrum):
             raise TypeError(f"spectrum must be a GraphSpectrum, got {type(spectrum).__name__}")
@@ -677,7 +712,7 @@ def spectral(
     platt = None
     loo_labels = None
     if calibration == "loo" or noise == "loo":
-        loo = _leave_one_out(V_l, y_l, conf_l, C, c, D, n, root)
+        loo = _leave_one_out(V_l, y_l, conf_l, C, c, D, n, root, budget)
         loo_labels = np.argmax(loo, axis=1)
         # A label whose class has no other given label cannot come back when held out.
         usable = np.bincount(y_l, minlength=C)[y_l] >= 2
@@ -718,6 +753,7 @@ def spectral(
         **clock.seconds,
         "fingerprint": spectrum.fingerprint,
         "degenerate": degenerate,
+        "time_limit_seconds": budget.limit,
     }
     return Prediction(labels, confidence, noisy, scores, "spectral", params, info, noise_score)
 

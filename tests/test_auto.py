@@ -99,3 +99,27 @@ def test_auto_rejects_an_unknown_scoring(noisy_digits):
     problem, _, _ = noisy_digits
     with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'log_probability'\), got 'brier'$"):
         solve(problem, "auto", scoring="brier")
+
+
+def test_a_candidate_that_stops_itself_is_skipped_and_the_budget_holds(noisy_digits, monkeypatch):
+    """nmf gets what is left of auto's budget as its time limit; when it stops itself the
+    candidate is skipped with that reason, and auto still answers."""
+    import solvers.auto as auto_module
+
+    calls = []
+    real_run = auto_module._run
+
+    def run(problem, method, params):
+        if method == "nmf":
+            calls.append(params.get("time_limit"))
+            params = {**params, "time_limit": 1e-9}  # as if its budget were spent
+        return real_run(problem, method, params)
+
+    monkeypatch.setattr(auto_module, "_run", run)
+    problem, _, _ = noisy_digits
+    record = solve(problem, "auto", budget=1e3).info["auto"]
+    nmf = next(c for c in record["candidates"] if c["method"] == "nmf")
+    assert nmf["status"] == "skipped: it stopped itself at the end of the time budget"
+    assert calls
+    assert 0 < calls[0] <= record["budget_harmonic_runs"] * record["harmonic_seconds"]
+    assert record["chosen"] != "nmf"

@@ -1,0 +1,145 @@
+"""Time budgets the slower solvers honour by themselves (issue 15 §2: "every solver either
+finishes within 10× the harmonic time with accuracy above chance or stops with a clear
+message").
+
+A solver takes ``time_limit`` ("auto", seconds, or None), makes one ``Budget`` when it is
+called and asks it between its own steps::
+
+    budget = Budget("mincut", time_limit, problem.W, problem.n_classes)
+    for c in classes:
+        budget.check("isolating cut of class %d" % c)   # raises SolverTimeLimit when over
+        ...
+
+A check costs one ``time.perf_counter`` call. When the budget is spent the solver raises
+``SolverTimeLimit`` (a ``RuntimeError``) whose message names the solver, the step, the
+seconds spent and the budget, and what to do. ``time_limit=None`` lets it run.
+
+Decisions (the issue leaves them open):
+
+1. The default ("auto") is ``max(MIN_SECONDS, TARGET_RATIO × HARMONIC_PRODUCTS × t)``,
+   where ``t`` is the time of one product ``W @ X`` with ``X`` of shape (n, C), measured on
+   this ``W`` at the call (the best of ``PRODUCT_REPEATS``; a few milliseconds at 20,000
+   nodes). The harmonic solver's cost is a number of such block products (its CG
+   iterations, the class-mass step, the noise flags), so ``HARMONIC_PRODUCTS × t``
+   estimates the harmonic time on the same problem without running it.
+2. ``HARMONIC_PRODUCTS = 200``: measured on the generated sets of ``bench/hard_data.py``
+   (20,000 nodes, 10-NN, C = 5-30, 1% and 10% labelled, seed 0; the default harmonic with
+   its class mass rule and noise flags; machine load 9 on 2 cores), the harmonic solve took
+   61-1,292 times one block product on the same W, median 197 (12 cells: 61, 90, 100, 145,
+   182, 194, 199, 202, 277, 290, 374, 1,292). More than the ~40 products of the CG alone:
+   the class mass step and the noise flags cost products too. A faster harmonic (issue 15
+   §3) lowers the true ratio; the constant is then generous, never strict.
+3. ``MIN_SECONDS = 5``: below a few thousand nodes one block product takes microseconds
+   and the harmonic time is Python overhead (0.01-0.1 s on the real sets of
+   bench/hard_data.py), so 10× it would stop solvers that cost a user nothing. On those
+   sets (351-2,310 nodes) mincut, maxmargin and lcsnc finished within 1.3 s
+   (bench/results/hard_data.md), but on this 2-core machine shared by several jobs (load
+   8-9) dense BLAS threads contend and spectral took 3.7 s on ionosphere's 351 nodes (0.3 s
+   on a 300-node graph with one BLAS thread): 2 s stopped it in the solver tests, 5 s lets
+   a small problem finish on a busy machine. Above the floor the budget is the issue's 10×
+   harmonic.
+4. Steps that cannot be interrupted (a max-flow, an SVM fit, a dense eigen-decomposition)
+   are checked before they start against a projection: ``check_next(stage, seconds)``
+   stops when the time spent plus the step's expected seconds (the previous like step's,
+   or a stated model) passes the budget, rather than overrunning it by one step.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Budget", "SolverTimeLimit", "default_time_limit", "product_seconds"]
+
+TARGET_RATIO = 10.0
+HARMONIC_PRODUCTS = 200
+MIN_SECONDS = 5.0
+PRODUCT_REPEATS = 3
+
+
+class SolverTimeLimit(RuntimeError):
+    """A solver stopped itself: its time budget (``time_limit``) ran out.
+
+    Attributes: ``method``, ``stage`` (the step it was about to take), ``seconds`` (spent),
+    ``budget`` (seconds allowed) and ``projected`` (the step's expected seconds when the
+    stop came from a projection, else None)."""
+
+    def __init__(self, method: str, stage: str, seconds: float, budget: float, projected: float | None = None):
+        self.method, self.stage, self.seconds, self.budget, self.projected = method, stage, seconds, budget, projected
+        ahead = f" and {stage} would take about {projected:.3g} s more" if projected is not None else ""
+        super().__init__(
+            f"{method} stopped itself after {seconds:.3g} s{ahead}, before {stage}: its time budget is "
+            f"{budget:.3g} s (time_limit; by default {TARGET_RATIO:g}× an estimate of the harmonic solve of "
+            f"this graph, at least {MIN_SECONDS:g} s). Use method='harmonic', or time_limit=None to let it run.")
+
+
+def product_seconds(W: sp.spmatrix, n_classes: int, repeats: int = PRODUCT_REPEATS) -> float:
+    """Seconds of one block product ``W @ X``, X of shape (n, n_classes): the best of ``repeats``."""
+    W = sp.csr_matrix(W)
+    X = np.ones((W.shape[0], max(int(n_classes), 1)))
+    best = np.inf
+    for _ in range(repeats):  # a few timed repeats, not a loop over nodes
+        start = time.perf_counter()
+        W @ X
+        best = min(best, time.perf_counter() - start)
+    return float(best)
+
+
+def default_time_limit(W: sp.spmatrix, n_classes: int) -> float:
+    """``max(MIN_SECONDS, TARGET_RATIO × HARMONIC_PRODUCTS × product_seconds(W, n_classes))``
+    (module docstring, decisions 1-3)."""
+    return max(MIN_SECONDS, TARGET_RATIO * HARMONIC_PRODUCTS * product_seconds(W, n_classes))
+
+
+class Budget:
+    """One solver call's clock and time limit (seconds, or None for no limit).
+
+    Parameters
+    ----------
+    method : str
+        The solver's name, for the message.
+    time_limit : "auto", float > 0 or None
+        Validated by the caller (``_validation.TIME_LIMIT``). "auto" is
+        ``default_time_limit(W, n_classes)``, or no limit when ``W`` is None.
+    W : sparse matrix, optional
+    n_classes : int, optional
+    """
+
+    def __init__(self, method: str, time_limit: float | str | None, W: sp.spmatrix | None = None,
+                 n_classes: int | None = None) -> None:
+        self.method = method
+        self._started = time.perf_counter()
+        if time_limit == "auto":
+            # no graph to time (lcsnc with graph="knn" builds its own): no estimate, no limit
+            self.limit: float | None = None if W is None else default_time_limit(W, n_classes or 1)
+        else:
+            self.limit = None if time_limit is None else float(time_limit)
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the budget was made (the solver's call)."""
+        return time.perf_counter() - self._started
+
+    def check(self, stage: str) -> None:
+        """Raise ``SolverTimeLimit`` if the time spent is over the limit."""
+        if self.limit is not None:
+            spent = self.elapsed
+            if spent > self.limit:
+                raise SolverTimeLimit(self.method, stage, spent, self.limit)
+
+    def check_next(self, stage: str, seconds: float) -> None:
+        """Raise ``SolverTimeLimit`` if the time spent plus ``seconds`` (the expected cost of
+        the step about to start, which cannot be interrupted) is over the limit."""
+        if self.limit is not None:
+            spent = self.elapsed
+            if spent + seconds > self.limit:
+                raise SolverTimeLimit(self.method, stage, spent, self.limit, projected=float(seconds))
+
+    def __repr__(self) -> str:
+        return f"Budget({self.method!r}, limit={self.limit})"
+
+
+#: A budget that never stops (the default of the solvers' internal helpers).
+UNLIMITED = Budget("solver", None)
