@@ -24,7 +24,7 @@ defaults; α = 0.99 with max_iter = 1000, so that it converges), scikit-network
 The issue's target for every solver: finish within 10× the harmonic solver's time on the
 same problem with accuracy above chance, or stop with a clear message. Every solver runs
 with its default time budget (``time_limit="auto"``: 10× an estimate of the harmonic solve
-from one timed block product, at least 5 s; solvers/_budget.py) and stops itself with a
+from one timed block product, at least 30 s; solvers/_budget.py) and stops itself with a
 ``SolverTimeLimit`` when it runs out: the note says "stopped itself" with the error's
 numbers and step. spectral, mincut, lcsnc and maxmargin run in a child process
 (``run_timed``) whose clock starts when the call does, after the interpreter, the imports

@@ -230,7 +230,7 @@ def lcsnc(
         Seconds the call may take (``SolverTimeLimit`` when spent), checked before every
         fold, hyperparameter setting and class's cut or parametric sweep of the tuning
         and the final cut. "auto": 10× an estimate of the harmonic solve of the given
-        graph, at least 5 s (solvers/_budget.py); no limit with ``graph="knn"`` on a
+        graph, at least 30 s (solvers/_budget.py); no limit with ``graph="knn"`` on a
         problem without a graph (nothing to time); None: no limit.
 
     Returns

@@ -381,7 +381,7 @@ class MaxMarginGraphCut(BaseEstimator):
         Seconds ``fit`` may take (``SolverTimeLimit`` when spent). An SVM fit cannot be
         interrupted, so each one is checked before it starts against the time spent plus
         the previous fit's seconds (solvers/_budget.py, decision 4). "auto": 10× an
-        estimate of the harmonic solve of the graph, at least 5 s; None: no limit.
+        estimate of the harmonic solve of the graph, at least 30 s; None: no limit.
 
     Attributes
     ----------

@@ -620,7 +620,7 @@ def mincut(
     time_limit : "auto", float > 0 or None, default "auto"
         Seconds the call may take; checked before every cut (isolating, expansion,
         randomized, leave-one-out), so it overruns by at most one max-flow. "auto": 10× an
-        estimate of the harmonic solve of this graph, at least 5 s (solvers/_budget.py);
+        estimate of the harmonic solve of this graph, at least 30 s (solvers/_budget.py);
         None: no limit.
 
     Returns

@@ -421,7 +421,7 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     time_limit : "auto", float > 0 or None, default "auto"
         Seconds the call may take (``SolverTimeLimit`` when spent), checked before every
         mean-field iteration. "auto": 10× an estimate of the harmonic solve of this graph,
-        at least 5 s (solvers/_budget.py); None: no limit.
+        at least 30 s (solvers/_budget.py); None: no limit.
 
     Returns
     -------

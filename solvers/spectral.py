@@ -663,7 +663,7 @@ def spectral(
         Seconds the call may take (``SolverTimeLimit`` when spent): checked before every
         Lanczos product and leave-one-out solve; the dense eigen step is refused up front
         when its estimate passes it. "auto": 10× an estimate of the harmonic solve of this
-        graph, at least 5 s (solvers/_budget.py); None: no limit.
+        graph, at least 30 s (solvers/_budget.py); None: no limit.
 
     Returns
     -------

@@ -111,7 +111,7 @@ def test_the_default_budget_is_ten_harmonic_estimates_with_a_floor():
     assert Budget("nmf", None, small.W, 3).limit is None
     assert Budget("lcsnc", "auto", None, 3).limit is None  # no graph to time: no limit
     # a graph whose block product is slow enough lifts the budget above the floor
-    dense = sp.random(3000, 3000, density=0.3, format="csr", random_state=0)
+    dense = sp.random(4000, 4000, density=0.3, format="csr", random_state=0)  # 4.8M entries: ~60 ms a product
     assert default_time_limit(dense, 30) > MIN_SECONDS
 
 
