@@ -183,7 +183,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     trust = sub.label_confidence[:n_region] if sub.label_confidence is not None else None
     region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X)
     exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes, problem.vocabulary)
-    info = {k: v for k, v in prediction.info.items() if np.isscalar(v)}
+    # per-class arrays (class mass weights: the scale the scores are written on) stay
+    info = {k: v for k, v in prediction.info.items() if np.isscalar(v) or k == "class_mass_weights"}
     restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),
                             prediction.noisy[:n_region].copy(), prediction.scores[:n_region],
                             prediction.method, dict(prediction.params), info,

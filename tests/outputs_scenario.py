@@ -75,9 +75,9 @@ def check_scores(frame: pd.DataFrame, classes: list[str]) -> None:
     np.testing.assert_allclose(frame["label_margin"], scores[rows, own] - scores[rows, runner], atol=1e-9)
     others = np.where(np.eye(len(classes), dtype=bool)[own], -np.inf, scores)
     np.testing.assert_allclose(scores[rows, runner], others.max(axis=1))
-    # harmonic's scores are its propagated distribution before class mass normalisation,
-    # which picks the label: where that moved the label off the best score (a few nodes:
-    # none on the embedded store's wine graph, some on a GDS kNN draw), the margin is negative
+    # harmonic's scores are written on the class-mass scale its label reads (labelling/
+    # scores.py); where a step after the scores chose the label (a flagged given label's
+    # leave-one-out class), the margin is negative
     moved = scores.argmax(axis=1) != own
     np.testing.assert_array_equal(frame["label_margin"].to_numpy() < 0, moved)
     assert moved.mean() <= 0.05
