@@ -150,10 +150,12 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
             noise_score[batch.nodes] = prediction.noise_score
             scored = True
         block = np.zeros((len(batch.nodes), C))
-        block[:, batch.classes] = prediction.scores[:, : len(batch.classes)]
+        # on the scale its labels read: a batch's class mass weights are over its own classes
+        block[:, batch.classes] = prediction.label_scale_scores[:, : len(batch.classes)]
         scores[batch.nodes] = block
     first = solved[0][1] if solved else None
     info = dict(first.info) if first is not None and len(solved) == 1 else {}
+    info.pop("class_mass_weights", None)  # the merged scores are already on that scale
     info.update(n_components=plan.n_components, n_batches=len(solved),
                 n_unlabeled_components=plan.n_unlabeled_components,
                 n_single_class_nodes=int(len(plan.single_class_nodes)))

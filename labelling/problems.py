@@ -115,12 +115,7 @@ def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: s
     noise_score = (np.full(n, np.nan) if prediction.noise_score is None
                    else np.asarray(prediction.noise_score, dtype=np.float64))
     stamp = pa.scalar(labelled_at.to_pydatetime().replace(tzinfo=None), pa.timestamp("us"))
-    # harmonic's distribution on the class-mass scale its arg-max reads (labelling/scores.py)
-    # (a region solved over fewer classes than the dataset's keeps F: its weights are not per class here)
-    weights = prediction.info.get("class_mass_weights")
-    matches = weights is not None and np.shape(weights) == (np.shape(prediction.scores)[1],)
-    scores = prediction.scores * np.asarray(weights, dtype=np.float64) if matches else prediction.scores
-    readable = readable_scores(scores, labels)
+    readable = readable_scores(prediction.label_scale_scores, labels)  # labelling/scores.py
     runner, margin = runner_up(readable, labels)
     no_scores = np.isnan(readable).any(axis=1) if readable.shape[1] else np.ones(n, bool)
     # one list per node from one flat buffer: offsets, not a Python list per row

@@ -128,9 +128,7 @@ def class_probabilities(prediction: Prediction) -> np.ndarray:
     """Each node's class distribution (n × C) on the scale the prediction's arg-max uses:
     harmonic's absorption probabilities times its class mass weights, NMF's marginals;
     rows with no mass (nodes no label reaches) are uniform."""
-    scores = np.clip(np.asarray(prediction.scores, dtype=np.float64), 0.0, None)
-    if "class_mass_weights" in prediction.info:
-        scores = scores * np.asarray(prediction.info["class_mass_weights"], dtype=np.float64)
+    scores = np.clip(np.asarray(prediction.label_scale_scores, dtype=np.float64), 0.0, None)
     total = scores.sum(axis=1, keepdims=True)
     uniform = np.full_like(scores, 1.0 / scores.shape[1])
     return np.divide(scores, total, out=uniform, where=total > 0)

@@ -167,3 +167,11 @@ class Prediction:
             raise ValueError("noise_score must have one value per node")
         if n and (self.confidence.min() < 0 or self.confidence.max() > 1):
             raise ValueError("confidence must lie in [0, 1]")
+
+    @property
+    def label_scale_scores(self) -> np.ndarray:
+        """``scores`` on the scale the labels' arg-max reads: harmonic's absorption
+        probabilities times its class mass weights (``info["class_mass_weights"]``, Zhu,
+        Ghahramani & Lafferty 2003, Sec. 4); every other solver's scores as they are."""
+        weights = self.info.get("class_mass_weights")
+        return self.scores if weights is None else self.scores * np.asarray(weights, dtype=np.float64)
