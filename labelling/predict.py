@@ -74,7 +74,7 @@ def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFra
     summary, model = run_model(store, run)
     records = parse_records(source, key=key, features=features, text=text, encoding=encoding,
                             categorical=categorical)
-    records, categories = _known_categories(records, model)
+    records, onehot = _known_categories(records, model)
     flat = records.nodes.column("features").combine_chunks()
     width = len(flat.flatten()) // max(records.n_valid, 1)
     if width != model.n_numeric:
@@ -82,10 +82,8 @@ def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFra
                          f" takes {model.n_numeric}: give the --features (and --text) the dataset"
                          f" {summary['dataset']!r} was ingested with")
     X = flat.flatten().to_numpy(zero_copy_only=False).reshape(records.n_valid, width)
-    if model.vocabulary:
-        from similarity.encoding import FeatureEncoding
-
-        X = np.hstack([X, FeatureEncoding(vocabulary=model.vocabulary).transform(None, categories)])
+    if onehot is not None:
+        X = np.hstack([X, onehot])
     labels = model.predict(X)
     confidence = model.predict_proba(X)[np.arange(len(labels)), labels]
     frame = pd.DataFrame({"key": records.nodes.column("key").to_pylist(),
@@ -96,8 +94,9 @@ def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFra
 
 
 def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRecords, np.ndarray | None]:
-    """The records whose categorical values the model knows, and their (n, c) values; a
-    record with an unseen value joins the rejects with its reason."""
+    """The records whose categorical values the model knows, and the one-hot of those
+    values in the model's vocabulary (None without categorical columns); a record with an
+    unseen value joins the rejects with its reason."""
     n_columns = len(model.vocabulary)
     stored = "categories" in records.nodes.column_names
     given = (len(records.nodes.column("categories")[0]) if records.n_valid else n_columns) if stored else 0
@@ -110,9 +109,10 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
 
     flat = records.nodes.column("categories").combine_chunks().flatten()
     categories = np.asarray(flat.to_pylist(), dtype=object).reshape(records.n_valid, n_columns)
-    unseen = FeatureEncoding(vocabulary=model.vocabulary).unseen(categories)
+    encoding = FeatureEncoding(vocabulary=model.vocabulary)
+    unseen = encoding.unseen(categories)
     if not unseen:
-        return records, categories
+        return records, encoding.transform(None, categories)
     reasons: dict[int, list[str]] = {}
     for i, j, value in unseen:  # a loop over the rejected values, not the records
         reasons.setdefault(i, []).append(f"categorical column {j + 1} holds {value!r}, a value the run's model"
@@ -128,4 +128,4 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
         raise NoValidRecords(f"none of the {len(rejects)} records can be predicted; first reasons: "
                              + "; ".join(rejects["reason"].head(3)), rejects.reset_index(drop=True))
     kept = ParsedRecords(records.nodes.take(pa.array(keep)), rejects.reset_index(drop=True), rows[keep])
-    return kept, categories[keep]
+    return kept, encoding.transform(None, categories[keep])
