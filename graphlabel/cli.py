@@ -137,18 +137,23 @@ def _quiet_expected_errors() -> None:
     hide_expected_tracebacks(_user_errors())
 
 
+def _store_errors():
+    """What a command that reads or writes a named node or run says in one line."""
+    from graphstore.errors import NotFound
+
+    return (NotFound, *_user_errors())
+
+
 @contextmanager
 def _one_line_errors() -> Iterator[None]:
     """Every command's ending for what is not a bug: the input's fault, a node or run not
     found, or a store that stopped answering after the store tasks' retries, each said in
     one line with a non-zero exit; anything else is re-raised with its traceback."""
-    from graphstore.errors import NotFound
-
     try:
         yield
     except typer.Exit:  # a _fail inside the block has already said it
         raise
-    except (NotFound, *_user_errors()) as error:
+    except _store_errors() as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
         if not _is_transient(error):
@@ -646,13 +651,6 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 # -- outputs and review (issue 17) ------------------------------------------------------
-
-
-def _store_errors():
-    """What a command that reads or writes a named node or run says in one line."""
-    from graphstore.errors import NotFound
-
-    return (NotFound, *_user_errors())
 
 
 @app.command()
