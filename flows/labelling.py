@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from graphstore import (
     GraphStore,
@@ -31,7 +32,8 @@ from labelling.liveness import mark_interrupted_runs, this_process
 from labelling.options import RunOptions, run_kind
 from labelling.problems import ExportedProblem, NotEnoughLabels
 from labelling.provenance import versions
-from labelling.records import NoValidRecords, ParsedRecords, parse_records
+from labelling.record_batches import RecordBatches, parse_record_batches
+from labelling.records import NoValidRecords, ParsedRecords, in_input_order, no_valid_records, reject_counts
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
@@ -40,32 +42,67 @@ from solvers import Prediction, SolverTimeLimit
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
 from .incremental import label_changed, record_graph_build
+from .progress import progress, stage_progress
 from .solving import solve_by_component
 from .tasks import build_edges as build_edges_task
 from .tasks import count_user_edges, export_problem, ingest_records, record_run, write_predictions
 
+#: Valid rows stored at a time by ``ingest_parsed``: Kùzu's COPY into a table that already
+#: has nodes costs more per statement the more it has (1M rows in 100k batches took 11.7 s
+#: against 4.2 s at once; 10M in 1M batches 70 s, kuzu 0.11.3), and 1M parsed rows of 32
+#: features are ~300 MB waiting. Neo4j takes them in UNWIND batches of its own size.
+WRITE_ROWS = 500_000
 
-def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords, rejects_path: Path | None) -> dict:
-    """Store the valid records and write the rejected ones (with reasons) to ``rejects_path``."""
-    stored = ingest_records(store, dataset, records)
+
+def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | RecordBatches,
+                  rejects_path: Path | None, source: object = None) -> dict:
+    """Store the valid records (a batch at a time for ``RecordBatches``, with progress) and
+    write the rejected ones, with reasons, to ``rejects_path``. Raises ``NoValidRecords``
+    (nothing stored) when no record of ``source`` is valid."""
+    parts: list[pd.DataFrame] = []
+    stored = 0
+    if isinstance(records, ParsedRecords):
+        stored, parts = ingest_records(store, dataset, records.nodes), [records.rejects]
+    else:
+        parts.append(records.line_rejects)
+        pending: list[pa.Table] = []
+        # two meters: the rows read and checked, and the nodes stored WRITE_ROWS at a time
+        with progress("read and check", records.n_records, "rows") as checked, \
+                progress("store", None, "nodes") as written:
+            checked.advance(len(records.line_rejects))
+            for batch in records:  # parsed a batch at a time
+                pending.append(batch.nodes)
+                parts.append(batch.rejects)
+                checked.advance(batch.n_valid + len(batch.rejects))
+                if sum(table.num_rows for table in pending) >= WRITE_ROWS:
+                    stored += ingest_records(store, dataset, pa.concat_tables(pending))
+                    pending = []
+                    written.to(stored)
+            if sum(table.num_rows for table in pending):
+                stored += ingest_records(store, dataset, pa.concat_tables(pending))
+                written.to(stored)
+    rejected = in_input_order(parts)
+    if not stored:
+        raise no_valid_records(rejected, source)
     run_logger().info("stored %s nodes in dataset %r, rejected %s rows", f"{stored:,}", dataset,
-                      f"{len(records.rejects):,}")
+                      f"{len(rejected):,}")
+    counts = reject_counts(rejected)
     # reject_reasons: rejected rows per kind of reason, for run reports (see records.REJECT_KINDS)
-    summary = {"dataset": dataset, "stored": stored, "rejected": len(records.rejects),
-               "reject_reasons": records.reject_counts, "rejects_file": None}
-    if len(records.rejects) and rejects_path is not None:
+    summary = {"dataset": dataset, "stored": stored, "rejected": len(rejected),
+               "reject_reasons": counts, "rejects_file": None}
+    if len(rejected) and rejects_path is not None:
         rejects_path.parent.mkdir(parents=True, exist_ok=True)
-        records.rejects.to_csv(rejects_path, index=False)
+        rejected.to_csv(rejects_path, index=False)
         summary["rejects_file"] = str(rejects_path)
-    if len(records.rejects):
+    if len(rejected):
         # the first reasons, each once and cut short: a duplicate key is every one of its
         # rows' reason, and one row with 13 bad features listed all 13 (seen on wine)
         reasons = [reason if len(reason) <= 120 else reason[:117] + "..."
-                   for reason in pd.unique(records.rejects["reason"].astype(str))[:5]]
+                   for reason in pd.unique(rejected["reason"].astype(str))[:5]]
         run_logger().warning(
             "%s of %s records rejected (%s), reasons in the rejects file; first: %s",
-            f"{len(records.rejects):,}", f"{stored + len(records.rejects):,}",
-            ", ".join(f"{kind}: {n:,}" for kind, n in records.reject_counts.items()), "; ".join(reasons),
+            f"{len(rejected):,}", f"{stored + len(rejected):,}",
+            ", ".join(f"{kind}: {n:,}" for kind, n in counts.items()), "; ".join(reasons),
         )
     return summary
 
@@ -105,7 +142,10 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
     ``text`` a column embedded into the features (``labelling.text_embedding``; the
     ``graphlabel[text]`` extra), ``categorical`` the categorical feature columns,
     ``label_confidence`` the column of trust in the given labels; see
-    ``labelling.records.parse_records``.
+    ``labelling.records.parse_records``. The file is parsed and stored ``BATCH_ROWS`` rows
+    at a time (``labelling.record_batches``: the same nodes and rejects as parsing it
+    whole); a failure half way leaves the batches before it stored, and ingesting the file
+    again converges (nodes are upserted by key).
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
     of reason) and ``rejects_file``."""
     check_dataset_name(dataset)
@@ -114,10 +154,10 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
         # rows must have the length the dataset's nodes already have (the most common one,
         # should an older store hold several): a mixed dataset cannot be labelled
         stored = store.feature_lengths(dataset)
-        records = parse_records(source, key=key, features=features, label=label, classes=classes,
-                                encoding=encoding, expected_dim=next(iter(stored), None), text=text,
-                                categorical=categorical, label_confidence=label_confidence)
-        summary = ingest_parsed(store, dataset, records, rejects)
+        records = parse_record_batches(source, key=key, features=features, label=label, classes=classes,
+                                       encoding=encoding, expected_dim=next(iter(stored), None), text=text,
+                                       categorical=categorical, label_confidence=label_confidence)
+        summary = ingest_parsed(store, dataset, records, rejects, source)
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
 
@@ -136,8 +176,8 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
             n_user = count_user_edges(store, dataset, spec)
         notes.append(f"labelling over {n_user:,} of the user's {spec.edges_type} relationships"
                      + ("" if spec.similarity_kind is None else f" added to the {spec.kind} graph"))
-    with clock("build_edges"):
-        built = build_edges_task(store, dataset, spec)
+    with clock("build_edges"), stage_progress() as steps:
+        built = build_edges_task(store, dataset, spec, steps)
     spec = spec.with_sigma(built.sigma).with_encoding(built.encoding)
     record_graph_build(store, dataset, spec)
     run_logger().info("built the %s graph of %r: %s edges (%s%s)", spec.kind, dataset, f"{built.n_edges:,}",

@@ -12,13 +12,14 @@ import time
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 import solvers
 from graphstore import BuiltGraph, GraphStore, LabelRunRecord, StoreUnavailable
+from graphstore.port import OnProgress
 from labelling import components
 from labelling.components import ComponentPlan
 from labelling.problems import ExportedProblem, label_problem, prediction_rows
-from labelling.records import ParsedRecords
 from similarity.spec import GraphSpec
 
 from .direct import task
@@ -45,19 +46,20 @@ STORE_RETRIES = dict(retry_delays=(1, 2, 4), retry_if=is_transient, prefect_opti
 
 
 @task("ingest", **STORE_RETRIES)
-def ingest_records(store: GraphStore, dataset: str, records: ParsedRecords) -> int:
-    """Write the valid records as nodes (upsert by key)."""
-    return store.write_nodes(dataset, records.nodes)
+def ingest_records(store: GraphStore, dataset: str, nodes: pa.Table) -> int:
+    """Write valid records (``ParsedRecords.nodes``) as nodes (upsert by key)."""
+    return store.write_nodes(dataset, nodes)
 
 
 @task("build-edges", **STORE_RETRIES)
-def build_edges(store: GraphStore, dataset: str, spec: GraphSpec) -> BuiltGraph:
+def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, on_progress: OnProgress | None = None) -> BuiltGraph:
     """Replace the dataset's similarity relationships with the graph ``spec`` describes
     (the store builds it: GDS on Neo4j, ``similarity`` on the embedded store). A graph of
     the user's edges alone (kind ``edges``) builds none: graphlabel's own relationships of
     the dataset are deleted (they are no longer what it is labelled over) and the count is
-    of the user's edges. The user's edges themselves are never written."""
-    return store.build_edges(dataset, spec)
+    of the user's edges. The user's edges themselves are never written. Its steps go to
+    ``on_progress`` (``graphstore.port.OnProgress``)."""
+    return store.build_edges(dataset, spec, on_progress)
 
 
 @task("read-user-edges", **STORE_RETRIES)

@@ -64,6 +64,18 @@ StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=
                                 " credentials (NEO4J_USER, NEO4J_PASSWORD or GRAPHLABEL_NEO4J_PASSWORD_BLOCK).")
 
 
+QuietOption = typer.Option(False, "--quiet", "-q", help="Show no progress (the stages' counts, rate and time"
+                                                         " left, on stderr while the command runs).")
+
+
+def _progress(headline: str, quiet: bool):
+    """The progress of the command's flow on stderr: bars on a terminal, a line every few
+    seconds in a log, nothing with --quiet (graphlabel/progress_display.py)."""
+    from graphlabel.progress_display import shown
+
+    return shown(err, headline, quiet)
+
+
 def _escape(message: str) -> str:
     from rich.markup import escape
 
@@ -169,6 +181,7 @@ def demo(
     seed: int = typer.Option(0, help="Random seed of the hidden/flipped labels."),
     k: int = typer.Option(10, help="Neighbours per node in the kNN graph."),
     solver: str = typer.Option("harmonic", help="Solver to run."),
+    quiet: bool = QuietOption,
 ) -> None:
     """Label scikit-learn's handwritten digits end to end and score the result."""
     from flows.demo import DATASET, demo_flow
@@ -177,7 +190,7 @@ def demo(
 
     _quiet_expected_errors()
 
-    with console.status("running the labelling flow on the digits..."):
+    with _progress("running the labelling flow on the digits...", quiet):
         # "full": the demo's labelling run (a subflow, tagged as its parent) relabels every node
         result = run_flow(demo_flow, run_tags(DATASET, solver, "full", "demo"), store_uri=store,
                           per_class=per_class, flip_fraction=flip, seed=seed, k=k, solver=solver)
@@ -221,6 +234,7 @@ def ingest(
     classes: str | None = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
     encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
+    quiet: bool = QuietOption,
     store: str | None = StoreOption,
 ) -> None:
     """Ingest records as nodes; every rejected row is reported with its reason."""
@@ -241,7 +255,7 @@ def ingest(
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
     with _one_line_errors():
         try:
-            with console.status(f"ingesting {file} into {dataset!r}..."):
+            with _progress(f"ingesting {file} into {dataset!r}...", quiet):
                 summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,
                                    dataset=dataset, key=key, features=features, label=label, store_uri=store,
                                    rejects_path=rejects, classes=allowed, encoding=encoding, text=text,
@@ -308,6 +322,7 @@ def build_graph(
     sigma: float | None = typer.Option(None, help="Gaussian bandwidth (default: the median k-th neighbour distance)."),
     scale: str = typer.Option("standard", help="Scale the numeric features first: standard (mean 0, std 1),"
                                                " robust (median 0, IQR 1) or none."),
+    quiet: bool = QuietOption,
     store: str | None = StoreOption,
 ) -> None:
     """Build the dataset's similarity relationships in the store."""
@@ -318,7 +333,7 @@ def build_graph(
     _quiet_expected_errors()
 
     with _one_line_errors():
-        with console.status(f"building the {graph} graph of {dataset!r}..."):
+        with _progress(f"building the {graph} graph of {dataset!r}...", quiet):
             summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
                                delta=delta, sigma=sigma, edges_weight=edges_weight, scale=scale)
@@ -356,6 +371,7 @@ def label(
                               " the scheduler in --dask-address / $GRAPHLABEL_DASK_ADDRESS."),
     dask_address: str | None = typer.Option(None, envvar="GRAPHLABEL_DASK_ADDRESS",
                                                help="Dask scheduler, e.g. tcp://scheduler:8786."),
+    quiet: bool = QuietOption,
     store: str | None = StoreOption,
 ) -> None:
     """Label the dataset's nodes and write predictions back as node properties."""
@@ -381,7 +397,7 @@ def label(
                 flow = labelling_flow.with_options(task_runner=dask_runner(dask_address))
             else:
                 cluster = dask_client(dask_address)
-        with console.status(f"labelling {dataset!r} with {solver}..."), cluster:
+        with _progress(f"labelling {dataset!r} with {solver}...", quiet), cluster:
             summary = run_flow(flow, run_tags(dataset, solver, run_kind(full, holdout)), _user_errors(),
                                dataset=dataset,
                                store_uri=store, solver=solver, solver_params=solver_params,

@@ -57,12 +57,16 @@ from .schemas import (
     check_endpoints,
     check_limit,
     conform_table,
-    subgraph_from_tables,
+    subgraph_from_positions,
 )
 from .user_edges import checked_weights
 
 #: Engine → its database file in the store folder. The Python package has the engine's name.
 ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
+#: Nodes (Entity-table offsets) whose features one read_features query returns: Kùzu keeps
+#: a query's whole result in its buffer pool and the Arrow copy doubles it, so the features
+#: of 1M nodes read at once held 1.2 GB (kuzu 0.11.3).
+FEATURE_SLICE = 200_000
 #: The engine of a new store opened without a scheme: the faster of the two in
 #: bench/results/store.md (ladybug took 1.0x kuzu's time to export the subgraph, 1.25x to
 #: COPY 1M relationships, 1.8x to delete them; 100k nodes, medians of 2 rounds each).
@@ -93,8 +97,9 @@ def _features_to_blob(features: pa.ChunkedArray) -> pa.Array:
     offsets = np.asarray(flat.offsets, dtype=np.int64)
     values = np.ascontiguousarray(flat.values.to_numpy(zero_copy_only=False), dtype="<f8")
     values = values[offsets[0]:offsets[-1]]
+    # the values' own buffer, not a copy: the BLOB column shares the features' memory
     return pa.Array.from_buffers(pa.large_binary(), len(flat),
-                                 [None, pa.py_buffer((offsets - offsets[0]) * 8), pa.py_buffer(values.tobytes())])
+                                 [None, pa.py_buffer((offsets - offsets[0]) * 8), pa.py_buffer(values)])
 
 
 def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
@@ -105,6 +110,21 @@ def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
     raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
     return pa.ListArray.from_arrays(pa.array((offsets - offsets[0]) // 8, pa.int64()).cast(pa.int32()),
                                     pa.array(raw.view("<f8").astype(np.float64)))
+
+
+def _offset_positions(offsets: np.ndarray) -> np.ndarray:
+    """Row position of each Entity-table offset in ``offsets`` (-1 for an offset that is not
+    there): an array indexed by offset, so a relationship's ends are looked up in numpy."""
+    position = np.full(int(offsets.max()) + 1 if len(offsets) else 0, -1, dtype=np.int64)
+    position[offsets] = np.arange(len(offsets))
+    return position
+
+
+def _row_positions(position: np.ndarray, offsets: pa.ChunkedArray) -> np.ndarray:
+    """Rows of ``offsets`` by ``_offset_positions``' table (-1 where it has none)."""
+    offsets = offsets.to_numpy().astype(np.int64, copy=False)
+    inside = offsets < len(position)
+    return np.where(inside, position[np.where(inside, offsets, 0)], -1)
 
 
 def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
@@ -278,21 +298,37 @@ class KuzuStore(GraphStore):
     def write_nodes(self, dataset: str, nodes: pa.Table) -> int:
         check_dataset_name(dataset)
         nodes = conform_table(nodes, STORED_NODE_SCHEMA, "node", NODE_OPTIONAL_COLUMNS)
-        rows = nodes.set_column(1, "features", _features_to_blob(nodes.column("features")))
-        rows = rows.append_column("uid", _uids(dataset, nodes.column("key"))).append_column(
-            "dataset", pa.array([dataset] * nodes.num_rows, pa.string())
-        ).append_column("content_hash", pa.array(content_hashes(nodes), pa.int64()))
-        if rows.num_rows:
-            # updated_at: only for new rows and rows whose hash differs (upsert_nodes.kuzu.cypher)
-            now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
-            self._bulk("upsert_nodes", {"rows": rows, "now": now})
+        if not nodes.num_rows:
+            return 0
+        rows = pa.table({
+            "uid": _uids(dataset, nodes.column("key")), "dataset": pa.repeat(pa.scalar(dataset), nodes.num_rows),
+            "key": nodes.column("key"), "features": _features_to_blob(nodes.column("features")),
+            "given_label": nodes.column("label"), "categories": nodes.column("categories"),
+            "given_label_confidence": nodes.column("label_confidence"),
+            "content_hash": pa.array(content_hashes(nodes), pa.int64())})
+        # updated_at: only for new rows and rows whose hash differs (upsert_nodes.kuzu.cypher)
+        now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
+        stored = self._run("existing_nodes", {"rows": rows.select(["uid"])}).get_as_arrow().column("uid")
+        # a uid twice in the table (a caller's, not ingest's: parse_records keeps one row per key)
+        # would fail the COPY: it is MERGEd in order, the last row winning, as before the COPY
+        counts = pa.compute.value_counts(rows.column("uid")).flatten()
+        repeated = pa.compute.filter(counts[0], pa.compute.greater(counts[1], 1))
+        merged = pa.compute.or_(pa.compute.is_in(rows.column("uid"), value_set=stored),
+                                pa.compute.is_in(rows.column("uid"), value_set=repeated))
+        if pa.compute.any(merged).as_py():
+            self._run("upsert_nodes", {"rows": rows.filter(merged), "now": now})
+        new = rows.filter(pa.compute.invert(merged))
+        if new.num_rows:
+            self._run("insert_nodes", {"rows": new.append_column(
+                "updated_at", pa.repeat(pa.scalar(now, pa.timestamp("us")), new.num_rows))})
+        self._run("checkpoint")
         return rows.num_rows
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
         self._check_endpoints(dataset, edges)  # before the old relationships are deleted
-        self._bulk("delete_edges", {"dataset": dataset})
+        self._delete_edges(dataset)
         rows = pa.table(
             {
                 "from": _uids(dataset, edges.column("source")),
@@ -304,6 +340,17 @@ class KuzuStore(GraphStore):
         if rows.num_rows:
             self._bulk("insert_edges", {"edges": rows})
         return rows.num_rows
+
+    def _delete_edges(self, dataset: str) -> None:
+        """Delete the dataset's similarity relationships: the whole SIMILAR table dropped and
+        made again when they are all the dataset's (count_other_edges.kuzu.cypher says why),
+        else one by one."""
+        if self._run("count_other_edges", {"dataset": dataset}).get_next()[0] == 0:
+            self._run("drop_similar")
+            self.ensure_schema()
+            self._run("checkpoint")
+        else:
+            self._bulk("delete_edges", {"dataset": dataset})
 
     def _edge_rows(self, dataset: str, edges: pa.Table) -> pa.Table:
         return pa.table({
@@ -380,16 +427,48 @@ class KuzuStore(GraphStore):
         spec["built_at"] = pd.Timestamp(rows[0]["built_at"]) if rows[0]["built_at"] is not None else None
         return spec
 
-    def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
+    def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)
         nodes = self._run("read_nodes", {"dataset": dataset}).get_as_arrow()
-        if with_features:
-            index = nodes.column_names.index("features")
-            nodes = nodes.set_column(index, "features", _blob_to_features(nodes.column("features")))
-        else:
-            nodes = nodes.drop_columns(["features"])
+        position = _offset_positions(nodes.column("node").to_numpy().astype(np.int64, copy=False))
+        features, lengths = self._read_features(dataset, position) if with_features else (None, None)
+        if not with_edges:
+            return subgraph_from_positions(nodes, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
+                                           features, lengths)
         edges = self._run("read_edges", {"dataset": dataset}).get_as_arrow()
-        return subgraph_from_tables(nodes, edges)
+        return subgraph_from_positions(nodes, _row_positions(position, edges.column("source")),
+                                       _row_positions(position, edges.column("target")), edges.column("weight"),
+                                       features, lengths)
+
+    def _read_features(self, dataset: str, position: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The nodes' features as ``SubGraph`` holds them, in the rows ``position`` gives
+        each Entity-table offset: an (n, d) matrix, or when the lengths differ (None and)
+        each node's length. Read ``FEATURE_SLICE`` offsets at a time (read_features.kuzu.cypher)."""
+        n = int((position >= 0).sum())
+        if n == 0:
+            return None, None
+        lengths = np.zeros(n, dtype=np.int64)
+        matrix: np.ndarray | None = None
+        mixed = False
+        for first in range(0, len(position), FEATURE_SLICE):  # a loop over slices of nodes
+            part = self._run("read_features", {"dataset": dataset, "first": first,
+                                               "last": first + FEATURE_SLICE}).get_as_arrow()
+            rows = position[part.column("node").to_numpy()]
+            blobs = part.column("features").combine_chunks().cast(pa.large_binary())
+            sizes = pa.compute.binary_length(blobs).fill_null(0).to_numpy(zero_copy_only=False) // 8
+            lengths[rows] = sizes
+            if not len(rows) or mixed:
+                continue
+            if matrix is None:
+                matrix = np.empty((n, int(sizes[0])))
+            if np.any(sizes != matrix.shape[1]):
+                mixed, matrix = True, None
+                continue
+            values = _blob_to_features(pa.chunked_array([blobs])).flatten().to_numpy(zero_copy_only=False)
+            matrix[rows] = values.reshape(len(rows), -1)
+        if mixed:
+            return None, lengths
+        return (matrix if matrix is not None else np.zeros((n, 0))), None
 
     def feature_lengths(self, dataset: str) -> dict[int, int]:
         check_dataset_name(dataset)

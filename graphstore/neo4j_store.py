@@ -98,7 +98,7 @@ from .errors import NotFound, StoreSetupError, StoreUnavailable, WriteRefused
 from .explain import explanation
 from .identifiers import check_identifier, render
 from .neo4j_config import Neo4jGraphConfig
-from .port import BuiltGraph, GraphStore
+from .port import BuiltGraph, GraphStore, OnProgress
 from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
 from .schemas import (
@@ -408,11 +408,12 @@ class Neo4jStore(GraphStore):
         spec["built_at"] = None if built_at is None else pd.Timestamp(built_at)
         return spec
 
-    def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
+    def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)
         name = "read_nodes" if with_features else "read_nodes_without_features"
         node_columns = self._single(name, {"dataset": dataset}, READ)
-        edge_columns = self._single("read_edges", {"dataset": dataset}, READ)
+        edge_columns = (self._single("read_edges", {"dataset": dataset}, READ) if with_edges
+                        else {"source": [], "target": [], "weight": []})
         if edge_columns is not None and edge_columns.get("unweighted"):
             raise StoreSetupError(
                 f"the similarity graph of dataset {dataset!r} is half built ({edge_columns['unweighted']}"
@@ -602,11 +603,12 @@ class Neo4jStore(GraphStore):
         if self._gds_builds(spec):
             neo4j_gds.gds_version(self)
 
-    def build_edges(self, dataset: str, spec: GraphSpec) -> BuiltGraph:
+    def build_edges(self, dataset: str, spec: GraphSpec, on_progress: OnProgress | None = None) -> BuiltGraph:
         if not self._gds_builds(spec):
-            return super().build_edges(dataset, spec)
+            return super().build_edges(dataset, spec, on_progress)
         k, metric, weights = spec.knn
-        graph = self.read_subgraph(dataset, with_features=True)  # the fit (neo4j_gds's docstring)
+        # the fit (neo4j_gds's docstring)
+        graph = self.read_subgraph(dataset, with_features=True, with_edges=False)
         if graph.n_nodes and graph.features is None:
             raise ValueError(graph.mixed_lengths(dataset))
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)

@@ -5,6 +5,7 @@ one set of checks on each); what crosses it is described in ``graphstore.schemas
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,15 @@ from similarity.spec import GraphSpec
 
 from .runs import LabelRunRecord
 from .schemas import SubGraph, edge_table, edge_table_from_pairs
+
+#: How a store reports the steps of a long operation (``GraphStore.build_edges``):
+#: ``(stage, done, total, unit)``, ``total`` None when not known beforehand. The flows show
+#: it (``flows.progress.StageProgress``); the store never imports them.
+OnProgress = Callable[[str, int, int | None, str], None]
+
+
+def _no_progress(stage: str, done: int, total: int | None, unit: str) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -54,8 +64,9 @@ class GraphStore(ABC):
         """Delete the dataset's similarity relationships and write these; returns the count."""
 
     @abstractmethod
-    def read_subgraph(self, dataset: str, with_features: bool = True) -> SubGraph:
-        """Read the dataset's nodes, given labels, features and relationships."""
+    def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
+        """Read the dataset's nodes, given labels, features and relationships (none with
+        ``with_edges=False``: a graph build reads only what it builds from)."""
 
     @abstractmethod
     def feature_lengths(self, dataset: str) -> dict[int, int]:
@@ -181,8 +192,9 @@ class GraphStore(ABC):
         anything. The local builder (this default) always can."""
         return None
 
-    def build_edges(self, dataset: str, spec: GraphSpec) -> BuiltGraph:
-        """Replace the dataset's similarity relationships with the graph ``spec`` describes.
+    def build_edges(self, dataset: str, spec: GraphSpec, on_progress: OnProgress | None = None) -> BuiltGraph:
+        """Replace the dataset's similarity relationships with the graph ``spec`` describes,
+        reporting its steps to ``on_progress`` (``OnProgress``).
 
         This default builds it here (``similarity.build_graph`` on the features read from
         the store, then ``replace_edges``); a database with a builder of its own (Neo4j
@@ -201,17 +213,26 @@ class GraphStore(ABC):
             return BuiltGraph(n_user, None)
         import similarity  # scikit-learn loads with it: only when a graph is built
 
-        graph = self.read_subgraph(dataset, with_features=True)
+        report = on_progress or _no_progress
+        report("read features", 0, None, "nodes")
+        graph = self.read_subgraph(dataset, with_features=True, with_edges=False)
         if graph.n_nodes == 0:
             raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
         if graph.features is None:
             raise ValueError(graph.mixed_lengths(dataset))
+        report("read features", graph.n_nodes, None, "nodes")
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
         W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
-                                          categories=graph.categories)
+                                          categories=graph.categories,
+                                          on_progress=lambda done, total: report("kNN search", done, total, "nodes"))
         problem = similarity.weights_problem(W.data, sigma) if spec.weights == "gaussian" else None
         warnings = (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
-        return BuiltGraph(self.replace_edges(dataset, edge_table(graph.keys, W)), sigma, warnings, encoding)
+        edges = edge_table(graph.keys, W)
+        del W, graph  # the relationships are written from the edge table alone
+        report("write relationships", 0, None, "relationships")
+        written = self.replace_edges(dataset, edges)
+        report("write relationships", written, None, "relationships")
+        return BuiltGraph(written, sigma, warnings, encoding)
 
     def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
         """Relationships from the nodes at positions ``new`` of ``graph`` (the dataset as

@@ -225,23 +225,34 @@ def subgraph_from_tables(nodes: pa.Table, edges: pa.Table) -> SubGraph:
     """Assemble a SubGraph from a node table (key, label, features) and an edge table
     (source, target, weight) given by key; edges to nodes outside the table are dropped,
     and each pair is kept once (``one_row_per_pair``)."""
-    keys = nodes.column("key").to_numpy(zero_copy_only=False).astype(object)
-    labels = nodes.column("label").to_numpy(zero_copy_only=False).astype(object)
     features = lengths = None
     if "features" in nodes.column_names and nodes.num_rows:
         flat = nodes.column("features").combine_chunks()
         lengths = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False)
         if lengths.min() == lengths.max():
-            features, lengths = flat.flatten().to_numpy(zero_copy_only=False).reshape(len(keys), -1), None
+            features, lengths = flat.flatten().to_numpy(zero_copy_only=False).reshape(nodes.num_rows, -1), None
     # Arrow's hash lookup, in C over the key strings: no Python object per relationship.
     key_set = nodes.column("key").combine_chunks()
-    src = _positions(edges.column("source"), key_set)
-    dst = _positions(edges.column("target"), key_set)
-    weight = edges.column("weight").to_numpy(zero_copy_only=False).astype(np.float64)
-    inside = (src >= 0) & (dst >= 0)
+    return subgraph_from_positions(nodes, _positions(edges.column("source"), key_set),
+                                   _positions(edges.column("target"), key_set), edges.column("weight"),
+                                   features, lengths)
+
+
+def subgraph_from_positions(nodes: pa.Table, source: np.ndarray, target: np.ndarray,
+                            weight: pa.ChunkedArray | np.ndarray, features: np.ndarray | None = None,
+                            feature_lengths: np.ndarray | None = None) -> SubGraph:
+    """Assemble a SubGraph from a node table (key, label and the optional columns) and
+    edges as row positions into it (-1 for an end outside it: such an edge is dropped);
+    each pair is kept once (``one_row_per_pair``). ``features`` (n, d) or, when the
+    nodes' lengths differ, ``feature_lengths`` (n,) as ``SubGraph`` holds them."""
+    keys = nodes.column("key").to_numpy(zero_copy_only=False).astype(object)
+    labels = nodes.column("label").to_numpy(zero_copy_only=False).astype(object)
+    weight = (weight.to_numpy(zero_copy_only=False) if isinstance(weight, pa.ChunkedArray | pa.Array)
+              else np.asarray(weight)).astype(np.float64, copy=False)
+    inside = (source >= 0) & (target >= 0)
     categories, confidence = optional_node_columns(nodes)
-    return one_row_per_pair(SubGraph(keys, labels, features, src[inside], dst[inside], weight[inside], lengths,
-                                     categories, confidence))
+    return one_row_per_pair(SubGraph(keys, labels, features, source[inside], target[inside], weight[inside],
+                                     feature_lengths, categories, confidence))
 
 
 def optional_node_columns(nodes: pa.Table) -> tuple[np.ndarray | None, np.ndarray | None]:

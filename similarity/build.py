@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -37,12 +38,14 @@ def encoded_features(features: np.ndarray | None, labels: np.ndarray, spec: Grap
 
 
 def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec,
-                categories: np.ndarray | None = None) -> tuple[sp.csr_matrix, float | None]:
+                categories: np.ndarray | None = None,
+                on_progress: Callable[[int, int], None] | None = None) -> tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted graph from the features (and, for Blum & Chawla's label-reading
     graphs, the given labels: None where absent), with the Gaussian σ a kNN graph used
     (None for the others). The features are first scaled and the ``categories`` (n, c)
     one-hot as ``spec`` says (``encoded_features``; ``spec.encoding`` when it carries the
-    fitted numbers, else fitted here)."""
+    fitted numbers, else fitted here). A kNN search reports the nodes whose neighbours it
+    has found to ``on_progress(done, total)``."""
     features = encoded_features(features, labels, spec, categories)
     # GraphSpec.__post_init__ has checked that the fields each kind reads are set
     k, metric, weights = spec.k or 0, spec.metric or "euclidean", spec.weights or "binary"
@@ -56,7 +59,7 @@ def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec,
         with warnings.catch_warnings():  # the caller reports it (similarity.weights_problem), once
             warnings.simplefilter("ignore", DegenerateWeightsWarning)
             return knn_graph(features, k, metric=metric, weights=weights, sigma=spec.sigma,
-                             symmetrise=spec.symmetrise or "max", return_sigma=True)
+                             symmetrise=spec.symmetrise or "max", return_sigma=True, on_progress=on_progress)
     if spec.kind == "delta":
         return delta_graph(features, delta, metric=metric, weights=weights, sigma=spec.sigma), None
     if spec.kind == "mincut3":

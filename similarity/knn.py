@@ -8,6 +8,7 @@ HNSW index for large n.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -246,6 +247,7 @@ def knn_graph(
     symmetrise: str = "max",
     backend: str = "auto",
     return_sigma: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> sp.csr_matrix | tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted k-nearest-neighbour graph.
 
@@ -267,6 +269,8 @@ def knn_graph(
         Also return the Gaussian σ actually used (the one given, or the one picked from
         the data); None for the other weights. Record it to weight later edges alike
         (``knn_edges_for``).
+    on_progress : callable, optional
+        Called as ``on_progress(done, n)`` with the nodes whose neighbours are found.
 
     Returns
     -------
@@ -276,7 +280,11 @@ def knn_graph(
     """
     X = _validate(X, k, metric, weights, symmetrise)
     n = X.shape[0]
+    if on_progress is not None:
+        on_progress(0, n)
     idx, dist = nearest_neighbors(X, k, metric, backend)
+    if on_progress is not None:
+        on_progress(n, n)
     rows = np.repeat(np.arange(n), k)
     w, used_sigma = _weights_from(dist, X, rows, idx.ravel(), metric, weights, sigma)
     _warn_if_degenerate(np.ravel(w), used_sigma)

@@ -76,7 +76,11 @@ def test_the_parser_rejects_broken_cypher():
 # Statements with no Neo4j meaning: Kùzu's CHECKPOINT (the server manages its own), and the
 # existing-pairs check of Kùzu's add_edges (Neo4j's MERGE batches need none).
 # ingest-edges loads the user's edges into the embedded store only (on Neo4j they are the user's)
-KUZU_ONLY = {"checkpoint", "existing_edges", "delete_user_edges", "insert_user_edges"}
+# Kùzu's bulk paths: new nodes COPYed after a check of which exist (Neo4j MERGEs in UNWIND
+# batches), the SIMILAR table dropped when it is one dataset's (Neo4j deletes in batches), the
+# features read a slice of table offsets at a time.
+KUZU_ONLY = {"checkpoint", "existing_edges", "delete_user_edges", "insert_user_edges", "existing_nodes",
+             "insert_nodes", "count_other_edges", "drop_similar", "read_features"}
 
 
 def test_every_kuzu_query_has_a_neo4j_counterpart():
@@ -131,7 +135,10 @@ def test_shared_files_parse_as_opencypher(path):
 def _kuzu_parameters(name: str) -> dict:
     """Values of the right types for the parameters of the Kùzu files (EXPLAIN binds them)."""
     now = pd.Timestamp("2026-01-01").to_pydatetime()
-    nodes = pa.table({"key": ["a"], "features": [b"\x00" * 8], "label": ["x"]})  # Kùzu keeps a BLOB
+    # the columns KuzuStore.write_nodes sends (features as the BLOB Kùzu keeps)
+    node_rows = pa.table({"uid": ["d:a"], "dataset": ["d"], "key": ["a"], "features": [b"\x00" * 8],
+                          "given_label": ["x"], "categories": pa.array([["red"]], pa.list_(pa.string())),
+                          "given_label_confidence": [0.5], "content_hash": pa.array([1], pa.int64())})
     predictions = pa.table({
         "key": ["a"], "predicted_label": ["x"], "label_confidence": [0.5], "label_noise": [False],
         "label_noise_score": [0.1], "label_run_id": ["r"], "label_solver": ["s"],
@@ -141,11 +148,9 @@ def _kuzu_parameters(name: str) -> dict:
     predictions = predictions.set_column(predictions.column_names.index("label_scores"), "label_scores",
                                          pa.array([b"\x00" * 16]))
     tables = {
-        "upsert_nodes": {"rows": nodes.append_column("categories", pa.array([["red"]], pa.list_(pa.string())))
-                         .append_column("label_confidence", pa.array([0.5]))
-                         .append_column("uid", pa.array(["d:a"]))
-                         .append_column("dataset", pa.array(["d"]))
-                         .append_column("content_hash", pa.array([1], pa.int64())), "now": now},
+        "upsert_nodes": {"rows": node_rows, "now": now},
+        "insert_nodes": {"rows": node_rows.append_column("updated_at", pa.array([now], pa.timestamp("us")))},
+        "existing_nodes": {"rows": node_rows.select(["uid"])},
         "write_predictions": {"rows": predictions.append_column("uid", pa.array(["d:a"]))},
         "insert_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "weight": [1.0],
                                             "dataset": ["d"]})},
@@ -162,7 +167,7 @@ def _kuzu_parameters(name: str) -> dict:
                "run_ids": ["r"], "uid": "d:a", "key": "a", "process": "{}", "heartbeat_at": now, "seen": now,
                "classes": "[]", "decision": "accept", "label": "x", "reviewer": "r", "decided_at": now,
                "decision_id": "i", "previous": "x",
-               "edge_type": "T"}
+               "edge_type": "T", "first": 0, "last": 1}
     return tables.get(name, scalars)
 
 

@@ -1,0 +1,191 @@
+"""Progress of the stages that take long, for the person who started them: how many of how
+many, how fast, and how long is left.
+
+A stage reports with ``with progress("kNN search", total=n, unit="nodes") as meter:``
+then ``meter.advance(k)`` (or ``meter.to(done)``). Where that goes is set once per command
+by whoever runs the flow (``showing``): the CLI gives a rich bar on a terminal, a plain
+line every few seconds on a pipe or a log file, nothing with ``--quiet``; without a
+display (a flow called from Python, a test) nothing is shown. Inside a Prefect flow run
+each stage also gets a progress artifact, updated at most every ``ARTIFACT_SECONDS``, which
+the run's Artifacts tab in the UI shows moving.
+
+The layers below the flows never import this module: a stage hands them ``meter.to`` as a
+plain ``on_progress(done)`` callable (similarity's kNN search, the store's batched writes).
+A stage whose length is not known beforehand (a solver's iterations) has ``total=None``:
+the display shows that it runs and for how long.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .direct import in_flow_run, run_logger
+
+#: Seconds between two updates of a stage's progress artifact (each is a call to the API).
+ARTIFACT_SECONDS = 2.0
+
+
+class Display(Protocol):
+    """Where a command shows its stages' progress (graphlabel/progress_display.py has the
+    terminal's and the log's)."""
+
+    def start(self, meter: Meter) -> None: ...
+
+    def update(self, meter: Meter) -> None: ...
+
+    def finish(self, meter: Meter) -> None: ...
+
+
+#: The display of this command's flows; None shows nothing.
+DISPLAY: ContextVar[Display | None] = ContextVar("graphlabel_progress_display", default=None)
+
+
+@contextmanager
+def showing(display: Display | None) -> Iterator[None]:
+    """Show the progress of the flows run inside the block on ``display``."""
+    token = DISPLAY.set(display)
+    try:
+        yield
+    finally:
+        DISPLAY.reset(token)
+
+
+@dataclass
+class Meter:
+    """One stage's progress: ``done`` of ``total`` ``unit`` (total None: not known) since
+    ``started`` (``time.monotonic``)."""
+
+    stage: str
+    total: int | None
+    unit: str
+    done: int = 0
+    started: float = field(default_factory=time.monotonic)
+    _display: Display | None = None
+    _artifact: Any = None  # the progress artifact's id (a UUID) in a flow run
+    _artifact_at: float = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def rate(self) -> float | None:
+        """Units per second so far (None before any)."""
+        elapsed = self.elapsed
+        return self.done / elapsed if self.done and elapsed > 0 else None
+
+    @property
+    def seconds_left(self) -> float | None:
+        """At the rate so far, how long the rest takes (None when unknown)."""
+        rate = self.rate
+        if self.total is None or rate is None:
+            return None
+        return max(self.total - self.done, 0) / rate
+
+    def describe(self) -> str:
+        """One line: ``kNN search: 400,000 of 1,000,000 nodes (40%), 25,000 nodes/s, about 24 s left``."""
+        if self.total is None:
+            return f"{self.stage}: {self.done:,} {self.unit}, {self.elapsed:.0f} s"
+        share = self.done / self.total if self.total else 1.0
+        line = f"{self.stage}: {self.done:,} of {self.total:,} {self.unit} ({share:.0%})"
+        if self.rate is not None:
+            line += f", {self.rate:,.0f} {self.unit}/s"
+        left = self.seconds_left
+        if left is not None and self.done < self.total:
+            line += f", about {_duration(left)} left"
+        return line
+
+    def advance(self, count: int = 1) -> None:
+        self.to(self.done + int(count))
+
+    def to(self, done: int) -> None:
+        """The stage has done ``done`` units in all."""
+        self.done = int(done)
+        if self._display is not None:
+            self._display.update(self)
+        if self._artifact is not None and time.monotonic() - self._artifact_at >= ARTIFACT_SECONDS:
+            self._update_artifact()
+
+    def _update_artifact(self) -> None:
+        from prefect.artifacts import update_progress_artifact
+
+        self._artifact_at = time.monotonic()
+        share = 100.0 * self.done / self.total if self.total else 0.0
+        try:
+            update_progress_artifact(self._artifact, progress=min(share, 100.0), description=self.describe())
+        except Exception as error:  # noqa: BLE001 - the UI's progress is not worth the run
+            run_logger().warning("could not update the progress of %s: %s", self.stage, error)
+            self._artifact = None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@contextmanager
+def progress(stage: str, total: int | None, unit: str) -> Iterator[Meter]:
+    """A stage's ``Meter``, shown on this command's display and, in a flow run, as a
+    progress artifact; the stage ends shown whole (a stage that failed ends where it was)."""
+    meter = Meter(stage, total, unit, _display=DISPLAY.get())
+    if in_flow_run() and total:
+        from prefect.artifacts import create_progress_artifact
+
+        try:
+            meter._artifact = create_progress_artifact(progress=0.0, description=meter.describe())
+        except Exception as error:  # noqa: BLE001 - the UI's progress is not worth the run
+            run_logger().warning("could not create the progress of %s: %s", stage, error)
+    if meter._display is not None:
+        meter._display.start(meter)
+    completed = False
+    try:
+        yield meter
+        completed = True
+    finally:
+        if completed and meter.total is not None:
+            meter.done = meter.total
+        if meter._artifact is not None:
+            meter._update_artifact()
+        if meter._display is not None:
+            meter._display.finish(meter)
+
+
+class StageProgress:
+    """Progress a layer below the flows reports as ``(stage, done, total, unit)`` calls
+    (``graphstore.port.OnProgress``): a ``Meter`` per stage, the previous one finished when
+    the next one begins, the last by ``close``."""
+
+    def __init__(self) -> None:
+        self._stage: str | None = None
+        self._meter: Meter | None = None
+        self._open: ExitStack | None = None
+
+    def __call__(self, stage: str, done: int, total: int | None, unit: str) -> None:
+        if stage != self._stage or self._meter is None:
+            self.close()
+            self._open = ExitStack()
+            self._meter, self._stage = self._open.enter_context(progress(stage, total, unit)), stage
+        self._meter.to(done)
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.close()
+        self._stage, self._meter, self._open = None, None, None
+
+
+@contextmanager
+def stage_progress() -> Iterator[StageProgress]:
+    """A ``StageProgress`` for the block; its last stage ends with the block."""
+    stages = StageProgress()
+    try:
+        yield stages
+    finally:
+        stages.close()
