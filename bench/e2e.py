@@ -1,29 +1,30 @@
-"""End to end on the embedded store: a Parquet file of n entities (32 features, 10 classes,
-1% labelled) through ingest → build edges → export → solve → write back, the time of each
-stage as the flows record it, at two sizes so each stage's growth exponent can be read.
+"""End to end as a user runs it: ``graphlabel ingest``, ``build-graph`` and ``label`` with
+their defaults (harmonic with its noise flags, a 10-NN graph), each in a fresh process on
+the embedded store, next to a plain script on the same file in the same run
+(bench/_plain_script.py: faiss HNSW 10-NN, Gaussian weights, scikit-learn's LabelSpreading
+α = 0.99). For each: wall time, peak resident memory, accuracy on the hidden labels; for
+graphlabel also the seconds of every stage each command prints, and its noise flags
+against the labels flipped on purpose.
 
-    python -m bench e2e                 # 10k and 100k entities
-    python -m bench e2e --full          # 100k and 1M entities (the issue's goal: 1M < 15 min)
-    python -m bench e2e --sizes 30000   # any sizes
-    python -m bench e2e --sizes 100000 --noise-flags   # the solver's defaults next to no flags
+    python -m bench e2e                          # 100k entities
+    python -m bench e2e --full                   # 1M entities (issue 19's table)
+    python -m bench e2e --sizes 10000000 --no-script   # 10M, graphlabel alone
 
-Every run uses ``SOLVER_PARAMS`` (harmonic: ``detect_noise=False``, no noise flags: the
-exact leave-one-out flags cost one more solve per given label, 1,000 at 100k and 10,000
-at 1M), which the report's title states. ``--noise-flags`` runs each size twice, with
-those settings and with the solver's defaults (what ``graphlabel label`` runs), and
-reports both solves side by side.
-
-Each size runs in a fresh store in a temporary folder, in its own child process (so the
-peak memory is the run's own), through the same Prefect flows the CLI runs. The growth
-exponent of a stage between sizes n₁ < n₂ is log(t₂/t₁) / log(n₂/n₁); n log n between
-100k and 1M is an exponent of 1.2.
+Data (``labelled_entities``): scikit-learn's make_classification, 32 features of which 8
+informative (one Gaussian cluster per class, mixed linearly into 32 as embeddings are), 10
+classes, class_sep 1.5; 1% of the rows carry a given label, 10% of those flipped to another
+class (seed 1). Written as one Parquet file; each command reads what the previous wrote.
+The commands run as a newcomer runs them: no Prefect server configured (a fresh
+PREFECT_HOME), progress lines on stderr (not a terminal). Peak memory is each process's
+own maximum resident set (``os.wait4``). Single runs: the machine is shared, so the ratio
+to the script, measured in the same run, is the figure to read.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,12 +34,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._common import RESULTS, Report
+from ._common import Report
 
 DIMENSIONS = 32
 CLASSES = 10
 LABELED = 0.01
-SOLVER_PARAMS = {"harmonic": {"detect_noise": False}}
+FLIPPED = 0.10
+DATASET = "e2e"
+#: A stage row of the time table each command prints.
+STAGE_ROW = re.compile(r"│ ([a-z_]+)\s+│ ([0-9.]+)\s+│")
 
 
 def entities(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
@@ -61,161 +65,119 @@ def entities(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     return frame, y
 
 
-def run_one(n: int, solver: str, workdir: Path, solver_params: dict | None = None) -> dict:
-    """One end-to-end run in this process; returns stage timings and the run's numbers.
-    ``solver_params``: default ``SOLVER_PARAMS[solver]``; ``{}`` runs the solver's defaults."""
-    solver_params = SOLVER_PARAMS.get(solver, {}) if solver_params is None else solver_params
-    from flows.labelling import build_graph_flow, ingest_flow, labelling_flow
+def labelled_entities(n: int) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """``entities(n)`` with ``FLIPPED`` of the given labels changed to another class:
+    the frame, the true classes, and which rows were flipped."""
+    frame, y = entities(n)
+    rng = np.random.default_rng(1)
+    given = frame["label"].notna().to_numpy()
+    flipped = given & (rng.random(n) < FLIPPED)
+    wrong = (y[flipped] + rng.integers(1, CLASSES, flipped.sum())) % CLASSES
+    labels = frame["label"].to_numpy(dtype=object)
+    labels[flipped] = np.char.add("c", wrong.astype(str))
+    frame["label"] = pd.array(labels, dtype="string")
+    return frame, y, flipped
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict:
+    """Run one command; its wall seconds, peak resident MiB, exit code and output."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    return {"seconds": seconds, "peak MiB": usage.ru_maxrss / 1024, "exit": process.returncode,
+            "stdout": stdout, "stderr": stderr}
+
+
+def graphlabel_commands(data: Path, store: Path) -> list[tuple[str, list[str]]]:
+    s = ["--store", str(store)]
+    return [("ingest", ["ingest", str(data), "--dataset", DATASET, "--key", "key", "--features", "x*",
+                        "--label", "label", *s]),
+            ("build-graph", ["build-graph", "--dataset", DATASET, *s]),
+            ("label", ["label", "--dataset", DATASET, *s])]
+
+
+def run_size(n: int, folder: Path, script: bool) -> dict:
+    frame, y, flipped = labelled_entities(n)
+    data = folder / "entities.parquet"
+    frame.to_parquet(data, index=False)
+    truth = pd.Series(np.char.add("c", y.astype(str)), index=frame["key"].to_numpy())
+    hidden = frame["label"].isna().to_numpy()
+    env = {**os.environ, "PREFECT_HOME": str(folder / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    graphlabel = str(Path(sys.executable).with_name("graphlabel"))
+    commands, stages = [], []
+    for name, args in graphlabel_commands(data, folder / "store"):
+        print(f"  {n:,}: graphlabel {name}...", flush=True)
+        done = timed([graphlabel, *args], env, folder)
+        if done["exit"] != 0:
+            raise SystemExit(f"graphlabel {name} failed ({done['exit']}): {(done['stderr'] or done['stdout'])[-800:]}")
+        commands.append({"command": f"graphlabel {name}", "seconds": done["seconds"], "peak MiB": done["peak MiB"]})
+        stages += [{"command": name, "stage": stage, "seconds": float(s)}
+                   for stage, s in STAGE_ROW.findall(done["stdout"])]
     from graphstore import open_store
 
-    frame, y = entities(n)
-    source = workdir / "entities.parquet"
-    frame.to_parquet(source, index=False)
-    store = str(workdir / "store")
-    timings: dict[str, float] = {}
-    _warm_up_prefect()
-
-    start = time.perf_counter()
-    ingest_flow(str(source), "scale", "key", "x*", "label", store_uri=store)
-    timings["ingest"] = time.perf_counter() - start
-    graph = build_graph_flow("scale", store_uri=store, k=10)
-    timings.update({f"graph.{k}": v for k, v in graph["timings"].items()})
-    summary = labelling_flow("scale", store_uri=store, solver=solver,
-                             solver_params=solver_params, build_graph=False, full=True)
-    timings.update(summary["timings"])
-    with open_store(store) as graph_store:
-        written = graph_store.query(
-            "MATCH (e:Entity) WHERE e.dataset = 'scale' AND e.given_label IS NULL "
-            "RETURN e.key AS key, e.predicted_label AS predicted")
-    truth = pd.Series(np.char.add("c", y.astype(str)), index=frame["key"].to_numpy())
-    accuracy = float((written["predicted"].to_numpy() == truth.loc[written["key"]].to_numpy()).mean())
-    return {"n": n, "solver": solver, "solver_params": solver_params, "timings": timings, "edges": graph["edges"],
-            "accuracy": accuracy, "max_rss_mib": _max_rss_mib(), "n_flagged": summary["n_flagged"],
-            "n_labeled": summary["n_labeled"]}
-
-
-def _warm_up_prefect() -> None:
-    """Start the ephemeral Prefect API before the clock runs: the first flow of a process
-    pays its start-up (seconds), which is not the pipeline's cost."""
-    from prefect import flow
-
-    flow(name="warm-up")(lambda: None)()
-
-
-def _max_rss_mib() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def profiled_run(n: int, solver: str, workdir: Path, out: Path) -> dict:
-    """``run_one`` under pyinstrument; the call tree goes to ``out`` (text)."""
-    from pyinstrument import Profiler
-
-    _warm_up_prefect()
-    profiler = Profiler(interval=0.005)
-    profiler.start()
-    try:
-        return run_one(n, solver, workdir)
-    finally:
-        profiler.stop()
-        out.write_text(profiler.output_text(unicode=True, color=False))
-
-
-def _child(n: int, solver: str, profile: Path | None = None, solver_params: dict | None = None) -> dict:
-    """Run one size in a fresh interpreter (fresh store, fresh peak-memory counter)."""
-    with tempfile.TemporaryDirectory(prefix="graphlabel-e2e-") as tmp:
-        out = Path(tmp) / "result.json"
-        call = (f"profiled_run({n}, {solver!r}, Path({tmp!r}), Path({str(profile)!r}))" if profile
-                else f"run_one({n}, {solver!r}, Path({tmp!r}), {solver_params!r})")
-        code = ("import json, sys; from pathlib import Path; from bench.e2e import run_one, profiled_run; "
-                f"r = {call}; Path({str(out)!r}).write_text(json.dumps(r))")
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent,
-                       env={**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING", "PREFECT_TASKS_REFRESH_CACHE": "true",
-                            "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
-        return json.loads(out.read_text())
-
-
-def growth(small: dict, large: dict) -> dict[str, float]:
-    """Exponent a of t ∝ n^a for each stage between two runs."""
-    ratio = np.log(large["n"] / small["n"])
-    return {stage: float(np.log(max(large["timings"][stage], 1e-3) / max(small["timings"][stage], 1e-3)) / ratio)
-            for stage in large["timings"] if stage in small["timings"]}
+    with open_store(str(folder / "store")) as store:  # not timed: the answers, to score them
+        written = store.read_export(DATASET).to_pandas()
+    written = written.set_index("key")
+    keys = frame["key"].to_numpy()
+    predicted = written["predicted_label"].reindex(keys).to_numpy()
+    noisy = written["label_noise"].reindex(keys).fillna(False).to_numpy(dtype=bool)
+    result = {"n": n, "commands": commands, "stages": stages,
+              "accuracy": float(np.mean(predicted[hidden] == truth.to_numpy()[hidden])),
+              "flagged": int(noisy.sum()), "flags caught": int((noisy & flipped).sum()),
+              "flipped": int(flipped.sum())}
+    if script:
+        print(f"  {n:,}: plain script...", flush=True)
+        done = timed([sys.executable, str(Path(__file__).with_name("_plain_script.py")), str(data),
+                      str(folder / "script.parquet")], env, folder)
+        if done["exit"] != 0:
+            raise SystemExit(f"the plain script failed: {done['stderr'][-800:]}")
+        answers = pd.read_parquet(folder / "script.parquet").set_index("key")["predicted_label"].reindex(keys)
+        result["script"] = {"seconds": done["seconds"], "peak MiB": done["peak MiB"], "steps": done["stderr"].strip(),
+                            "accuracy": float(np.mean(answers.to_numpy()[hidden] == truth.to_numpy()[hidden]))}
+    return result
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench e2e")
-    parser.add_argument("--full", action="store_true")
+    parser.add_argument("--full", action="store_true", help="1M entities")
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")])
-    parser.add_argument("--solver", default="harmonic")
-    parser.add_argument("--profile", action="store_true",
-                        help="run each size under pyinstrument; call trees in bench/results/e2e_profile_N.txt")
-    parser.add_argument("--noise-flags", action="store_true",
-                        help="also run each size with the solver's defaults (noise flags on); bench/results/"
-                             "e2e_noise_flags.md")
+    parser.add_argument("--no-script", action="store_true", help="graphlabel alone (no plain script)")
+    parser.add_argument("--name", help="results file name (default e2e, e2e_full with --full)")
     args = parser.parse_args(argv)
-    sizes = args.sizes or ([100_000, 1_000_000] if args.full else [10_000, 100_000])
-    if args.noise_flags:
-        return noise_flags(sizes, args.solver)
-    name = "e2e_full" if args.full else "e2e"
-    report = Report(name, f"End to end on the embedded store ({args.solver} with {SOLVER_PARAMS.get(args.solver, {})},"
-                          " 32-d, k = 10, 1% labelled)")
-    runs = []
+    sizes = args.sizes or ([1_000_000] if args.full else [100_000])
+    name = args.name or ("e2e_full" if args.full else "e2e")
+    report = Report(name, "End to end with the defaults: graphlabel's CLI (ingest, build-graph, label; harmonic"
+                          " with noise flags, 10-NN graph, embedded store) against a plain script (faiss HNSW"
+                          " M=16 10-NN, Gaussian weights, LabelSpreading α=0.99) on the same Parquet file;"
+                          " 32 features, 10 classes, 1% given labels of which 10% flipped")
     for n in sizes:
-        print(f"running {n} entities...", flush=True)
-        profile = RESULTS / f"e2e_profile_{n}.txt" if args.profile else None
-        runs.append(_child(n, args.solver, profile))
-    stages = list(runs[-1]["timings"])
-    frame = pd.DataFrame({"stage": stages})
-    for run in runs:
-        frame[f"{run['n']:,} s"] = [run["timings"].get(s, np.nan) for s in stages]
-    if len(runs) >= 2:
-        exponents = growth(runs[-2], runs[-1])
-        frame["growth exponent"] = [exponents.get(s, np.nan) for s in stages]
-    totals = {"stage": "total"}
-    for run in runs:
-        totals[f"{run['n']:,} s"] = sum(run["timings"].values())
-    frame = pd.concat([frame, pd.DataFrame([totals])], ignore_index=True)
-    report.table("Seconds per stage (single run per size)", frame, floatfmt=".2f")
-    report.table("Run", pd.DataFrame([{"n": r["n"], "edges": r["edges"], "accuracy": r["accuracy"],
-                                        "max RSS MiB": r["max_rss_mib"]} for r in runs]))
-    _plot(report, runs)
+        with tempfile.TemporaryDirectory(prefix="graphlabel-e2e-") as tmp:
+            run = run_size(n, Path(tmp), not args.no_script)
+        commands = pd.DataFrame(run["commands"])
+        commands["MiB per million"] = commands["peak MiB"] / (n / 1e6)
+        total = {"command": "graphlabel, all three", "seconds": commands["seconds"].sum(),
+                 "peak MiB": commands["peak MiB"].max(), "MiB per million": commands["peak MiB"].max() / (n / 1e6)}
+        rows = [*commands.to_dict("records"), total]
+        if "script" in run:
+            script = run["script"]
+            rows.append({"command": "plain script", "seconds": script["seconds"], "peak MiB": script["peak MiB"],
+                         "MiB per million": script["peak MiB"] / (n / 1e6)})
+            rows.append({"command": "graphlabel ÷ script", "seconds": total["seconds"] / script["seconds"],
+                         "peak MiB": total["peak MiB"] / script["peak MiB"]})
+        report.table(f"{n:,} entities: each command (single run)", pd.DataFrame(rows), floatfmt=".2f")
+        report.table(f"{n:,} entities: the stages each command printed", pd.DataFrame(run["stages"]), floatfmt=".2f")
+        quality = [{"who": "graphlabel", "accuracy (hidden labels)": run["accuracy"], "flagged": run["flagged"],
+                    "flips caught": f"{run['flags caught']} of {run['flipped']}"}]
+        if "script" in run:
+            quality.append({"who": "plain script", "accuracy (hidden labels)": run["script"]["accuracy"],
+                            "flagged": "", "flips caught": "(no flags)"})
+            report.note(f"plain script's steps at {n:,}: {run['script']['steps']}")
+        report.table(f"{n:,} entities: answers", pd.DataFrame(quality), floatfmt=".4f")
     report.save()
-
-
-def noise_flags(sizes: list[int], solver: str) -> None:
-    """Each size with ``SOLVER_PARAMS`` and with the solver's defaults, in the same run."""
-    report = Report("e2e_noise_flags", f"End to end, {solver}: {SOLVER_PARAMS.get(solver, {})} against the"
-                                       " solver's defaults (32-d, k = 10, 1% labelled)")
-    rows = []
-    for n in sizes:
-        for params in (SOLVER_PARAMS.get(solver, {}), {}):
-            print(f"running {n} entities with {params or 'the defaults'}...", flush=True)
-            run = _child(n, solver, solver_params=params)
-            rows.append({"n": n, "solver params": str(params or "defaults"), "given labels": run["n_labeled"],
-                         "solve s": run["timings"]["solve"], "total s": sum(run["timings"].values()),
-                         "flagged": run["n_flagged"], "accuracy": run["accuracy"]})
-    frame = pd.DataFrame(rows)
-    frame["solve × no flags"] = frame["solve s"] / frame.groupby("n")["solve s"].transform("first")
-    report.table("Solve and total seconds (single run per setting)", frame, floatfmt=".3f")
-    report.save()
-
-
-def _plot(report: Report, runs: list[dict]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    stages = list(runs[-1]["timings"])
-    bottom = np.zeros(len(runs))
-    labels = [f"{r['n']:,}" for r in runs]
-    for stage in stages:
-        values = np.array([r["timings"].get(stage, 0.0) for r in runs])
-        ax.bar(labels, values, bottom=bottom, label=stage)
-        bottom += values
-    ax.set_ylabel("seconds")
-    ax.set_xlabel("entities")
-    ax.legend(fontsize=7)
-    report.figure(fig, "seconds per stage, end to end on the embedded store")

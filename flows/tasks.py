@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
 import solvers
@@ -19,7 +18,7 @@ from graphstore import BuiltGraph, GraphStore, LabelRunRecord, StoreUnavailable
 from graphstore.port import OnProgress
 from labelling import components
 from labelling.components import ComponentPlan
-from labelling.problems import ExportedProblem, label_problem, prediction_rows
+from labelling.problems import ExportedProblem, label_problem
 from similarity.spec import GraphSpec
 
 from .direct import task
@@ -103,13 +102,11 @@ def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, 
 
 
 @task("write-predictions", **STORE_RETRIES)
-def write_predictions(
-    store: GraphStore, dataset: str, exported: ExportedProblem, prediction: solvers.Prediction,
-    run_id: str, labelled_at: pd.Timestamp,
-) -> int:
-    """Set predicted_label, label_confidence, label_noise, label_run_id, label_solver and
-    labelled_at on every node of the dataset."""
-    return store.write_predictions(dataset, prediction_rows(exported, prediction, run_id, labelled_at))
+def write_predictions(store: GraphStore, dataset: str, rows: pa.Table) -> int:
+    """Set predicted_label, label_confidence, label_noise, label_run_id, label_solver,
+    labelled_at and the scores on the nodes of these prediction rows
+    (``labelling.problems.prediction_rows``)."""
+    return store.write_predictions(dataset, rows)
 
 
 def _record_run_options() -> dict[str, Any]:

@@ -63,10 +63,32 @@ from .user_edges import checked_weights
 
 #: Engine → its database file in the store folder. The Python package has the engine's name.
 ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
-#: Nodes (Entity-table offsets) whose features one read_features query returns: Kùzu keeps
-#: a query's whole result in its buffer pool and the Arrow copy doubles it, so the features
-#: of 1M nodes read at once held 1.2 GB (kuzu 0.11.3).
-FEATURE_SLICE = 200_000
+#: Nodes (Entity-table offsets) whose features or relationships one query returns: Kùzu
+#: keeps a query's whole result in its buffer pool and the Arrow copy doubles it, so the
+#: features of 1M nodes read at once held 1.2 GB (kuzu 0.11.3), and a result larger than
+#: the pool (``buffer_pool_bytes``) fails the query.
+READ_SLICE = 200_000
+#: Kùzu's page cache, at least (``buffer_pool_bytes``). Its default, 80% of the machine's
+#: memory, let every page a run read or wrote stay resident: labelling 1M nodes peaked at
+#: 3.5 GB, against 2.4 GB with 1 GiB (512 MiB failed the write-back's SET statements with
+#: "the buffer pool is full"). Reads come in ``READ_SLICE``s and writes in batches, so the
+#: pool needs the working set, not the data.
+BUFFER_POOL_BYTES = 1 << 30
+
+
+def buffer_pool_bytes(database: Path) -> int:
+    """The pool a store opens with: ``BUFFER_POOL_BYTES``, or the database file's size when
+    it is larger (a store of 10M nodes works with pages a 1M-node one does not have), never
+    more than Kùzu's own default of 80% of the memory."""
+    import psutil
+
+    stored = database.stat().st_size if database.is_file() else 0
+    return int(min(max(BUFFER_POOL_BYTES, stored), 0.8 * psutil.virtual_memory().total))
+
+
+#: Prediction rows one SET statement writes (``write_predictions``): 1M rows did not fit in
+#: a 1 GiB pool; per 100k the writes took as long as in one statement (kuzu 0.11.3).
+WRITE_SLICE = 100_000
 #: The engine of a new store opened without a scheme: the faster of the two in
 #: bench/results/store.md (ladybug took 1.0x kuzu's time to export the subgraph, 1.25x to
 #: COPY 1M relationships, 1.8x to delete them; 100k nodes, medians of 2 rounds each).
@@ -205,7 +227,7 @@ def _open_database(module: ModuleType, path: Path, timeout: float):
     deadline, delay = None, 0.25
     while True:
         try:
-            return module.Database(str(path))
+            return module.Database(str(path), buffer_pool_size=buffer_pool_bytes(path))
         except RuntimeError as error:
             if "lock" not in str(error).lower():
                 raise
@@ -430,29 +452,43 @@ class KuzuStore(GraphStore):
     def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)
         nodes = self._run("read_nodes", {"dataset": dataset}).get_as_arrow()
+        # in key order (labelling.problems.in_key_order's), so the features are read into
+        # their final rows and never copied to sort them (256 MB at 1M nodes of 32)
+        order = pa.compute.sort_indices(nodes.column("key"))
+        nodes = nodes.take(order)
         position = _offset_positions(nodes.column("node").to_numpy().astype(np.int64, copy=False))
         features, lengths = self._read_features(dataset, position) if with_features else (None, None)
-        if not with_edges:
-            return subgraph_from_positions(nodes, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0),
-                                           features, lengths)
-        edges = self._run("read_edges", {"dataset": dataset}).get_as_arrow()
-        return subgraph_from_positions(nodes, _row_positions(position, edges.column("source")),
-                                       _row_positions(position, edges.column("target")), edges.column("weight"),
-                                       features, lengths)
+        source, target, weight = self._read_edges(dataset, position) if with_edges else (
+            np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        return subgraph_from_positions(nodes, source, target, weight, features, lengths)
+
+    def _read_edges(self, dataset: str, position: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The dataset's relationships as rows of ``position`` (-1 for an end outside it) and
+        weights, ``READ_SLICE`` source offsets at a time (read_edges.kuzu.cypher)."""
+        parts = []
+        for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
+            part = self._run("read_edges", {"dataset": dataset, "first": first,
+                                            "last": first + READ_SLICE}).get_as_arrow()
+            parts.append((_row_positions(position, part.column("source")),
+                          _row_positions(position, part.column("target")),
+                          part.column("weight").to_numpy().astype(np.float64, copy=False)))
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
 
     def _read_features(self, dataset: str, position: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The nodes' features as ``SubGraph`` holds them, in the rows ``position`` gives
         each Entity-table offset: an (n, d) matrix, or when the lengths differ (None and)
-        each node's length. Read ``FEATURE_SLICE`` offsets at a time (read_features.kuzu.cypher)."""
+        each node's length. Read ``READ_SLICE`` offsets at a time (read_features.kuzu.cypher)."""
         n = int((position >= 0).sum())
         if n == 0:
             return None, None
         lengths = np.zeros(n, dtype=np.int64)
         matrix: np.ndarray | None = None
         mixed = False
-        for first in range(0, len(position), FEATURE_SLICE):  # a loop over slices of nodes
+        for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
             part = self._run("read_features", {"dataset": dataset, "first": first,
-                                               "last": first + FEATURE_SLICE}).get_as_arrow()
+                                               "last": first + READ_SLICE}).get_as_arrow()
             rows = position[part.column("node").to_numpy()]
             blobs = part.column("features").combine_chunks().cast(pa.large_binary())
             sizes = pa.compute.binary_length(blobs).fill_null(0).to_numpy(zero_copy_only=False) // 8
@@ -487,7 +523,10 @@ class KuzuStore(GraphStore):
             return 0
         index = rows.column_names.index("label_scores")
         rows = rows.set_column(index, "label_scores", _nullable_blob(rows.column("label_scores")))
-        return int(self._bulk("write_predictions", {"rows": rows}).get_next()[0])
+        # a statement per WRITE_SLICE rows: a SET keeps the old values of its whole
+        # transaction in the buffer pool (1M rows did not fit in BUFFER_POOL_BYTES)
+        return sum(int(self._bulk("write_predictions", {"rows": rows.slice(start, WRITE_SLICE)}).get_next()[0])
+                   for start in range(0, rows.num_rows, WRITE_SLICE))
 
     def write_run(self, run: LabelRunRecord) -> None:
         self._run("write_run", run.properties())

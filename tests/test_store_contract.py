@@ -616,12 +616,14 @@ def digits_nodes(X, y, start=0, every=5) -> pa.Table:
 
 def exact_neighbours(X, rows, k, metric):
     """The k nearest other rows of ``X`` to each of ``X[rows]`` (exact), and their
-    distances (cosine: 1 - cos)."""
+    distances (cosine: 1 - cos). A tie at the k-th place goes to the row whose key
+    (``digits_nodes``': ``d{i}``) comes first, as the stores read nodes in key order."""
     from sklearn.metrics import pairwise_distances
 
     d = pairwise_distances(X[rows], X, metric=metric)
     d[np.arange(len(rows)), rows] = np.inf
-    order = np.argsort(d, axis=1, kind="stable")[:, :k]
+    in_key_order = np.argsort([f"d{i}" for i in range(len(X))])
+    order = in_key_order[np.argsort(d[:, in_key_order], axis=1, kind="stable")[:, :k]]
     return order, np.take_along_axis(d, order, axis=1)
 
 
