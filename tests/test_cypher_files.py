@@ -80,7 +80,7 @@ def test_the_parser_rejects_broken_cypher():
 # batches), the SIMILAR table dropped when it is one dataset's (Neo4j deletes in batches), the
 # features read a slice of table offsets at a time.
 KUZU_ONLY = {"checkpoint", "existing_edges", "delete_user_edges", "insert_user_edges", "existing_nodes",
-             "insert_nodes", "count_other_edges", "drop_similar", "read_features"}
+             "insert_nodes", "count_other_edges", "drop_similar", "read_features", "node_offsets"}
 
 
 def test_every_kuzu_query_has_a_neo4j_counterpart():
@@ -151,6 +151,7 @@ def _kuzu_parameters(name: str) -> dict:
         "upsert_nodes": {"rows": node_rows, "now": now},
         "insert_nodes": {"rows": node_rows.append_column("updated_at", pa.array([now], pa.timestamp("us")))},
         "existing_nodes": {"rows": node_rows.select(["uid"])},
+        "node_offsets": {"rows": node_rows.select(["uid"])},
         "write_predictions": {"rows": predictions.append_column("uid", pa.array(["d:a"]))},
         "insert_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "weight": [1.0],
                                             "dataset": ["d"]})},
