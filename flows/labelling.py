@@ -649,8 +649,9 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if options.build_graph:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built
-    with clock("export"):
+    with clock("export"), progress("export", None, "nodes") as meter:
         exported = export_problem(store, dataset)
+        meter.to(exported.problem.n_nodes)
     if not options.build_graph and exported.problem.W.nnz == 0:
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
@@ -667,7 +668,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if options.holdout_fraction:
         exported, holdout = hold_out(exported, options.holdout_fraction, options.holdout_seed)
         run_logger().info("held out %s of the given labels to score the run", f"{len(holdout.nodes):,}")
-    with clock("solve"):
+    with clock("solve"), progress(f"solve ({solver})", exported.problem.n_nodes, "nodes"):
         prediction = solve_by_component(exported, options)
     run_logger().info("solved with %s: %s nodes labelled, %s given labels flagged as noisy", solver,
                       f"{int((prediction.labels >= 0).sum()):,}", f"{int(prediction.noisy.sum()):,}")

@@ -70,20 +70,21 @@ ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
 READ_SLICE = 200_000
 #: Kùzu's page cache, at least (``buffer_pool_bytes``). Its default, 80% of the machine's
 #: memory, let every page a run read or wrote stay resident: labelling 1M nodes peaked at
-#: 3.5 GB, against 2.4 GB with 1 GiB (512 MiB failed the write-back's SET statements with
-#: "the buffer pool is full"). Reads come in ``READ_SLICE``s and writes in batches, so the
-#: pool needs the working set, not the data.
+#: 3.5 GB. Reads come in ``READ_SLICE``s and writes in batches in table order, so the pool
+#: needs the working set, not the data: 512 MiB labels 1M nodes (256 MiB failed the
+#: write-back's SET statements with "the buffer pool is full").
 BUFFER_POOL_BYTES = 512 << 20
 
 
 def buffer_pool_bytes(database: Path) -> int:
-    """The pool a store opens with: ``BUFFER_POOL_BYTES``, or the database file's size when
-    it is larger (a store of 10M nodes works with pages a 1M-node one does not have), never
-    more than Kùzu's own default of 80% of the memory."""
+    """The pool a store opens with: ``BUFFER_POOL_BYTES`` and a quarter of the database
+    file's size (the primary-key index and the pages a statement touches grow with the
+    nodes: a 512 MiB pool failed to look up the keys of a batch into 8.5M stored nodes),
+    never more than Kùzu's own default of 80% of the memory."""
     import psutil
 
     stored = database.stat().st_size if database.is_file() else 0
-    return int(min(max(BUFFER_POOL_BYTES, stored), 0.8 * psutil.virtual_memory().total))
+    return int(min(BUFFER_POOL_BYTES + stored // 4, 0.8 * psutil.virtual_memory().total))
 
 
 #: Prediction rows one SET statement writes (``write_predictions``): 1M rows did not fit in
@@ -218,7 +219,7 @@ def stored_engines(folder: Path) -> list[str]:
     return [engine for engine, name in ENGINES.items() if (folder / name).exists()]
 
 
-def _open_database(module: ModuleType, path: Path, timeout: float):
+def _open_database(module: ModuleType, path: Path, timeout: float, pool_bytes: int):
     """The database at ``path``, waiting up to ``timeout`` seconds while another process
     holds its lock (Kùzu lets one process at a time open a database for writing: a
     scheduled run and a user's ``query`` meet here). Says once that it waits, then either
@@ -227,7 +228,7 @@ def _open_database(module: ModuleType, path: Path, timeout: float):
     deadline, delay = None, 0.25
     while True:
         try:
-            return module.Database(str(path), buffer_pool_size=buffer_pool_bytes(path))
+            return module.Database(str(path), buffer_pool_size=pool_bytes)
         except RuntimeError as error:
             if "lock" not in str(error).lower():
                 raise
@@ -294,7 +295,9 @@ class KuzuStore(GraphStore):
         self.engine = self.dialect = engine
         self.path.mkdir(parents=True, exist_ok=True)
         timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
-        self._db = _open_database(module, self.path / ENGINES[engine], timeout)
+        self._file, self._timeout = self.path / ENGINES[engine], timeout
+        self._pool_bytes = buffer_pool_bytes(self._file)
+        self._db = _open_database(module, self._file, timeout, self._pool_bytes)
         self._module = module
         self._conn = module.Connection(self._db)
         self.ensure_schema()
@@ -344,7 +347,22 @@ class KuzuStore(GraphStore):
             self._run("insert_nodes", {"rows": new.append_column(
                 "updated_at", pa.repeat(pa.scalar(now, pa.timestamp("us")), new.num_rows))})
         self._run("checkpoint")
+        self._fit_pool()
         return rows.num_rows
+
+    def _fit_pool(self) -> None:
+        """Open the database again with a larger pool once it has grown past the one it
+        was opened with (``buffer_pool_bytes``): an ingest of 10M rows into a new store
+        starts with 512 MiB and needs more as the stored keys grow. The lock is held by
+        this process throughout but for the moment between closing and opening."""
+        wanted = buffer_pool_bytes(self._file)
+        if wanted <= 1.25 * self._pool_bytes:
+            return
+        self._conn.close()
+        self._db.close()
+        self._pool_bytes = wanted
+        self._db = _open_database(self._module, self._file, self._timeout, wanted)
+        self._conn = self._module.Connection(self._db)
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
