@@ -160,3 +160,34 @@ def test_the_two_engines_are_never_loaded_in_one_process(tmp_path, first, second
     file = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}[first]
     assert [p.name for p in (tmp_path / "one").iterdir()] == [file]
     assert not (tmp_path / "two").exists()
+
+
+def test_the_page_pool_grows_with_the_store_and_keeps_its_data(store_path, monkeypatch):
+    """Kùzu's pool is bounded (its default of 80% of the memory kept every page resident)
+    and grows with the database file: a store reopens its database with a larger pool once
+    the file outgrows the one it opened with (here the pool grows 8x faster than it does, so
+    a few batches show it)."""
+    import numpy as np
+
+    import graphstore.kuzu_store as kuzu_store
+
+    assert kuzu_store.buffer_pool_bytes(Path(store_path) / "none.kuzu") == kuzu_store.BUFFER_POOL_BYTES
+    sized = kuzu_store.buffer_pool_bytes
+    faster = lambda file: kuzu_store.BUFFER_POOL_BYTES + 8 * (file.stat().st_size if file.is_file() else 0)  # noqa: E731
+    monkeypatch.setattr(kuzu_store, "buffer_pool_bytes", faster)
+    with open_store(store_path, create=True) as store:
+        first = store._pool_bytes
+        assert first == kuzu_store.BUFFER_POOL_BYTES  # a new store: no file yet when it opened
+        rng = np.random.default_rng(0)
+        for batch in range(4):  # 4 x 40k nodes of 32 features: tens of MB of pages
+            keys = [f"k{batch}-{i}" for i in range(40_000)]
+            table = pa.table({"key": keys, "features": list(rng.normal(size=(40_000, 32))),
+                              "label": [None] * 40_000}, schema=NODE_SCHEMA)
+            store.write_nodes("big", table)
+        assert store._pool_bytes > 1.25 * first
+        assert store._pool_bytes <= faster(store._file)
+        assert store.count_nodes("big") == 160_000
+    monkeypatch.setattr(kuzu_store, "buffer_pool_bytes", sized)
+    with open_store(store_path) as store:
+        assert store.count_nodes("big") == 160_000
+        assert store._pool_bytes == sized(store._file) > kuzu_store.BUFFER_POOL_BYTES
