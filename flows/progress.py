@@ -6,8 +6,14 @@ then ``meter.advance(k)`` (or ``meter.to(done)``). Where that goes is set once p
 by whoever runs the flow (``showing``): the CLI gives a rich bar on a terminal, a plain
 line every few seconds on a pipe or a log file, nothing with ``--quiet``; without a
 display (a flow called from Python, a test) nothing is shown. Inside a Prefect flow run
-each stage also gets a progress artifact, updated at most every ``ARTIFACT_SECONDS``, which
-the run's Artifacts tab in the UI shows moving.
+each stage of known length also gets a progress artifact, updated at most every
+``ARTIFACT_SECONDS``, which the run's Artifacts tab in the UI shows moving (it refreshes
+while the run goes). Its key is ``label-DATASET-STAGE`` (``label-wine-knn-search``, beside
+the run's ``label-wine-report``...): the UI titles an artifact by its key alone, and showed
+an unkeyed one as a bare "PROGRESS" card and an unnamed dot on the run's timeline. A card
+shows the first 45 characters or so of the description, hence the share first
+(``Meter.describe``); the last description says how the stage ended (``Meter.summary``),
+not a time left that a finished or failed stage no longer has.
 
 The layers below the flows never import this module: a stage hands them ``meter.to`` as a
 plain ``on_progress(done)`` callable (similarity's kNN search, the store's batched writes).
@@ -65,13 +71,16 @@ class Meter:
     unit: str
     done: int = 0
     started: float = field(default_factory=time.monotonic)
+    #: the stage ended before its work was done (an error): its last words say where
+    stopped: bool = False
+    ended: float | None = None  # when the stage ended (``time.monotonic``): its time stops there
     _display: Display | None = None
     _artifact: Any = None  # the progress artifact's id (a UUID) in a flow run
     _artifact_at: float = 0.0
 
     @property
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return (time.monotonic() if self.ended is None else self.ended) - self.started
 
     @property
     def rate(self) -> float | None:
@@ -88,17 +97,31 @@ class Meter:
         return max(self.total - self.done, 0) / rate
 
     def describe(self) -> str:
-        """One line: ``kNN search: 400,000 of 1,000,000 nodes (40%), 25,000 nodes/s, about 24 s left``."""
+        """One line: ``kNN search: 40%, 400,000 of 1,000,000 nodes, 25,000 nodes/s, about 24 s left``
+        (the share first: the UI's artifact cards show the first 45 characters or so)."""
         if self.total is None:
             return f"{self.stage}: {self.done:,} {self.unit}, {self.elapsed:.0f} s"
         share = self.done / self.total if self.total else 1.0
-        line = f"{self.stage}: {self.done:,} of {self.total:,} {self.unit} ({share:.0%})"
+        line = f"{self.stage}: {share:.0%}, {self.done:,} of {self.total:,} {self.unit}"
         if self.rate is not None:
             line += f", {self.rate:,.0f} {self.unit}/s"
         left = self.seconds_left
         if left is not None and self.done < self.total:
             line += f", about {_duration(left)} left"
         return line
+
+    def summary(self) -> str:
+        """The stage's last line: ``kNN search: 3,000 nodes in 1.0 s (2,915 nodes/s)``, or,
+        stopped, ``write back: stopped at 200,000 of 1,000,000 nodes (20%) after 4.1 s``."""
+        if self.stopped:
+            if self.total is None:
+                return f"{self.stage}: stopped after {self.done:,} {self.unit}, {self.elapsed:.1f} s"
+            share = self.done / self.total if self.total else 1.0
+            return (f"{self.stage}: stopped at {self.done:,} of {self.total:,} {self.unit} ({share:.0%})"
+                    f" after {self.elapsed:.1f} s")
+        line = f"{self.stage}: {self.done:,} {self.unit} in {self.elapsed:.1f} s"
+        rate = self.rate
+        return line if rate is None else f"{line} ({rate:,.0f} {self.unit}/s)"
 
     def advance(self, count: int = 1) -> None:
         self.to(self.done + int(count))
@@ -117,7 +140,8 @@ class Meter:
         self._artifact_at = time.monotonic()
         share = 100.0 * self.done / self.total if self.total else 0.0
         try:
-            update_progress_artifact(self._artifact, progress=min(share, 100.0), description=self.describe())
+            update_progress_artifact(self._artifact, progress=min(share, 100.0),
+                                     description=self.describe() if self.ended is None else self.summary())
         except Exception as error:  # noqa: BLE001 - the UI's progress is not worth the run
             run_logger().warning("could not update the progress of %s: %s", self.stage, error)
             self._artifact = None
@@ -131,6 +155,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def progress_key(stage: str) -> str | None:
+    """The key of a stage's progress artifact in this flow run: ``label-DATASET-STAGE``
+    (``flows.artifacts.artifact_key``), the dataset the run's parameters name; None (an
+    unnamed artifact) for a flow without one."""
+    from prefect.runtime import flow_run
+
+    from .artifacts import artifact_key as key_of
+
+    dataset = flow_run.parameters.get("dataset")
+    return key_of(str(dataset), stage) if dataset else None
+
+
 @contextmanager
 def progress(stage: str, total: int | None, unit: str) -> Iterator[Meter]:
     """A stage's ``Meter``, shown on this command's display and, in a flow run, as a
@@ -140,7 +176,8 @@ def progress(stage: str, total: int | None, unit: str) -> Iterator[Meter]:
         from prefect.artifacts import create_progress_artifact
 
         try:
-            meter._artifact = create_progress_artifact(progress=0.0, description=meter.describe())
+            meter._artifact = create_progress_artifact(progress=0.0, key=progress_key(stage),
+                                                       description=meter.describe())
         except Exception as error:  # noqa: BLE001 - the UI's progress is not worth the run
             run_logger().warning("could not create the progress of %s: %s", stage, error)
     if meter._display is not None:
@@ -152,6 +189,7 @@ def progress(stage: str, total: int | None, unit: str) -> Iterator[Meter]:
     finally:
         if completed and meter.total is not None:
             meter.done = meter.total
+        meter.stopped, meter.ended = not completed, time.monotonic()
         if meter._artifact is not None:
             meter._update_artifact()
         if meter._display is not None:

@@ -38,8 +38,8 @@ class TerminalDisplay:
 
     def finish(self, meter: Meter) -> None:
         task = self.tasks.pop(id(meter))
-        done = f"{meter.stage}: {meter.done:,} {meter.unit} in {meter.elapsed:.1f} s"
-        self.bars.update(task, completed=meter.done, total=meter.total or max(meter.done, 1), description=done)
+        self.bars.update(task, completed=meter.done, total=meter.total or max(meter.done, 1),
+                         description=meter.summary())
         self.bars.stop_task(task)
 
 
@@ -65,7 +65,7 @@ class LineDisplay:
 
     def finish(self, meter: Meter) -> None:
         self.said.pop(id(meter), None)
-        self._say(f"{meter.stage}: {meter.done:,} {meter.unit} in {meter.elapsed:.1f} s")
+        self._say(meter.summary())
 
 
 @contextmanager
