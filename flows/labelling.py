@@ -67,13 +67,17 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
         parts.append(records.line_rejects)
         pending: list[pa.Table] = []
         # two meters: the rows read and checked, and the nodes stored WRITE_ROWS at a time
+        # (out of the valid rows, at most every record: the total is set to the count at the end)
+        valid = records.n_records - len(records.line_rejects)
         with progress("read and check", records.n_records, "rows") as checked, \
-                progress("store", None, "nodes") as written:
+                progress("store", valid, "nodes") as written:
             checked.advance(len(records.line_rejects))
             for batch in records:  # parsed a batch at a time
                 pending.append(batch.nodes)
                 parts.append(batch.rejects)
                 checked.advance(batch.n_valid + len(batch.rejects))
+                valid -= len(batch.rejects)
+                written.total = valid
                 if sum(table.num_rows for table in pending) >= WRITE_ROWS:
                     stored += ingest_records(store, dataset, pa.concat_tables(pending))
                     pending = []

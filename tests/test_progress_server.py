@@ -88,19 +88,23 @@ def test_each_long_stage_leaves_a_progress_artifact_on_its_run(prefect_server, t
     ingest = flow_run(prefect_server, "blobs", "ingest")
     assert ingest["state_type"] == "COMPLETED"
     artifacts = progress_artifacts(prefect_server, ingest["id"])
-    assert set(artifacts) == {"label-blobs-read-and-check"}
-    read = artifacts["label-blobs-read-and-check"]
-    assert read["data"] == 100
+    assert set(artifacts) == {"label-blobs-read-and-check", "label-blobs-store"}
+    read, stored = artifacts["label-blobs-read-and-check"], artifacts["label-blobs-store"]
+    assert read["data"] == stored["data"] == 100
     assert re.fullmatch(FINISHED.format(stage="read and check", count=f"{rows:,}", unit="rows"), read["description"])
-    assert read["task_run_id"] is None  # the flow's own stage
+    assert re.fullmatch(FINISHED.format(stage="store", count=f"{rows:,}", unit="nodes"), stored["description"])
+    assert read["task_run_id"] is None  # the flow's own stages
 
     label = flow_run(prefect_server, "blobs", "harmonic")
     assert label["state_type"] == "COMPLETED"
     artifacts = progress_artifacts(prefect_server, label["id"])
-    assert set(artifacts) == {"label-blobs-knn-search", "label-blobs-write-back"}
+    assert set(artifacts) == {"label-blobs-knn-search", "label-blobs-solve-harmonic", "label-blobs-write-back"}
     knn, write = artifacts["label-blobs-knn-search"], artifacts["label-blobs-write-back"]
-    assert knn["data"] == write["data"] == 100
+    solve = artifacts["label-blobs-solve-harmonic"]
+    assert knn["data"] == write["data"] == solve["data"] == 100
     assert re.fullmatch(FINISHED.format(stage="kNN search", count=f"{rows:,}", unit="nodes"), knn["description"])
+    assert re.fullmatch(FINISHED.format(stage=r"solve \(harmonic\)", count=f"{rows:,}", unit="nodes"),
+                        solve["description"])
     assert re.fullmatch(FINISHED.format(stage="write back", count=f"{rows:,}", unit="nodes"), write["description"])
     # the kNN search runs inside the build-edges task: its artifact is on that task run too
     assert task_run_name(prefect_server, knn["task_run_id"]) == "build-edges"
