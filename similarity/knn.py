@@ -38,12 +38,22 @@ BRUTE_FORCE_MAX_PAIRS = 25_000_000
 BRUTE_FORCE_BLOCK = 4_000_000
 
 
+#: Ranks within this share of |q|² + max |z|² of the k-th are ties of ``_brute_force``: the
+#: matrix product's rounding (its kernel differs between CPUs) is far below it.
+TIE_RTOL = 1e-9
+
+
 def _brute_force(Z: np.ndarray, Q: np.ndarray, k1: int) -> tuple[np.ndarray, np.ndarray]:
     """Distances and indices of the ``k1`` rows of ``Z`` nearest to each row of ``Q``
-    (euclidean, nearest first), as scikit-learn's brute force finds them: ranked on
-    |z|² - 2 q·z, a tie at the k-th place going to the lower index (integer features, as
-    in the digits, tie often). The distances are then computed from the differences, so a
-    row's distance to itself is exactly 0."""
+    (euclidean, nearest first, a tie going to the lower index). Candidates are ranked on
+    |z|² - 2 q·z (a matrix product); every candidate within rounding of the k-th rank
+    (``TIE_RTOL``) then gets its distance computed from the differences, which is exact
+    for equal rows and the same on every machine, and the nearest ``k1`` are kept by that
+    distance and index. Ranking on the product alone left the choice among ties at the
+    k-th place to the product's rounding, which differs between CPUs' BLAS kernels: on
+    weka's vote data (binary features, many ties) 13 of 435 nodes got other neighbours
+    here than on the machine the tests were written on. A row's distance to itself is
+    exactly 0."""
     sq_z = np.einsum("ij,ij->i", Z, Z)
     dist = np.empty((len(Q), k1))
     idx = np.empty((len(Q), k1), dtype=np.int64)
@@ -52,14 +62,15 @@ def _brute_force(Z: np.ndarray, Q: np.ndarray, k1: int) -> tuple[np.ndarray, np.
         q = Q[start:start + block]
         rank = sq_z[None, :] - 2.0 * (q @ Z.T)
         kth = np.partition(rank, k1 - 1, axis=1)[:, k1 - 1:k1]
-        below = rank < kth
-        tied = rank == kth
-        # the k-th place's ties in index order, as many as the places left
-        tied &= np.cumsum(tied, axis=1) <= (k1 - below.sum(axis=1))[:, None]
-        near = np.nonzero(below | tied)[1].reshape(len(q), k1)
+        slack = TIE_RTOL * (np.einsum("ij,ij->i", q, q)[:, None] + sq_z.max(initial=0.0))
+        close = rank <= kth + slack
+        m = int(close.sum(axis=1).max())
+        near = np.argpartition(rank, m - 1, axis=1)[:, :m] if m < rank.shape[1] else \
+            np.broadcast_to(np.arange(rank.shape[1]), rank.shape).copy()
         diff = q[:, None, :] - Z[near]
         exact = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
-        order = np.lexsort((near, exact), axis=-1)
+        exact[~np.take_along_axis(close, near, axis=1)] = np.inf
+        order = np.lexsort((near, exact), axis=-1)[:, :k1]
         dist[start:start + block] = np.take_along_axis(exact, order, axis=1)
         idx[start:start + block] = np.take_along_axis(near, order, axis=1)
     return dist, idx
