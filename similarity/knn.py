@@ -291,9 +291,10 @@ class _IVFIndex:
 
 class _HnswlibIndex:
     """hnswlib's HNSW (``m``, ``ef_construction``), rows inserted in a seeded random order:
-    hnswlib inserts in the order given, and on rows sorted by cell (or by class, as many
-    tables are) its graph links each region only to earlier ones (recall@10 0.68 at 1M rows
-    of the e2e data inserted by k-means cell, against 0.996 in random order)."""
+    hnswlib inserts in the order given and stores rows in that order, and on rows sorted by
+    cell (or by class, as many tables are) its graph links each region only to earlier ones:
+    in a trial at 1M rows of the e2e data inserted by k-means cell (M = 16, ef_construction
+    = 20, ef = 16) recall@10 fell to 0.68, where faiss, which shuffles, kept 0.996."""
 
     def __init__(self, Z: np.ndarray, m: int | None = None, ef_construction: int | None = None) -> None:
         hnswlib = _optional("hnswlib")
