@@ -45,21 +45,25 @@ DATASET = "e2e"
 STAGE_ROW = re.compile(r"│ ([a-z_]+)\s+│ ([0-9.]+)\s+│")
 
 
-def entities(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
-    """n entities with 32 features from 10 classes, 1% of them with their label given.
-
-    The features are what embeddings of real entities look like: 8 informative directions
-    (one Gaussian cluster per class) mixed linearly into 32 (scikit-learn's
-    make_classification), not 32 independent ones; isotropic 32-d blobs are the hard
-    case of approximate search, measured apart in bench/knn_build.py."""
+def features(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The entities' 32 features (float64) and their classes: 8 informative directions (one
+    Gaussian cluster per class) mixed linearly into 32, what embeddings of real entities look
+    like (scikit-learn's make_classification), not 32 independent ones; isotropic 32-d
+    blobs are the hard case of approximate search, measured beside these in bench/knn_build.py."""
     from sklearn.datasets import make_classification
 
     X, y = make_classification(n_samples=n, n_features=DIMENSIONS, n_informative=8,
                                n_redundant=DIMENSIONS - 8, n_classes=CLASSES, n_clusters_per_class=1,
                                class_sep=1.5, flip_y=0.0, random_state=seed)
+    return X.astype(np.float64), y
+
+
+def entities(n: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """n entities with ``features(n, seed)`` and keys, 1% of them with their label given."""
+    X, y = features(n, seed)
     rng = np.random.default_rng(seed)
     given = rng.random(n) < LABELED
-    frame = pd.DataFrame(X.astype(np.float64), columns=[f"x{j:02d}" for j in range(DIMENSIONS)])
+    frame = pd.DataFrame(X, columns=[f"x{j:02d}" for j in range(DIMENSIONS)])
     frame.insert(0, "key", pd.array(np.char.add("e", np.arange(n).astype(str)), dtype="string"))
     frame.insert(1, "label", pd.array(np.where(given, np.char.add("c", y.astype(str)), None), dtype="string"))
     return frame, y

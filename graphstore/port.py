@@ -4,6 +4,7 @@ one set of checks on each); what crosses it is described in ``graphstore.schemas
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -222,17 +223,21 @@ class GraphStore(ABC):
             raise ValueError(graph.mixed_lengths(dataset))
         report("read features", graph.n_nodes, None, "nodes")
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
-        W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
-                                          categories=graph.categories,
-                                          on_progress=lambda done, total: report("kNN search", done, total, "nodes"))
+        with warnings.catch_warnings(record=True) as searched:  # a search that found too few: said to the run
+            warnings.simplefilter("always", similarity.LowRecallWarning)
+            W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
+                                              categories=graph.categories,
+                                              on_progress=lambda step, done, total: report(step, done, total, "nodes"))
         problem = similarity.weights_problem(W.data, sigma) if spec.weights == "gaussian" else None
-        warnings = (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
+        said = [f"the similarity graph of {dataset!r}: {problem}"] if problem else []
+        said += [f"the similarity graph of {dataset!r}: {w.message}" for w in searched
+                 if issubclass(w.category, similarity.LowRecallWarning)]
         edges = edge_table(graph.keys, W)
         del W, graph  # the relationships are written from the edge table alone
         report("write relationships", 0, None, "relationships")
         written = self.replace_edges(dataset, edges)
         report("write relationships", written, None, "relationships")
-        return BuiltGraph(written, sigma, warnings, encoding)
+        return BuiltGraph(written, sigma, tuple(said), encoding)
 
     def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
         """Relationships from the nodes at positions ``new`` of ``graph`` (the dataset as

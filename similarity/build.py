@@ -39,13 +39,13 @@ def encoded_features(features: np.ndarray | None, labels: np.ndarray, spec: Grap
 
 def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec,
                 categories: np.ndarray | None = None,
-                on_progress: Callable[[int, int], None] | None = None) -> tuple[sp.csr_matrix, float | None]:
+                on_progress: Callable[[str, int, int], None] | None = None) -> tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted graph from the features (and, for Blum & Chawla's label-reading
     graphs, the given labels: None where absent), with the Gaussian σ a kNN graph used
     (None for the others). The features are first scaled and the ``categories`` (n, c)
     one-hot as ``spec`` says (``encoded_features``; ``spec.encoding`` when it carries the
-    fitted numbers, else fitted here). A kNN search reports the nodes whose neighbours it
-    has found to ``on_progress(done, total)``."""
+    fitted numbers, else fitted here). A kNN search reports its steps to
+    ``on_progress(step, done, total)`` (``similarity.knn.nearest_neighbors``)."""
     features = encoded_features(features, labels, spec, categories)
     # GraphSpec.__post_init__ has checked that the fields each kind reads are set
     k, metric, weights = spec.k or 0, spec.metric or "euclidean", spec.weights or "binary"

@@ -1,34 +1,116 @@
 """k-nearest-neighbour and δ (radius) similarity graphs from a feature matrix.
 
 The neighbour search is compiled code, never a Python loop over pairs: for small problems
-numpy's matrix product (``_brute_force``), scikit-learn's exact search for medium n, faiss's
-HNSW index for large n.
+numpy's matrix product (``_brute_force``), scikit-learn's exact search for medium n, and
+above ``EXACT_MAX_NODES`` an approximate index (``KNN_BACKENDS``; faiss HNSW by default,
+``DEFAULT_BACKEND`` says why), searched in chunks of ``KNN_QUERY_CHUNK`` queries so the
+memory beyond the index stays bounded.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .spec import METRICS, SYMMETRISE, WEIGHTS
 
+#: How a search reports its steps: ``on_progress(step, done, total)`` ("kNN index", "kNN
+#: search"; the flows show them, similarity never imports them).
+Progress = Callable[[str, int, int], None]
+
 # scikit-learn is imported where its search runs: importing it (sklearn.neighbors pulls
 # scipy.stats) took 0.5-1.1 s of build-graph's ~3 s on 2,000 rows, whose search takes 0.01 s
 # (python -X importtime, bench/cli.py); searches up to BRUTE_FORCE_MAX_PAIRS use numpy.
 
-# Above this many nodes the exact search (O(n²·d)) gives way to faiss HNSW by default.
+#: The neighbour searches ``backend=`` accepts (besides "auto"): "exact" (numpy or
+#: scikit-learn brute force), "hnsw" (faiss ``IndexHNSWFlat`` over rows laid out by k-means
+#: cell, ``_HNSWIndex``), "ivf" (faiss ``IndexIVFFlat``, ``_IVFIndex``), "hnswlib"
+#: (``_HnswlibIndex``) and "pynndescent" (``_NNDescentIndex``). The last two are optional
+#: packages (the ``dev`` extra), imported only when chosen.
+KNN_BACKENDS = ("exact", "hnsw", "ivf", "hnswlib", "pynndescent")
+# Above this many nodes the exact search (O(n²·d)) gives way to DEFAULT_BACKEND.
 EXACT_MAX_NODES = 50_000
-# faiss HNSW: links per node, build and search beam widths. On isotropic 32-d Gaussian
-# blobs (the hard case, bench/knn_build.py --full) M = 32 / 80 / 64 keeps recall@10 at
-# 0.954 at 1M points (191 s) where M = 16 / 40 / 32 falls to 0.670 (107 s); on data of
-# intrinsic dimension 8 both stay above 0.99. The wider setting still builds 1M entities
-# end to end well inside the 15-minute budget (bench/e2e.py), so recall wins.
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 80
-HNSW_EF_SEARCH = 64
+#: What "auto" searches with above ``EXACT_MAX_NODES``: faiss HNSW at HNSW_M / _EF_CONSTRUCTION /
+#: _EF_SEARCH = 16 / 20 / 16 over rows stored by k-means cell, the fastest setting measured
+#: with recall@10 ≥ 0.95 on the end-to-end data at 10k, 100k and 1M rows.
+#: ``python -m bench knn_build --full`` (bench/results/knn_build_full.md, 2 cores, load 2-5,
+#: one run each), 10-NN of 1M rows × 32 features, build + search of every row:
+#:
+#: ==========================================  ==============  ================
+#: backend, settings                           e2e: s, recall  blobs: s, recall
+#: ==========================================  ==============  ================
+#: faiss HNSW 16/20/16, cell layout (default)  27.3, 0.995     62.3, 0.469
+#: faiss HNSW 32/80/64, cell layout            70.8, 1.000     203.1, 0.950
+#: faiss HNSW 32/80/64, input order (before)   93.1, 1.000     367.2, 0.954
+#: faiss IVF-Flat nlist 4√n, nprobe 8          33.3, 0.981     29.4, 0.373
+#: hnswlib 16/40/16                            44.7, 0.996     102.2, 0.603
+#: pynndescent, 20 neighbours (+ numba JIT)    74.8, 1.000     73.0, 0.816
+#: ==========================================  ==============  ================
+#:
+#: The trade: on the e2e data (8 informative directions mixed into 32, like embeddings of
+#: real entities) every backend holds recall > 0.98 and the default is the fastest, 26.0 s on
+#: a quiet machine (``python -m bench knn_build --layout --sizes 1000000``); on isotropic
+#: 32-d blobs (every direction noise, the hard case) only M = 32 / 80 / 64 keeps 0.95, at
+#: 3.3× the default's time there (2.6× on the e2e data), and nothing measured reaches 0.95
+#: in 60 s. IVF-Flat builds fastest but its recall on the blobs falls with n (0.74 at 10k,
+#: 0.47 at 100k, 0.37 at 1M with nprobe 8): HNSW degrades more gently for the same time.
+DEFAULT_BACKEND = "hnsw"
+#: Queries searched at once by the approximate backends: the chunk's float32 rows and its
+#: (chunk, k + 1) answers are the only memory a search adds to the index (8 MB in, 6 MB
+#: out at 32 features, k = 10); each chunk is searched by the library's own threads.
+KNN_QUERY_CHUNK = 65_536
+#: Seed of every random choice of the approximate backends (samples, k-means, levels).
+KNN_SEED = 0
+
+#: "auto"'s approximate search must find at least this share of the exact 10 nearest
+#: neighbours, estimated on ``RECALL_SAMPLE`` rows searched exactly (1-2 s at 1M rows); below
+#: it the index is built again with ``WIDE_HNSW`` (M, efConstruction, efSearch), the
+#: setting that keeps 0.95 on the 1M blobs where the default falls to 0.47, and a
+#: ``LowRecallWarning`` says so (and says what was found when even that falls short).
+MIN_RECALL = 0.95
+RECALL_SAMPLE = 256
+WIDE_HNSW = (32, 80, 64)
+
+# faiss HNSW ("hnsw"): links per node, build and search beam widths (DEFAULT_BACKEND says
+# why these). Wider settings buy recall on hard data: M = 32 / 80 / 64 (the default before
+# the row layout) keeps 0.950 on the 1M blobs where these give 0.469.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 20
+HNSW_EF_SEARCH = 16
+#: The HNSW index stores the rows grouped by their nearest of at most this many k-means
+#: centroids (``_locality_order``), one cell per ``LAYOUT_ROWS_PER_CELL`` rows (0 cells:
+#: input order). Paired at 1M rows with the default settings (``python -m bench knn_build
+#: --layout --sizes 1000000``, bench/results/knn_build_layout.md): the search takes 6.5 s
+#: against 13.9 s in input order on the e2e data (12.6 against 19.6 on the blobs), the build
+#: (k-means included) the same, the recall the same.
+LAYOUT_CELLS = 1024
+LAYOUT_ROWS_PER_CELL = 1000
+
+# faiss IVF-Flat ("ivf"): nlist = IVF_LISTS_PER_SQRT_N · √n lists from a k-means of
+# IVF_TRAIN_PER_LIST sampled rows per list (IVF_KMEANS_ITER iterations), IVF_NPROBE lists
+# scanned per query: 8, the fewest measured with recall ≥ 0.95 on the e2e data at every
+# size (0.976-0.986; 16 lists: 0.998, 1.2× the time at 1M).
+IVF_LISTS_PER_SQRT_N = 4
+IVF_TRAIN_PER_LIST = 40
+IVF_KMEANS_ITER = 10
+IVF_NPROBE = 8
+
+# hnswlib ("hnswlib"): M, ef_construction, ef; ef = 16 keeps recall 0.996 on the e2e data
+# at every size (ef = 32: 0.999, 1.16× the time at 1M).
+HNSWLIB_M = 16
+HNSWLIB_EF_CONSTRUCTION = 40
+HNSWLIB_EF = 16
+
+#: pynndescent ("pynndescent"): neighbours per node of its NN-descent graph (its own
+#: default is 30); the k + 1 nearest of them are returned. 20: recall 1.000 on the e2e data
+#: at every size, where 10 gives 0.997 on it but 0.70 on the 100k blobs (20: 0.94, 30: 0.98).
+#: Each new process first compiles its numba kernels: about 29 s (2,000 rows).
+PYNNDESCENT_N_NEIGHBORS = 20
+
 #: Exact searches of at most this many query × indexed pairs run in numpy (``_brute_force``)
 #: instead of scikit-learn. Measured on 16-64 features (loaded 2-core machine): 2,000 × 2,000
 #: numpy 0.05-0.18 s, scikit-learn 0.03-0.04 s; 5,000 × 5,000 numpy 0.3-0.5 s, scikit-learn
@@ -86,6 +168,303 @@ def _exact_search(Z: np.ndarray, Q: np.ndarray, k1: int) -> tuple[np.ndarray, np
     return NearestNeighbors(n_neighbors=k1, metric="euclidean").fit(Z).kneighbors(Q)
 
 
+# Approximate backends. Each index is built over all n rows of Z and answers
+# ``search(queries, k1)``: the (dist, idx) of the k1 rows nearest to each row Z[queries]
+# (euclidean, nearest first, float64 / int64), queries taken KNN_QUERY_CHUNK at a time.
+# The rows enter faiss, hnswlib and pynndescent as float32 (half the memory of X; the
+# distances are then float32-exact, ~1e-7 relative).
+
+
+def _optional(module: str):
+    """An optional backend's package, or an ImportError saying how to get it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"backend {module!r} needs the {module} package: pip install {module} "
+                          "(graphlabel's dev extra has it)") from err
+
+
+def _float32_rows(Z: np.ndarray, rows) -> np.ndarray:
+    """``Z[rows]`` as a C-contiguous float32 block (a chunk, so the float64 gather stays bounded)."""
+    return np.ascontiguousarray(Z[rows], dtype=np.float32)
+
+
+def _float32_copy(Z: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """All rows of Z (in ``order`` if given) as one float32 array, converted a chunk at a
+    time so no float64 copy of Z is made."""
+    out = np.empty(Z.shape, dtype=np.float32)
+    for start in range(0, len(Z), KNN_QUERY_CHUNK):
+        rows = slice(start, start + KNN_QUERY_CHUNK)
+        out[rows] = Z[rows] if order is None else Z[order[rows]]
+    return out
+
+
+def _query_chunks(keys: np.ndarray):
+    """Chunks of query numbers in ascending ``keys`` (a query's cell or stored position):
+    consecutive queries then walk the same part of the index while it is in the CPU caches."""
+    by_key = np.argsort(keys, kind="stable")
+    for start in range(0, len(by_key), KNN_QUERY_CHUNK):
+        yield by_key[start:start + KNN_QUERY_CHUNK]
+
+
+def _sqrt_dist(sq: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.maximum(sq, 0.0)).astype(np.float64)
+
+
+def _kmeans(sample: np.ndarray, cells: int, iterations: int):
+    """faiss's k-means of ``sample`` (float32) into ``cells`` centroids, seeded; its index
+    assigns rows to their nearest centroid."""
+    import faiss
+
+    kmeans = faiss.Kmeans(sample.shape[1], cells, niter=iterations, seed=KNN_SEED, verbose=False)
+    kmeans.train(sample)
+    return kmeans
+
+
+def _locality_order(Z: np.ndarray) -> np.ndarray:
+    """A permutation of the rows of Z grouping them by their nearest k-means centroid
+    (``LAYOUT_CELLS`` at most, one per ``LAYOUT_ROWS_PER_CELL`` rows, trained on 64 rows per
+    cell): rows near each other in space become near each other in memory."""
+    n = len(Z)
+    cells = int(min(LAYOUT_CELLS, n // LAYOUT_ROWS_PER_CELL))
+    if cells < 2:
+        return np.arange(n)
+    rng = np.random.default_rng(KNN_SEED)
+    sample = _float32_rows(Z, np.sort(rng.choice(n, min(n, 64 * cells), replace=False)))
+    index = _kmeans(sample, cells, 10).index
+    cell = np.concatenate([index.search(_float32_rows(Z, slice(s, s + KNN_QUERY_CHUNK)), 1)[1].ravel()
+                           for s in range(0, n, KNN_QUERY_CHUNK)])
+    return np.argsort(cell, kind="stable")
+
+
+class _HNSWIndex:
+    """faiss ``IndexHNSWFlat`` (``m`` links per node, build beam ``ef_construction``) over
+    the rows of Z stored in ``_locality_order``.
+
+    Why the layout: faiss inserts rows in a random order whatever their positions (its
+    graph does not depend on them), but a graph walk reads the rows of the nodes it visits;
+    stored by k-means cell, a node's neighbours sit in nearby memory, and queries taken in
+    stored order walk the same region one after another: the search of 1M rows takes half
+    the time (``LAYOUT_CELLS`` gives the numbers).
+    """
+
+    def __init__(self, Z: np.ndarray, m: int | None = None, ef_construction: int | None = None) -> None:
+        import faiss
+
+        self.order = _locality_order(Z)
+        self.position = np.empty_like(self.order)
+        self.position[self.order] = np.arange(len(self.order))
+        self.index = faiss.IndexHNSWFlat(Z.shape[1], m or HNSW_M)
+        self.index.hnsw.efConstruction = ef_construction or HNSW_EF_CONSTRUCTION
+        # One add of all rows (a transient float32 copy, freed on return): faiss randomises
+        # the insertion order within one add only, and an index grown chunk by chunk of the
+        # cell-sorted rows would link each region to the earlier ones alone.
+        self.index.add(_float32_copy(Z, self.order))
+        storage: Any = faiss.downcast_index(self.index.storage)  # an IndexFlatL2, whose rows get_xb reads
+        # the index's own float32 rows: the queries are read from there, not copied again
+        self.rows = faiss.rev_swig_ptr(storage.get_xb(), Z.shape[0] * Z.shape[1]).reshape(Z.shape)
+
+    def search(self, queries: np.ndarray, k1: int, ef_search: int | None = None,
+               on_progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+        self.index.hnsw.efSearch = max(ef_search or HNSW_EF_SEARCH, k1)
+        dist = np.empty((len(queries), k1))
+        idx = np.empty((len(queries), k1), dtype=np.int64)
+        stored = self.position[queries]
+        done = 0
+        for chunk in _query_chunks(stored):
+            sq, found = self.index.search(self.rows[stored[chunk]], k1)
+            dist[chunk] = _sqrt_dist(sq)
+            idx[chunk] = np.where(found >= 0, self.order[found], -1)
+            done += len(chunk)
+            if on_progress is not None:
+                on_progress("kNN search", done, len(queries))
+        return dist, idx
+
+
+class _IVFIndex:
+    """faiss ``IndexIVFFlat``: ``nlist`` (default ``IVF_LISTS_PER_SQRT_N`` · √n) k-means
+    lists trained on a sample; a query scans the rows of its ``nprobe`` nearest lists.
+    Queries are searched grouped by their own list, so consecutive ones scan the same lists."""
+
+    def __init__(self, Z: np.ndarray, nlist: int | None = None) -> None:
+        import faiss
+
+        n, d = Z.shape
+        # at least 39 training rows per list, below which faiss's k-means warns
+        nlist = nlist or int(round(IVF_LISTS_PER_SQRT_N * np.sqrt(n)))
+        self.nlist = int(max(1, min(nlist, n // 39)))
+        rng = np.random.default_rng(KNN_SEED)
+        sample = _float32_rows(Z, np.sort(rng.choice(n, min(n, IVF_TRAIN_PER_LIST * self.nlist), replace=False)))
+        self.quantizer = faiss.IndexFlatL2(d)
+        self.index = faiss.IndexIVFFlat(self.quantizer, d, self.nlist)
+        self.index.cp.niter = IVF_KMEANS_ITER
+        self.index.cp.seed = KNN_SEED
+        self.index.train(sample)
+        self.Z = Z
+        self.cell = np.empty(n, dtype=np.int64)
+        for start in range(0, n, KNN_QUERY_CHUNK):
+            block = _float32_rows(Z, slice(start, start + KNN_QUERY_CHUNK))
+            self.cell[start:start + len(block)] = self.quantizer.search(block, 1)[1].ravel()
+            self.index.add(block)
+
+    def search(self, queries: np.ndarray, k1: int, nprobe: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        self.index.nprobe = min(nprobe or IVF_NPROBE, self.nlist)
+        dist = np.empty((len(queries), k1))
+        idx = np.empty((len(queries), k1), dtype=np.int64)
+        for chunk in _query_chunks(self.cell[queries]):
+            sq, found = self.index.search(_float32_rows(self.Z, queries[chunk]), k1)
+            dist[chunk], idx[chunk] = _sqrt_dist(sq), found
+        return dist, idx
+
+
+class _HnswlibIndex:
+    """hnswlib's HNSW (``m``, ``ef_construction``), rows inserted in a seeded random order:
+    hnswlib inserts in the order given and stores rows in that order, and on rows sorted by
+    cell (or by class, as many tables are) its graph links each region only to earlier ones:
+    in a trial at 1M rows of the e2e data inserted by k-means cell (M = 16, ef_construction
+    = 20, ef = 16) recall@10 fell to 0.68, where faiss, which shuffles, kept 0.996."""
+
+    def __init__(self, Z: np.ndarray, m: int | None = None, ef_construction: int | None = None) -> None:
+        hnswlib = _optional("hnswlib")
+        n, d = Z.shape
+        self.Z = Z
+        self.index = hnswlib.Index(space="l2", dim=d)
+        self.index.init_index(max_elements=n, M=m or HNSWLIB_M,
+                              ef_construction=ef_construction or HNSWLIB_EF_CONSTRUCTION, random_seed=KNN_SEED)
+        shuffled = np.random.default_rng(KNN_SEED).permutation(n)
+        for start in range(0, n, KNN_QUERY_CHUNK):
+            rows = shuffled[start:start + KNN_QUERY_CHUNK]
+            self.index.add_items(_float32_rows(Z, rows), rows, num_threads=-1)
+
+    def search(self, queries: np.ndarray, k1: int, ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        self.index.set_ef(max(ef or HNSWLIB_EF, k1))
+        dist = np.empty((len(queries), k1))
+        idx = np.empty((len(queries), k1), dtype=np.int64)
+        for start in range(0, len(queries), KNN_QUERY_CHUNK):
+            chunk = slice(start, start + KNN_QUERY_CHUNK)
+            found, sq = self.index.knn_query(_float32_rows(self.Z, queries[chunk]), k1, num_threads=-1)
+            dist[chunk], idx[chunk] = _sqrt_dist(sq), found
+        return dist, idx
+
+
+class _NNDescentIndex:
+    """pynndescent's NN-descent graph of all rows (``n_neighbors`` per node): the kNN graph
+    itself, not an index queried afterwards, so ``search`` reads its rows. It needs one
+    float32 copy of all rows and compiles its numba kernels in each new process."""
+
+    def __init__(self, Z: np.ndarray, n_neighbors: int | None = None) -> None:
+        NNDescent = _optional("pynndescent").NNDescent
+        self.n_neighbors = n_neighbors or PYNNDESCENT_N_NEIGHBORS
+        graph = NNDescent(_float32_copy(Z), n_neighbors=min(self.n_neighbors, len(Z) - 1) + 1,
+                          random_state=KNN_SEED, compressed=True)
+        self.idx, self.dist = graph.neighbor_graph
+
+    def search(self, queries: np.ndarray, k1: int) -> tuple[np.ndarray, np.ndarray]:
+        if k1 > self.idx.shape[1]:
+            raise ValueError(f"pynndescent was built with {self.idx.shape[1] - 1} neighbours per node, not {k1 - 1}")
+        return self.dist[queries, :k1].astype(np.float64), self.idx[queries, :k1].astype(np.int64)
+
+
+#: The approximate backends' index classes, by ``KNN_BACKENDS`` name.
+INDEXES = {"hnsw": _HNSWIndex, "ivf": _IVFIndex, "hnswlib": _HnswlibIndex, "pynndescent": _NNDescentIndex}
+
+
+def _resolve_backend(backend: str, exact: bool) -> str:
+    if backend == "auto":
+        return "exact" if exact else DEFAULT_BACKEND
+    if backend not in KNN_BACKENDS:
+        raise ValueError(f"backend must be 'auto' or one of {KNN_BACKENDS}, got {backend!r}")
+    return backend
+
+
+class LowRecallWarning(UserWarning):
+    """The approximate neighbour search found fewer of the exact nearest neighbours than
+    ``MIN_RECALL`` with its default settings (and was rebuilt wider), or even after."""
+
+
+def sampled_recall(Z: np.ndarray, idx: np.ndarray, k1: int, sample: int = RECALL_SAMPLE) -> float:
+    """Share of the exact ``k1`` nearest rows (itself included) of ``sample`` seeded random
+    rows of Z that ``idx`` (each row's answer) holds."""
+    rng = np.random.default_rng(KNN_SEED)
+    rows = np.sort(rng.choice(len(Z), min(sample, len(Z)), replace=False))
+    exact = _brute_force(Z, Z[rows], k1)[1]
+    return float(np.mean([len(np.intersect1d(a, b)) for a, b in zip(exact, idx[rows])]) / k1)
+
+
+def _search(Z: np.ndarray, queries: np.ndarray, k1: int, backend: str,
+            on_progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(dist, idx)`` of the ``k1`` rows of Z nearest to each row Z[queries], by ``backend``
+    (not "auto"). A query an approximate index answers with fewer than k1 rows (faiss marks
+    the gaps -1: an IVF query whose lists hold fewer rows) is searched again exactly."""
+    report = on_progress or _silent
+    if backend == "exact":
+        report("kNN search", 0, len(queries))
+        found = _exact_search(Z, Z[queries], k1)
+        report("kNN search", len(queries), len(queries))
+        return found
+    # NN-descent's graph must hold k1 - 1 neighbours besides the row itself
+    settings = {"n_neighbors": max(PYNNDESCENT_N_NEIGHBORS, k1 - 1)} if backend == "pynndescent" else {}
+    report("kNN index", 0, len(Z))
+    index = INDEXES[backend](Z, **settings)
+    report("kNN index", len(Z), len(Z))
+    if backend == "hnsw":
+        dist, idx = index.search(queries, k1, on_progress=report)
+    else:
+        report("kNN search", 0, len(queries))
+        dist, idx = index.search(queries, k1)
+        report("kNN search", len(queries), len(queries))
+    return _fill_short(Z, queries, k1, dist, idx)
+
+
+def _fill_short(Z, queries, k1, dist, idx):
+    short = (idx < 0).any(axis=1)
+    if short.any():
+        dist[short], idx[short] = _exact_search(Z, Z[queries[short]], k1)
+    return dist, idx
+
+
+def _default_search(Z: np.ndarray, k1: int, on_progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """"auto"'s approximate search of every row: ``DEFAULT_BACKEND``, then the recall on a
+    sample (``MIN_RECALL`` says what is done below it)."""
+    rows = np.arange(len(Z))
+    dist, idx = _search(Z, rows, k1, DEFAULT_BACKEND, on_progress)
+    recall = sampled_recall(Z, idx, k1)
+    if recall >= MIN_RECALL:
+        return dist, idx
+    m, ef_construction, ef_search = WIDE_HNSW
+    report = on_progress or _silent
+    report("kNN index (wider)", 0, len(Z))
+    index = _HNSWIndex(Z, m, ef_construction)
+    report("kNN index (wider)", len(Z), len(Z))
+    dist, idx = _fill_short(Z, rows, k1, *index.search(rows, k1, ef_search,
+                                                       on_progress=lambda _, done, n: report("kNN search (wider)",
+                                                                                             done, n)))
+    wider = sampled_recall(Z, idx, k1)
+    found = (f"the nearest-neighbour search found {recall:.1%} of the exact {k1 - 1} nearest neighbours (on"
+             f" {min(RECALL_SAMPLE, len(Z))} sampled rows) with its fast settings (HNSW M={HNSW_M}, efConstruction="
+             f"{HNSW_EF_CONSTRUCTION}, efSearch={HNSW_EF_SEARCH}); rebuilt with M={m}, efConstruction="
+             f"{ef_construction}, efSearch={ef_search}: {wider:.1%}")
+    if wider < MIN_RECALL:
+        found += f", still below {MIN_RECALL:.0%}: features of high intrinsic dimension; an exact search" \
+                 " (backend 'exact') finds them all at n² cost"
+    warnings.warn(found, LowRecallWarning, stacklevel=3)
+    return dist, idx
+
+
+def _silent(step: str, done: int, total: int) -> None:
+    return None
+
+
+def _drop_self(idx: np.ndarray, dist: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query row's k nearest without itself: its own column (the first, unless ties
+    with duplicates moved it) goes, or the farthest when the search did not return it."""
+    keep = idx != rows[:, None]
+    keep[keep.all(axis=1), -1] = False
+    return idx[keep].reshape(len(rows), k), dist[keep].reshape(len(rows), k)
+
+
 def _validate(X, k, metric, weights, symmetrise) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
@@ -108,37 +487,23 @@ def _unit_rows(X: np.ndarray) -> np.ndarray:
     return X / np.where(norms > 0, norms, 1.0)
 
 
-def nearest_neighbors(X: np.ndarray, k: int, metric: str = "euclidean", backend: str = "auto"):
+def nearest_neighbors(X: np.ndarray, k: int, metric: str = "euclidean", backend: str = "auto",
+                      on_progress: Progress | None = None):
     """Indices and distances of each row's k nearest other rows, shape (n, k) each.
 
-    ``backend`` is "exact" (numpy or scikit-learn, ``_exact_search``), "hnsw" (faiss, approximate) or "auto"
-    (exact up to ``EXACT_MAX_NODES`` rows). Cosine distance is 1 - cos.
+    ``backend`` is one of ``KNN_BACKENDS`` ("exact": numpy or scikit-learn,
+    ``_exact_search``; the others approximate, ``INDEXES``) or "auto": exact up to
+    ``EXACT_MAX_NODES`` rows, ``DEFAULT_BACKEND`` above with its recall checked on a sample
+    (``MIN_RECALL``). Cosine distance is 1 - cos. ``on_progress(step, done, total)`` hears of
+    the index build and of the search, a chunk of queries at a time.
     """
     n = X.shape[0]
-    if backend == "auto":
-        backend = "exact" if n <= EXACT_MAX_NODES else "hnsw"
+    auto = backend == "auto" and n > EXACT_MAX_NODES
+    backend = _resolve_backend(backend, n <= EXACT_MAX_NODES)
     Z = _unit_rows(X) if metric == "cosine" else X
-    if backend == "exact":
-        dist, idx = _exact_search(Z, Z, k + 1)
-    elif backend == "hnsw":
-        import faiss  # only large graphs need it
-
-        index = faiss.IndexHNSWFlat(Z.shape[1], HNSW_M)
-        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.hnsw.efSearch = max(HNSW_EF_SEARCH, 2 * (k + 1))
-        Zf = np.ascontiguousarray(Z, dtype=np.float32)
-        index.add(Zf)
-        sq, idx = index.search(Zf, k + 1)
-        dist = np.sqrt(np.maximum(sq, 0.0)).astype(np.float64)
-    else:
-        raise ValueError(f"backend must be 'auto', 'exact' or 'hnsw', got {backend!r}")
-    # Drop each row's self match (the first column, but ties with duplicates may move it).
-    self_hit = idx == np.arange(n)[:, None]
-    keep = ~self_hit
-    has_self = self_hit.any(axis=1)
-    keep[~has_self, -1] = False  # no self match found: drop the farthest instead
-    idx = idx[keep].reshape(n, k)
-    dist = dist[keep].reshape(n, k)
+    rows = np.arange(n)
+    dist, idx = _default_search(Z, k + 1, on_progress) if auto else _search(Z, rows, k + 1, backend, on_progress)
+    idx, dist = _drop_self(idx, dist, rows, k)
     if metric == "cosine":
         dist = dist**2 / 2.0  # |u - v|² = 2 - 2cos for unit vectors
     return idx, dist
@@ -258,7 +623,7 @@ def knn_graph(
     symmetrise: str = "max",
     backend: str = "auto",
     return_sigma: bool = False,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Progress | None = None,
 ) -> sp.csr_matrix | tuple[sp.csr_matrix, float | None]:
     """Symmetric weighted k-nearest-neighbour graph.
 
@@ -275,13 +640,15 @@ def knn_graph(
         (``median_kth_distance`` gives the measured reasons). When the weights carry almost
         no information (``weights_problem``) a ``DegenerateWeightsWarning`` says why.
     symmetrise : {"max", "mean", "mutual"}
-    backend : {"auto", "exact", "hnsw"}
+    backend : {"auto", "exact", "hnsw", "ivf", "hnswlib", "pynndescent"}
+        The neighbour search (``nearest_neighbors``); "auto": exact up to
+        ``EXACT_MAX_NODES`` rows, ``DEFAULT_BACKEND`` above.
     return_sigma : bool, default False
         Also return the Gaussian σ actually used (the one given, or the one picked from
         the data); None for the other weights. Record it to weight later edges alike
         (``knn_edges_for``).
     on_progress : callable, optional
-        Called as ``on_progress(done, n)`` with the nodes whose neighbours are found.
+        Called as ``on_progress(step, done, total)`` by the search (``nearest_neighbors``).
 
     Returns
     -------
@@ -291,11 +658,7 @@ def knn_graph(
     """
     X = _validate(X, k, metric, weights, symmetrise)
     n = X.shape[0]
-    if on_progress is not None:
-        on_progress(0, n)
-    idx, dist = nearest_neighbors(X, k, metric, backend)
-    if on_progress is not None:
-        on_progress(n, n)
+    idx, dist = nearest_neighbors(X, k, metric, backend, on_progress)
     rows = np.repeat(np.arange(n), k)
     w, used_sigma = _weights_from(dist, X, rows, idx.ravel(), metric, weights, sigma)
     _warn_if_degenerate(np.ravel(w), used_sigma)
@@ -337,7 +700,7 @@ def delta_graph(
 # Incremental graphs: edges for a few new nodes, weighted as the existing graph was.
 
 #: ``knn_edges_for``'s "auto" backend searches exactly while n_new × n_all stays below this
-#: (brute force costs that many distances; an HNSW index would first have to index all nodes).
+#: (brute force costs that many distances; an approximate index would first have to index all nodes).
 EXACT_MAX_PAIRS = 2_000_000_000
 
 
@@ -375,9 +738,11 @@ def knn_edges_for(
     sigma : float
         Gaussian bandwidth (required with ``weights="gaussian"``): the σ the existing
         graph used (``knn_graph(..., return_sigma=True)``), so old and new edges weigh alike.
-    backend : {"auto", "exact", "hnsw"}
-        "exact": numpy or scikit-learn brute force over all nodes for the m queries; "hnsw": faiss
-        HNSW index of all nodes (approximate); "auto": exact while m·n ≤ ``EXACT_MAX_PAIRS``.
+    backend : {"auto", "exact", "hnsw", "ivf", "hnswlib", "pynndescent"}
+        "exact": numpy or scikit-learn brute force over all nodes for the m queries; the
+        others (``KNN_BACKENDS``) build their approximate index of all nodes and search the
+        m queries in it; "auto": exact while m·n ≤ ``EXACT_MAX_PAIRS`` (or n ≤
+        ``EXACT_MAX_NODES``), else ``DEFAULT_BACKEND``.
 
     Returns
     -------
@@ -402,26 +767,10 @@ def knn_edges_for(
     m = len(positions)
     if m == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    if backend == "auto":
-        backend = "exact" if n <= EXACT_MAX_NODES or m * n <= EXACT_MAX_PAIRS else "hnsw"
+    backend = _resolve_backend(backend, n <= EXACT_MAX_NODES or m * n <= EXACT_MAX_PAIRS)
     Z = _unit_rows(all_X) if metric == "cosine" else all_X
-    if backend == "exact":
-        dist, idx = _exact_search(Z, Z[positions], k + 1)
-    elif backend == "hnsw":
-        import faiss
-
-        index = faiss.IndexHNSWFlat(Z.shape[1], HNSW_M)
-        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.hnsw.efSearch = max(HNSW_EF_SEARCH, 2 * (k + 1))
-        index.add(np.ascontiguousarray(Z, dtype=np.float32))
-        sq, idx = index.search(np.ascontiguousarray(Z[positions], dtype=np.float32), k + 1)
-        dist = np.sqrt(np.maximum(sq, 0.0)).astype(np.float64)
-    else:
-        raise ValueError(f"backend must be 'auto', 'exact' or 'hnsw', got {backend!r}")
-    # the self match, as in nearest_neighbors (the farthest goes when ties hide it)
-    keep = idx != positions[:, None]
-    keep[keep.all(axis=1), -1] = False
-    idx, dist = idx[keep].reshape(m, k), dist[keep].reshape(m, k)
+    dist, idx = _search(Z, positions, k + 1, backend)
+    idx, dist = _drop_self(idx, dist, positions, k)  # as in nearest_neighbors
     if metric == "cosine":
         dist = dist**2 / 2.0
     source, target = np.repeat(positions, k), idx.ravel()

@@ -122,3 +122,187 @@ def test_the_numpy_search_finds_scikit_learns_neighbours(shape, rng, monkeypatch
     np.testing.assert_array_equal(found[10**9][1], expected_idx)
     np.testing.assert_allclose(found[10**9][0][:, 1:], expected_dist[:, 1:], rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(found[0][1], expected_idx)
+
+
+# The approximate backends (similarity.knn.KNN_BACKENDS besides "exact"): each against the
+# exact search on small generated sets. Recall bounds sit well below what each reaches here
+# (0.99-1.00) and far above what a wrong row mapping gives (about k/n).
+
+APPROXIMATE = ("hnsw", "ivf", "hnswlib", "pynndescent")
+
+
+@pytest.fixture(scope="module")
+def clustered():
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(3000, n_features=8, centers=6, cluster_std=2.0, random_state=0)
+    return X
+
+
+def _recall(found, truth):
+    return (found[:, :, None] == truth[:, None, :]).any(axis=2).mean()
+
+
+def test_the_backends_are_named_and_an_unknown_one_is_refused(rng):
+    from similarity.knn import DEFAULT_BACKEND, INDEXES, KNN_BACKENDS
+
+    assert set(KNN_BACKENDS) == {"exact", *INDEXES}
+    assert DEFAULT_BACKEND in INDEXES
+    with pytest.raises(ValueError, match="hnswlib"):
+        nearest_neighbors(rng.normal(size=(20, 2)), 3, backend="annoy")
+
+
+@pytest.mark.parametrize("backend", APPROXIMATE)
+def test_approximate_backends_find_the_exact_neighbours(backend, clustered):
+    k = 10
+    truth, _ = nearest_neighbors(clustered, k, backend="exact")
+    idx, dist = nearest_neighbors(clustered, k, backend=backend)
+    assert idx.shape == dist.shape == (len(clustered), k)
+    assert _recall(idx, truth) > 0.9
+    assert not (idx == np.arange(len(clustered))[:, None]).any()  # the self match is dropped
+    assert (np.diff(dist, axis=1) >= 0).all()  # nearest first
+    # each distance is the one of its own pair (float32 search: 1e-5 relative)
+    pair = np.linalg.norm(clustered[:, None, :] - clustered[idx], axis=2)
+    np.testing.assert_allclose(dist, pair, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", APPROXIMATE)
+def test_duplicate_rows_find_their_twin_never_themselves(backend, clustered):
+    X = np.vstack([clustered[:500], clustered[:500]])  # row i and row i + 500 are equal
+    idx, dist = nearest_neighbors(X, 3, backend=backend)
+    rows = np.arange(1000)
+    assert not (idx == rows[:, None]).any()
+    twin = (rows + 500) % 1000
+    assert ((idx == twin[:, None]).any(axis=1)).mean() > 0.95
+    assert (dist[:, 0] == 0).mean() > 0.95
+
+
+@pytest.mark.parametrize("backend", ["hnsw", "ivf", "hnswlib"])
+def test_small_query_chunks_give_the_same_neighbours(backend, clustered, monkeypatch):
+    """Queries go KNN_QUERY_CHUNK at a time, grouped by cell (and the HNSW rows stored by
+    k-means cell, LAYOUT_ROWS_PER_CELL rows a cell): chunks of 7 rows over 30 cells must map
+    every answer back to its own row."""
+    import similarity.knn as knn
+
+    truth, _ = nearest_neighbors(clustered, 5, backend="exact")
+    monkeypatch.setattr(knn, "LAYOUT_ROWS_PER_CELL", 100)
+    monkeypatch.setattr(knn, "KNN_QUERY_CHUNK", 7)
+    idx, dist = nearest_neighbors(clustered, 5, backend=backend)
+    assert _recall(idx, truth) > 0.9
+    pair = np.linalg.norm(clustered[:, None, :] - clustered[idx], axis=2)
+    np.testing.assert_allclose(dist, pair, rtol=1e-4, atol=1e-5)
+
+
+def test_the_hnsw_layout_groups_nearby_rows(clustered, monkeypatch):
+    import similarity.knn as knn
+
+    monkeypatch.setattr(knn, "LAYOUT_ROWS_PER_CELL", 100)
+    order = knn._locality_order(clustered)
+    np.testing.assert_array_equal(np.sort(order), np.arange(len(clustered)))
+    stored = clustered[order]
+    consecutive = np.linalg.norm(np.diff(stored, axis=0), axis=1).mean()
+    shuffled = np.linalg.norm(np.diff(clustered[np.random.default_rng(0).permutation(3000)], axis=0), axis=1).mean()
+    assert consecutive < 0.5 * shuffled
+    monkeypatch.setattr(knn, "LAYOUT_ROWS_PER_CELL", 10**6)  # fewer rows than one cell: input order
+    np.testing.assert_array_equal(knn._locality_order(clustered), np.arange(3000))
+
+
+@pytest.mark.parametrize("backend", ["ivf", "pynndescent"])
+def test_seeded_backends_are_deterministic(backend, clustered):
+    """faiss's k-means and IVF scan, and pynndescent with its random_state, repeat
+    themselves (the HNSW builds insert from several threads at once: not promised)."""
+    first = nearest_neighbors(clustered, 6, backend=backend)
+    second = nearest_neighbors(clustered, 6, backend=backend)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+
+
+def test_rows_an_index_answers_short_are_searched_exactly(clustered, monkeypatch):
+    """One probed IVF list of ~60 rows may not hold 60 neighbours: faiss pads with -1, and
+    those rows are searched again exactly."""
+    import similarity.knn as knn
+
+    monkeypatch.setattr(knn, "IVF_NPROBE", 1)
+    _, padded = knn.INDEXES["ivf"](clustered).search(np.arange(3000), 61)
+    short = (padded < 0).any(axis=1)
+    assert 0 < short.sum() < 3000
+    idx, dist = nearest_neighbors(clustered, 60, backend="ivf")
+    truth, truth_dist = nearest_neighbors(clustered, 60, backend="exact")
+    assert (idx >= 0).all()
+    np.testing.assert_allclose(dist[short], truth_dist[short], rtol=1e-4, atol=1e-5)
+    assert _recall(idx[short], truth[short]) > 0.999  # ties aside, the exact neighbours
+
+
+@pytest.mark.parametrize("backend", APPROXIMATE)
+def test_the_backends_reach_knn_graph_and_knn_edges_for(backend, clustered):
+    from similarity import knn_edges_for
+
+    W = knn_graph(clustered, 5, backend=backend, weights="binary")
+    exact = knn_graph(clustered, 5, backend="exact", weights="binary")
+    assert abs(W - exact).sum() / exact.sum() < 0.1
+    new = np.arange(0, 3000, 7)
+    source, target, _ = knn_edges_for(clustered[new], clustered, new, 5, weights="binary", backend=backend)
+    src_exact, tgt_exact, _ = knn_edges_for(clustered[new], clustered, new, 5, weights="binary", backend="exact")
+    pairs = set(zip(np.minimum(source, target), np.maximum(source, target)))
+    expected = set(zip(np.minimum(src_exact, tgt_exact), np.maximum(src_exact, tgt_exact)))
+    assert len(pairs & expected) > 0.9 * len(expected)
+    assert np.isin(source, new).all()
+
+
+def test_pynndescent_builds_as_many_neighbours_as_asked(clustered):
+    import similarity.knn as knn
+
+    assert knn.PYNNDESCENT_N_NEIGHBORS < 25
+    idx, _ = nearest_neighbors(clustered[:600], 25, backend="pynndescent")
+    truth, _ = nearest_neighbors(clustered[:600], 25, backend="exact")
+    assert _recall(idx, truth) > 0.9
+
+
+def test_auto_checks_its_recall_and_searches_wider_when_it_is_low(rng, monkeypatch):
+    """"auto" above EXACT_MAX_NODES estimates its recall on sampled rows searched exactly;
+    below MIN_RECALL it rebuilds with WIDE_HNSW and says so (isotropic noise in 32
+    dimensions, the hard case, with the narrowest HNSW)."""
+    import warnings
+
+    from similarity import knn
+
+    X = rng.normal(size=(3000, 32))
+    truth, _ = nearest_neighbors(X, 10, backend="exact")
+    monkeypatch.setattr(knn, "EXACT_MAX_NODES", 1000)
+    monkeypatch.setattr(knn, "HNSW_M", 4)
+    monkeypatch.setattr(knn, "HNSW_EF_CONSTRUCTION", 4)
+    monkeypatch.setattr(knn, "HNSW_EF_SEARCH", 4)
+    narrow, _ = nearest_neighbors(X, 10, backend="hnsw")
+    assert _recall(narrow, truth) < knn.MIN_RECALL  # the narrow setting misses neighbours here
+    steps = []
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        idx, _ = nearest_neighbors(X, 10, on_progress=lambda step, done, total: steps.append((step, done, total)))
+    assert _recall(idx, truth) > _recall(narrow, truth)
+    assert _recall(idx, truth) >= 0.9
+    low = [w for w in said if issubclass(w.category, knn.LowRecallWarning)]
+    assert len(low) == 1
+    assert "rebuilt with M=32" in str(low[0].message)
+    assert ("kNN index (wider)", 3000, 3000) in steps
+    assert steps[-1] == ("kNN search (wider)", 3000, 3000)
+    # the estimate is the recall of the sampled rows
+    assert knn.sampled_recall(X, np.column_stack([np.arange(3000), truth]), 11) == 1.0
+
+
+def test_auto_keeps_its_fast_search_when_the_recall_is_enough(clustered, monkeypatch):
+    import warnings
+
+    from similarity import knn
+
+    monkeypatch.setattr(knn, "EXACT_MAX_NODES", 100)
+    monkeypatch.setattr(knn, "KNN_QUERY_CHUNK", 256)
+    steps = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", knn.LowRecallWarning)
+        nearest_neighbors(clustered, 10, on_progress=lambda step, done, total: steps.append((step, done, total)))
+    n = len(clustered)
+    searched = [done for step, done, total in steps if step == "kNN search"]
+    assert searched == sorted(searched)
+    assert len(searched) >= n // 256  # one report per chunk of queries
+    assert searched[-1] == n
+    assert not any("wider" in step for step, _, _ in steps)
