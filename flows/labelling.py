@@ -219,13 +219,16 @@ def _warn(notes: list[str]) -> list[str]:
 def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "knn", k: int = 10,
                      metric: str = "euclidean", weights: str = "gaussian", delta: float | None = None,
                      sigma: float | None = None, edges_weight: float | None = None,
-                     scale: str | None = None) -> dict:
+                     scale: str | None = None, search: str | None = None) -> dict:
     """Build (or rebuild) the dataset's similarity relationships; ``scale`` (default
-    "standard") scales the numeric features first (``similarity.encoding``); with the
+    "standard") scales the numeric features first (``similarity.encoding``); ``search``
+    (default "auto") picks how a kNN graph's neighbours are found
+    (``similarity.spec.SEARCHES``); with the
     user's edges in ``graph`` (``edges:TYPE``, ``knn+edges:TYPE``), check those and record
     them as the graph to label over (graphstore/user_edges.py)."""
     check_dataset_name(dataset)
-    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale)
+    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale,
+                                  search=search)
     clock = StageClock()
     with open_store(store_uri) as store:
         edges, notes = build_edges(store, dataset, spec, clock)
@@ -335,7 +338,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                    split_components: bool = True, batch_nodes: int = BATCH_NODES, full: bool = False,
                    hops: int = 2, holdout_fraction: float = 0.0, holdout_seed: int = 0,
                    keep_runs: int | None = None, publish: bool = True, edges_weight: float | None = None,
-                   scale: str | None = None) -> dict:
+                   scale: str | None = None, search: str | None = None) -> dict:
     """Label the nodes of ``dataset`` and record the run.
 
     The parameters are flat on purpose: they are what Prefect records for the run, shows
@@ -416,6 +419,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     scale : str or None
         standard, robust or none: how numeric features are scaled before distances; None: as built
         (standard when rebuilt).
+    search : str or None
+        How a rebuilt kNN graph's neighbours are found: auto (exact up to 50k nodes, then faiss HNSW
+        with a recall check), exact, hnsw, ivf, hnswlib or pynndescent; None: auto.
 
     Returns
     -------
@@ -426,12 +432,13 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # validated here, once; every stage below takes these two objects
     options = RunOptions(solver, dict(solver_params or {}), build_graph, full, hops, split_components,
                          batch_nodes, holdout_fraction, holdout_seed)
-    request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale)
+    request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale,
+                           search=search)
     solver_params = options.solver_params
     run_id = str(_flow_run_id() or uuid.uuid4())
     parameters = {"solver_params": _scalars(solver_params), "requested_solver_params": _scalars(solver_params),
                   "graph": graph, "k": k, "metric": metric,
-                  "weights": weights, "delta": delta, "edges_weight": edges_weight, "scale": scale,
+                  "weights": weights, "delta": delta, "edges_weight": edges_weight, "scale": scale, "search": search,
                   "build_graph": build_graph, "full": options.full,
                   "holdout_fraction": holdout_fraction, "split_components": split_components}
     try:

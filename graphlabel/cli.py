@@ -68,6 +68,12 @@ QuietOption = typer.Option(False, "--quiet", "-q", help="Show no progress (the s
                                                          " left, on stderr while the command runs).")
 
 
+SearchOption = typer.Option(None, help="How a kNN graph's neighbours are found when it is built: auto (exact up"
+                                        " to 50k nodes, then faiss HNSW, rebuilt wider when its sampled recall is"
+                                        " below 0.95), exact, hnsw, ivf, hnswlib or pynndescent (README: the kNN"
+                                        " search).")
+
+
 def _progress(headline: str, quiet: bool):
     """The progress of the command's flow on stderr: bars on a terminal, a line every few
     seconds in a log, nothing with --quiet (graphlabel/progress_display.py)."""
@@ -322,6 +328,7 @@ def build_graph(
     sigma: float | None = typer.Option(None, help="Gaussian bandwidth (default: the median k-th neighbour distance)."),
     scale: str = typer.Option("standard", help="Scale the numeric features first: standard (mean 0, std 1),"
                                                " robust (median 0, IQR 1) or none."),
+    search: str | None = SearchOption,
     quiet: bool = QuietOption,
     store: str | None = StoreOption,
 ) -> None:
@@ -336,7 +343,7 @@ def build_graph(
         with _progress(f"building the {graph} graph of {dataset!r}...", quiet):
             summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
                                dataset=dataset, store_uri=store, graph=graph, k=k, metric=metric, weights=weights,
-                               delta=delta, sigma=sigma, edges_weight=edges_weight, scale=scale)
+                               delta=delta, sigma=sigma, edges_weight=edges_weight, scale=scale, search=search)
     _print_warnings(summary)
     if summary["spec"].similarity_kind is None:
         console.print(f"{dataset!r} is labelled over the user's {summary['edges']} {summary['spec'].edges_type}"
@@ -361,6 +368,7 @@ def label(
                                     " --rebuild-graph the graph is used as it was built."),
     scale: str | None = typer.Option(None, help="Feature scaling when rebuilding: standard (the default),"
                                      " robust or none; without --rebuild-graph, as the graph was built."),
+    search: str | None = SearchOption,
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
     holdout: float = typer.Option(0.0, help="Fraction of given labels hidden to score the run"
@@ -402,7 +410,8 @@ def label(
                                dataset=dataset,
                                store_uri=store, solver=solver, solver_params=solver_params,
                                build_graph=rebuild_graph or graph is not None, graph=graph,
-                               edges_weight=edges_weight, k=k, scale=scale, split_components=split_components,
+                               edges_weight=edges_weight, k=k, scale=scale, search=search,
+                               split_components=split_components,
                                full=full,
                                holdout_fraction=holdout,
                                keep_runs=keep_runs)

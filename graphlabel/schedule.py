@@ -28,6 +28,8 @@ The file (see ``graphlabel.example.toml``)::
     sigma = 0.5                           # optional Gaussian bandwidth; default from the data
     scale = "standard"                    # optional feature scaling when the graph is (re)built:
                                           # "standard" (default), "robust" or "none"
+    search = "auto"                       # optional kNN search when the graph is (re)built: "auto"
+                                          # (default), "exact", "hnsw", "ivf", "hnswlib", "pynndescent"
     full = true                           # optional; passed only when given
     name = "products-nightly"             # optional, default "label-DATASET-SOLVER"
 
@@ -54,7 +56,7 @@ from similarity.spec import graph_problems
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
 JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "metric",
-            "weights", "sigma", "full", "store", "keep_runs", "holdout", "edges_weight", "scale"}
+            "weights", "sigma", "full", "store", "keep_runs", "holdout", "edges_weight", "scale", "search"}
 DEPLOYMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # fullmatch: `$` accepts a final "\n"
 
 
@@ -100,6 +102,9 @@ class Job:
     scale : str or None
         Feature scaling when the graph is (re)built (``similarity.encoding``); passed only
         when set (``None``: the flow's default, "standard").
+    search : str or None
+        How a (re)built kNN graph's neighbours are found (``similarity.spec.SEARCHES``);
+        passed only when set (``None``: "auto").
     store_uri : str or None
         The store; None means ``$GRAPHLABEL_STORE`` (else ``.graphlabel``) when the run starts.
     """
@@ -122,6 +127,7 @@ class Job:
     holdout: float = 0.0
     edges_weight: float | None = None
     scale: str | None = None
+    search: str | None = None
 
     @property
     def schedule(self) -> str:
@@ -150,6 +156,8 @@ class Job:
             parameters["sigma"] = self.sigma
         if self.scale is not None:
             parameters["scale"] = self.scale
+        if self.search is not None:
+            parameters["search"] = self.search
         if self.delta is not None:
             parameters["delta"] = self.delta
         if self.edges_weight is not None:
@@ -241,11 +249,11 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
         bad("solver_params", "must be a table such as { gamma_g = 0.1 }")
     k, graph, metric, weights = raw.get("k", 10), raw.get("graph", "knn"), raw.get("metric", "euclidean"), \
         raw.get("weights", "gaussian")
-    delta, sigma, scale = raw.get("delta"), raw.get("sigma"), raw.get("scale")
+    delta, sigma, scale, search = raw.get("delta"), raw.get("sigma"), raw.get("scale"), raw.get("search")
     edges_weight = raw.get("edges_weight")
     # the GraphSpec's own checks, all of them
     found += graph_problems(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight,
-                            scale=scale or "standard")
+                            scale=scale or "standard", search=search)
     full = raw.get("full")
     if full is not None and not isinstance(full, bool):
         bad("full", "must be true or false")
@@ -268,7 +276,7 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
                delta=None if delta is None else float(delta), metric=metric, weights=weights,
                sigma=None if sigma is None else float(sigma), full=full, store_uri=raw.get("store", store),
                keep_runs=keep_runs, holdout=float(holdout),
-               edges_weight=None if edges_weight is None else float(edges_weight), scale=scale)
+               edges_weight=None if edges_weight is None else float(edges_weight), scale=scale, search=search)
 
 
 def parse_schedule(document: Mapping[str, Any], source: str = "schedule") -> list[Job]:

@@ -59,7 +59,8 @@ def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec,
         with warnings.catch_warnings():  # the caller reports it (similarity.weights_problem), once
             warnings.simplefilter("ignore", DegenerateWeightsWarning)
             return knn_graph(features, k, metric=metric, weights=weights, sigma=spec.sigma,
-                             symmetrise=spec.symmetrise or "max", return_sigma=True, on_progress=on_progress)
+                             symmetrise=spec.symmetrise or "max", backend=spec.search or "auto", return_sigma=True,
+                             on_progress=on_progress)
     if spec.kind == "delta":
         return delta_graph(features, delta, metric=metric, weights=weights, sigma=spec.sigma), None
     if spec.kind == "mincut3":

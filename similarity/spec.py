@@ -43,6 +43,10 @@ METRICS = ("euclidean", "cosine")
 HAMMING_KINDS = ("delta", "mincut3", "delta0", "delta_half")
 WEIGHTS = ("gaussian", "cosine", "binary")
 SYMMETRISE = ("max", "mean", "mutual")
+#: How a ``knn`` graph's neighbours are searched (``similarity.knn.nearest_neighbors``'s
+#: ``backend``): "auto" is exact up to 50k rows, then faiss HNSW with its recall checked;
+#: the others are ``similarity.knn.KNN_BACKENDS`` (its docstring has the measured trade).
+SEARCHES = ("auto", "exact", "hnsw", "ivf", "hnswlib", "pynndescent")
 #: The kinds that take k, and the kinds that take a metric.
 K_KINDS = ("knn", "sgt", "mutual_knn")
 METRIC_KINDS = ("knn", "delta", "mincut3", "delta0", "delta_half")
@@ -100,7 +104,7 @@ def _edges_weight_problems(kind: Any, edge_type: str | None, edges_weight: Any) 
 
 def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", weights: Any = "gaussian",
                    delta: Any = None, sigma: Any = None, symmetrise: Any = "max", *,
-                   edges_weight: Any = None, scale: Any = DEFAULT_SCALE) -> list[str]:
+                   edges_weight: Any = None, scale: Any = DEFAULT_SCALE, search: Any = None) -> list[str]:
     """Every problem with these graph options, one line each (empty when they make a
     valid ``GraphSpec``): a schedule file reports them all at once, a spec raises the
     first. ``kind`` may be a whole ``--graph`` value (``knn+edges:TYPE``, ``parse_graph``)."""
@@ -123,6 +127,9 @@ def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", wei
         problems += _choice("weights", weights, WEIGHTS)
     if kind == "knn":
         problems += _choice("symmetrise", symmetrise, SYMMETRISE)
+    if search is not None:
+        problems += (_choice("search", search, SEARCHES) if kind == "knn" else
+                     [f"search picks how a knn graph's neighbours are found; a {kind} graph has none to search"])
     if kind == "delta" and delta is None:
         problems.append('graph "delta" needs delta = <distance threshold> (--delta on the command line)')
     return problems + _positive("delta", delta) + _positive("sigma", sigma)
@@ -162,6 +169,10 @@ class GraphSpec:
         How the numeric features are scaled before distances are measured (every kind):
         scikit-learn's ``StandardScaler`` / ``RobustScaler`` semantics
         (``similarity.encoding``).
+    search : str or None
+        How the neighbours of a ``knn`` graph are found, one of ``SEARCHES`` (None: "auto").
+        The embedded builder's choice (Neo4j's GDS kNN is its own); a build option, not a
+        property of the graph: an incremental run does not rebuild for it.
     encoding : FeatureEncoding or None
         The numbers ``scale`` was fitted to (and the categorical vocabulary) when the
         graph was built; None before. Recorded on ``GraphBuild`` and reused for the
@@ -180,10 +191,11 @@ class GraphSpec:
     edges_weight: float | None = None
     scale: str = DEFAULT_SCALE
     encoding: FeatureEncoding | None = field(default=None, compare=False)
+    search: str | None = None
 
     def __post_init__(self) -> None:
         problems = graph_problems(self.kind, self.k, self.metric, self.weights, self.delta, self.sigma,
-                                  self.symmetrise, scale=self.scale)
+                                  self.symmetrise, scale=self.scale, search=self.search)
         problems += self._edge_problems()
         if not problems and self.encoding is not None and self.encoding.scale != self.scale:
             problems = [f"the encoding was fitted with scale {self.encoding.scale!r}, the spec says {self.scale!r}"]
@@ -217,7 +229,8 @@ class GraphSpec:
     def from_options(cls, graph: str | None = None, k: int | None = None, metric: str | None = None,
                      weights: str | None = None, delta: float | None = None,
                      sigma: float | None = None, symmetrise: str | None = None,
-                     edges_weight: float | None = None, scale: str | None = None) -> GraphSpec:
+                     edges_weight: float | None = None, scale: str | None = None,
+                     search: str | None = None) -> GraphSpec:
         """The spec of a kind with defaults for what is not given (kNN, k = 10, Euclidean,
         Gaussian, max), and None for what the kind does not use; a δ-graph without a σ
         has binary weights (a Gaussian needs a bandwidth the δ-graph does not pick).
@@ -243,6 +256,7 @@ class GraphSpec:
             edges_type=edges_type, edges_property=edges_property,
             edges_weight=None if edges_weight is None else float(edges_weight),
             scale=scale or DEFAULT_SCALE,
+            search=None if search in (None, "auto") else search,
         )
 
     @property
@@ -286,7 +300,8 @@ class GraphSpec:
     def _describe_similarity(self) -> str:
         scaled = "" if self.scale == DEFAULT_SCALE else f", scale {self.scale}"
         if self.kind == "knn":
-            return f"{self.k}-NN, {self.metric}, {self.weights} weights{scaled}"
+            searched = "" if self.search is None else f", {self.search} search"
+            return f"{self.k}-NN, {self.metric}, {self.weights} weights{scaled}{searched}"
         if self.kind == "delta":
             return f"δ = {self.delta}, {self.metric}, {self.weights} weights{scaled}"
         if self.kind in K_KINDS:
@@ -308,7 +323,7 @@ class GraphSpec:
         A record from before scaling existed was built on the features as stored:
         ``scale="none"``."""
         names = ("k", "metric", "weights", "delta", "sigma", "symmetrise", "edges_type", "edges_property",
-                 "edges_weight")
+                 "edges_weight", "search")
         values = {name: record.get(name) for name in names}
         if values["k"] is not None:
             values["k"] = int(values["k"])
@@ -334,6 +349,7 @@ class GraphRequest:
     sigma: float | None = None
     edges_weight: float | None = None
     scale: str | None = None
+    search: str | None = None
 
     def __post_init__(self) -> None:
         self.spec()
@@ -341,7 +357,7 @@ class GraphRequest:
     def spec(self) -> GraphSpec:
         """The graph a rebuild makes: the given options, the defaults for the rest."""
         return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma,
-                                      edges_weight=self.edges_weight, scale=self.scale)
+                                      edges_weight=self.edges_weight, scale=self.scale, search=self.search)
 
     def given(self) -> dict[str, Any]:
         """The options given, by name; a ``graph`` naming the user's edges as the spec's

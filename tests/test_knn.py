@@ -306,3 +306,27 @@ def test_auto_keeps_its_fast_search_when_the_recall_is_enough(clustered, monkeyp
     assert len(searched) >= n // 256  # one report per chunk of queries
     assert searched[-1] == n
     assert not any("wider" in step for step, _, _ in steps)
+
+
+def test_every_search_a_graph_spec_names_is_a_backend_and_is_used(clustered, monkeypatch):
+    """``GraphSpec.search`` (the CLI's --search, a schedule's ``search``) names the
+    backends of similarity.knn, and a built graph is searched with it."""
+    from similarity import knn
+    from similarity.build import build_graph
+    from similarity.spec import SEARCHES, GraphSpec
+
+    assert SEARCHES == ("auto", *knn.KNN_BACKENDS)
+    assert GraphSpec.from_options("knn", search="auto").search is None
+    with pytest.raises(ValueError, match="search must be one of"):
+        GraphSpec.from_options("knn", search="annoy")
+    with pytest.raises(ValueError, match="a delta graph has none to search"):
+        GraphSpec(kind="delta", delta=1.0, weights="binary", symmetrise=None, k=None, search="exact")
+    used = []
+    monkeypatch.setattr(knn, "_search", lambda Z, rows, k1, backend, on_progress=None:
+                        used.append(backend) or knn._exact_search(Z, Z[rows], k1))
+    spec = GraphSpec.from_options("knn", k=5, scale="none", search="ivf")
+    assert spec.search == "ivf"
+    assert "ivf search" in spec.describe()
+    assert GraphSpec.from_record(spec.as_record()) == spec
+    build_graph(clustered, np.full(len(clustered), None), spec)
+    assert used == ["ivf"]

@@ -102,6 +102,8 @@ def job_with(**fields):
     ({"graph": "edges:"}, r"graph 'edges:': invalid relationship type ''"),
     ({"edges_weight": 0.5}, r"edges_weight weighs the user's edges in a sum"),
     ({"graph": "knn+edges:CO", "edges_weight": -1}, r"edges_weight must be a positive number, got -1"),
+    ({"search": "annoy"}, r"search must be one of \['auto', 'exact', 'hnsw'"),
+    ({"graph": "sgt", "search": "hnsw"}, r"a sgt graph has none to search"),
 ])
 def test_each_invalid_field_is_named(fields, message):
     with pytest.raises(ScheduleError, match=message):
@@ -253,6 +255,13 @@ def test_graph_metric_weights_and_sigma_reach_the_flow():
         assert (job.parameters()["metric"], job.parameters()["weights"], job.parameters()["sigma"]) == (
             "cosine", "cosine", 0.7)
         assert set(job.parameters()) <= set(inspect.signature(labelling_flow.fn).parameters)
+
+
+def test_the_knn_search_reaches_the_flow_only_when_set():
+    assert "search" not in parse_schedule(job_with(), "s.toml")[0].parameters()
+    job = parse_schedule(job_with(search="ivf"), "s.toml")[0]
+    assert job.parameters()["search"] == "ivf"
+    assert set(job.parameters()) <= set(inspect.signature(labelling_flow.fn).parameters)
 
 
 def test_runs_of_one_job_never_overlap():
