@@ -39,14 +39,17 @@ def digits_store(store_path, digits):
     return store_path, y
 
 
-def _artifacts(flow_run_id: str) -> dict:
+def _artifacts(flow_run_id: str, kind: str = "published") -> dict:
+    """The run's keyed artifacts: the ones a run publishes (metrics, report, plot), or with
+    ``kind="progress"`` the progress bars of its stages."""
     from prefect import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     with get_client(sync_client=True) as client:
         of_the_run = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
         found = client.read_artifacts(artifact_filter=of_the_run)
-    return {a.key: a for a in found if a.key}  # keyless ones: results Prefect keeps itself
+    keyed = [a for a in found if a.key]  # keyless ones: results Prefect keeps itself
+    return {a.key: a for a in keyed if (a.type == "progress") == (kind == "progress")}
 
 
 def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
@@ -60,6 +63,9 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     assert sum(metrics["class_counts"].values()) + metrics["n_unreachable"] == len(y)
     artifacts = _artifacts(result["run_id"])
     assert set(artifacts) == {"label-digits-metrics", "label-digits-report", "label-digits-reliability"}
+    bars = _artifacts(result["run_id"], kind="progress")  # the stages a person watched, all finished
+    assert {"label-digits-knn-search", "label-digits-solve-harmonic", "label-digits-write-back"} <= set(bars)
+    assert all(bar.data == 100 for bar in bars.values()), {key: bar.data for key, bar in bars.items()}
     table = artifacts["label-digits-metrics"].data
     rows = [(row["metric"], row["value"]) for row in (json.loads(table) if isinstance(table, str) else table)]
     # headline first, named and rounded: the accuracy with the size it rests on
