@@ -76,15 +76,24 @@ READ_SLICE = 200_000
 BUFFER_POOL_BYTES = 512 << 20
 
 
-def buffer_pool_bytes(database: Path) -> int:
+#: Pool bytes a COPY of relationships needs per relationship, beyond ``BUFFER_POOL_BYTES``:
+#: one COPY of 67M relationships (10M nodes, 10-NN) failed in the 1.4 GiB pool the store
+#: had and took 142 s in a 4 GiB one, where 5M-row COPYs into the growing table took 553 s
+#: (each rewrites the relationship lists it touches; kuzu 0.11.3). 6.7M at 1M fit in 840 MiB.
+COPY_BYTES_PER_RELATIONSHIP = 64
+
+
+def buffer_pool_bytes(database: Path, relationships: int = 0) -> int:
     """The pool a store opens with: ``BUFFER_POOL_BYTES`` and a quarter of the database
     file's size (the primary-key index and the pages a statement touches grow with the
     nodes: a 512 MiB pool failed to look up the keys of a batch into 8.5M stored nodes),
-    never more than Kùzu's own default of 80% of the memory."""
+    or, for a COPY of ``relationships``, ``COPY_BYTES_PER_RELATIONSHIP`` each if that is
+    more; never more than Kùzu's own default of 80% of the memory."""
     import psutil
 
     stored = database.stat().st_size if database.is_file() else 0
-    return int(min(BUFFER_POOL_BYTES + stored // 4, 0.8 * psutil.virtual_memory().total))
+    wanted = BUFFER_POOL_BYTES + max(stored // 4, COPY_BYTES_PER_RELATIONSHIP * relationships)
+    return int(min(wanted, 0.8 * psutil.virtual_memory().total))
 
 
 #: Prediction rows one SET statement writes (``write_predictions``): 1M rows did not fit in
@@ -350,12 +359,13 @@ class KuzuStore(GraphStore):
         self._fit_pool()
         return rows.num_rows
 
-    def _fit_pool(self) -> None:
+    def _fit_pool(self, relationships: int = 0) -> None:
         """Open the database again with a larger pool once it has grown past the one it
-        was opened with (``buffer_pool_bytes``): an ingest of 10M rows into a new store
-        starts with 512 MiB and needs more as the stored keys grow. The lock is held by
-        this process throughout but for the moment between closing and opening."""
-        wanted = buffer_pool_bytes(self._file)
+        was opened with, or before a COPY of ``relationships`` that needs more
+        (``buffer_pool_bytes``): an ingest of 10M rows into a new store starts with 512 MiB
+        and needs more as the stored keys grow. The lock is held by this process
+        throughout but for the moment between closing and opening."""
+        wanted = buffer_pool_bytes(self._file, relationships)
         if wanted <= 1.25 * self._pool_bytes:
             return
         self._conn.close()
@@ -378,6 +388,7 @@ class KuzuStore(GraphStore):
             }
         )
         if rows.num_rows:
+            self._fit_pool(rows.num_rows)
             self._bulk("insert_edges", {"edges": rows})
         return rows.num_rows
 
@@ -417,6 +428,7 @@ class KuzuStore(GraphStore):
             self._run("add_edges", {"edges": rows.filter(pa.array(known))})
             rows = rows.filter(pa.array(~known))
         if rows.num_rows:
+            self._fit_pool(rows.num_rows)
             self._run("insert_edges", {"edges": rows})
         self._run("checkpoint")
         return int(stored.num_rows + rows.num_rows)
@@ -439,6 +451,7 @@ class KuzuStore(GraphStore):
         if edges.num_rows:
             rows = self._edge_rows(dataset, edges)
             rows = rows.add_column(2, "type", pa.array([edge_type] * edges.num_rows, pa.string()))
+            self._fit_pool(rows.num_rows)
             self._bulk("insert_user_edges", {"edges": rows})
         return edges.num_rows
 
