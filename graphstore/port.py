@@ -232,6 +232,9 @@ class GraphStore(ABC):
         said = [f"the similarity graph of {dataset!r}: {problem}"] if problem else []
         said += [f"the similarity graph of {dataset!r}: {w.message}" for w in searched
                  if issubclass(w.category, similarity.LowRecallWarning)]
+        for other in searched:  # recording caught every warning: the others go on as they came
+            if not issubclass(other.category, similarity.LowRecallWarning):
+                warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
         edges = edge_table(graph.keys, W)
         del W, graph  # the relationships are written from the edge table alone
         report("write relationships", 0, None, "relationships")
