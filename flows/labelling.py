@@ -27,7 +27,7 @@ from graphstore import (
 )
 from graphstore.secrets import PASSWORD_ENV, redact
 from labelling.components import BATCH_NODES, PLAN_INFO
-from labelling.indistinguishable import pool_copies
+from labelling.indistinguishable import copy_groups, pool_copies
 from labelling.liveness import mark_interrupted_runs, this_process
 from labelling.options import RunOptions, run_kind
 from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
@@ -37,7 +37,7 @@ from labelling.records import NoValidRecords, ParsedRecords, in_input_order, no_
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
-from solvers import Prediction, SolverTimeLimit
+from solvers import GRAPH_ONLY_METHODS, Prediction, SolverTimeLimit
 
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
@@ -198,12 +198,13 @@ def write_back(store: GraphStore, dataset: str, exported: ExportedProblem, predi
                labelled_at: pd.Timestamp) -> int:
     """The write-back stage: every node's prediction written, ``WRITE_BACK_ROWS`` at a
     time with progress; returns how many nodes were written."""
-    rows = prediction_rows(exported, prediction, run_id, labelled_at)
-    written = 0
-    with progress("write back", rows.num_rows, "nodes") as meter:
-        for start in range(0, rows.num_rows, WRITE_BACK_ROWS):  # a loop over slices of rows
-            written += write_predictions(store, dataset, rows.slice(start, WRITE_BACK_ROWS))
-            meter.to(min(start + WRITE_BACK_ROWS, rows.num_rows))
+    n, written = exported.problem.n_nodes, 0
+    with progress("write back", n, "nodes") as meter:
+        for start in range(0, n, WRITE_BACK_ROWS):  # a loop over slices of rows, built one at a time
+            nodes = slice(start, start + WRITE_BACK_ROWS)
+            written += write_predictions(store, dataset, prediction_rows(exported, prediction, run_id,
+                                                                         labelled_at, nodes))
+            meter.to(min(start + WRITE_BACK_ROWS, n))
     return written
 
 
@@ -556,14 +557,24 @@ def unreached_note(exported: ExportedProblem, prediction: Prediction) -> list[st
     return [note]
 
 
-def _pool_copies(store: GraphStore, dataset: str, exported: ExportedProblem, prediction: Prediction,
-                 notes: list[str]) -> Prediction:
-    """Copies of one feature vector beyond k + 1 get one answer (labelling.indistinguishable);
-    only kNN graphs pick neighbours among ties."""
+def _copy_groups(store: GraphStore, dataset: str, exported: ExportedProblem) -> tuple[int, np.ndarray] | None:
+    """The kNN graph's k and its groups of more than k + 1 copies of one feature vector
+    (labelling.indistinguishable), found while the problem has its features; None where
+    there is nothing to pool (only kNN graphs pick neighbours among ties)."""
     built = store.read_graph_build(dataset)
-    if not built or built.get("graph") != "knn" or built.get("k") is None:
+    problem = exported.problem
+    if not built or built.get("graph") != "knn" or built.get("k") is None or problem.X is None:
+        return None
+    k = int(built["k"])
+    return k, copy_groups(problem.X, problem.W, k)
+
+
+def _pool_copies(exported: ExportedProblem, prediction: Prediction, copies: tuple[int, np.ndarray] | None,
+                 notes: list[str]) -> Prediction:
+    """Copies of one feature vector beyond k + 1 get one answer (``_copy_groups``)."""
+    if copies is None:
         return prediction
-    pooled = pool_copies(exported, prediction, int(built["k"]))
+    pooled = pool_copies(exported, prediction, *copies)
     if pooled.message:
         notes.append(pooled.message)
     return pooled.prediction
@@ -640,7 +651,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         if changed is not None:
             prediction = changed.prediction
             if len(changed.keys):
-                prediction = _pool_copies(store, dataset, changed.exported, prediction, notes)
+                prediction = _pool_copies(changed.exported, prediction,
+                                          _copy_groups(store, dataset, changed.exported), notes)
                 with clock("write_back"):
                     write_back(store, dataset, changed.exported, prediction, run_id, changed.read_at)
             run_logger().info("incremental run: %s changed nodes (%s new), %s edges added, %s nodes relabelled"
@@ -672,18 +684,21 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
                   f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
         with clock("export"):
             exported = export_problem(store, dataset)
-    problem = exported.problem
-    run_logger().info("exported %s nodes, %s edges, %s given labels in %d classes", f"{problem.n_nodes:,}",
-                      f"{problem.W.nnz // 2:,}", f"{int(problem.labeled.sum()):,}", problem.n_classes)
+    run_logger().info("exported %s nodes, %s edges, %s given labels in %d classes",
+                      f"{exported.problem.n_nodes:,}", f"{exported.problem.W.nnz // 2:,}",
+                      f"{int(exported.problem.labeled.sum()):,}", exported.problem.n_classes)
     holdout = None
     if options.holdout_fraction:
         exported, holdout = hold_out(exported, options.holdout_fraction, options.holdout_seed)
         run_logger().info("held out %s of the given labels to score the run", f"{len(holdout.nodes):,}")
+    copies = _copy_groups(store, dataset, exported)
+    if solver in GRAPH_ONLY_METHODS:  # nothing after this reads the features: let them go
+        exported = replace(exported, problem=exported.problem.without_features())
     with clock("solve"), progress(f"solve ({solver})", exported.problem.n_nodes, "nodes"):
         prediction = solve_by_component(exported, options)
     run_logger().info("solved with %s: %s nodes labelled, %s given labels flagged as noisy", solver,
                       f"{int((prediction.labels >= 0).sum()):,}", f"{int(prediction.noisy.sum()):,}")
-    prediction = _pool_copies(store, dataset, exported, prediction, notes)
+    prediction = _pool_copies(exported, prediction, copies, notes)
     with clock("write_back"):
         written = write_back(store, dataset, exported, prediction, run_id, read_at)
     run_logger().info("wrote %s predictions", f"{written:,}")

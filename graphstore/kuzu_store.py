@@ -363,15 +363,18 @@ class KuzuStore(GraphStore):
         """Open the database again with a larger pool once it has grown past the one it
         was opened with, or before a COPY of ``relationships`` that needs more
         (``buffer_pool_bytes``): an ingest of 10M rows into a new store starts with 512 MiB
-        and needs more as the stored keys grow. The lock is held by this process
-        throughout but for the moment between closing and opening."""
+        and needs more as the stored keys grow."""
         wanted = buffer_pool_bytes(self._file, relationships)
-        if wanted <= 1.25 * self._pool_bytes:
-            return
+        if wanted > 1.25 * self._pool_bytes:
+            self._reopen(wanted)
+
+    def _reopen(self, pool_bytes: int) -> None:
+        """The database closed and opened again with a pool of ``pool_bytes``. The lock is
+        held by this process throughout but for the moment between closing and opening."""
         self._conn.close()
         self._db.close()
-        self._pool_bytes = wanted
-        self._db = _open_database(self._module, self._file, self._timeout, wanted)
+        self._pool_bytes = pool_bytes
+        self._db = _open_database(self._module, self._file, self._timeout, pool_bytes)
         self._conn = self._module.Connection(self._db)
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
@@ -485,6 +488,10 @@ class KuzuStore(GraphStore):
         features, lengths = self._read_features(dataset, position) if with_features else (None, None)
         source, target, weight = self._read_edges(dataset, position) if with_edges else (
             np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        # the pages just read stay resident in the pool until the database closes, through
+        # the assembly below and the solve after it: at 1M nodes a label run's solve peaked
+        # at 2,240 MiB with them, 1,772 without (50 ms to reopen)
+        self._reopen(self._pool_bytes)
         return subgraph_from_positions(nodes, source, target, weight, features, lengths)
 
     def _read_edges(self, dataset: str, position: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -555,8 +562,13 @@ class KuzuStore(GraphStore):
         rows = rows.take(pa.compute.index_in(in_order, value_set=rows.column("uid")))
         # a statement per WRITE_SLICE rows: a SET keeps the old values of its whole
         # transaction in the buffer pool
-        return sum(int(self._bulk("write_predictions", {"rows": rows.slice(start, WRITE_SLICE)}).get_next()[0])
-                   for start in range(0, rows.num_rows, WRITE_SLICE))
+        written = sum(int(self._bulk("write_predictions", {"rows": rows.slice(start, WRITE_SLICE)}).get_next()[0])
+                      for start in range(0, rows.num_rows, WRITE_SLICE))
+        # Kùzu keeps memory outside its pool after each SET, and gives it back only when
+        # the database closes: 1M predictions written in 100k statements took the process
+        # from 441 to 1,135 MiB, and to 1,002 with the database reopened after each
+        self._reopen(self._pool_bytes)
+        return written
 
     def write_run(self, run: LabelRunRecord) -> None:
         self._run("write_run", run.properties())

@@ -50,9 +50,9 @@ def copy_groups(X: np.ndarray, W, k: int) -> np.ndarray:
     -1 for every other node."""
     n = X.shape[0]
     groups = np.full(n, -1, dtype=np.int64)
-    coo = W.tocoo()
-    at_zero = coo.data == 1.0
-    candidates = np.unique(np.concatenate((coo.row[at_zero], coo.col[at_zero])))
+    # W is symmetric (LabelProblem checks it), so the columns of the weight-1 entries name
+    # both their ends: no COO copy of W (260 MB at 1M nodes)
+    candidates = np.unique(W.indices[W.data == 1.0])
     if len(candidates) <= k + 1:
         return groups
     hashes = pd.util.hash_pandas_object(pd.DataFrame(X[candidates]), index=False).to_numpy()
@@ -65,12 +65,16 @@ def copy_groups(X: np.ndarray, W, k: int) -> np.ndarray:
     return groups
 
 
-def pool_copies(exported: ExportedProblem, prediction: Prediction, k: int) -> Pooled:
-    """One answer per group of more than ``k + 1`` copies (module docstring)."""
+def pool_copies(exported: ExportedProblem, prediction: Prediction, k: int,
+                groups: np.ndarray | None = None) -> Pooled:
+    """One answer per group of more than ``k + 1`` copies (module docstring). ``groups``:
+    ``copy_groups`` found before the problem let its features go (the flows find them
+    before a solver that reads only the graph; None: found here, from ``problem.X``)."""
     problem = exported.problem
-    if problem.X is None or problem.n_nodes == 0:
-        return Pooled(prediction, 0, None)
-    groups = copy_groups(problem.X, problem.W, k)
+    if groups is None:
+        if problem.X is None or problem.n_nodes == 0:
+            return Pooled(prediction, 0, None)
+        groups = copy_groups(problem.X, problem.W, k)
     members = np.flatnonzero(groups >= 0)
     if not len(members):
         return Pooled(prediction, 0, None)

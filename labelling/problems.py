@@ -106,20 +106,22 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
 
 
 def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: str,
-                    labelled_at: pd.Timestamp) -> pa.Table:
-    """The rows `GraphStore.write_predictions` takes; no prediction (label -1) is written as null.
-    ``label_noise`` is null for nodes without a given label (it speaks of given labels only)."""
-    labels = prediction.labels
+                    labelled_at: pd.Timestamp, nodes: slice = slice(None)) -> pa.Table:
+    """The rows `GraphStore.write_predictions` takes, of the node positions ``nodes`` (all by
+    default; the write-back builds a slice at a time, not 1M rows of 10 scores at once); no
+    prediction (label -1) is written as null. ``label_noise`` is null for nodes without a
+    given label (it speaks of given labels only)."""
+    labels = prediction.labels[nodes]
     n = len(labels)
     classes = pa.array(np.asarray(exported.classes, dtype=object), pa.string())
     # Arrow gathers the class names and repeats the run's constants in C: no Python
     # object per node (a million rows per run at scale).
     names = classes.take(pa.array(np.where(labels >= 0, labels, 0), pa.int64(), mask=labels < 0))
-    given = exported.problem.labeled
+    given = exported.problem.labeled[nodes]
     noise_score = (np.full(n, np.nan) if prediction.noise_score is None
-                   else np.asarray(prediction.noise_score, dtype=np.float64))
+                   else np.asarray(prediction.noise_score[nodes], dtype=np.float64))
     stamp = pa.scalar(labelled_at.to_pydatetime().replace(tzinfo=None), pa.timestamp("us"))
-    readable = readable_scores(prediction.label_scale_scores, labels)  # labelling/scores.py
+    readable = readable_scores(prediction.label_scale_scores_of(nodes), labels)  # labelling/scores.py
     runner, margin = runner_up(readable, labels)
     no_scores = np.isnan(readable).any(axis=1) if readable.shape[1] else np.ones(n, bool)
     # one list per node from one flat buffer: offsets, not a Python list per row
@@ -128,10 +130,10 @@ def prediction_rows(exported: ExportedProblem, prediction: Prediction, run_id: s
                                       mask=pa.array(no_scores))
     return pa.table(
         {
-            "key": pa.array(exported.keys, pa.string()),
+            "key": pa.array(exported.keys[nodes], pa.string()),
             "predicted_label": names,
-            "label_confidence": pa.array(prediction.confidence.astype(np.float64)),
-            "label_noise": pa.array(np.asarray(prediction.noisy, dtype=bool), mask=~given),
+            "label_confidence": pa.array(prediction.confidence[nodes].astype(np.float64)),
+            "label_noise": pa.array(np.asarray(prediction.noisy[nodes], dtype=bool), mask=~given),
             # how strongly the solver doubts the given label, to rank by (null: not scored)
             "label_noise_score": pa.array(noise_score, mask=~given | np.isnan(noise_score)),
             "label_run_id": pa.repeat(pa.scalar(run_id, pa.string()), n),

@@ -21,6 +21,13 @@ METHODS: dict[str, str] = {
     "auto": "solvers.auto:auto",
 }
 
+#: The methods that read the graph and never ``problem.X``, whatever their parameters: a
+#: caller may hand them a problem without its features (``LabelProblem.without_features``;
+#: the flows do, 244 MB at 1M nodes of 32 features). The others read X for some or all of
+#: their options (maxmargin's SVM, lcsnc's kNN graph and confidences, mincut's
+#: ``unreached="nearest"``).
+GRAPH_ONLY_METHODS: frozenset[str] = frozenset({"harmonic", "nmf", "spectral", "auto"})
+
 
 def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Prediction:
     """Label every node of ``problem`` with the solver named ``method``.
