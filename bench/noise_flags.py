@@ -3,6 +3,8 @@ they flag, and what they cost at scale next to the same solve without them.
 
     python -m bench noise_flags          # quality tables, cost at 100k nodes / 1,000 labels
     python -m bench noise_flags --full   # also 1M nodes / 10,000 labels
+    python -m bench noise_flags --skip-quality --cost-methods maxmargin --cost-sizes 10000
+                                         # one solver's cost rows at one size (minutes)
 
 Quality: digits and segment (10 labels per class) and WDBC (28 per class, about 10%),
 labels flipped uniformly to another class (``labelling.sampling.flip_labels``) at 0, 10%
@@ -181,7 +183,9 @@ def ranking_tables(per_label: list, thresholds: tuple[float, ...]) -> tuple[pd.D
     return pd.DataFrame(ranking), pd.DataFrame(sweep)
 
 
-def cost_table(sizes: list[int]) -> pd.DataFrame:
+def cost_table(sizes: list[int], methods: set[str] | None = None) -> pd.DataFrame:
+    """Seconds of each solver's flags against the same solve without them; ``methods`` keeps
+    only those solvers' rows (None: all)."""
     from .knn_build import N_CLASSES, K, blobs
 
     rows = []
@@ -205,6 +209,9 @@ def cost_table(sizes: list[int]) -> pd.DataFrame:
             runs += [("maxmargin", "no flags (cv=0)", {"cv": 0}),
                      ("maxmargin", "flags, defaults (cv=5, SVM and graph leave-one-out)", {}),
                      ("maxmargin", "flags, noise='svm' (cv=5)", {"noise": "svm"})]
+        runs = [run for run in runs if methods is None or run[0] in methods]
+        if not runs:
+            continue
         base = {}
         for method, label, params in runs:
             seconds, p = median_time(lambda: solve(problem, method, **params), repeats)
@@ -234,6 +241,9 @@ def main(argv: list[str]) -> None:
                              "threshold sweep to the quality table")
     parser.add_argument("--thresholds", default="0.2,0.25,0.3,0.35,0.4,0.5,0.6,0.7,0.8,0.9,0.95",
                         help="comma-separated thresholds of the sweep (with --ranking)")
+    parser.add_argument("--cost-methods",
+                        help="comma-separated solvers (harmonic, mincut, maxmargin) for the cost table (default all)")
+    parser.add_argument("--cost-sizes", help="comma-separated node counts of the cost table (default 10000,100000)")
     parser.add_argument("--out", help="results file name (bench/results/OUT.md); default from the options")
     args = parser.parse_args(argv)
     first, _, last = args.seeds.partition("-")
@@ -257,7 +267,10 @@ def main(argv: list[str]) -> None:
             report.table("Threshold sweep on noise_score: per-seed mean F1 on the flipped sets, flagged share of "
                          "the clean sets (nothing flipped)", sweep)
     sizes = [10_000, 100_000] + ([1_000_000] if args.full else [])
+    if args.cost_sizes:
+        sizes = [int(size) for size in args.cost_sizes.split(",")]
     if not args.skip_cost:
+        cost_methods = set(args.cost_methods.split(",")) if args.cost_methods else None
         report.table("Cost of the flags: the same solve without them, 1% labelled, 10% of the labels flipped "
-                     "(medians of 3; 1 run at 1M)", cost_table(sizes))
+                     "(medians of 3; 1 run at 1M)", cost_table(sizes, cost_methods))
     print(f"written to {report.save()}")

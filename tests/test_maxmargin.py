@@ -255,6 +255,72 @@ def test_default_flags_need_the_graph_and_the_svm_to_doubt(digits_split):
     np.testing.assert_allclose(looser.noise_score[given], score)
 
 
+def test_sample_induced_keeps_the_given_labels_and_reweights_the_drawn_ones():
+    """A fold's SVM: every given label, ``size`` induced ones drawn without repeats, each drawn
+    one weighted (induced count / size) so their hinge losses sum to the full set's estimate."""
+    from solvers.maxmargin import _sample_induced
+
+    y = np.full(1000, -1)
+    y[:40] = np.arange(40) % 4
+    train = np.flatnonzero((np.arange(1000) % 5 != 4) | (y >= 0))  # the 40 given and 768 unlabelled nodes
+    weight = np.where(y >= 0, 0.5, 1.0)  # trusted given labels weigh their trust
+    drawn, w = _sample_induced(train, y, weight, 190, np.random.default_rng(0))
+    assert np.isin(np.flatnonzero(y >= 0), drawn).all()
+    assert np.isin(drawn, train).all()
+    assert np.all(np.diff(drawn) > 0)
+    induced = drawn[y[drawn] < 0]
+    assert len(induced) == 190
+    pool = np.count_nonzero(y[train] < 0)  # 768
+    np.testing.assert_allclose(w[induced], pool / 190)
+    np.testing.assert_allclose(w[induced].sum(), pool)
+    np.testing.assert_array_equal(w[y >= 0], 0.5)
+    np.testing.assert_array_equal(weight[y < 0], 1.0)  # the caller's weights are not changed
+    same, w_same = _sample_induced(train, y, weight, pool, np.random.default_rng(0))
+    assert same is train
+    assert w_same is weight
+
+
+def test_folds_train_on_a_sample_of_the_induced_labels(digits_split, monkeypatch):
+    """cv_sample: the folds' SVMs see a sample, the final one every induced label; the flags and
+    the calibration survive a sample of a quarter of the graph, and a sample no smaller than
+    the graph changes nothing."""
+    X, y, X_test, y_test, W, _ = digits_split
+    rng = np.random.default_rng(5)
+    given = keep_per_class(y, 10, rng)
+    noisy_y, flipped = flip_labels(y, given, 0.1, 10, rng)
+    problem = LabelProblem(W, np.where(given, noisy_y, -1), X=X)
+    fits: list[int] = []
+    fit = SVC.fit
+    monkeypatch.setattr(SVC, "fit", lambda svm, X_fit, *a, **k: fits.append(len(X_fit)) or fit(svm, X_fit, *a, **k))
+    probes: list[int] = []
+    probe = MaxMarginGraphCut._probe_seconds
+    monkeypatch.setattr(MaxMarginGraphCut, "_probe_seconds", lambda self, *a: probes.append(1) or probe(self, *a))
+    full = MaxMarginGraphCut(cv_sample=None).fit(problem)
+    assert len(fits) == 6
+    assert min(fits) > 1000
+    assert len(probes) == 1  # only the first fold probes: the final fit expects a fold's seconds
+    fits.clear()
+    probes.clear()
+    sampled = MaxMarginGraphCut(cv_sample=300).fit(problem)
+    folds_given = given.sum() - given.sum() // 5  # the training folds' given labels (10 per class)
+    assert fits[:5] == [300 + folds_given] * 5
+    assert fits[5] == np.count_nonzero(sampled.induced_labels_ >= 0) == np.count_nonzero(full.induced_labels_ >= 0)
+    assert len(probes) == 2  # a sampled fold's seconds are no estimate of the final fit: it probes
+    np.testing.assert_array_equal(sampled.predict(X_test), full.predict(X_test))
+    assert not np.allclose(sampled.noise_score_, full.noise_score_)  # the folds did change
+    caught = noise_scores(sampled.noisy_[given], flipped[given])
+    assert caught["precision"] >= 0.8
+    assert caught["recall"] >= 0.5
+    for model in (full, sampled):  # calibrated on the folds' scores, both close to the hidden labels' accuracy
+        P = model.predict_proba(X_test)
+        labels = model.predict(X_test)
+        assert expected_calibration_error(P[np.arange(len(labels)), labels], labels == y_test) < 0.1
+    monkeypatch.undo()
+    same = MaxMarginGraphCut(cv_sample=len(y)).fit(problem)
+    np.testing.assert_allclose(same.noise_score_, full.noise_score_)
+    np.testing.assert_array_equal(same.noisy_, full.noisy_)
+
+
 def test_validation_errors(moons):
     X, _, yg = moons
     W = _paper_graph(X)
@@ -263,7 +329,7 @@ def test_validation_errors(moons):
     problem = LabelProblem(W, yg, X=X)
     for bad in [dict(gamma_g=-1), dict(epsilon=-0.1), dict(kernel="sigmoid"), dict(C=0),
                 dict(cv=1), dict(noise_threshold=0), dict(bandwidth=0.0), dict(solver="cholmod"),
-                dict(noise="cut")]:
+                dict(noise="cut"), dict(cv_sample=0), dict(cv_sample=2.5)]:
         with pytest.raises(ValueError):
             MaxMarginGraphCut(**bad).fit(problem)
     with pytest.raises(ValueError, match="not fitted"):
