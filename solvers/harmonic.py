@@ -97,7 +97,15 @@ Decisions the papers leave open, and what this module does
   the exact solve on digits, same labels); on digits, segment and WDBC (10, 10, 28 labels
   per class, seeds 100-104) flags and accuracy matched the committed solver except
   segment at 10% flipped (precision / recall 0.68 / 0.49 against 0.72 / 0.54; with
-  ``stop="rtol"`` 0.70 / 0.51).
+  ``stop="rtol"`` 0.70 / 0.51). "No label has changed" allows ``LABEL_CHANGE_SHARE`` = 1e-4
+  of the unknowns (10 nodes of 100k; none below 10k unknowns, so the real sets and the
+  noise-flag sets stop as before). Why: on that 100k-node graph the last iterations each
+  moved a handful of the 99,000 labels (after the coarse restart 301, 64, 13, 8, 2, 0, 0):
+  at 1e-4 the block CG stopped after 10 products instead of 12 with the same labels as the
+  solve run to ``rtol`` (no flags; with flags accuracy 0.99344 against 0.99345, one node);
+  3e-4 took 9 products and changed 2 labels, 1e-3 8 products and 6 labels. On the 20k-node
+  sets of ``bench/hard_data.py`` (2 labels allowed) accuracy stayed within 0.0001 of the
+  exact rule in all 12 cells.
 - Tolerance: ``rtol`` = 1e-4 (it was 1e-8). On the 100k-node 10-NN graph of
   ``bench/solver_scale.py`` (1% labelled) CG needed 540 column products at 1e-8, 394 at
   1e-5 and 324 at 1e-4, with the same labels at every node and scores within 5e-5.
@@ -123,6 +131,23 @@ Decisions the papers leave open, and what this module does
   solved again (``drop_noisy=True``, CG warm-started from the first solution, so a
   wrong label does not spread); flagged nodes get the leave-one-out class as their
   prediction.
+- The re-solve without the flagged labels (``resolve_hops``). From ``RESOLVE_NEAR_MIN_NODES``
+  = 50,000 unknowns up, only the unknowns within ``resolve_hops`` = 2 edges of a dropped
+  label are solved again, the rest held at the first solution (``_resolve_near``), unless
+  that region holds more than ``RESOLVE_MAX_SHARE`` = 25% of the nodes; below, or then, the
+  whole system is solved again, warm-started. Why: few labels are dropped on a large graph
+  and the whole re-solve cost 4 products with the whole graph, a regrouping and a coarse
+  space. On the 100k-node graph of ``bench/solver_scale.py`` (1,000 labels, 2 flagged;
+  in-process, alternating, load ~3 on 2 cores) the fit took 0.49-0.69 s against
+  0.69-0.77 s; the region held 581 nodes (5 iterations), and 1 label of the 100k differed
+  from the whole re-solve (accuracy 0.99344 against 0.99345). With 3 hops 8,750 nodes (1
+  label), with 4 the region passed 25%. With 3% of the labels flipped (32 dropped) 11,214
+  nodes and 10 labels differed (0.99340 against 0.99341); with 10% (98 dropped) the region
+  passed 25%. Why not below 50,000: there the whole re-solve costs tens of milliseconds,
+  and its further iterations over the whole graph (the first solve stops at stable labels,
+  not at ``rtol``) were worth accuracy: local re-solves on the sets of
+  ``bench/hard_data.py`` lost up to 0.0008 on the 20k-node sets (unequal class sizes at
+  10%) and 0.0039 on segment at 1% (seed 1).
 - How the leave-one-out is computed (``loo=``). Exact (``_leave_one_out``): a Schur
   complement needs s_i = wᵢᵀ A⁻¹ wᵢ, one solve per given label: cheap with SuperLU's
   factorisation, but one CG each above 10k unknowns (with 987 labels on 100k nodes the
@@ -162,7 +187,7 @@ from scipy.sparse.linalg import LinearOperator, cg, splu
 from threadpoolctl import threadpool_limits
 
 from ._graph import margin_scores, per_label
-from ._validation import Interval, Options, Real, validate_params
+from ._validation import Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
 
 SOLVERS = ("auto", "direct", "cg", "amg")
@@ -174,6 +199,8 @@ JACOBI_MAX_ITERATIONS = 300
 FLOAT32_RTOL = 1e-5
 # stop="labels": CG stops once no node's label has changed for this many iterations in a row.
 LABEL_PATIENCE = 2
+# stop="labels": an iteration counts as steady when at most this share of the unknowns changed label.
+LABEL_CHANGE_SHARE = 1e-4
 # CG iterations before the coarse space is drawn from the labels (see _block_cg).
 COARSE_AFTER = 3
 # The block CG regroups the rows by label (_grouped_by_label) when an n × C block is at least this
@@ -306,7 +333,8 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     Stops when every column's residual is below ``rtol`` times its right-hand side and every
     unknown has been reached (``_reached``) or, with
     ``stop_on_labels``, when ``labels_of`` (X ↦ each node's label, -1 where none yet) has not
-    changed for ``patience`` iterations in a row. Returns X (n × C), a mask of the columns
+    changed for ``patience`` iterations in a row (at most ``LABEL_CHANGE_SHARE`` of the unknowns
+    changing counts as unchanged). Returns X (n × C), a mask of the columns
     that reached ``rtol`` (all True after a label stop), the number of iterations, the number
     of products with K (iterations, the coarse set-up and a start vector's residual) and the
     stop reason.
@@ -327,7 +355,8 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     rr = blocks.dot(R, R)
     active = rr > target
     unknown = scale > 0
-    labels = labels_of(X[:n], scale)
+    # no start vector: X = 0 and no node has a label yet (labels_of would say -1 everywhere)
+    labels = labels_of(X[:n], scale) if X0 is not None else np.full(n, -1)
     order = None  # the iterates' row order when regrouped (None: the graph's)
 
     def regroup(labels):
@@ -347,6 +376,8 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     T = blocks.empty()  # scratch
     rz = blocks.dot(R, Z)
     steady, iterations, reason = 0, 0, "rtol"
+    # labels that may still change in a steady iteration (stop_on_labels; module docstring: "Stopping")
+    settled = int(LABEL_CHANGE_SHARE * np.count_nonzero(unknown))
     products = int(X0 is not None) + int(correct is not None)  # products with K outside the iterations
     while active.any() or not _reached(X[:n], unknown):
         if iterations >= maxiter:
@@ -385,7 +416,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         products += 1
         if stop_on_labels:
             new = labels_of(X[:n], scale)
-            steady = steady + 1 if np.array_equal(new, labels) else 0
+            steady = steady + 1 if np.count_nonzero(new != labels) <= settled else 0
             labels = new
             if steady >= patience:
                 reason = "labels"
@@ -602,7 +633,7 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
                 w = weights
             Z = X * w
             best = np.argmax(Z, axis=1)
-            best[np.take_along_axis(Z, best[:, None], axis=1)[:, 0] <= 0] = -1  # not reached (or fixed)
+            best[Z[np.arange(len(best)), best] <= 0] = -1  # not reached (or fixed)
             return best
 
         start = None if x0 is None else np.divide(x0, s[:, None], out=np.zeros((n, C)), where=s[:, None] > 0)
@@ -625,6 +656,73 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
             counts["cg_iterations"] = (counts["cg_iterations"] or 0) + solve_uu.cg_iterations
         counts["amg_fallbacks"] += solve_uu.amg_fallbacks
     return _System(F, u, l, s, K, degree, counts)
+
+
+def _near(W: sp.csr_matrix, seeds: np.ndarray, inside: np.ndarray, hops: int) -> np.ndarray:
+    """Mask of the nodes of ``inside`` within ``hops`` edges of a seed (seeds in ``inside``),
+    walking through ``inside`` only (a clamped label absorbs the walk: nothing passes it).
+    One row slice of W per hop, of the frontier's rows only."""
+    near = np.zeros(W.shape[0], dtype=bool)
+    frontier = seeds[inside[seeds]]
+    near[frontier] = True
+    for _ in range(hops):
+        reached = np.unique(W[frontier].indices)
+        frontier = reached[inside[reached] & ~near[reached]]
+        if frontier.size == 0:
+            break
+        near[frontier] = True
+    return near
+
+
+def _resolve_near(W, system: _System, start: np.ndarray, kept: np.ndarray, dropped: np.ndarray, gamma_g: float,
+                  rtol: float, hops: int, max_share: float) -> tuple[_System, dict] | None:
+    """The re-solve without the ``dropped`` labels, on the nodes near them only; None when that
+    region holds more than ``max_share`` of the nodes (the caller then solves the whole system).
+
+    Unclamping the dropped labels changes the right-hand side only at them and their
+    neighbours, and the change of the solution decays away from them (the walk from a far node
+    is absorbed by the kept labels or the degree sink before it meets a dropped one). So the
+    unknowns R within ``hops`` edges of a dropped label are solved again with the rest held at
+    ``start`` (the first solution, with the dropped labels' own leave-one-out estimates), a
+    Dirichlet boundary: (D'_RR − W_RR) f_R = W_{R,·∖R} start, by the same float32 block CG
+    (Jacobi-scaled, started from ``start``, to ``rtol``) on the |R| × |R| system. Measured on the
+    100k-node graph of bench/solver_scale.py (1,000 labels, 2 dropped): see the module
+    docstring ("Noise flags"). Returns the new system (F is ``start``, updated in place) and
+    what it cost.
+    """
+    n, C = start.shape
+    u_mask = np.zeros(n, dtype=bool)
+    u_mask[system.u] = True
+    u_mask[dropped] = True
+    region = _near(W, dropped, u_mask, hops)
+    r = np.flatnonzero(region)
+    if r.size > max_share * n:
+        return None
+    W_r = W[r]
+    # the boundary's pull: W_{R,·} start less the region's own part (start holds the kept labels' Y)
+    W_rr = W_r[:, r]
+    rhs = W_r @ start - W_rr @ start[r]
+    scale = np.zeros(n, dtype=system.scale.dtype)
+    scale[u_mask] = 1.0 / np.sqrt(system.degree[u_mask] + gamma_g)
+    s = scale[r]
+    data = W_rr.data.astype(np.float32)
+    data *= np.repeat(s, np.diff(W_rr.indptr))
+    data *= s[W_rr.indices]
+    K = sp.csr_matrix((data, W_rr.indices, W_rr.indptr), shape=W_rr.shape)
+
+    def no_labels(X, _scale):  # no coarse space: a start vector and a small region need none
+        return np.full(len(X), -1)
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        X, _, iterations, products, reason = _block_cg(
+            K, s[:, None] * rhs, start[r] / s[:, None], rtol, JACOBI_MAX_ITERATIONS, no_labels, s,
+            stop_on_labels=False)
+    start[r] = s[:, None] * X
+    counts = {**system.counts, "cg_iterations": None, "cg_block_iterations": 0, "cg_block_products": 0,
+              "cg_stop": None, "amg_fallbacks": 0}
+    # K stays the first solve's operator (nothing reads it after the re-solve); scale is the new one
+    return (_System(start, np.flatnonzero(u_mask), np.flatnonzero(kept), scale, system.K, system.degree, counts),
+            {"nodes": int(r.size), "iterations": int(iterations), "stop": reason})
 
 
 def harmonic_scores(
@@ -746,10 +844,15 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     # own index arrays: eliminate_zeros compacts them in place, and W_l is read again below
     B_t = sp.csr_matrix((W_l.data * scale[W_l.indices], W_l.indices.copy(), W_l.indptr.copy()), shape=W_l.shape)
     B_t.eliminate_zeros()
-    B = B_t.T.tocsr()  # n × l, D'^-½ W_ul in node numbering
-    K = system.K.astype(np.float64)
-    KB = (K @ B).tocsc()
-    B = B.tocsc()
+    B = B_t.T  # n × l (CSC), D'^-½ W_ul in node numbering
+    # KB = (Bᵀ K)ᵀ (K is symmetric): a product over the labels' rows, each pulling the rows of K
+    # at its neighbours (about k² entries per label), where K B ran over all of K's rows. On the
+    # 100k-node graph of bench/solver_scale.py (1,000 labels) this function took 66 ms against
+    # 97 ms (medians of 15, interleaved, same process). Not kept: S = BᵀB + BᵀKB + (KB)ᵀ(KB) as
+    # one l × l sparse matrix (its diagonal and S Y_l), 105 ms against 70 ms for these lines.
+    # K's values in float64, its index arrays shared (no copy of the graph's structure).
+    K = sp.csr_matrix((system.K.data.astype(np.float64), system.K.indices, system.K.indptr), shape=system.K.shape)
+    KB = (B_t @ K).T
     S_ii = (np.asarray(B.multiply(B).sum(axis=0)).ravel()
             + np.asarray(B.multiply(KB).sum(axis=0)).ravel()
             + np.asarray(KB.multiply(KB).sum(axis=0)).ravel())
@@ -885,10 +988,18 @@ PARAMETER_CONSTRAINTS = {
     "loo": [Options(LOO_METHODS)],
     "class_mass": [Options(CLASS_MASS)],
     "stop": [Options(STOP_RULES)],
+    "resolve_hops": [Interval(Integral, 0, None)],
 }
 # class_mass="auto": the target share of class c is n_c + κ over the labelled classes (n_c its
 # given labels), a symmetric Dirichlet prior of κ pseudo-labels per class (module docstring).
 MASS_PSEUDO_LABELS = 100.0
+# The re-solve without the flagged labels covers the nodes within ``resolve_hops`` edges of them
+# (_resolve_near) unless that region holds more than this share of the nodes; then the whole
+# system is solved again.
+RESOLVE_MAX_SHARE = 0.25
+# ... and only on graphs of at least this many unknowns (module docstring: below, the whole re-solve
+# costs tens of milliseconds and its further iterations were worth up to 0.004 of accuracy).
+RESOLVE_NEAR_MIN_NODES = 50_000
 
 
 def _mass_rule(class_mass: str) -> str:
@@ -956,6 +1067,7 @@ def harmonic(
     direct_max_nodes: int = 1_000,
     rtol: float = 1e-4,
     stop: str = "labels",
+    resolve_hops: int = 2,
 ) -> Prediction:
     """Label nodes with the (regularised) harmonic function and flag doubtful given labels.
 
@@ -1000,8 +1112,14 @@ def harmonic(
         Relative tolerance of CG (on each column's residual against its right-hand side).
         At 1e-5 or looser CG runs in float32 on all columns at once (``_block_cg``).
     stop : {"labels", "rtol"}, default "labels"
-        When that block CG stops: once no node's label has changed for 2 iterations, or at
-        ``rtol`` (module docstring: "Stopping"). ``info["cg_stop"]`` says which, per solve.
+        When that block CG stops: once no node's label has changed for 2 iterations (up to
+        1e-4 of the unknowns), or at ``rtol`` (module docstring: "Stopping").
+        ``info["cg_stop"]`` says which, per solve.
+    resolve_hops : int, default 2
+        With ``drop_noisy``, on graphs of 50,000 unknowns or more: re-solve only the unknowns
+        within this many edges of the dropped labels (``info["resolve_near"]``: its nodes and
+        iterations), unless they are more than a quarter of the nodes; 0 always re-solves the
+        whole system (module docstring: "The re-solve without the flagged labels").
 
     Returns
     -------
@@ -1012,7 +1130,8 @@ def harmonic(
         leave-one-out distributions.
     """
     validate_params({"gamma_g": gamma_g, "gamma_d": gamma_d, "noise_threshold": noise_threshold, "solver": solver,
-                     "loo": loo, "class_mass": class_mass, "stop": stop}, PARAMETER_CONSTRAINTS)
+                     "loo": loo, "class_mass": class_mass, "stop": stop, "resolve_hops": resolve_hops},
+                    PARAMETER_CONSTRAINTS)
     W, y, C = _resolvable(problem.W).tocsr(), problem.y, problem.n_classes
     labeled = problem.labeled
     l = np.flatnonzero(labeled)
@@ -1072,9 +1191,18 @@ def harmonic(
                 start[l[dropped]] = unclamped[dropped]
                 start[~reachable] = 0.0  # a component whose labels were all dropped: no label
                 target = _mass_target(_mass_rule(class_mass), y, kept, C)
-                system = _solve_system(W, Y_l[~dropped], kept, x0=start, reachable=reachable, mass_target=target,
-                                       **kw)
-                used.append(system.counts)
+                # near the dropped labels only, when they are few and no component lost its labels
+                local = None
+                if (resolve_hops > 0 and len(system.u) >= RESOLVE_NEAR_MIN_NODES and system.K.dtype == np.float32
+                        and reachable.sum() == len(system.u) + len(l)):
+                    local = _resolve_near(W, system, start, kept, l[dropped], gamma_g, rtol, resolve_hops,
+                                          RESOLVE_MAX_SHARE)
+                if local is not None:
+                    system, info["resolve_near"] = local
+                else:
+                    system = _solve_system(W, Y_l[~dropped], kept, x0=start, reachable=reachable,
+                                           mass_target=target, **kw)
+                    used.append(system.counts)
                 info["n_unknowns"] = int(len(system.u))
     # CG iterations over all solves (classes, leave-one-out columns, the re-solve): each is
     # one product with L_uu + γ_g I. None when SuperLU solved instead (no iterations).
@@ -1113,5 +1241,6 @@ def harmonic(
         labels[idx] = cls
         confidence[idx] = loo_scores[np.searchsorted(l, idx), cls]
     params = dict(gamma_g=gamma_g, gamma_d=gamma_d, class_mass=class_mass, noise_threshold=noise_threshold, loo=loo,
-                  drop_noisy=drop_noisy, detect_noise=detect_noise, calibrate=calibrate, solver=solver)
+                  drop_noisy=drop_noisy, detect_noise=detect_noise, calibrate=calibrate, solver=solver,
+                  resolve_hops=resolve_hops)
     return Prediction(labels, confidence, noisy, F, "harmonic", params, info, noise_score)

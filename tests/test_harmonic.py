@@ -400,3 +400,79 @@ def test_block_cg_grouped_by_label_gives_the_ungrouped_solution(digits, monkeypa
     np.testing.assert_allclose(grouped.scores, plain.scores, atol=1e-5)
     np.testing.assert_array_equal(grouped.labels, plain.labels)
     np.testing.assert_array_equal(grouped.noisy, plain.noisy)
+
+
+def test_the_local_resolve_solves_the_system_without_the_dropped_labels(rng):
+    # _resolve_near with a region covering every unknown is the whole re-solve: against the dense
+    # solution without the dropped labels (degree sink included); with one hop, the nodes outside
+    # the region keep the first solution and the region's rows move
+    import solvers.harmonic as harmonic_module
+
+    n, C, gamma_d = 300, 3, 0.03
+    W = random_graph(n, 0.03, rng)
+    labeled = np.zeros(n, dtype=bool)
+    labeled[rng.choice(n, 30, replace=False)] = True
+    y = rng.integers(0, C, n)
+    Y = np.eye(C)[y]
+    l = np.flatnonzero(labeled)
+    degree = np.asarray(W.sum(axis=1)).ravel() * (1 + gamma_d)
+    solve_kw = dict(gamma_g=0.0, solver="cg", direct_max_nodes=0, rtol=1e-5, degree=degree, stop="rtol")
+    dropped = l[:3]
+    kept = labeled.copy()
+    kept[dropped] = False
+    expected = dense_harmonic(W, Y * kept[:, None], kept, 0.0, gamma_d)
+    for hops, share in ((n, 1.0), (1, 1.0)):
+        system = harmonic_module._solve_system(W, Y[l], labeled, **solve_kw)
+        first = system.F.copy()
+        start = system.F
+        start[dropped] = 1.0 / C  # any start: the solve replaces the region's rows
+        result = harmonic_module._resolve_near(W, system, start, kept, dropped, 0.0, 1e-5, hops, share)
+        assert result is not None
+        resolved, info = result
+        region = harmonic_module._near(W, dropped, ~kept, hops)
+        assert info["nodes"] == region.sum()
+        np.testing.assert_array_equal(resolved.l, np.flatnonzero(kept))
+        if hops == n:
+            assert region.sum() == n - kept.sum()
+            np.testing.assert_allclose(resolved.F, expected, atol=2e-4)
+        else:
+            outside = ~region & ~labeled
+            np.testing.assert_array_equal(resolved.F[outside], first[outside])
+            assert np.abs(resolved.F[region] - first[region]).max() > 1e-3
+    system = harmonic_module._solve_system(W, Y[l], labeled, **solve_kw)
+    assert harmonic_module._resolve_near(W, system, system.F, kept, dropped, 0.0, 1e-5, n, 0.1) is None
+
+
+def test_the_local_resolve_keeps_the_labels_of_the_whole_resolve(digits, monkeypatch):
+    # forced on digits (the default needs 50k unknowns), with flipped labels so that some are dropped
+    import solvers.harmonic as harmonic_module
+
+    X, y_true = digits
+    rng = np.random.default_rng(3)
+    given = keep_per_class(y_true, 10, rng)
+    noisy, _ = flip_labels(y_true, given, 0.1, 10, rng)
+    problem = LabelProblem(knn_graph(X, k=10), np.where(given, noisy, -1))
+    monkeypatch.setattr(harmonic_module, "RESOLVE_NEAR_MIN_NODES", 0)
+    monkeypatch.setattr(harmonic_module, "RESOLVE_MAX_SHARE", 1.0)
+    whole = solve(problem, "harmonic", solver="cg", resolve_hops=0)
+    near = solve(problem, "harmonic", solver="cg")
+    assert whole.noisy.sum() >= 2
+    assert "resolve_near" not in whole.info
+    assert 0 < near.info["resolve_near"]["nodes"] < len(y_true)
+    np.testing.assert_array_equal(near.noisy, whole.noisy)  # the flags come before the re-solve
+    assert np.mean(near.labels == whole.labels) >= 0.99
+    with pytest.raises(ValueError):
+        solve(problem, "harmonic", resolve_hops=-1)
+
+
+def test_label_stop_allows_a_share_of_changing_labels(digits, monkeypatch):
+    import solvers.harmonic as harmonic_module
+
+    X, y_true = digits
+    given = keep_per_class(y_true, 10, np.random.default_rng(0))
+    problem = LabelProblem(knn_graph(X, k=10), np.where(given, y_true, -1))
+    exact = solve(problem, "harmonic", solver="cg", detect_noise=False)  # 1e-4 of 1,797: no label may change
+    monkeypatch.setattr(harmonic_module, "LABEL_CHANGE_SHARE", 0.05)
+    loose = solve(problem, "harmonic", solver="cg", detect_noise=False)
+    assert exact.info["cg_stop"] == loose.info["cg_stop"] == ["labels"]
+    assert loose.info["cg_block_iterations"] < exact.info["cg_block_iterations"]
