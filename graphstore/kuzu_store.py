@@ -485,12 +485,16 @@ class KuzuStore(GraphStore):
         order = pa.compute.sort_indices(nodes.column("key"))
         nodes = nodes.take(order)
         position = _offset_positions(nodes.column("node").to_numpy().astype(np.int64, copy=False))
+        # the pages a read touched stay resident in the pool until the database closes:
+        # reopened after the features and after the relationships (50 ms each at 1M nodes),
+        # the pages of the one are not held while the other is read, nor through the
+        # assembly below and the solve after it (a 1M label run's solve peaked at 2,240 MiB
+        # with them, 1,772 without)
         features, lengths = self._read_features(dataset, position) if with_features else (None, None)
+        if with_features and with_edges:
+            self._reopen(self._pool_bytes)
         source, target, weight = self._read_edges(dataset, position) if with_edges else (
             np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        # the pages just read stay resident in the pool until the database closes, through
-        # the assembly below and the solve after it: at 1M nodes a label run's solve peaked
-        # at 2,240 MiB with them, 1,772 without (50 ms to reopen)
         self._reopen(self._pool_bytes)
         return subgraph_from_positions(nodes, source, target, weight, features, lengths)
 

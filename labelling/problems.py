@@ -94,9 +94,13 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     y[has_label] = np.searchsorted(classes, given[has_label].to_numpy())
     # the SubGraph holds each pair once and no loop (schemas.one_row_per_pair: the larger
     # weight where a store had both ways), so W is that pair list read both ways, in one
-    # conversion (A.maximum(A.T) made three CSR copies of 13M entries at 1M nodes)
+    # conversion (A.maximum(A.T) made three CSR copies of 13M entries at 1M nodes); the
+    # positions as int32, the CSR's own index type below 2^31 nodes, not int64 copies
+    index = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    ends = [graph.source, graph.target]
     W = sp.csr_matrix((np.concatenate([graph.weight, graph.weight]),
-                       (np.concatenate([graph.source, graph.target]), np.concatenate([graph.target, graph.source]))),
+                       (np.concatenate(ends, dtype=index, casting="unsafe"),
+                        np.concatenate(ends[::-1], dtype=index, casting="unsafe"))),
                       shape=(n, n))
     # the trust in each given label (ingest --label-confidence), for the solvers that read it
     trust = graph.label_confidence

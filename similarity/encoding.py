@@ -185,9 +185,11 @@ class FeatureEncoding:
         if self.center and X.shape[1] != len(self.center):
             raise ValueError(f"the graph was built on {len(self.center)} numeric features, these rows have"
                              f" {X.shape[1]}")
-        if self.center:
-            X = (X - np.asarray(self.center)) / np.asarray(self.width)
-        return np.hstack([X, self._onehot(categories, n)])
+        if self.center:  # one new (n, d) array, not three (a 1M × 32 copy is 244 MiB)
+            X = np.subtract(X, np.asarray(self.center))
+            X /= np.asarray(self.width)
+        onehot = self._onehot(categories, n)
+        return np.hstack([X, onehot]) if onehot.shape[1] else X
 
     def hamming_embedding(self, categories: np.ndarray | None, labels: np.ndarray,
                           n_numeric: int) -> np.ndarray:

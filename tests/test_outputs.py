@@ -131,3 +131,26 @@ def test_export_maps_each_runs_scores_to_its_classes(kuzu_store):
     only = export_frame(kuzu_store, "toy", run="r1")
     assert only["key"].tolist() == ["a"]
     assert [c for c in only.columns if c.startswith("score_")] == ["score_x", "score_y"]
+
+
+def test_prediction_rows_built_a_slice_at_a_time_equal_the_whole():
+    import pandas as pd
+    import pyarrow as pa
+    import scipy.sparse as sp
+
+    from labelling.problems import ExportedProblem, prediction_rows
+    from solvers import LabelProblem, solve
+
+    n = 30
+    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    y = np.full(n, -1)
+    y[[0, 1, 2]], y[[27, 28, 29]], y[15] = 0, 1, 2
+    exported = ExportedProblem(LabelProblem(W, y), np.array([f"k{i:02d}" for i in range(n)], dtype=object),
+                               np.array(["a", "b", "c"], dtype=object))
+    prediction = solve(exported.problem, "harmonic")
+    now = pd.Timestamp("2026-11-27", tz="UTC")
+    whole = prediction_rows(exported, prediction, "run", now)
+    sliced = pa.concat_tables([prediction_rows(exported, prediction, "run", now, slice(start, start + 7))
+                               for start in range(0, n, 7)])
+    assert whole.num_rows == n
+    assert sliced.equals(whole)

@@ -45,3 +45,46 @@ def test_solve_refuses_one_class_and_unknown_methods():
         solve(problem, "harmonic")
     with pytest.raises(ValueError, match="unknown solver"):
         solve(LabelProblem(path_graph(3), np.array([0, -1, 1])), "nope")
+
+
+def test_a_symmetric_graph_given_out_of_order_is_accepted_as_is():
+    # unsorted column indices: the check takes the slow path and leaves the caller's arrays alone
+    W = sp.csr_matrix((np.array([2.0, 1.0, 1.0, 2.0]), np.array([2, 1, 0, 0]), np.array([0, 2, 3, 4])),
+                      shape=(3, 3))
+    assert not W.has_canonical_format
+    indices = W.indices.copy()
+    problem = LabelProblem(W, np.array([0, -1, 1]))
+    assert problem.W.nnz == 4
+    assert np.array_equal(W.indices, indices)
+
+
+def test_an_asymmetric_graph_with_a_symmetric_pattern_is_refused():
+    W = path_graph(4).tocsr()
+    W.data[2] = 1.5  # the same entries both ways, one weight differs
+    with pytest.raises(ValueError, match="symmetric"):
+        LabelProblem(W, np.array([0, -1, -1, 1]))
+
+
+def test_without_features_drops_x_and_keeps_the_checked_graph():
+    problem = LabelProblem(path_graph(4), np.array([0, -1, -1, 1]), X=np.arange(8.0).reshape(4, 2))
+    bare = problem.without_features()
+    assert bare.X is None
+    assert problem.X is not None
+    assert bare.W is problem.W
+    assert bare.y is problem.y
+    assert bare.has_graph
+
+
+@pytest.mark.parametrize("method", sorted(__import__("solvers").GRAPH_ONLY_METHODS))
+def test_every_graph_only_method_solves_a_problem_without_features(method):
+    # two chains of 20 joined by one weak edge, two labels each end: what the flows hand these
+    # methods once the features are dropped (flows/labelling.py)
+    W = sp.block_diag([path_graph(20), path_graph(20)], format="lil")
+    W[19, 20] = W[20, 19] = 0.01
+    y = np.full(40, -1)
+    y[[0, 19]], y[[20, 39]] = 0, 1
+    X = np.vstack([np.zeros((20, 2)), np.ones((20, 2))])
+    bare = LabelProblem(W.tocsr(), y, X=X).without_features()
+    prediction = solve(bare, method)
+    assert (prediction.labels[:20] == 0).mean() >= 0.9
+    assert (prediction.labels[20:] == 1).mean() >= 0.9
