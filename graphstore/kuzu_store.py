@@ -19,12 +19,15 @@ opened, and opening the other kind in the same process is refused with a message
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import importlib
 import logging
 import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -114,6 +117,9 @@ MODELS_FOLDER = "models"
 MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 60.0
+#: The file in the store folder whose lock a process holds while the store is open
+#: (``_hold_store``).
+STORE_LOCK_FILE = "graphlabel.lock"
 #: The one weight property of the embedded store's user edges (USER_EDGE.weight).
 USER_WEIGHT = "weight"
 logger = logging.getLogger(__name__)
@@ -233,14 +239,69 @@ def _open_database(module: ModuleType, path: Path, timeout: float, pool_bytes: i
     holds its lock (Kùzu lets one process at a time open a database for writing: a
     scheduled run and a user's ``query`` meet here). Says once that it waits, then either
     opens or raises ``StoreLocked``."""
-    folder = path.parent
-    deadline, delay = None, 0.25
-    while True:
+
+    def attempt():
         try:
             return module.Database(str(path), buffer_pool_size=pool_bytes)
         except RuntimeError as error:
             if "lock" not in str(error).lower():
                 raise
+            return None
+
+    return _waiting(attempt, path.parent, timeout)
+
+
+#: The store locks this process holds (``_hold_store``): lock file → [handle, stores open].
+#: One handle per file, because closing any descriptor of a file drops every POSIX lock
+#: the process holds on it.
+_HELD: dict[Path, list[Any]] = {}
+
+
+def _hold_store(folder: Path, timeout: float) -> Path:
+    """Hold an exclusive lock on the store folder's ``STORE_LOCK_FILE`` until
+    ``_release_store``, waiting as ``_open_database`` does; returns the lock file. Why a
+    lock of graphlabel's own beside Kùzu's: the store closes and opens its database
+    several times a run (``_reopen``), and another graphlabel process polling for Kùzu's
+    lock could take the database in that moment and keep it; it waits for this lock
+    first, so it cannot. A POSIX record lock, per process as Kùzu's own is: a second store
+    opened by the same process (a test beside its fixture) opens, as it did."""
+    lock_file = (folder / STORE_LOCK_FILE).resolve()
+    if lock_file in _HELD:
+        _HELD[lock_file][1] += 1
+        return lock_file
+
+    def attempt():
+        handle = open(lock_file, "ab")
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            handle.close()
+            if error.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            return None
+        return handle
+
+    _HELD[lock_file] = [_waiting(attempt, folder, timeout), 1]
+    return lock_file
+
+
+def _release_store(lock_file: Path) -> None:
+    """One store of this process closed: the lock goes with the last."""
+    held = _HELD[lock_file]
+    held[1] -= 1
+    if held[1] == 0:
+        del _HELD[lock_file]
+        held[0].close()
+
+
+def _waiting(attempt: Callable[[], Any], folder: Path, timeout: float) -> Any:
+    """``attempt()`` until it returns something other than None (the store is free),
+    for up to ``timeout`` seconds; says once that it waits, raises ``StoreLocked`` after."""
+    deadline, delay = None, 0.25
+    while True:
+        opened = attempt()
+        if opened is not None:
+            return opened
         now = time.monotonic()
         if deadline is None:
             deadline = now + timeout
@@ -306,7 +367,12 @@ class KuzuStore(GraphStore):
         timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
         self._file, self._timeout = self.path / ENGINES[engine], timeout
         self._pool_bytes = buffer_pool_bytes(self._file)
-        self._db = _open_database(module, self._file, timeout, self._pool_bytes)
+        self._lock_file: Path | None = _hold_store(self.path, timeout)
+        try:
+            self._db = _open_database(module, self._file, timeout, self._pool_bytes)
+        except BaseException:
+            _release_store(self._lock_file)
+            raise
         self._module = module
         self._conn = module.Connection(self._db)
         self.ensure_schema()
@@ -725,3 +791,6 @@ class KuzuStore(GraphStore):
     def close(self) -> None:
         self._conn.close()
         self._db.close()
+        if self._lock_file is not None:  # closing twice releases once
+            _release_store(self._lock_file)
+            self._lock_file = None

@@ -113,14 +113,14 @@ def test_the_engine_is_the_stores_and_a_uri_may_name_it(tmp_path):
     with open_store(str(folder), create=True) as store:  # a new store: the default engine
         assert (store.dialect, store.engine) == ("kuzu", "kuzu")
         store.write_nodes("toy", nodes(["a"], ["x"]))
-    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu"]
+    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu", "graphlabel.lock"]
     with open_store(f"kuzu://{folder}") as store:
         assert store.count_nodes("toy") == 1
     # the files are not compatible: a URI naming the other engine is refused, not answered
     # from a second, empty database made beside the first (checked before ladybug loads)
     with pytest.raises(StoreSetupError, match=r"is a kuzu store \(graph.kuzu\), not a ladybug one"):
         open_store(f"ladybug://{folder}", create=True)
-    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu"]
+    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu", "graphlabel.lock"]
     with pytest.raises(StoreNotFound, match="no store at"):
         open_store(f"ladybug://{tmp_path / 'none'}")
     (folder / "graph.lbug").write_bytes(b"")  # a folder with both: the URI must say which
@@ -158,7 +158,7 @@ def test_the_two_engines_are_never_loaded_in_one_process(tmp_path, first, second
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"the {second} engine cannot be loaded next to it" in done.stdout
     file = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}[first]
-    assert [p.name for p in (tmp_path / "one").iterdir()] == [file]
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == sorted([file, "graphlabel.lock"])
     assert not (tmp_path / "two").exists()
 
 
@@ -216,3 +216,39 @@ def test_the_page_pool_grows_before_a_copy_of_relationships_that_needs_it(store_
         assert store.replace_edges("d", edges) == 3 * n
         assert store._pool_bytes == kuzu_store.buffer_pool_bytes(store._file, 3 * n) > 1.25 * before
         assert len(store.read_subgraph("d", with_features=False).source) == 3 * n
+
+
+OPEN_IN_ANOTHER_PROCESS = """
+import sys
+from graphstore import StoreLocked
+from graphstore.kuzu_store import KuzuStore
+try:
+    KuzuStore(sys.argv[1], lock_timeout=1).close()
+    print("opened")
+except StoreLocked:
+    print("locked")
+"""
+
+
+def test_another_process_cannot_take_the_store_while_it_reopens_its_database(store_path):
+    # the store closes and opens its database several times a run (after an export's reads,
+    # after each write of predictions); in that moment Kùzu's own lock is free, and another
+    # process polling for it took the database and kept it. graphlabel's lock is held throughout
+    import subprocess
+    import sys
+
+    from graphstore.kuzu_store import KuzuStore
+
+    def other_process() -> str:
+        done = subprocess.run([sys.executable, "-c", OPEN_IN_ANOTHER_PROCESS, store_path], capture_output=True,
+                              text=True, cwd=Path(__file__).parent.parent, timeout=120)
+        return done.stdout.strip()
+
+    store = KuzuStore(store_path, create=True)
+    KuzuStore(store_path).close()  # a second store in the same process still opens, and its close keeps the lock
+    store._conn.close()
+    store._db.close()  # the moment of a reopen: Kùzu's lock is free
+    assert other_process() == "locked"
+    store._reopen(store._pool_bytes)
+    store.close()
+    assert other_process() == "opened"
