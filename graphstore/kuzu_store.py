@@ -435,8 +435,8 @@ class KuzuStore(GraphStore):
             self._reopen(wanted)
 
     def _reopen(self, pool_bytes: int) -> None:
-        """The database closed and opened again with a pool of ``pool_bytes``. The lock is
-        held by this process throughout but for the moment between closing and opening."""
+        """The database closed and opened again with a pool of ``pool_bytes``. Kùzu's lock
+        is free for the moment between; graphlabel's (``_hold_store``) is held throughout."""
         self._conn.close()
         self._db.close()
         self._pool_bytes = pool_bytes

@@ -65,16 +65,11 @@ def copy_groups(X: np.ndarray, W, k: int) -> np.ndarray:
     return groups
 
 
-def pool_copies(exported: ExportedProblem, prediction: Prediction, k: int,
-                groups: np.ndarray | None = None) -> Pooled:
+def pool_copies(exported: ExportedProblem, prediction: Prediction, k: int, groups: np.ndarray) -> Pooled:
     """One answer per group of more than ``k + 1`` copies (module docstring). ``groups``:
-    ``copy_groups`` found before the problem let its features go (the flows find them
-    before a solver that reads only the graph; None: found here, from ``problem.X``)."""
+    ``copy_groups`` of the problem, found while it had its features (the flows find them
+    before the solve, and a solver that reads only the graph gets the problem without them)."""
     problem = exported.problem
-    if groups is None:
-        if problem.X is None or problem.n_nodes == 0:
-            return Pooled(prediction, 0, None)
-        groups = copy_groups(problem.X, problem.W, k)
     members = np.flatnonzero(groups >= 0)
     if not len(members):
         return Pooled(prediction, 0, None)

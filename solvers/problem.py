@@ -26,7 +26,8 @@ class DegenerateLabelingWarning(UserWarning):
 def _symmetric(W: sp.csr_matrix) -> bool:
     """Whether W equals its transpose up to 1e-9 of its largest weight. A canonical W whose
     transpose has the same pattern is compared value by value: one transposed copy, where
-    ``abs(W - W.T)`` made three (1.3 GB of a label run's peak at 1M nodes and 20M entries)."""
+    ``abs(W - W.T)`` made three (with the diagonal check below, building the problem of a
+    1M-node, 13.4M-entry graph peaked 228 MiB lower in Python, measured with tracemalloc)."""
     if not W.nnz:
         return True
     tolerance = 1e-9 * max(1.0, float(W.data.max()))
@@ -88,7 +89,7 @@ class LabelProblem:
         if W.ndim != 2 or W.shape[0] != W.shape[1]:
             raise ValueError(f"W must be a square matrix, got shape {W.shape}")
         n = W.shape[0]
-        if W.diagonal().any():  # setdiag rebuilds a CSR without a stored diagonal: 3 copies of W
+        if W.diagonal().any():  # setdiag on a CSR without a stored diagonal goes through a COO copy of W
             W.setdiag(0)
         W.eliminate_zeros()
         if W.nnz and W.data.min() < 0:
