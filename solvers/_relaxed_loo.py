@@ -47,6 +47,6 @@ def harmonic_loo_margin(W: sp.spmatrix, y: np.ndarray, n_classes: int,
     from .harmonic import harmonic
 
     problem = LabelProblem(W, y, n_classes=n_classes, label_confidence=label_confidence)
-    prediction = harmonic(problem, drop_noisy=False, calibrate=False)
+    prediction = harmonic(problem, noisy_labels="keep", calibrate=False)
     assert prediction.noise_score is not None, "harmonic's noise flags are on by default"
     return prediction.noise_score

@@ -54,7 +54,7 @@ def test_leave_one_out_equals_solving_without_the_label(rng, gamma_d):
     y[labeled_nodes] = np.arange(12) % C
     # class_mass="none": the leave-one-out distributions on the scale of the absorption itself
     prediction = solve(LabelProblem(W, y), "harmonic", gamma_g=0.1, gamma_d=gamma_d, class_mass="none",
-                       calibrate=False, drop_noisy=False, loo="exact")
+                       calibrate=False, noisy_labels="keep", loo="exact")
     loo = prediction.info["loo_scores"]
     for row, i in enumerate(np.flatnonzero(y >= 0)):
         y_without = y.copy()
@@ -116,12 +116,56 @@ def test_a_flagged_label_alone_in_its_class_stays_in_the_resolve():
     # leaves its class column 0 at every unlabelled node)
     assert prediction.scores[y < 0, 2].min() > 0
     assert prediction.scores[5, 2] == 1.0  # still clamped
-    # a flagged label whose class keeps others is dropped as before: no longer clamped
+    # a flagged label whose class keeps 3 or more unflagged ones is softened: clamped at its
+    # expected distribution, mostly the class of its neighbours
     y[34] = 0
-    dropped = solve(LabelProblem(sp.csr_matrix(W), y, n_classes=3), "harmonic")
-    assert dropped.noisy[34]
-    assert dropped.labels[34] == 1
-    assert dropped.scores[34, 0] < 0.5
+    softened = solve(LabelProblem(sp.csr_matrix(W), y, n_classes=3), "harmonic")
+    assert softened.noisy[34]
+    assert softened.labels[34] == 1
+    assert softened.scores[34, 0] < 0.5
+
+
+def _clique_pair_with_a_wrong_label(n_right: int):
+    """Two 20-node cliques joined by one edge, classes 0 and 1, ``n_right`` labels of each, and a
+    label of class 0 (node 34) inside class 1's clique."""
+    n = 40
+    W = np.ones((n, n))
+    W[:20, 20:] = W[20:, :20] = 0.0
+    W[19, 20] = W[20, 19] = 1.0
+    np.fill_diagonal(W, 0.0)
+    y = np.full(n, -1)
+    y[:n_right] = 0
+    y[30:30 + n_right] = 1
+    y[34] = 0
+    return LabelProblem(sp.csr_matrix(W), y, n_classes=2)
+
+
+def test_a_softened_label_is_clamped_at_its_expected_distribution():
+    problem = _clique_pair_with_a_wrong_label(4)
+    softened = solve(problem, "harmonic", calibrate=False)
+    l = np.flatnonzero(problem.labeled)
+    at = np.searchsorted(l, 34)
+    m = softened.noise_score[34]
+    assert softened.noisy[34]
+    assert softened.noisy.sum() == 1
+    expected = (1 - m) * np.array([1.0, 0.0]) + m * softened.info["loo_scores"][at]
+    np.testing.assert_allclose(softened.scores[34], expected, rtol=1e-6)
+    # the other labels stay as given
+    np.testing.assert_array_equal(softened.scores[l[l != 34]], np.eye(2)[problem.y[l[l != 34]]])
+    dropped = solve(problem, "harmonic", calibrate=False, noisy_labels="drop")
+    kept = solve(problem, "harmonic", calibrate=False, noisy_labels="keep")
+    assert dropped.scores[34, 0] < softened.scores[34, 0] < kept.scores[34, 0] == 1.0
+    np.testing.assert_array_equal(dropped.noisy, softened.noisy)  # the flags come before the re-solve
+    np.testing.assert_array_equal(kept.noisy, softened.noisy)
+    with pytest.raises(ValueError):
+        solve(problem, "harmonic", noisy_labels="forget")
+
+
+def test_a_flagged_label_whose_class_keeps_fewer_than_three_unflagged_stays():
+    few = solve(_clique_pair_with_a_wrong_label(2), "harmonic")
+    assert few.noisy[34]
+    assert few.labels[34] == 1  # its own node: the leave-one-out class
+    assert few.scores[34, 0] == 1.0  # still clamped as given
 
 
 def test_component_without_labels_gets_no_label_and_zero_confidence():
@@ -178,7 +222,7 @@ def test_cg_iterations_are_counted_for_amg_only(rng):
     y = np.full(n, -1)
     y[rng.choice(n, 12, replace=False)] = np.arange(12) % C
     amg = solve(LabelProblem(W, y), "harmonic", solver="amg", detect_noise=False)
-    with_flags = solve(LabelProblem(W, y), "harmonic", solver="amg", loo="exact", drop_noisy=False)
+    with_flags = solve(LabelProblem(W, y), "harmonic", solver="amg", loo="exact", noisy_labels="keep")
     direct = solve(LabelProblem(W, y), "harmonic", solver="direct")
     assert amg.info["cg_iterations"] >= C  # at least one iteration per class column
     assert with_flags.info["cg_iterations"] > amg.info["cg_iterations"]  # + leave-one-out columns
@@ -253,8 +297,8 @@ def test_a_two_or_three_node_problem_flags_nothing_and_warns_nothing(W, y):
 
 
 def _local_against_exact(W, y):
-    local = solve(LabelProblem(W, y), "harmonic", drop_noisy=False, calibrate=False)
-    exact = solve(LabelProblem(W, y), "harmonic", drop_noisy=False, calibrate=False, loo="exact")
+    local = solve(LabelProblem(W, y), "harmonic", noisy_labels="keep", calibrate=False)
+    exact = solve(LabelProblem(W, y), "harmonic", noisy_labels="keep", calibrate=False, loo="exact")
     return local, exact
 
 
@@ -441,6 +485,33 @@ def test_the_local_resolve_solves_the_system_without_the_dropped_labels(rng):
             assert np.abs(resolved.F[region] - first[region]).max() > 1e-3
     system = harmonic_module._solve_system(W, Y[l], labeled, **solve_kw)
     assert harmonic_module._resolve_near(W, system, system.F, kept, dropped, 0.0, 1e-5, n, 0.1) is None
+
+
+def test_the_local_resolve_solves_the_system_with_softened_labels(rng):
+    # softened labels stay clamped at their new rows: with a region covering every unknown the
+    # local re-solve is the dense solution with those rows; the labels are no unknowns of it
+    import solvers.harmonic as harmonic_module
+
+    n, C, gamma_d = 300, 3, 0.03
+    W = random_graph(n, 0.03, rng)
+    labeled = np.zeros(n, dtype=bool)
+    labeled[rng.choice(n, 30, replace=False)] = True
+    Y = np.eye(C)[rng.integers(0, C, n)]
+    l = np.flatnonzero(labeled)
+    degree = np.asarray(W.sum(axis=1)).ravel() * (1 + gamma_d)
+    solve_kw = dict(gamma_g=0.0, solver="cg", direct_max_nodes=0, rtol=1e-5, degree=degree, stop="rtol")
+    softened = l[:3]
+    Y_soft = Y.copy()
+    Y_soft[softened] = 0.4 * Y[softened] + 0.6 / C
+    expected = dense_harmonic(W, Y_soft * labeled[:, None], labeled, 0.0, gamma_d)
+    system = harmonic_module._solve_system(W, Y[l], labeled, **solve_kw)
+    start = system.F
+    start[softened] = Y_soft[softened]
+    resolved, info = harmonic_module._resolve_near(W, system, start, labeled, softened, 0.0, 1e-5, n, 1.0)
+    assert info["nodes"] == n - labeled.sum()
+    np.testing.assert_array_equal(resolved.l, l)
+    np.testing.assert_array_equal(resolved.u, np.flatnonzero(~labeled))
+    np.testing.assert_allclose(resolved.F, expected, atol=2e-4)
 
 
 def test_the_local_resolve_keeps_the_labels_of_the_whole_resolve(digits, monkeypatch):
