@@ -182,7 +182,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.sparse.linalg import LinearOperator, cg, splu
 from threadpoolctl import threadpool_limits
 
@@ -250,29 +250,61 @@ class _Blocks:
 
 
 def _coarse_space(K, scale, labels, blocks: _Blocks):
-    """The coarse correction V ↦ Z E⁻¹ Zᵀ V of ``_block_cg``: one coarse unknown per class region.
+    """The two-level preconditioner V ↦ V + Z E⁻¹ Zᵀ V of ``_block_cg``: one coarse unknown per
+    class region.
 
     Z (n × m) holds s_i⁻¹ = (d_i + γ_g)^½ at the unknowns whose current label is class c in
     column c (the near-null vector of I − K = S A S on a region: A 1 ≈ 0 away from labels),
-    and E = Zᵀ (I − K) Z is m × m (m ≤ C): one more product with K. Z is kept dense: its
-    two products per iteration are then BLAS calls (n × m by m × C). None when no node has
+    and E = Zᵀ (I − K) Z is m × m (m ≤ C): one more product with K. None when no node has
     a label yet or E is singular.
+
+    When the rows are grouped by label (``_grouped_by_label``, the large systems), column c of
+    Z is nonzero on one range of rows only: Zᵀ V is then one short product per class on its own
+    rows and Z M one scaled row of M per class, n × C values each, written into one scratch
+    block, where dense products read all of Z (m × n × C) and allocate. On the 100k-node graph
+    of bench/solver_scale.py (grouped, one BLAS thread) one application took 1.8-2.2 ms against
+    2.8-3.1 ms (medians of 31, interleaved). Otherwise Z is kept
+    dense (its two products are BLAS calls, n × m by m × C).
     """
     rows = np.flatnonzero(labels >= 0)
     if rows.size == 0:
         return None
     classes, column = np.unique(labels[rows], return_inverse=True)
+    z = (1.0 / scale[rows]).astype(blocks.dtype)
     Z = np.zeros((blocks.rows, classes.size), dtype=blocks.dtype)
-    Z[rows, column] = 1.0 / scale[rows]
-    Z_t = np.ascontiguousarray(Z.T)
-    E = (Z_t @ Z).astype(np.float64) - (Z_t @ (K @ Z)).astype(np.float64)
+    Z[rows, column] = z
+    KZ = K @ Z
+    first, last = int(rows[0]), int(rows[-1]) + 1
+    grouped = last - first == rows.size and bool(np.all(column[1:] >= column[:-1]))
+    if grouped:
+        bounds = np.searchsorted(column, np.arange(classes.size), side="right")
+        ranges = list(zip([0, *bounds[:-1].tolist()], bounds.tolist()))  # per class, in rows
+        ZtZ = np.diag([float(z[a:b] @ z[a:b]) for a, b in ranges])
+        ZtKZ = np.stack([z[a:b] @ KZ[first + a:first + b] for a, b in ranges]).astype(np.float64)
+        E = ZtZ - ZtKZ
+    else:
+        Z_t = np.ascontiguousarray(Z.T)
+        E = (Z_t @ Z).astype(np.float64) - (Z_t @ KZ).astype(np.float64)
     try:
         E_inv = np.linalg.inv(E).astype(blocks.dtype)
     except np.linalg.LinAlgError:
         return None
     if not np.isfinite(E_inv).all():
         return None
-    return lambda V: Z @ (E_inv @ (Z_t @ V))
+    if not grouped:
+        return lambda V: V + Z @ (E_inv @ (Z_t @ V))
+    out = blocks.empty()  # M⁻¹ V is written here: the caller reads it before the next call
+    slices = [(z[a:b, None], slice(first + a, first + b)) for a, b in ranges]
+
+    def precondition(V):
+        M = E_inv @ np.stack([z_c[:, 0] @ V[rows_c] for z_c, rows_c in slices])
+        out[:first], out[last:] = V[:first], V[last:]  # rows of no region (not reached; padding)
+        for c, (z_c, rows_c) in enumerate(slices):
+            np.multiply(z_c, M[c], out=out[rows_c])
+            out[rows_c] += V[rows_c]
+        return out
+
+    return precondition
 
 
 def _reached(X: np.ndarray, unknown: np.ndarray) -> bool:
@@ -371,7 +403,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     if X0 is not None and n * C * K.dtype.itemsize >= GROUP_MIN_BYTES:
         order, labels = regroup(labels)
     correct = _coarse_space(K, scale, labels, blocks) if X0 is not None else None
-    Z = R if correct is None else R + correct(R)
+    Z = R if correct is None else correct(R)
     P = Z.copy()
     T = blocks.empty()  # scratch
     rz = blocks.dot(R, Z)
@@ -391,7 +423,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
             correct = _coarse_space(K, scale, labels, blocks)
             products += 1
             if correct is not None:  # restart from X with the two-level preconditioner
-                Z = R + correct(R)
+                Z = correct(R)
                 P = Z.copy()
                 rz = blocks.dot(R, Z)
         moving = active if active.any() else rz > 0  # below rtol but not reached: every column goes on
@@ -404,7 +436,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         X += T
         np.multiply(blocks.wide(Q), blocks.tiled(alpha), out=blocks.wide(T))
         R -= T
-        Z = R if correct is None else R + correct(R)
+        Z = R if correct is None else correct(R)
         rz_new = blocks.dot(R, Z)
         rr = rz_new if correct is None else blocks.dot(R, R)
         beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=moving & (rz > 0))
@@ -414,7 +446,11 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         active &= rr > target
         iterations += 1
         products += 1
-        if stop_on_labels:
+        # Without a start vector labels are tracked from the coarse restart's iteration on: before
+        # it the front is still spreading (100k-node graph: 14,837 and 79,682 labels changed in the
+        # first two iterations), so no earlier iteration can count as steady on a graph more than a
+        # few hops across, and each call costs ~4 ms there (numpy's arg-max over rows of C values).
+        if stop_on_labels and (X0 is not None or iterations >= coarse_after):
             new = labels_of(X[:n], scale)
             steady = steady + 1 if np.count_nonzero(new != labels) <= settled else 0
             labels = new
@@ -583,7 +619,14 @@ def _scaled_operator(W: sp.csr_matrix, u_mask: np.ndarray, degree: np.ndarray, g
 def _components(W: sp.csr_matrix) -> np.ndarray:
     """Connected component of every node. W is symmetric, so its strongly connected
     components are its components; scipy finds those on W itself, where ``directed=False``
-    first builds Wᵀ (at 100k nodes 33 ms against 48 ms)."""
+    first builds Wᵀ (at 100k nodes 33 ms against 48 ms).
+
+    A breadth-first search from node 0 first: when it reaches every node the graph is one
+    component (kNN graphs mostly are), and the search is a quarter of the strong components'
+    cost (the 100k-node graph of bench/solver_scale.py: 6.9 ms against 25 ms, medians of 7);
+    otherwise the components are found as before (the search's 7 ms wasted)."""
+    if W.shape[0] == 0 or breadth_first_order(W, 0, directed=True, return_predecessors=False).size == W.shape[0]:
+        return np.zeros(W.shape[0], dtype=np.int32)
     return connected_components(W, directed=True, connection="strong")[1]
 
 
@@ -639,7 +682,8 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
         start = None if x0 is None else np.divide(x0, s[:, None], out=np.zeros((n, C)), where=s[:, None] > 0)
         with threadpool_limits(limits=1, user_api="blas"):
             X, converged, iterations, products, reason = _block_cg(
-                K, s[:, None] * B, start, rtol, JACOBI_MAX_ITERATIONS, labels_of, s, stop_on_labels=stop == "labels")
+                K, np.multiply(s[:, None], B, dtype=np.float32), start, rtol, JACOBI_MAX_ITERATIONS, labels_of, s,
+                stop_on_labels=stop == "labels")
         F = np.multiply(X, s[:, None], dtype=np.float64)  # x = S x̂; 0 outside the unknowns
         counts.update(cg_iterations=iterations * C, cg_block_iterations=iterations, cg_block_products=products,
                       cg_stop=reason)
@@ -850,12 +894,17 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     # 100k-node graph of bench/solver_scale.py (1,000 labels) this function took 66 ms against
     # 97 ms (medians of 15, interleaved, same process). Not kept: S = BᵀB + BᵀKB + (KB)ᵀ(KB) as
     # one l × l sparse matrix (its diagonal and S Y_l), 105 ms against 70 ms for these lines.
-    # K's values in float64, its index arrays shared (no copy of the graph's structure).
-    K = sp.csr_matrix((system.K.data.astype(np.float64), system.K.indices, system.K.indptr), shape=system.K.shape)
-    KB = (B_t @ K).T
-    S_ii = (np.asarray(B.multiply(B).sum(axis=0)).ravel()
-            + np.asarray(B.multiply(KB).sum(axis=0)).ravel()
-            + np.asarray(KB.multiply(KB).sum(axis=0)).ravel())
+    # Bᵀ K = (Bᵀ S) W S with W itself (float64, as the graph comes): no float64 copy of K's values
+    # (1.7M on that graph) for one product.
+    B_s = sp.csr_matrix((B_t.data * scale[B_t.indices], B_t.indices, B_t.indptr), shape=B_t.shape)
+    KB_t = B_s @ W
+    KB_t.data *= scale[KB_t.indices]
+    KB = KB_t.T
+    # diag(BᵀB) and diag((KB)ᵀ KB) are row sums of squared values of B_t and KB_t; only the cross
+    # term needs an elementwise product of two sparse matrices (scipy's costs a pass over all n
+    # columns per call: three of them were 13 of this function's 54 ms in one profile)
+    S_ii = (_row_sums(B_t, B_t.data**2) + _row_sums(KB_t, KB_t.data**2)
+            + np.asarray(B_t.multiply(KB_t).sum(axis=1)).ravel())
     # Σ_j S_ij Y_j for every class: the same three terms applied to Y_l. K is symmetric, so
     # Bᵀ K² B Y = (KB)ᵀ (KB Y): products with the sparse B and KB only (nnz ≈ k and k² per
     # label), where K (BY) and K (K BY) were two n × C products with the whole graph (on the
@@ -877,6 +926,13 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     share = np.sqrt(np.clip(share_degree, 0, 1) * np.clip(share_short, 0, 1))
     s = S_ii + np.divide(share * tail, own, out=np.zeros(len(l)), where=own > 0)
     return _unclamped(W, Y_l, system, gamma_g, s), {"loo": "local", "return_share": s}
+
+
+def _row_sums(A: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
+    """Σ_j of ``values`` (one per stored entry of the CSR matrix A) along each row of A: a product
+    with a vector of ones (on 393k entries 0.9 ms against 1.9 ms for a bincount of repeated row
+    numbers)."""
+    return sp.csr_matrix((values, A.indices, A.indptr), shape=A.shape) @ np.ones(A.shape[1])
 
 
 def _normalise(F: np.ndarray) -> np.ndarray:
@@ -1036,17 +1092,19 @@ def _finish(F: np.ndarray, weights: np.ndarray, temperature: float):
     gets label -1 and confidence 0."""
     G = F * weights
     np.clip(G, 0.0, None, out=G)  # CG may leave -1e-17 where the exact value is 0
-    total = G.sum(axis=1)
+    # Row sums by einsum: numpy's sum over rows of C values took 2.2-2.6 ms on 100k × 10 (float64),
+    # einsum 0.75 ms.
+    total = np.einsum("ij->i", G)
     labels = np.argmax(G, axis=1).astype(np.int64)
-    rows = np.arange(len(labels))
+    flat = np.arange(len(labels)) * G.shape[1] + labels
     if temperature == 1.0:
-        top, total_sharp = G[rows, labels], total
+        top, total_sharp = np.take(G, flat), total
     else:
         np.divide(G, total[:, None], out=G, where=total[:, None] > 0)
         np.power(G, 1.0 / temperature, out=G)
-        top, total_sharp = G[rows, labels], G.sum(axis=1)
+        top, total_sharp = np.take(G, flat), np.einsum("ij->i", G)
     confidence = np.clip(np.divide(top, total_sharp, out=np.zeros(len(labels)), where=total_sharp > 0), 0.0, 1.0)
-    no_label = F.sum(axis=1) <= 0  # the contract of solvers._graph.finish_labels
+    no_label = np.einsum("ij->i", F) <= 0  # the contract of solvers._graph.finish_labels
     labels[no_label] = -1
     confidence[no_label] = 0.0
     return labels, confidence
@@ -1228,7 +1286,12 @@ def harmonic(
     # Far along a chain the sink's values fall below float32's range (a 2,000-node path with a
     # label at each end: 1,573 nodes at 0, no label); there the plain harmonic function decides
     # (γ_d = 0, the nodes' rows only, after the class masses were taken from the sunk solution).
-    sunk = system.u[F[system.u].max(axis=1) <= 0] if gamma_d > 0 else system.u[:0]
+    # (candidates first: a row whose maximum is ≤ 0 sums to ≤ 0, and einsum's row sums took 0.75 ms
+    # on 100k × 10 where a copy of the unknowns' rows and numpy's max over rows of C values took 5)
+    sunk = system.u[:0]
+    if gamma_d > 0:
+        candidates = system.u[np.einsum("ij->i", F)[system.u] <= 0]
+        sunk = candidates[F[candidates].max(axis=1) <= 0]
     if sunk.size:
         plain = _solve_system(W, Y_clamped, clamped, **{**kw, "degree": degree / (1.0 + gamma_d)},
                               reachable=_reachable(component, clamped), mass_target=None)
