@@ -87,6 +87,36 @@ Decisions the papers leave open, and what this module does
   dependency): 99 against 114 ms. A sparse coarse-space operator instead of the dense
   one (``_coarse_space``): faster alone, slower in the solve (0.39 s against 0.18 s of
   profile over three solves).
+- The work around the products (issue 15 §3: the default solve as fast as scikit-network's
+  ``Propagation``). On the 100k-node graph of ``bench/solver_scale.py`` (1% labelled) the
+  sparse products were 0.10 s of a 0.38 s solve; the rest was numpy and scipy work around
+  them. Cut without changing an iteration or a label (the 48 cells of ``bench/hard_data.py``'s
+  sets, seeds 0-2, and the 100k and 1M graphs gave the same labels and flags; noise-flag
+  precision / recall unchanged on digits, segment and WDBC): the components by one
+  breadth-first search when it reaches every node (``_components``); the coarse correction
+  per class range of the grouped rows (``_coarse_space``); the label tracking from the
+  coarse restart on, and then an arg-max only at the rows whose previous label is no longer
+  the strict maximum (``_arg_max``: 2.5 against 5.1 ms on 100k × 10); the first product over
+  the rows next to the labels only (the right-hand side is zero elsewhere: 10 against 25 ms);
+  in the leave-one-out estimate Bᵀ K from W itself (no float64 copy of K) and its row sums by
+  products; the row sums of ``_finish`` and of the sunk-node check by einsum. Measured
+  in-process, interleaved with ``Propagation`` and the code before (2-core machine, load
+  1.6-2.1): at 100k (medians of 9) 0.338 s against 0.465 s with the flags, 3.3× Propagation
+  against 4.5×, and 0.287 s against 0.354 s without, 2.8× against 3.4×; at 1M (medians of 5)
+  6.1 s against 8.7 s, 2.4× against 3.4×, and 4.6 s against 7.7 s, 1.8× against 3.0×
+  (single runs spread by ±30%). What is left is mostly
+  memory traffic: the products (9 of them on 1M nodes, 2.1 of 5.6 s of profile), about ten
+  passes over the n × C blocks per iteration, the regrouping (one permutation of the graph;
+  at 1M it saves more than it costs: a product took 158 ms grouped against 437 ms in the
+  graph's order). Measured and not kept: the product into a preallocated block (scipy's
+  private ``csr_matvecs``: 12.4 against 12.6 ms), the product split over two threads
+  (13.1 against 12.4 ms: scipy's kernel did not run in parallel), a scratch block for the
+  label tracking (no gain), the leave-one-out's terms as l × l sparse matrices (65 against
+  47 ms), a breadth-first node order from the start (its products 251 ms against 437 at 1M,
+  but a second permutation of the graph: no net gain at 100k), fewer iterations:
+  ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
+  1M; the coarse space after 2 iterations saved none and changed 73-96 labels of segment
+  at 1%.
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -313,8 +343,9 @@ def _arg_max(Z: np.ndarray) -> np.ndarray:
     numpy's arg-max over rows of C values is most of ``_block_cg``'s label tracking (3.3 ms on
     100k × 10 float32); the tracking therefore calls it only on the rows whose previous label
     may have lost (``labels_of`` in ``_solve_system``): on rows that keep their label the test
-    is a comparison with the previous label's value and a count, 12 against 23 ms in one
-    interleaved measurement on a loaded machine (medians of 31).
+    is a comparison with the previous label's value and a count (100k × 10 float32, 41 rows
+    changed: 2.5 against 5.1 ms, medians of 31, interleaved; 12 against 23 ms on a loaded
+    machine).
     """
     best = np.argmax(Z, axis=1)
     best[Z[np.arange(len(best)), best] <= 0] = -1
@@ -378,12 +409,13 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
 
     Stops when every column's residual is below ``rtol`` times its right-hand side and every
     unknown has been reached (``_reached``) or, with
-    ``stop_on_labels``, when ``labels_of`` (X ↦ each node's label, -1 where none yet) has not
-    changed for ``patience`` iterations in a row (at most ``LABEL_CHANGE_SHARE`` of the unknowns
-    changing counts as unchanged). Returns X (n × C), a mask of the columns
-    that reached ``rtol`` (all True after a label stop), the number of iterations, the number
-    of products with K (iterations, the coarse set-up and a start vector's residual) and the
-    stop reason.
+    ``stop_on_labels``, when ``labels_of`` (X, its row scale and, when known, the previous
+    labels ↦ each node's label, -1 where none yet) has not changed for ``patience`` iterations
+    in a row (at most ``LABEL_CHANGE_SHARE`` of the unknowns changing counts as unchanged);
+    without a start vector the labels are tracked from the coarse restart's iteration on.
+    Returns X (n × C), a mask of the columns that reached ``rtol`` (all True after a label
+    stop), the number of iterations, the number of products with K (iterations, the coarse
+    set-up and a start vector's residual) and the stop reason.
     """
     n, C = B.shape
     blocks = _Blocks(n, C, K.dtype)
@@ -444,8 +476,8 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         if iterations == 0 and X0 is None:
             # The first direction is the right-hand side, nonzero only next to the labels (on the
             # 100k-node graph 1% labelled, 15% of the rows): K P = Kᵀ P (K is symmetric) is then
-            # a product over those rows of K alone: about half the whole product's time (24 against
-            # 48-54 ms, medians of 21, interleaved, on a machine loaded 4 times over).
+            # a product over those rows of K alone: 10 against 25 ms (medians of 21, interleaved;
+            # 24 against 48-54 ms on a machine loaded 4 times over).
             nonzero = np.flatnonzero(np.einsum("ij->i", np.abs(P[:n])) > 0)
             Q = K[nonzero].T @ P[nonzero] if nonzero.size < n // 4 else K @ P
         else:
