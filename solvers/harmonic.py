@@ -90,33 +90,35 @@ Decisions the papers leave open, and what this module does
 - The work around the products (issue 15 §3: the default solve as fast as scikit-network's
   ``Propagation``). On the 100k-node graph of ``bench/solver_scale.py`` (1% labelled) the
   sparse products were 0.10 s of a 0.38 s solve; the rest was numpy and scipy work around
-  them. Cut without changing an iteration or a label (the 48 cells of ``bench/hard_data.py``'s
-  sets, seeds 0-2, and the 100k and 1M graphs gave the same labels and flags; noise-flag
-  precision / recall unchanged on digits, segment and WDBC): the components by one
-  breadth-first search when it reaches every node (``_components``); the coarse correction
-  per class range of the grouped rows (``_coarse_space``); the label tracking from the
-  coarse restart on, and then an arg-max only at the rows whose previous label is no longer
-  the strict maximum (``_arg_max``: 2.5 against 5.1 ms on 100k × 10); the first product over
-  the rows next to the labels only (the right-hand side is zero elsewhere: 10 against 25 ms);
-  in the leave-one-out estimate Bᵀ K from W itself (no float64 copy of K) and its row sums by
-  products; the row sums of ``_finish`` and of the sunk-node check by einsum. Measured
-  in-process, interleaved with ``Propagation`` and the code before (2-core machine, load
-  1.6-2.1): at 100k (medians of 9) 0.338 s against 0.465 s with the flags, 3.3× Propagation
-  against 4.5×, and 0.287 s against 0.354 s without, 2.8× against 3.4×; at 1M (medians of 5)
-  6.1 s against 8.7 s, 2.4× against 3.4×, and 4.6 s against 7.7 s, 1.8× against 3.0×
-  (single runs spread by ±30%). What is left is mostly
-  memory traffic: the products (9 of them on 1M nodes, 2.1 of 5.6 s of profile), about ten
-  passes over the n × C blocks per iteration, the regrouping (one permutation of the graph;
-  at 1M it saves more than it costs: a product took 158 ms grouped against 437 ms in the
-  graph's order). Measured and not kept: the product into a preallocated block (scipy's
-  private ``csr_matvecs``: 12.4 against 12.6 ms), the product split over two threads
-  (13.1 against 12.4 ms: scipy's kernel did not run in parallel), a scratch block for the
-  label tracking (no gain), the leave-one-out's terms as l × l sparse matrices (65 against
-  47 ms), a breadth-first node order from the start (its products 251 ms against 437 at 1M,
-  but a second permutation of the graph: no net gain at 100k), fewer iterations:
-  ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
-  1M; the coarse space after 2 iterations saved none and changed 73-96 labels of segment
-  at 1%.
+  them. Cut without changing an iteration or a label (the 48 cells of
+  ``bench/hard_data.py``'s sets, seeds 0-2, and the 100k and 1M graphs gave the same labels
+  and flags; noise-flag precision / recall unchanged on digits, segment and WDBC): the
+  components by one breadth-first search when it reaches every node (``_components``); the
+  coarse correction per class range of the grouped rows (``_coarse_space``); the label
+  tracking from the coarse restart on, and then an arg-max only at the rows whose previous
+  label is no longer the strict maximum (``_arg_max``: 2.5 against 5.1 ms on 100k × 10); the
+  first product over the rows next to the labels only (the right-hand side is zero
+  elsewhere: 10 against 25 ms); in the leave-one-out estimate Bᵀ K from W itself (no float64
+  copy of K), its row sums by products and its short-walk votes without an n × C sum; the
+  row sums of ``_finish`` and of the sunk-node check by einsum. Measured in-process,
+  interleaved with ``Propagation`` and the code before (2-core machine, load 1.6-2.1): at
+  100k (medians of 9) 0.338 s against 0.465 s with the flags, 3.3× Propagation against 4.5×,
+  and 0.287 s against 0.354 s without, 2.8× against 3.4×; at 1M (medians of 5) 6.1 s against
+  8.7 s, 2.4× against 3.4×, and 4.6 s against 7.7 s, 1.8× against 3.0× (single runs spread
+  by ±30%). What is left is mostly memory traffic: the products (9 of them on 1M nodes, 2.1
+  of 5.6 s of profile), about ten passes over the n × C blocks per iteration, the regrouping
+  (one permutation of the graph; at 1M it saves more than it costs: a product took 158 ms
+  grouped against 437 ms in the graph's order). Measured and not kept: the product into a
+  preallocated block (scipy's private ``csr_matvecs``: 12.4 against 12.6 ms), the product
+  split over two threads (13.1 against 12.4 ms: scipy's kernel did not run in parallel), a
+  scratch block for the label tracking (no gain), the leave-one-out's terms as l × l sparse
+  matrices (65 against 47 ms), the cast of K's values inside its first scaling (no gain),
+  the regrouping's column renumbering in place (``np.take`` into the index array: 475
+  against 188 ms at 1M), a breadth-first node order from the start (its products 251 ms
+  against 437 at 1M, but a second permutation of the graph: no net gain at 100k), fewer
+  iterations: ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed)
+  and none at 1M; the coarse space after 2 iterations saved none and changed 73-96 labels of
+  segment at 1%.
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -974,7 +976,9 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     # 100k-node graph of bench/solver_scale.py two thirds of this function's time).
     BY = B @ Y_l
     KBY = KB @ Y_l
-    short_rows = B.T @ (BY + KBY) + KB.T @ KBY
+    # three products with the sparse rows, not the sum BY + KBY: that was one more n × C array
+    # (at 1M nodes 80 MB; these lines took 259 against 345 ms there, 11 against 16 ms at 100k)
+    short_rows = B_t @ BY + B_t @ KBY + KB_t @ KBY
     unknown = (scale > 0).astype(np.float64)
     R = W_l @ system.F - W_l[:, l] @ Y_l  # W_lu F_u (F is 0 off the unknowns and the labels)
     tail = np.maximum(R[rows, y_l] - short_rows[rows, y_l], 0.0)
