@@ -101,24 +101,27 @@ Decisions the papers leave open, and what this module does
   elsewhere: 10 against 25 ms); in the leave-one-out estimate Bᵀ K from W itself (no float64
   copy of K), its row sums by products and its short-walk votes without an n × C sum; the
   row sums of ``_finish`` and of the sunk-node check by einsum. Measured in-process,
-  interleaved with ``Propagation`` and the code before (2-core machine, load 1.6-2.1): at
-  100k (medians of 9) 0.338 s against 0.465 s with the flags, 3.3× Propagation against 4.5×,
-  and 0.287 s against 0.354 s without, 2.8× against 3.4×; at 1M (medians of 5) 6.1 s against
-  8.7 s, 2.4× against 3.4×, and 4.6 s against 7.7 s, 1.8× against 3.0× (single runs spread
-  by ±30%). What is left is mostly memory traffic: the products (9 of them on 1M nodes, 2.1
-  of 5.6 s of profile), about ten passes over the n × C blocks per iteration, the regrouping
-  (one permutation of the graph; at 1M it saves more than it costs: a product took 158 ms
-  grouped against 437 ms in the graph's order). Measured and not kept: the product into a
-  preallocated block (scipy's private ``csr_matvecs``: 12.4 against 12.6 ms), the product
-  split over two threads (13.1 against 12.4 ms: scipy's kernel did not run in parallel), a
-  scratch block for the label tracking (no gain), the leave-one-out's terms as l × l sparse
-  matrices (65 against 47 ms), the cast of K's values inside its first scaling (no gain),
-  the regrouping's column renumbering in place (``np.take`` into the index array: 475
-  against 188 ms at 1M), a breadth-first node order from the start (its products 251 ms
-  against 437 at 1M, but a second permutation of the graph: no net gain at 100k), fewer
-  iterations: ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed)
-  and none at 1M; the coarse space after 2 iterations saved none and changed 73-96 labels of
-  segment at 1%.
+  interleaved with ``Propagation`` and the code before (2-core machine shared with other
+  jobs, load 1.6-2.8; two runs each): at 100k (medians of 9) 0.34-0.35 s against 0.40-0.47 s
+  with the flags, 3.3-3.4× Propagation's time against 3.9-4.5×, and 0.28-0.29 s against
+  0.33-0.35 s without, 2.7-2.8× against 3.3-3.4×; at 1M (medians of 5) 5.4-6.1 s against
+  7.4-8.7 s, 2.2-2.4× against 3.0-3.4×, and 4.6 s against 6.2-7.7 s, 1.8-1.9× against
+  2.5-3.0× (single runs spread by ±30%). The goal, Propagation's time, is not reached: the
+  products alone take about as long as Propagation's whole fit. What is left is mostly
+  memory traffic: the products (9 of them on 1M nodes, 2.1 of 5.6 s of profile), about ten
+  passes over the n × C blocks per iteration, the regrouping (one permutation of the graph;
+  at 1M it saves more than it costs: a product took 158 ms grouped against 437 ms in the
+  graph's order). Measured and not kept: the product into a preallocated block (scipy's
+  private ``csr_matvecs``: 12.4 against 12.6 ms), the product split over two threads (13.1
+  against 12.4 ms: scipy's kernel did not run in parallel), a scratch block for the label
+  tracking (no gain), the leave-one-out's terms as l × l sparse matrices (65 against 47 ms),
+  the cast of K's values inside its first scaling (no gain), the regrouping's column
+  renumbering in place (``np.take`` into the index array: 475 against 188 ms at 1M), a
+  breadth-first node order from the start (its products 251 ms against 437 at 1M, but a
+  second permutation of the graph: no net gain at 100k), fewer iterations:
+  ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
+  1M; the coarse space after 2 iterations saved none and changed 73-96 labels of segment at
+  1%.
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
