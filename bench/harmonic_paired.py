@@ -1,0 +1,126 @@
+"""The default ``harmonic`` against scikit-network's ``Propagation`` on one saved graph, in
+alternating fresh processes, optionally beside another checkout of graphlabel (the code
+before a change), so that every ratio pairs runs of the same moment on a shared machine.
+
+    python -m bench harmonic_paired                       # 100k nodes, 3 rounds
+    python -m bench harmonic_paired --n 1000000 --rounds 3
+    python -m bench harmonic_paired --against /tmp/old    # also that checkout's harmonic
+
+Graph: ``bench/solver_scale.py``'s ``graph_for(n)`` (10 blobs in 32-d, seed 0,
+``similarity.knn_graph(X, 10)``, 1% labelled, seed 0), built once and kept in
+``.data/bench/solver_scale_graph_N.npz`` (at 1M about 7 minutes to build, 190 MB). Each run is
+a new interpreter that loads the graph and times the call alone: ``Propagation().fit_predict``
+with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags on) and with
+``solver="cg", detect_noise=False`` (the solve alone). A round runs each once, in that order;
+a ratio is a run's seconds over the same round's ``Propagation``; the table gives medians
+over the rounds. ``bench/solver_scale.py`` gives the other peers at 100k; this one exists for
+1M, where that bench's full run takes 40 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from ._common import Report
+
+CACHE = Path(__file__).resolve().parent.parent / ".data" / "bench"
+RUNS = (("Propagation", "scikit-network Propagation (defaults)"),
+        ("defaults", "harmonic, defaults (noise flags)"),
+        ("flagless", "harmonic, solver='cg', detect_noise=False"))
+
+# One run in a fresh interpreter with CODE first on its path (another checkout need not have
+# this module, so the runner is a script, not an import of it).
+RUNNER = """
+import json, sys, time
+import numpy as np, scipy.sparse as sp
+code, method, graph = sys.argv[1:4]
+sys.path.insert(0, code)
+data = np.load(graph)
+W = sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
+y, given = data["y"], data["given"]
+y_given = np.where(given, y, -1)
+info = {}
+if method == "Propagation":
+    from sknetwork.classification import Propagation
+    start = time.perf_counter()
+    labels = Propagation().fit_predict(W, y_given)
+else:
+    from solvers import LabelProblem, solve
+    problem = LabelProblem(W, y_given, n_classes=int(y.max()) + 1)
+    params = {} if method == "defaults" else {"solver": "cg", "detect_noise": False}
+    start = time.perf_counter()
+    prediction = solve(problem, "harmonic", **params)
+    labels = prediction.labels
+    info = {"block products": prediction.info.get("cg_block_products"), "flagged": int(prediction.noisy.sum()),
+            "local re-solve nodes": (prediction.info.get("resolve_near") or {}).get("nodes")}
+seconds = time.perf_counter() - start
+hidden = ~given
+print(json.dumps({"seconds": seconds, "accuracy": float(np.mean(labels[hidden] == y[hidden])), **info}))
+"""
+
+
+def saved_graph(n: int) -> Path:
+    """``graph_for(n)``'s W, classes and labelled mask, built once."""
+    path = CACHE / f"solver_scale_graph_{n}.npz"
+    if not path.exists():
+        from .solver_scale import graph_for
+
+        _, y, W, given, seconds = graph_for(n)
+        W = sp.csr_matrix(W)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        np.savez(path, data=W.data, indices=W.indices, indptr=W.indptr, shape=np.array(W.shape), y=y, given=given)
+        print(f"graph of {n:,} nodes built in {seconds:.0f} s, kept in {path}", flush=True)
+    return path
+
+
+def run(code: Path, method: str, graph: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    out = subprocess.run([sys.executable, "-c", RUNNER, str(code), method, str(graph)], env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench harmonic_paired")
+    parser.add_argument("--n", type=int, default=100_000, help="nodes (default 100,000)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", type=Path, help="another checkout of graphlabel: its harmonic runs too")
+    args = parser.parse_args(argv)
+    graph = saved_graph(args.n)
+    here = Path(__file__).resolve().parent.parent
+    codes = [("this checkout", here)] + ([("--against", args.against.resolve())] if args.against else [])
+    load_before = os.getloadavg()[0]
+    runs = []
+    for round_ in range(args.rounds):
+        for method, label in RUNS:
+            for name, code in codes if method != "Propagation" else codes[:1]:
+                result = {"round": round_, "run": label, "code": name, **run(code, method, graph)}
+                runs.append(result)
+                print(f"  round {round_}: {label} ({name}) {result['seconds']:.2f} s", flush=True)
+    frame = pd.DataFrame(runs)
+    peer = frame[frame["run"] == RUNS[0][1]].set_index("round")["seconds"]
+    frame["× Propagation"] = frame["seconds"] / frame["round"].map(peer)
+    table = frame.groupby(["run", "code"], sort=False).agg(
+        runs=("seconds", "size"), seconds=("seconds", "median"), ratio=("× Propagation", "median"),
+        accuracy=("accuracy", "median"),
+        **{c: (c, "median") for c in ("block products", "flagged", "local re-solve nodes") if c in frame}
+    ).reset_index().rename(columns={"ratio": "× Propagation (same round, median)"})
+    report = Report(f"harmonic_paired_{args.n}", f"harmonic against Propagation on one {args.n:,}-node graph, "
+                                                 "alternating fresh processes")
+    report.table(f"Medians of {args.rounds} rounds; the checkouts: " + ", ".join(f"{n} = {c}" for n, c in codes),
+                 table)
+    report.table("Every run", frame)
+    report.note(f"load average (1 min) {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
+                f"2 cores shared with other jobs; the seconds of one round spread by "
+                f"{100 * statistics.pstdev(peer) / statistics.mean(peer):.0f}% (Propagation's)")
+    print(f"written to {report.save()}")
