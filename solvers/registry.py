@@ -6,6 +6,7 @@ compiled dependency is loaded only by the runs that ask for it.
 
 from __future__ import annotations
 
+import inspect
 from importlib import import_module
 
 from .problem import LabelProblem, Prediction
@@ -58,4 +59,12 @@ def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Predicti
         raise ValueError(f"{method} needs a graph: this problem has features only (W=None); only lcsnc with"
                          " graph='knn' builds its own")
     module, func = METHODS[method].split(":")
-    return getattr(import_module(module), func)(problem, **params)
+    function = getattr(import_module(module), func)
+    accepted = inspect.signature(function).parameters
+    unknown = sorted(set(params) - set(accepted) - {"problem"})
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        # a ValueError (one line in the CLI), not the TypeError of the call: a renamed or
+        # misspelt parameter is the input's fault
+        names = ", ".join(name for name in accepted if name != "problem")
+        raise ValueError(f"{method} has no parameter {', '.join(map(repr, unknown))}; its parameters: {names}")
+    return function(problem, **params)

@@ -187,3 +187,15 @@ def test_mincut_with_scaled_unlabeled_edges_is_not_degenerate_there():
 def test_auto_checks_its_options_with_the_same_message(params, message):
     with pytest.raises(ValueError, match=message):
         solve(_problem(), "auto", **params)
+
+
+@pytest.mark.parametrize("method", ["harmonic", "nmf", "mincut"])
+def test_an_unknown_parameter_is_a_value_error_naming_the_solvers_parameters(method):
+    # drop_noisy was harmonic's name for what noisy_labels says now: a ValueError (one line in the
+    # CLI), not the call's TypeError
+    W = sp.csr_matrix(np.ones((6, 6)) - np.eye(6))
+    problem = LabelProblem(W, np.array([0, 1, -1, -1, -1, -1]))
+    with pytest.raises(ValueError, match=rf"{method} has no parameter 'drop_noisy'; its parameters: .*time_limit"
+                       if method != "harmonic" else r"harmonic has no parameter 'drop_noisy'; its parameters: "
+                                                    r".*noisy_labels"):
+        solve(problem, method, drop_noisy=False)
