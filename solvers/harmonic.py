@@ -1335,7 +1335,8 @@ def harmonic(
               stop=stop)
 
     target = _mass_target(_mass_rule(class_mass), y, labeled, C)
-    system = _solve_system(W, Y_l, labeled, reachable=_reachable(component, labeled), mass_target=target, **kw)
+    reachable = _reachable(component, labeled)  # the nodes some label reaches: the soft re-solve's too
+    system = _solve_system(W, Y_l, labeled, reachable=reachable, mass_target=target, **kw)
     used = [system.counts]  # every solve of this call, for the CG iteration count
     noisy = np.zeros(len(y), dtype=bool)
     clamped = labeled  # the labels the final system holds (the class masses are taken over them)
@@ -1387,8 +1388,8 @@ def harmonic(
             Y_clamped = Y_l.copy()
             Y_clamped[revised] = (1.0 - doubt) * Y_l[revised] + doubt * trust[revised][:, None] * loo_scores[revised]
             start[l[revised]] = Y_clamped[revised]
-            resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised], _reachable(component, clamped),
-                                target, resolve_hops, kw)
+            resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised], reachable, target, resolve_hops,
+                                kw)
         if resolved is not None:
             system, near = resolved
             if near is None:
