@@ -311,3 +311,18 @@ def peak_memory_call(fn, *args, timeout: float | None = None, preload: tuple[str
         raise RuntimeError(f"measured call failed: {message[2]}\n{message[1]}")
     _, seconds, peak_mib, result = message
     return seconds, peak_mib, result
+
+
+def seed_range(text: str) -> range:
+    """``"5-9"`` -> range(5, 10), ``"3"`` -> range(3, 4): the benches' ``--seeds`` option."""
+    first, _, last = text.partition("-")
+    return range(int(first), int(last or first) + 1)
+
+
+def real_set(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A real data set's features and classes as the benches take them: digits as loaded (pixel
+    counts on one scale), the others z-scored (``labelling.datasets.standardise``)."""
+    from labelling.datasets import load, standardise
+
+    X, y, _ = load(name)
+    return (X if name == "digits" else standardise(X)), y

@@ -28,13 +28,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from labelling.datasets import load, standardise
 from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 from solvers.auto import CANDIDATES
 
-from ._common import Report
+from ._common import Report, real_set, seed_range
 
 # (label, method, parameters): single solvers measured beside auto but not among its candidates
 REFERENCES: tuple[tuple[str, str, dict], ...] = (
@@ -51,16 +50,10 @@ def _shown(candidate: dict) -> float | str:
     return "= default" if candidate["status"].startswith("the default") else "skipped (time)"
 
 
-def _seeds(text: str) -> range:
-    first, _, last = text.partition("-")
-    return range(int(first), int(last or first) + 1)
-
-
 def _real(seeds: range):
     """digits, segment, WDBC: 10 given labels per class (28 on WDBC), 10% of them flipped."""
     for name, per_class in (("digits", 10), ("segment", 10), ("wdbc", 28)):
-        X, y, _ = load(name)
-        X = X if name == "digits" else standardise(X)
+        X, y = real_set(name)
         W = knn_graph(X, 10)
         C = int(y.max()) + 1
         for seed in seeds:
@@ -89,7 +82,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--full", action="store_true", help="seeds 0-9")
     parser.add_argument("--scoring", default="accuracy", choices=("accuracy", "log_probability"),
                         help="auto's score of a held-out given label (default: auto's default)")
-    parser.add_argument("--seeds", type=_seeds, default=None, help="a range such as 5-9 (default 0-4)")
+    parser.add_argument("--seeds", type=seed_range, default=None, help="a range such as 5-9 (default 0-4)")
     parser.add_argument("--generated", action="store_true",
                         help="hard_data's overlap and unequal-size sets at 5,000 nodes instead (seeds 0-1)")
     args = parser.parse_args(argv)

@@ -47,12 +47,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from labelling.datasets import load, standardise
 from similarity import knn_graph
 from solvers import LabelProblem, SolverTimeLimit, solve
 from solvers._budget import default_time_limit
 
-from ._common import Report
+from ._common import Report, real_set
 
 # The bench kills a solver still running after this many seconds, or KILL_RATIO × the solver's
 # own default budget if longer: a safety net for a step the solver cannot interrupt.
@@ -330,8 +329,7 @@ def main(argv: list[str]) -> None:
     sets = []
     for name in names:
         if name in REAL:
-            X, y, _ = load(name)
-            sets.append((name, X if name == "digits" else standardise(X), y))
+            sets.append((name, *real_set(name)))
         else:
             X, y = generated(name, n)
             sets.append((name, X, y))

@@ -28,13 +28,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from labelling.datasets import load, standardise
 from labelling.evaluation import expected_calibration_error, noise_scores
 from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 
-from ._common import Report
+from ._common import Report, real_set
 
 SMALL = ((None, True), (2000, True), (1000, True), (500, True), (500, False))
 LARGE = ((None, True), (4000, True), (2000, True), (1000, True), (500, True), (2000, False))
@@ -76,9 +75,7 @@ def _run(problem: LabelProblem, y: np.ndarray, kept: np.ndarray, flipped: np.nda
 def small_table() -> pd.DataFrame:
     rows = []
     for name, per_class in (("digits", 10), ("segment", 10), ("wdbc", 28)):
-        X, y, _ = load(name)
-        if name != "digits":
-            X = standardise(X)
+        X, y = real_set(name)
         W = knn_graph(X, 10)
         C = int(y.max()) + 1
         for flip in (0.0, 0.1, 0.2):

@@ -39,13 +39,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from labelling.datasets import load, standardise
 from labelling.evaluation import noise_scores
 from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 
-from ._common import Report, median_time
+from ._common import Report, median_time, real_set, seed_range
 
 SEEDS = range(100, 105)
 DATASETS = (("digits", 10), ("segment", 10), ("wdbc", 28))
@@ -90,9 +89,7 @@ def quality_table(methods: set[str] | None = None, data: set[str] | None = None,
     for name, per_class in DATASETS:
         if data is not None and name not in data:
             continue
-        X, y, _ = load(name)
-        if name != "digits":
-            X = standardise(X)
+        X, y = real_set(name)
         W = knn_graph(X, 10)
         C = int(y.max()) + 1
         from solvers.spectral import graph_spectrum
@@ -246,8 +243,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cost-sizes", help="comma-separated node counts of the cost table (default 10000,100000)")
     parser.add_argument("--out", help="results file name (bench/results/OUT.md); default from the options")
     args = parser.parse_args(argv)
-    first, _, last = args.seeds.partition("-")
-    seeds = range(int(first), int(last or first) + 1)
+    seeds = seed_range(args.seeds)
     methods = set(args.methods.split(",")) if args.methods else None
     data = set(args.data.split(",")) if args.data else None
     flips = tuple(float(f) for f in args.flips.split(","))

@@ -28,12 +28,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from labelling.datasets import load, standardise
 from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 
-from ._common import Report
+from ._common import Report, real_set, seed_range
 from .hard_data import REAL, peers, random_labels
 
 RULES = ("soften", "drop", "keep")
@@ -42,8 +41,7 @@ FLIPPED_SETS = (("digits", 10), ("segment", 10), ("wdbc", 28), ("digits", 30), (
 
 
 def _graph(name: str):
-    X, y, _ = load(name)
-    X = X if name == "digits" else standardise(X)  # as bench/hard_data.py
+    X, y = real_set(name)
     return knn_graph(X, 10), y
 
 
@@ -104,16 +102,11 @@ def flipped_table(seeds) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _seeds(text: str) -> range:
-    first, _, last = text.partition("-")
-    return range(int(first), int(last or first) + 1)
-
-
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench noisy_labels")
     parser.add_argument("--seeds", default="0-2", help="label draws of the hard-data table (default 0-2)")
     args = parser.parse_args(argv)
-    seeds = _seeds(args.seeds)
+    seeds = seed_range(args.seeds)
     report = Report("noisy_labels" if args.seeds == "0-2" else f"noisy_labels_seeds_{args.seeds}",
                     "harmonic's re-solve: soften, drop or keep the flagged labels")
     report.table(f"Clean labels (the real sets of bench/hard_data.py, seeds {args.seeds}): hidden-label accuracy "
