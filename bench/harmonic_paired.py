@@ -9,12 +9,15 @@ before a change), so that every ratio pairs runs of the same moment on a shared 
 Graph: ``bench/solver_scale.py``'s ``graph_for(n)`` (10 blobs in 32-d, seed 0,
 ``similarity.knn_graph(X, 10)``, 1% labelled, seed 0), built once and kept in
 ``.data/bench/solver_scale_graph_N.npz`` (at 1M about 7 minutes to build, 190 MB). Each run is
-a new interpreter that loads the graph and times the call alone: ``Propagation().fit_predict``
+a new interpreter that loads the graph, imports the method's module (as solver_scale's
+``PRELOAD`` does: start-up, not solving) and times the call alone: ``Propagation().fit_predict``
 with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags on) and with
-``solver="cg", detect_noise=False`` (the solve alone). A round runs each once, in that order;
-a ratio is a run's seconds over the same round's ``Propagation``; the table gives medians
-over the rounds. ``bench/solver_scale.py`` gives the other peers at 100k; this one exists for
-1M, where that bench's full run takes 40 minutes.
+``solver="cg", detect_noise=False`` (the solve alone), and how far the call raised the
+process's peak resident memory (``ru_maxrss``, MiB, over the peak of loading the graph).
+A round runs each once, in that order; a ratio is a run's seconds over the same round's
+``Propagation``; the table gives medians over the rounds. ``bench/solver_scale.py`` gives
+the other peers at 100k; this one exists for 1M, where that bench's full run takes 40
+minutes.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ RUNS = (("Propagation", "scikit-network Propagation (defaults)"),
 # One run in a fresh interpreter with CODE first on its path (another checkout need not have
 # this module, so the runner is a script, not an import of it).
 RUNNER = """
-import json, sys, time
+import json, resource, sys, time
 import numpy as np, scipy.sparse as sp
 code, method, graph = sys.argv[1:4]
 sys.path.insert(0, code)
@@ -52,20 +55,25 @@ y_given = np.where(given, y, -1)
 info = {}
 if method == "Propagation":
     from sknetwork.classification import Propagation
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     labels = Propagation().fit_predict(W, y_given)
 else:
     from solvers import LabelProblem, solve
+    import solvers.harmonic  # before the clock, as Propagation's module is (solve() imports it on first use)
     problem = LabelProblem(W, y_given, n_classes=int(y.max()) + 1)
     params = {} if method == "defaults" else {"solver": "cg", "detect_noise": False}
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     prediction = solve(problem, "harmonic", **params)
     labels = prediction.labels
     info = {"block products": prediction.info.get("cg_block_products"), "flagged": int(prediction.noisy.sum()),
             "local re-solve nodes": (prediction.info.get("resolve_near") or {}).get("nodes")}
 seconds = time.perf_counter() - start
+peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024  # kB on Linux: MiB over the prior peak
 hidden = ~given
-print(json.dumps({"seconds": seconds, "accuracy": float(np.mean(labels[hidden] == y[hidden])), **info}))
+print(json.dumps({"seconds": seconds, "peak MiB": peak, "accuracy": float(np.mean(labels[hidden] == y[hidden])),
+                  **info}))
 """
 
 
@@ -112,7 +120,7 @@ def main(argv: list[str]) -> None:
     frame["× Propagation"] = frame["seconds"] / frame["round"].map(peer)
     table = frame.groupby(["run", "code"], sort=False).agg(
         runs=("seconds", "size"), seconds=("seconds", "median"), ratio=("× Propagation", "median"),
-        accuracy=("accuracy", "median"),
+        **{"peak MiB": ("peak MiB", "median")}, accuracy=("accuracy", "median"),
         **{c: (c, "median") for c in ("block products", "flagged", "local re-solve nodes") if c in frame}
     ).reset_index().rename(columns={"ratio": "× Propagation (same round, median)"})
     report = Report(f"harmonic_paired_{args.n}", f"harmonic against Propagation on one {args.n:,}-node graph, "
