@@ -127,6 +127,23 @@ Decisions the papers leave open, and what this module does
   ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
   1M; the coarse space after 2 iterations saved none and changed 73-96 labels of segment at
   1%.
+- The block CG's memory. The right-hand side W_{·l} Y_l is built sparse (it is nonzero only
+  next to a label: 17% of the rows of the 1M-node graph at 1% labelled) and becomes the
+  residual's padded block, with no dense float64 n × C copy (80 MB at 1M, held through the
+  solve before) and no float32 copy held by the caller; the node-order operator is built in
+  the call, so ``_block_cg`` holds the only reference and releases it once the rows are
+  regrouped (``_System`` no longer keeps it: only its dtype was read); each product's output
+  is released before the next product allocates its own. Why it is worth time as well as
+  memory: on this 2-core VM a page the process touches for the first time costs a fault
+  (a 40 MB block took 120 ms to fill when freshly mapped against 7 ms when reused), so a
+  fresh process pays for its peak. On the 1M-node graph of ``bench/solver_scale.py`` the
+  call's peak resident memory fell from 494 to 280 MiB over the loaded graph (at 100k 47 to
+  30), and ``python -m bench harmonic_paired`` (alternating fresh processes beside the
+  code before; two runs each, loads 0.5-1.2) gave, as multiples of ``Propagation``'s time in
+  the same rounds, 2.04-2.49× against 2.32-2.69× at 1M with the flags and 1.48-1.98× against
+  1.86-2.22× without (5 rounds), 2.42-2.72× against 2.48-2.90× and 2.06-2.37× against
+  2.20-2.50× at 100k (7 rounds); the same labels and flags at 100k and 1M and in the 48 cells
+  of ``bench/hard_data.py``'s sets (seeds 0-2).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
