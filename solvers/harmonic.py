@@ -143,7 +143,13 @@ Decisions the papers leave open, and what this module does
   the same rounds, 2.04-2.49× against 2.32-2.69× at 1M with the flags and 1.48-1.98× against
   1.86-2.22× without (5 rounds), 2.42-2.72× against 2.48-2.90× and 2.06-2.37× against
   2.20-2.50× at 100k (7 rounds); the same labels and flags at 100k and 1M and in the 48 cells
-  of ``bench/hard_data.py``'s sets (seeds 0-2).
+  of ``bench/hard_data.py``'s sets (seeds 0-2). Measured after it and not kept (the same
+  bench at 1M, 5 rounds each, medians of the ratio to ``Propagation``): the coarse space
+  after 2 iterations on the regrouped (large) systems, so that one more product runs
+  grouped: 2.26× against 2.22× with the flags, 1.81× against 1.86× without, the same 9
+  products and 2 labels of the 990k changed; no scratch block in the CG step (the product's
+  own block reused for α P) and one reused block for the label tracking's X w: 2.29×
+  against 2.22× and 1.82× against 1.84×, the same peak (the peak is the regrouping's).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
