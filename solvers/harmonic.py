@@ -149,7 +149,9 @@ Decisions the papers leave open, and what this module does
   grouped: 2.26× against 2.22× with the flags, 1.81× against 1.86× without, the same 9
   products and 2 labels of the 990k changed; no scratch block in the CG step (the product's
   own block reused for α P) and one reused block for the label tracking's X w: 2.29×
-  against 2.22× and 1.82× against 1.84×, the same peak (the peak is the regrouping's).
+  against 2.22× and 1.82× against 1.84×, and the same peak: it is reached in the iterations
+  after the regrouping, with the grouped operator (8 bytes an edge) and six n × C blocks
+  alive (tracemalloc at 1M: 479 MiB there, 474 in the regrouping, 333 in the leave-one-out).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
