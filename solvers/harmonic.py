@@ -88,7 +88,11 @@ Decisions the papers leave open, and what this module does
   2-core machine): a numba 0.68 kernel reading each row's indices once for all columns,
   serial: 28-63 ms of CPU against scipy's 21-36 ms in one run, 62 against 114 ms of wall
   time in another; on both cores 120 against 114 ms; no clear win, for a new dependency
-  that compiled for 7 s on first use. torch's CSR product (torch is not a core
+  that compiled for 7 s on first use. Measured again on a quieter machine (load 0.2-0.5)
+  on the grouped 1M-node graph: a numba ``prange`` row kernel took 124 ms on 2 threads and
+  305 ms on one against scipy's 156 ms (medians of 9; at 100k 5.8 and 15.5 against 8.4
+  ms): a compiled, threaded product gains 1.3×, on products that are a third to a half of
+  the solve. torch's CSR product (torch is not a core
   dependency): 99 against 114 ms. A sparse coarse-space operator instead of the dense
   one (``_coarse_space``): faster alone, slower in the solve (0.39 s against 0.18 s of
   profile over three solves).
