@@ -324,7 +324,7 @@ class _Blocks:
         """A (n × C, dense or sparse) in a new padded block."""
         out = np.zeros((self.rows, self.C), dtype=self.dtype)
         if sp.issparse(A):
-            A.tocoo().toarray(out=out[: self.n])  # adds into the zeros: A's values, cast once
+            A.astype(self.dtype, copy=False).toarray(out=out[: self.n])  # written in place: no dense copy
         else:
             out[: self.n] = A
         return out

@@ -560,3 +560,18 @@ def test_components_by_one_search_when_connected_and_scipys_otherwise(rng):
     component = _components(two)
     assert len(np.unique(component)) == 2
     np.testing.assert_array_equal(component, connected_components(two, directed=False)[1])
+
+
+def test_padded_block_from_a_sparse_right_hand_side_equals_the_dense_one(rng):
+    """The block CG takes W_{·l} Y_l sparse (no dense float64 n × C copy): its padded block
+    must hold the same float32 values as the dense one, zero rows below."""
+    from solvers.harmonic import _Blocks
+
+    B = sp.random(300, 4, density=0.2, random_state=0, format="csr")  # float64, like W Y
+    blocks = _Blocks(300, 4, np.float32)
+    from_sparse, from_dense = blocks.padded(B), blocks.padded(B.toarray())
+    assert from_sparse.shape == (blocks.rows, 4)
+    assert from_sparse.dtype == np.float32
+    np.testing.assert_array_equal(from_sparse, from_dense)
+    assert not from_sparse[300:].any()
+    assert from_sparse.any()
