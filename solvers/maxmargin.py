@@ -324,14 +324,16 @@ def _softmax(Z: np.ndarray) -> np.ndarray:
     return E / E.sum(axis=1, keepdims=True)
 
 
-def _class_scores(svm: SVC, X: np.ndarray) -> np.ndarray:
-    """Per-class scores (m, C') from the SVM's decision values.
+def _class_scores(svm: SVC, X: np.ndarray, D: np.ndarray | None = None) -> np.ndarray:
+    """Per-class scores (m, C') from the SVM's decision values (``D``, when the caller has
+    them already: ``svm.decision_function(X)``).
 
     Binary: [−f, f]. One-vs-one: class c scores the mean of its C' − 1 pairwise decision
     values, signed towards c (SVC's one-vs-rest-shaped output is vote counts, whose top two
     differ by about one vote whatever the margins, so it cannot carry a confidence).
     """
-    D = svm.decision_function(X)
+    if D is None:
+        D = svm.decision_function(X)
     if D.ndim == 1:
         return np.column_stack([-D, D])
     k = len(svm.classes_)
@@ -340,6 +342,24 @@ def _class_scores(svm: SVC, X: np.ndarray) -> np.ndarray:
     M[np.arange(len(first)), first] = 1.0
     M[np.arange(len(first)), second] = -1.0
     return D @ M / (k - 1)
+
+
+def _vote(svm: SVC, D: np.ndarray) -> np.ndarray:
+    """``svm.predict``'s classes from its decision values ``D`` (``decision_function``), so
+    that labels and probabilities cost one kernel evaluation against the support vectors,
+    not two (``svm.predict`` evaluates it again).
+
+    libsvm's rule (``svm_predict_values``): the pair (i, j), i < j, votes for i when its
+    decision value is > 0, else for j, and the class with the most votes wins, the first on a
+    tie; for two classes sklearn reports −f, so f ≥ 0 is the second class.
+    """
+    if D.ndim == 1:
+        return svm.classes_[(D >= 0).astype(np.intp)]
+    k = len(svm.classes_)
+    first, second = np.triu_indices(k, 1)  # libsvm's pair order, as in _class_scores
+    winner = np.where(D > 0, first, second)
+    votes = np.bincount((np.arange(len(D))[:, None] * k + winner).ravel(), minlength=len(D) * k).reshape(-1, k)
+    return svm.classes_[np.argmax(votes, axis=1)]  # arg-max takes the first of tied counts
 
 
 class TemperatureCalibrator:
@@ -713,6 +733,14 @@ class MaxMarginGraphCut(BaseEstimator):
         X = self._check_fitted(X)
         return self._proba_from(_class_scores(self.svm_, X), self.classes_, self.calibrator_)
 
+    def predict_with_proba(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """``predict(X)`` and ``predict_proba(X)`` from one evaluation of the kernel against the
+        support vectors (each alone evaluates it; on n nodes that is most of a fit's cost)."""
+        X = self._check_fitted(X)
+        D = self.svm_.decision_function(X)
+        P = self._proba_from(_class_scores(self.svm_, X, D), self.classes_, self.calibrator_)
+        return _vote(self.svm_, D).astype(np.int64), P
+
 
 def maxmargin(
     problem: LabelProblem,
@@ -761,8 +789,7 @@ def maxmargin(
         noise_threshold=noise_threshold, drop_noisy=drop_noisy, solver=solver,
         direct_max_nodes=direct_max_nodes, random_state=random_state, noise=noise, time_limit=time_limit)
     model.fit(problem)
-    P = model.predict_proba(problem.X)
-    labels = model.predict(problem.X)
+    labels, P = model.predict_with_proba(problem.X)
     confidence = np.clip(P[np.arange(len(labels)), labels], 0.0, 1.0)
     cut_off = unreachable(problem.W, problem.labeled & ~model.noisy_ if model.drop_noisy else problem.labeled)
     if not predict_unreachable:

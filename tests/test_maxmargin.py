@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from sklearn.datasets import load_digits, make_moons
+from sklearn.datasets import load_digits, make_blobs, make_moons
 from sklearn.svm import SVC
 
 from labelling.evaluation import expected_calibration_error, noise_scores
@@ -337,3 +337,31 @@ def test_validation_errors(moons):
     model = MaxMarginGraphCut(cv=0).fit(problem)
     with pytest.raises(ValueError, match="shape"):
         model.predict(X[:, :1])
+
+
+
+def test_vote_from_decision_values_is_libsvms_predict_with_ties():
+    """maxmargin() takes its labels and probabilities from one decision_function call
+    (_vote replays libsvm's one-vs-one vote): the labels must be SVC.predict's, with tied
+    votes (a 3-class cycle, one vote each, where the first class wins) and for two classes."""
+    from solvers.maxmargin import _vote
+
+    X, y = make_blobs(300, centers=[[0, 0], [4, 0], [2, 3.4]], cluster_std=1.5, random_state=0)
+    grid = np.stack(np.meshgrid(np.linspace(-2, 6, 200), np.linspace(-2, 5.5, 200)), -1).reshape(-1, 2)
+    svm = SVC(C=1.0, gamma=0.5, decision_function_shape="ovo").fit(X, y)
+    D = svm.decision_function(grid)
+    first, second = np.triu_indices(3, 1)
+    votes = np.stack([(np.where(D > 0, first, second) == c).sum(axis=1) for c in range(3)], axis=1)
+    assert np.any(votes.max(axis=1) == 1)  # the grid holds cyclic, tied points
+    np.testing.assert_array_equal(_vote(svm, D), svm.predict(grid))
+    binary = SVC(C=1.0, gamma=0.5).fit(X[y > 0], y[y > 0])
+    np.testing.assert_array_equal(_vote(binary, binary.decision_function(grid)), binary.predict(grid))
+
+
+def test_maxmargin_labels_and_probabilities_are_the_models(digits_split):
+    X, y, _, _, W, _ = digits_split
+    problem = LabelProblem(W, np.where(keep_per_class(y, 10, np.random.default_rng(1)), y, -1), n_classes=10, X=X)
+    prediction = solve(problem, "maxmargin")
+    model = prediction.info["model"]
+    np.testing.assert_array_equal(prediction.labels, model.predict(X))
+    np.testing.assert_allclose(prediction.scores, model.predict_proba(X))
