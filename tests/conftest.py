@@ -5,6 +5,7 @@ session), a fresh real Kùzu store per test, and the live Neo4j + GDS server of 
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -64,6 +65,11 @@ def pytest_collection_modifyitems(session, config, items):
         config.stash[_LIVE] = LiveNeo4j.external()
         return
     module = server_module()
+    # SIGTERM (a CI job cancelled or timed out, a kill) ends the run as Ctrl-C does: pytest then
+    # runs pytest_unconfigure, which stops this run's server and removes its home. By default
+    # SIGTERM ended the interpreter at once and left the Java process and its 500 MB home behind
+    # (the server runs in a session of its own, so that the shell's signals do not reach it).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         started = time.monotonic()
         server = LiveNeo4j.start()

@@ -7,14 +7,17 @@ own (tests/live_neo4j.py), so the session's server is never disturbed.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from live_neo4j import LiveNeo4j
+from live_neo4j import LiveNeo4j, server_module
 from test_neo4j_live_product import GRAPHLABEL, cli, digits_frame, run_id_of
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
@@ -177,3 +180,51 @@ def test_hostile_identifiers_are_refused_before_any_query(neo4j_env, neo4j_live,
         out = cli("label", "--dataset", "x' OR 1=1", "--store", neo4j_env, ok=False).output
         assert "invalid dataset name" in out
         assert driver.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"] == before
+
+
+PROBE = '''
+import os, time
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.neo4j
+def test_wait(neo4j_live):
+    Path(os.environ["PROBE_HOME"]).write_text(str(neo4j_live.settings.home))
+    time.sleep(600)
+'''
+
+
+def test_a_terminated_test_run_stops_its_server_and_removes_its_home(tmp_path):
+    """SIGTERM to `make test`'s pytest (a CI job cancelled, a kill) stops the server the run
+    started and removes its home, as Ctrl-C does: a pytest with this suite's conftest as a
+    plugin starts its own server, and is terminated while a test waits on it."""
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    neo4j: live server\n")
+    probe_home = tmp_path / "home.txt"
+    env = {name: value for name, value in os.environ.items() if name != "NEO4J_URI"}  # a server of its own
+    env.update(PROBE_HOME=str(probe_home),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "conftest", "-q", str(tmp_path / "test_probe.py")],
+                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not probe_home.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert probe_home.exists(), run.communicate(timeout=60)[0][-2000:]
+    home = Path(probe_home.read_text())
+    module = server_module()
+    pid = module.running_pid(home)
+    try:
+        assert pid is not None
+        run.terminate()
+        output = run.communicate(timeout=120)[0]
+        assert run.returncode != 0
+        assert "KeyboardInterrupt" in output
+        assert not home.exists(), output[-2000:]
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    finally:  # when the run left them behind (the failure this test is for), they go here
+        if home.exists():
+            module.stop(home, timeout=30)
+            shutil.rmtree(home, ignore_errors=True)
