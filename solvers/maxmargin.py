@@ -324,16 +324,13 @@ def _softmax(Z: np.ndarray) -> np.ndarray:
     return E / E.sum(axis=1, keepdims=True)
 
 
-def _class_scores(svm: SVC, X: np.ndarray, D: np.ndarray | None = None) -> np.ndarray:
-    """Per-class scores (m, C') from the SVM's decision values (``D``, when the caller has
-    them already: ``svm.decision_function(X)``).
+def _class_scores(svm: SVC, D: np.ndarray) -> np.ndarray:
+    """Per-class scores (m, C') from the SVM's decision values ``D`` (``svm.decision_function``).
 
     Binary: [−f, f]. One-vs-one: class c scores the mean of its C' − 1 pairwise decision
     values, signed towards c (SVC's one-vs-rest-shaped output is vote counts, whose top two
     differ by about one vote whatever the margins, so it cannot carry a confidence).
     """
-    if D is None:
-        D = svm.decision_function(X)
     if D.ndim == 1:
         return np.column_stack([-D, D])
     k = len(svm.classes_)
@@ -623,7 +620,7 @@ class MaxMarginGraphCut(BaseEstimator):
                 classes = svm.classes_
             elif not np.array_equal(classes, svm.classes_):
                 return None  # a fold's SVM saw other classes: its columns differ
-            held_scores.append((held, _class_scores(svm, X[labeled[held]])))
+            held_scores.append((held, _class_scores(svm, svm.decision_function(X[labeled[held]]))))
         if classes is None:  # no fold at all: n_splits >= 2 draws some
             return None
         D = np.zeros((len(labeled), held_scores[0][1].shape[1]))
@@ -719,7 +716,7 @@ class MaxMarginGraphCut(BaseEstimator):
         Multi-class: per-class scores (m, len(classes_)), each class's mean signed pairwise
         (one-vs-one) decision value."""
         X = self._check_fitted(X)
-        S = _class_scores(self.svm_, X)
+        S = _class_scores(self.svm_, self.svm_.decision_function(X))
         return S[:, 1] if len(self.classes_) == 2 else S
 
     def predict(self, X) -> np.ndarray:
@@ -731,14 +728,15 @@ class MaxMarginGraphCut(BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (m, n_classes_): calibrated when ``cv`` allowed it, else a softmax."""
         X = self._check_fitted(X)
-        return self._proba_from(_class_scores(self.svm_, X), self.classes_, self.calibrator_)
+        S = _class_scores(self.svm_, self.svm_.decision_function(X))
+        return self._proba_from(S, self.classes_, self.calibrator_)
 
     def predict_with_proba(self, X) -> tuple[np.ndarray, np.ndarray]:
         """``predict(X)`` and ``predict_proba(X)`` from one evaluation of the kernel against the
         support vectors (each alone evaluates it; on n nodes that is most of a fit's cost)."""
         X = self._check_fitted(X)
         D = self.svm_.decision_function(X)
-        P = self._proba_from(_class_scores(self.svm_, X, D), self.classes_, self.calibrator_)
+        P = self._proba_from(_class_scores(self.svm_, D), self.classes_, self.calibrator_)
         return _vote(self.svm_, D).astype(np.int64), P
 
 

@@ -339,7 +339,6 @@ def test_validation_errors(moons):
         model.predict(X[:, :1])
 
 
-
 def test_vote_from_decision_values_is_libsvms_predict_with_ties():
     """maxmargin() takes its labels and probabilities from one decision_function call
     (_vote replays libsvm's one-vs-one vote): the labels must be SVC.predict's, with tied
