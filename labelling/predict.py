@@ -84,8 +84,8 @@ def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFra
     X = flat.flatten().to_numpy(zero_copy_only=False).reshape(records.n_valid, width)
     if onehot is not None:
         X = np.hstack([X, onehot])
-    labels = model.predict(X)
-    confidence = model.predict_proba(X)[np.arange(len(labels)), labels]
+    labels, probabilities = model.predict_with_proba(X)
+    confidence = probabilities[np.arange(len(labels)), labels]
     frame = pd.DataFrame({"key": records.nodes.column("key").to_pylist(),
                           "predicted_label": model.class_names[labels].astype(object),
                           "label_confidence": confidence})

@@ -30,7 +30,8 @@ Decisions
   a support vector that is no stored node (an incremental run's class anchor) has the
   key ``""``.
 - Labels: libsvm's one-vs-one vote (ties to the lower class, as libsvm breaks them) for
-  more than two classes, the sign of f for two (eq. 8), as ``MaxMarginGraphCut.predict``;
+  more than two classes, the sign of f for two (eq. 8; f = 0 is the second class, as in
+  libsvm), as ``MaxMarginGraphCut.predict``;
   probabilities are the softmax of the per-class scores over the stored temperature
   (1 when the run was not calibrated), as ``MaxMarginGraphCut.predict_proba``.
 
@@ -221,7 +222,40 @@ class RunModel:
 
     def class_scores(self, X: np.ndarray) -> np.ndarray:
         """Per-class scores (m, n_svm_classes) as ``solvers.maxmargin._class_scores``."""
+        return self._scores(self.pair_decisions(X))
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Class index (into ``class_names``) of each row."""
+        return self._vote(self.pair_decisions(X))
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """Probabilities (m, len(class_names)); classes the SVM never saw get 0."""
+        return self._probabilities(self.pair_decisions(X))
+
+    def predict_with_proba(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``predict(X)`` and ``predict_proba(X)`` from one evaluation of the kernel against
+        the support vectors, which is nearly all of either's cost."""
         D = self.pair_decisions(X)
+        return self._vote(D), self._probabilities(D)
+
+    # Why the rules below are written here and in solvers.maxmargin (_vote, _class_scores)
+    # both: importing the solvers package imports scipy, about 0.17 s of the start-up that
+    # `graphlabel explain` keeps under a second with numpy alone (bench/cli.py);
+    # tests/test_run_model.py holds the two to the same labels, ties included.
+
+    def _vote(self, D: np.ndarray) -> np.ndarray:
+        """libsvm's vote on decision values D: the pair (i, j), i < j, votes for i when its
+        value is > 0, else for j; the most votes win, the first class on a tie. Two classes:
+        f ≥ 0 is the second class (scikit-learn reports libsvm's value negated)."""
+        k = len(self.svm_classes)
+        if k == 2:
+            return self.svm_classes[(D[:, 0] >= 0).astype(np.int64)]
+        first, second = np.triu_indices(k, 1)
+        winner = np.where(D > 0, first[None, :], second[None, :])
+        votes = np.bincount((np.arange(len(D))[:, None] * k + winner).ravel(), minlength=len(D) * k).reshape(-1, k)
+        return self.svm_classes[votes.argmax(axis=1)]  # arg-max takes the first of tied counts
+
+    def _scores(self, D: np.ndarray) -> np.ndarray:
         k = len(self.svm_classes)
         if k == 2:
             return np.column_stack([-D[:, 0], D[:, 0]])
@@ -231,21 +265,8 @@ class RunModel:
         M[np.arange(len(first)), second] = -1.0
         return D @ M / (k - 1)
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Class index (into ``class_names``) of each row."""
-        D = self.pair_decisions(X)
-        k = len(self.svm_classes)
-        if k == 2:
-            return self.svm_classes[(D[:, 0] > 0).astype(np.int64)]
-        first, second = np.triu_indices(k, 1)
-        winner = np.where(D > 0, first[None, :], second[None, :])
-        votes = np.zeros((D.shape[0], k), dtype=np.int64)
-        np.add.at(votes, (np.repeat(np.arange(D.shape[0]), D.shape[1]), winner.ravel()), 1)
-        return self.svm_classes[votes.argmax(axis=1)]
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """Probabilities (m, len(class_names)); classes the SVM never saw get 0."""
-        Z = self.class_scores(X) / self.temperature
+    def _probabilities(self, D: np.ndarray) -> np.ndarray:
+        Z = self._scores(D) / self.temperature
         E = np.exp(Z - Z.max(axis=1, keepdims=True))
         P = np.zeros((Z.shape[0], len(self.class_names)))
         P[:, self.svm_classes] = E / E.sum(axis=1, keepdims=True)

@@ -8,13 +8,14 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits, load_wine
+from sklearn.datasets import load_digits, load_wine, make_blobs
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
 
 from labelling.run_model import FORMAT_VERSION, ModelVersionError, RunModel
 from similarity import knn_graph
 from solvers import LabelProblem
-from solvers.maxmargin import MaxMarginGraphCut, paper_bandwidth
+from solvers.maxmargin import MaxMarginGraphCut, _vote, paper_bandwidth
 
 
 def fitted(loader, kernel="rbf", fraction=0.2):
@@ -55,6 +56,47 @@ def test_two_classes_follow_the_sign_of_f():
     np.testing.assert_allclose(stored.pair_decisions(X)[:, 0], model.decision_function(X), atol=1e-9)
     np.testing.assert_array_equal(stored.predict(X), model.predict(X))
     assert (stored.predict(X) == y).mean() > 0.9
+
+
+def of_svc(svm: SVC) -> RunModel:
+    """A RunModel of a plain fitted SVC (the arrays from_fitted reads from maxmargin's)."""
+    gamma = svm.get_params()["gamma"]
+    return RunModel(kernel=svm.kernel, gamma=float(gamma) if isinstance(gamma, float) else 0.0,
+                    coef0=float(svm.coef0), degree=int(svm.degree), support_vectors=svm.support_vectors_,
+                    dual_coef=svm.dual_coef_, intercept=svm.intercept_, n_support=svm.n_support_.astype(np.int64),
+                    svm_classes=svm.classes_.astype(np.int64), temperature=1.0,
+                    class_names=svm.classes_.astype(str), support_keys=np.full(len(svm.support_), "", dtype=str))
+
+
+def test_a_decision_value_of_zero_goes_where_libsvm_sends_it():
+    """libsvm gives a pair's vote to its second class when the value is exactly 0 (two
+    classes: f = 0 is the second class); the stored model predicted the first there."""
+    binary = SVC(kernel="linear").fit([[-1.0], [1.0], [-2.0], [2.0]], [0, 1, 0, 1])
+    at_zero = np.array([[0.0], [0.5], [-0.5]])
+    assert binary.decision_function(at_zero)[0] == 0
+    np.testing.assert_array_equal(of_svc(binary).predict(at_zero), binary.predict(at_zero))
+    three = SVC(kernel="linear", decision_function_shape="ovo").fit([[-1.0, 0.0], [1.0, 0.0], [0.0, 5.0]], [0, 1, 2])
+    assert three.decision_function([[0.0, 0.0]])[0, 0] == 0
+    np.testing.assert_array_equal(of_svc(three).predict([[0.0, 0.0]]), three.predict([[0.0, 0.0]]))
+
+
+def test_tied_votes_and_one_kernel_evaluation_give_svc_predict():
+    """A 3-class grid with cyclic, one-vote-each points (the first class wins, as in
+    libsvm); predict_with_proba is predict and predict_proba from one kernel evaluation;
+    the vote is the solver's own (solvers.maxmargin._vote) on any decision values."""
+    X, y = make_blobs(300, centers=[[0, 0], [4, 0], [2, 3.4]], cluster_std=1.5, random_state=0)
+    grid = np.stack(np.meshgrid(np.linspace(-2, 6, 200), np.linspace(-2, 5.5, 200)), -1).reshape(-1, 2)
+    svm = SVC(C=1.0, gamma=0.5, decision_function_shape="ovo").fit(X, y)
+    stored = of_svc(svm)
+    labels, probabilities = stored.predict_with_proba(grid)
+    np.testing.assert_array_equal(labels, svm.predict(grid))
+    np.testing.assert_array_equal(stored.predict(grid), labels)
+    np.testing.assert_array_equal(stored.predict_proba(grid), probabilities)
+    rng = np.random.default_rng(0)
+    for k in (2, 3, 4):
+        svm_k = SVC().fit(rng.normal(size=(40, 2)), np.arange(40) % k)
+        D = rng.choice([-1.0, 0.0, 1.0], size=(500, k * (k - 1) // 2))
+        np.testing.assert_array_equal(of_svc(svm_k)._vote(D), _vote(svm_k, D[:, 0] if k == 2 else D))
 
 
 def test_support_shares_sum_to_one_and_name_the_classes():
