@@ -272,10 +272,20 @@ def ingest(
             path = rejects or f"{dataset}.rejects.csv"
             error.rejects.to_csv(path, index=False)
             _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
-    console.print(f"stored {summary['stored']} nodes in dataset {dataset!r}")
+    console.print(f"stored {_counted(summary['stored'], 'node')} in dataset {dataset!r}")
     if summary["rejected"]:
-        kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
-        err.print(f"[yellow]rejected {summary['rejected']} rows[/] ({kinds}), reasons in {summary['rejects_file']}")
+        _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def _print_rejects(count: int, path, reasons: dict | None = None) -> None:
+    """The line after a command that rejected rows: how many, of which kinds, and where the
+    reasons are."""
+    kinds = f" ({', '.join(f'{kind}: {n}' for kind, n in reasons.items())})" if reasons else ""
+    err.print(f"[yellow]rejected {_counted(count, 'row')}[/]{kinds}, reasons in {_escape(str(path))}", soft_wrap=True)
 
 
 @app.command("ingest-edges")
@@ -306,8 +316,7 @@ def ingest_edges(
                                rejects_path=rejects, encoding=encoding)
     console.print(f"stored {summary['stored']} {edge_type} edges in dataset {dataset!r}")
     if summary["rejected"]:
-        kinds = ", ".join(f"{kind}: {n}" for kind, n in summary["reject_reasons"].items())
-        err.print(f"[yellow]rejected {summary['rejected']} rows[/] ({kinds}), reasons in {summary['rejects_file']}")
+        _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 
 
 @app.command("build-graph")
@@ -633,12 +642,12 @@ def predict(
     else:
         predicted.frame.to_csv(output, index=False)
     where = f" to {output}" if output else ""
-    err.print(f"predicted {len(predicted.frame):,} records{where} with run {predicted.run_id} of"
+    err.print(f"predicted {_counted(len(predicted.frame), 'record')}{where} with run {predicted.run_id} of"
               f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False, soft_wrap=True)
     if len(predicted.rejects):
         path = rejects or "predict.rejects.csv"
         predicted.rejects.to_csv(path, index=False)
-        err.print(f"[yellow]rejected {len(predicted.rejects)} rows[/], reasons in {_escape(path)}", soft_wrap=True)
+        _print_rejects(len(predicted.rejects), path)
 
 
 @app.command()

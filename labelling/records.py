@@ -587,7 +587,7 @@ def no_valid_records(rejects: pd.DataFrame, source) -> NoValidRecords:
                    + "; ".join(rejects["reason"].head(3)))
     else:
         where = source if isinstance(source, (str, Path)) else "the input"
-        message = f"{where} has no rows: nothing to ingest"
+        message = f"{where} has no rows"  # ingest and predict both read records
     return NoValidRecords(message, rejects)
 
 

@@ -408,7 +408,7 @@ def test_12_a_malformed_line_is_rejected_with_its_line_number_and_the_rest_is_st
     result = ingest_file(path, "t12", store_path)
     assert result.exit_code == 0, result.output
     assert "stored 3 nodes" in result.output
-    assert "rejected 1 rows" in result.output
+    assert "rejected 1 row (" in result.output
     rejects = rejects_of(tmp_path, "t12")
     assert rejects["row"].tolist() == [3]
     assert reason in rejects["reason"][0]
@@ -486,7 +486,7 @@ def test_01_a_later_ingest_with_another_feature_count_is_rejected_row_by_row(tmp
     result = cli("ingest", tmp_path / "mixed.parquet", "--dataset", "base", "--key", "id", "--features", "vec",
                  "--store", store_path)
     assert result.exit_code == 0, result.output
-    assert "stored 1 nodes" in result.output, result.output
+    assert "stored 1 node " in result.output, result.output
     result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "5", "--store", store_path)
     assert result.exit_code == 0, result.output
     assert "labelled 61 nodes" in result.output, result.output

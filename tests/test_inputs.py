@@ -370,7 +370,7 @@ def test_cli_ingest_options_and_their_errors(tmp_path):
                                  "--categorical", "color", "--label-confidence", "trust", "--store", store,
                                  "--rejects", str(tmp_path / "rejects.csv")])
     assert result.exit_code == 0, result.output
-    assert "stored 1 nodes" in result.output
+    assert "stored 1 node " in result.output
     assert "bad label confidence: 1" in result.output
     result = runner.invoke(app, ["build-graph", "--dataset", "d", "--scale", "minmax", "--store", store])
     assert result.exit_code == 1

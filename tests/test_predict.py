@@ -106,12 +106,18 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
     rejects = tmp_path / "rejects.csv"
     result = invoke("predict", tmp_path / "bad.csv", "--run", maxmargin, "--key", "id", "--features", "f*",
                     "--output", tmp_path / "out.csv", "--rejects", rejects, "--store", store_path)
-    assert "rejected 1 rows" in result.output
+    assert "rejected 1 row," in result.output
     assert pd.read_csv(rejects)["reason"].tolist() == ["non-numeric feature f03='oops'"]
     assert len(pd.read_csv(tmp_path / "out.csv")) == len(bad) - 1
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f*", "--output", "x.json",
                     "--store", store_path, ok=False)
     assert "--output must end in .csv or .parquet" in result.output
+    (tmp_path / "header.csv").write_text(",".join(pd.read_csv(new).columns) + "\n")
+    result = invoke("predict", tmp_path / "header.csv", "--run", maxmargin, "--key", "id", "--features", "f*",
+                    "--store", store_path, ok=False)
+    assert result.exit_code == 1
+    assert "header.csv has no rows" in result.output
+    assert "ingest" not in result.output
     for line in result.output.strip().splitlines():
         assert "Traceback" not in line
 
@@ -236,7 +242,7 @@ def _predict_vote(store, dataset, tmp_path):
     result = invoke("predict", new, "--run", run_id, "--key", "id", "--categorical", "*", "--output", out,
                     "--rejects", rejects, "--store", store)
     assert f"predicted {len(truth) - 1:,} records" in result.output
-    assert "rejected 1 rows" in result.output
+    assert "rejected 1 row," in result.output
     rejected = pd.read_csv(rejects)
     assert rejected["key"].tolist() == [unseen]
     assert rejected["kind"].tolist() == ["unseen category"]
