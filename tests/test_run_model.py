@@ -12,7 +12,7 @@ from sklearn.datasets import load_digits, load_wine, make_blobs
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
-from labelling.run_model import FORMAT_VERSION, ModelVersionError, RunModel
+from labelling.run_model import BATCH_ROWS, FORMAT_VERSION, ModelVersionError, RunModel
 from similarity import knn_graph
 from solvers import LabelProblem
 from solvers.maxmargin import MaxMarginGraphCut, _vote, paper_bandwidth
@@ -88,6 +88,7 @@ def test_tied_votes_and_one_kernel_evaluation_give_svc_predict():
     grid = np.stack(np.meshgrid(np.linspace(-2, 6, 200), np.linspace(-2, 5.5, 200)), -1).reshape(-1, 2)
     svm = SVC(C=1.0, gamma=0.5, decision_function_shape="ovo").fit(X, y)
     stored = of_svc(svm)
+    assert len(grid) > 4 * BATCH_ROWS  # predict_with_proba's row blocks give predict's rows
     labels, probabilities = stored.predict_with_proba(grid)
     np.testing.assert_array_equal(labels, svm.predict(grid))
     np.testing.assert_array_equal(stored.predict(grid), labels)
