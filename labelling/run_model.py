@@ -230,11 +230,11 @@ class RunModel:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Class index (into ``class_names``) of each row."""
-        return self._vote(self.pair_decisions(X))
+        return self.predict_with_proba(X)[0]
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Probabilities (m, len(class_names)); classes the SVM never saw get 0."""
-        return self._probabilities(self.pair_decisions(X))
+        return self.predict_with_proba(X)[1]
 
     def predict_with_proba(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``predict(X)`` and ``predict_proba(X)`` from one evaluation of the kernel against

@@ -82,17 +82,18 @@ def test_a_decision_value_of_zero_goes_where_libsvm_sends_it():
 
 def test_tied_votes_and_one_kernel_evaluation_give_svc_predict():
     """A 3-class grid with cyclic, one-vote-each points (the first class wins, as in
-    libsvm); predict_with_proba is predict and predict_proba from one kernel evaluation;
+    libsvm); predict_with_proba's blocks of rows are the decision values of all rows at once;
     the vote is the solver's own (solvers.maxmargin._vote) on any decision values."""
     X, y = make_blobs(300, centers=[[0, 0], [4, 0], [2, 3.4]], cluster_std=1.5, random_state=0)
     grid = np.stack(np.meshgrid(np.linspace(-2, 6, 200), np.linspace(-2, 5.5, 200)), -1).reshape(-1, 2)
     svm = SVC(C=1.0, gamma=0.5, decision_function_shape="ovo").fit(X, y)
     stored = of_svc(svm)
-    assert len(grid) > 4 * BATCH_ROWS  # predict_with_proba's row blocks give predict's rows
+    assert len(grid) > 4 * BATCH_ROWS  # the row blocks give what all rows at once give
     labels, probabilities = stored.predict_with_proba(grid)
     np.testing.assert_array_equal(labels, svm.predict(grid))
-    np.testing.assert_array_equal(stored.predict(grid), labels)
-    np.testing.assert_array_equal(stored.predict_proba(grid), probabilities)
+    D = stored.pair_decisions(grid)
+    np.testing.assert_array_equal(stored._vote(D), labels)
+    np.testing.assert_array_equal(stored._probabilities(D), probabilities)
     rng = np.random.default_rng(0)
     for k in (2, 3, 4):
         svm_k = SVC().fit(rng.normal(size=(40, 2)), np.arange(40) % k)
