@@ -224,10 +224,6 @@ class RunModel:
             D[:, p] = K[:, si] @ self.dual_coef[j - 1, si] + K[:, sj] @ self.dual_coef[i, sj] + self.intercept[p]
         return D
 
-    def class_scores(self, X: np.ndarray) -> np.ndarray:
-        """Per-class scores (m, n_svm_classes) as ``solvers.maxmargin._class_scores``."""
-        return self._scores(self.pair_decisions(X))
-
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Class index (into ``class_names``) of each row."""
         return self.predict_with_proba(X)[0]
@@ -267,6 +263,7 @@ class RunModel:
         return self.svm_classes[votes.argmax(axis=1)]  # arg-max takes the first of tied counts
 
     def _scores(self, D: np.ndarray) -> np.ndarray:
+        """Per-class scores (m, n_svm_classes) as ``solvers.maxmargin._class_scores``."""
         k = len(self.svm_classes)
         if k == 2:
             return np.column_stack([-D[:, 0], D[:, 0]])
