@@ -31,7 +31,9 @@ Decisions the issue leaves open, and what this module does
   (``similarity.gaussian_sigma_from_edges``) and recorded then. A requested spec that
   differs from the recorded one (graph, k, metric, weights, σ) means the graph must be
   rebuilt: None (full run). Only kNN graphs are extended; δ-graphs and the label-reading
-  graphs (mincut3, δ₀, δ½) always take the full path.
+  graphs (mincut3, δ₀, δ½) always take the full path. A graph rebuilt since the last
+  run (its record newer than the one the run kept) is a full run before this module is
+  called (``flows.labelling.change_since_last_run``), as a changed solver is.
 - Region: the changed nodes plus everything within ``hops`` hops of them (repeated sparse
   products, no loop over nodes), and the nodes at the other end of an added edge (their
   neighbourhood changed; they are one hop from a new node, so this matters for

@@ -354,8 +354,9 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     default): label only what changed since the nodes
     were last labelled (``flows.incremental.label_changed``: new entities get edges to the
     existing graph, the region around the changes is solved with its boundary fixed);
-    falls back to a full run when there is no previous run or the graph must be rebuilt,
-    and records why (``full_run_reason``).
+    falls back to a full run when there is no previous run, the graph must be rebuilt, or
+    the solver, its parameters or the graph changed since the last completed run
+    (``change_since_last_run``), and records why (``full_run_reason``).
 
     ``graph`` may name the user's edges (``edges:TYPE[:WEIGHT]`` alone, or
     ``knn+edges:TYPE[:WEIGHT]`` added with factor ``edges_weight`` to a kNN graph;
@@ -594,11 +595,14 @@ def auto_metrics(prediction: Prediction) -> dict[str, Any]:
                             for c in record["candidates"]}}
 
 
-def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
-                  solver_params: dict[str, Any]) -> str | None:
+def change_since_last_run(store: GraphStore, dataset: str, run_id: str, solver: str,
+                          solver_params: dict[str, Any]) -> str | None:
     """Why this run must relabel every node: its solver or solver parameters differ from
-    the dataset's last completed run (an incremental run would keep the old solver's
-    labels outside the changed region). None when they are the same or there is no run."""
+    the dataset's last completed run, or the similarity graph was rebuilt since that run
+    (``build-graph``, ``ingest-edges``: its ``GraphBuild`` record is newer than the one the
+    run recorded). An incremental run would keep the old labels outside the changed
+    region, computed with another solver or on another graph. None when nothing of these
+    changed, or there is no completed run."""
     runs = store.read_runs(dataset=dataset, limit=20)
     runs = runs[(runs["status"] == "completed") & (runs["run_id"] != run_id)]
     if runs.empty:
@@ -606,10 +610,26 @@ def solver_change(store: GraphStore, dataset: str, run_id: str, solver: str,
     last = runs.iloc[0]
     if last["solver"] != solver:
         return f"the solver changed ({last['solver']} → {solver}): every node is relabelled"
-    before = (last["parameters"] or {}).get("requested_solver_params")
+    parameters = last["parameters"] or {}
+    before = parameters.get("requested_solver_params")
     if before is not None and before != _scalars(solver_params):
         return f"the solver parameters changed ({before} → {_scalars(solver_params)}): every node is relabelled"
+    built_before = parameters.get("graph_built_at")  # absent from runs recorded before it was kept
+    graph = graph_used(store, dataset)
+    if built_before is not None and graph.get("graph_built_at") not in (None, built_before):
+        changed = [f"{name} {_shown(parameters.get(name))} → {_shown(graph.get(name))}"
+                   for name in GRAPH_DESCRIBED if parameters.get(name) != graph.get(name)]
+        return (f"the similarity graph was rebuilt since the last run ({', '.join(changed) or 'same parameters'}):"
+                " every node is relabelled")
     return None
+
+
+# the graph parameters a rebuild's reason names when they changed (graph_used records them)
+GRAPH_DESCRIBED = ("graph", "k", "metric", "weights", "sigma", "scale", "edges_type", "edges_weight")
+
+
+def _shown(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _name_the_run_full() -> None:
@@ -642,7 +662,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     notes: list[str] = []
     solver, spec = options.solver, request.spec()
     reason = ("a run scored on a holdout is always full" if options.holdout_fraction else "asked for (--full)") \
-        if options.full else solver_change(store, dataset, run_id, solver, options.solver_params)
+        if options.full else change_since_last_run(store, dataset, run_id, solver, options.solver_params)
     if not options.full and reason is None:
         reasons: list[str] = []
         with clock("incremental"):

@@ -437,6 +437,34 @@ def test_a_changed_solver_or_its_parameters_is_a_full_run(store_95):
     assert "parameters changed" in tuned["metrics"]["full_run_reason"]
 
 
+@pytestmark_prefect
+def test_a_graph_rebuilt_since_the_last_run_is_a_full_run(store_95):
+    # `build-graph --k 5` after the full run: the next `label` (as the CLI runs it: the graph
+    # as built) must relabel every node on the new graph, not keep the 10-NN labels ("0 changed
+    # nodes")
+    from flows.labelling import build_graph_flow
+
+    build_graph_flow(DATASET, store_uri=store_95, k=5, scale="none")
+    summary = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False)
+    metrics = summary["metrics"]
+    assert not metrics["incremental"]
+    assert metrics["full_run_reason"].startswith(f"the similarity graph was rebuilt since the last run (k {K} → 5")
+    assert summary["run"].parameters["k"] == 5
+    with open_store(store_95) as store:
+        runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
+    assert runs["run"].tolist() == [summary["run_id"]]
+    assert runs["n"][0] == summary["n_nodes"]
+    # nothing changed since: incremental again, with nothing to relabel
+    again = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False)
+    assert again["metrics"]["incremental"], again["metrics"].get("full_run_reason")
+    assert again["metrics"]["n_region"] == 0
+    # a rebuild with the same parameters is still a rebuild (the edges are written anew)
+    build_graph_flow(DATASET, store_uri=store_95, k=5, scale="none")
+    same = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False)
+    assert not same["metrics"]["incremental"]
+    assert "(same parameters)" in same["metrics"]["full_run_reason"]
+
+
 # -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------
 
 

@@ -186,6 +186,30 @@ def test_labelling_flow_runs_against_neo4j(prefect_harness, neo4j_env, neo4j_sto
     assert "ERROR" not in logged.err + logged.out
 
 
+def test_a_gds_graph_rebuilt_since_the_last_run_makes_the_next_run_full(prefect_harness, neo4j_env, neo4j_store,
+                                                                        dataset):
+    """`build-graph --k 5` on GDS after a run on its 8-NN graph: the next `label` (the graph
+    as built, as the CLI runs it) relabels every node and says why; the run after it, with
+    nothing changed, is incremental again (the GraphBuild's built_at reads back the same
+    from the server each time)."""
+    from flows.labelling import build_graph_flow, labelling_flow
+
+    nodes, _, _ = digits_nodes(200, every=5, wrong=())
+    neo4j_store.write_nodes(dataset, nodes)
+    labelling_flow(dataset=dataset, store_uri=neo4j_env, k=8, publish=False)
+    build_graph_flow(dataset, store_uri=neo4j_env, k=5)
+    rebuilt = labelling_flow(dataset=dataset, store_uri=neo4j_env, build_graph=False, publish=False)
+    assert not rebuilt["metrics"]["incremental"]
+    assert rebuilt["metrics"]["full_run_reason"].startswith(
+        "the similarity graph was rebuilt since the last run (k 8 → 5"), rebuilt["metrics"]["full_run_reason"]
+    runs = neo4j_store.query("MATCH (e:Entity {dataset: $dataset}) RETURN DISTINCT e.label_run_id AS run",
+                             {"dataset": dataset})
+    assert runs["run"].tolist() == [rebuilt["run_id"]]
+    again = labelling_flow(dataset=dataset, store_uri=neo4j_env, build_graph=False, publish=False)
+    assert again["metrics"]["incremental"], again["metrics"].get("full_run_reason")
+    assert again["metrics"]["n_region"] == 0
+
+
 def test_explain_and_label_shares_match_the_solvers_graph_on_gds(neo4j_store, dataset):
     """On a GDS graph (a pair written once per direction it was found in) explain and the
     label_shares example see the graph the solver saw (the store contract checks explain's
