@@ -26,7 +26,21 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 logging.getLogger("graphlabel").addHandler(logging.NullHandler())
 
 # Tracebacks never list local variables: one of them could hold a store password.
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__.split("\n")[0], rich_markup_mode=None,
+# What `graphlabel` alone and `graphlabel --help` show: what the tool does and a first run
+# (click rewraps paragraphs; a paragraph after \b keeps its lines).
+HELP = """Label stored entities from a few given labels and a similarity graph.
+
+\b
+A first run, on the embedded store in ./.graphlabel:
+  graphlabel ingest FILE --dataset D --key ID --features '*' --label LABEL
+  graphlabel label --dataset D     (builds a 10-NN graph if it has none)
+  graphlabel report --dataset D    (then review, export, query)
+graphlabel demo does all of it on scikit-learn's handwritten digits.
+
+Every command takes --store: a folder (the embedded store; default $GRAPHLABEL_STORE or
+.graphlabel) or neo4j://host:7687. COMMAND --help says more."""
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP, rich_markup_mode=None,
                   pretty_exceptions_show_locals=False)
 console = Console()
 err = Console(stderr=True)
@@ -253,7 +267,8 @@ def ingest(
 
     if features is None and categorical is None and text is None:
         _fail("ingest needs --features (numeric columns), --categorical (categorical ones) or --text (a text"
-              " column to embed), or several of them")
+              " column to embed), or several of them; --features '*' takes every column but the key and label"
+              " (numbers, each of them)")
     allowed = None
     if classes is not None:
         allowed = [name.strip() for name in classes.split(",")]

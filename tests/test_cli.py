@@ -97,3 +97,23 @@ def test_python_dash_m_graphlabel_is_the_graphlabel_command():
     assert result.returncode == 0, result.stderr
     assert "Usage: graphlabel" in result.stdout
     assert "build-graph" in result.stdout
+
+
+def test_graphlabel_alone_says_what_it_does_and_its_first_run_works_as_printed(tmp_path, store_path):
+    # a newcomer types `graphlabel`: the help's first run is run here as printed, with FILE,
+    # D, ID and LABEL filled in (it once showed the first line of the module docstring,
+    # cut mid-sentence after "report,")
+    result = subprocess.run([sys.executable, "-m", "graphlabel"], capture_output=True, text=True, timeout=120)
+    shown = result.stderr  # click prints the help of a bare group on stderr, exit status 2
+    assert result.returncode == 2, shown
+    assert shown.splitlines()[2].strip() == "Label stored entities from a few given labels and a similarity graph."
+    steps = [line.split("(")[0].split() for line in shown.splitlines() if line.startswith("    graphlabel ")]
+    assert [step[1] for step in steps] == ["ingest", "label", "report"]
+    path = write_csv(tmp_path / "points.csv", [[i, i % 2 * 5 + i * 0.01, i % 2 * 5, ("x", "y")[i % 2] if i < 6 else ""]
+                                               for i in range(40)])
+    filled = {"FILE": path, "D": "points", "ID": "id", "LABEL": "label", "'*'": "*"}
+    for step in steps:
+        args = [filled.get(word, word) for word in step[1:]]
+        ran = runner.invoke(app, [*args, "--store", store_path])
+        assert ran.exit_code == 0, (step, ran.output)
+    assert "completed harmonic full 40" in " ".join(ran.output.split())  # report's list: the run, 40 nodes

@@ -130,5 +130,6 @@ def test_without_the_extra_one_line_names_the_install(tmp_path, store_path, monk
     assert last.endswith("pip install 'graphlabel[text]'")
     result = invoke("ingest", tmp_path / "texts.csv", "--dataset", "texts", "--key", "id", "--store", store_path,
                     ok=False)
-    assert "ingest needs --features (numeric columns), --categorical (categorical ones) or --text" in (
-        " ".join(result.output.split()))
+    said = " ".join(result.output.split())
+    assert "ingest needs --features (numeric columns), --categorical (categorical ones) or --text" in said
+    assert "--features '*' takes every column but the key and label" in said
