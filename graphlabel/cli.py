@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from labelling.wording import counted
+
 # A closed network has nowhere to send Prefect's telemetry; asking only prints errors.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # The flows return their warnings and each command prints them ("warning: ..."); without a
@@ -287,20 +289,16 @@ def ingest(
             path = rejects or f"{dataset}.rejects.csv"
             error.rejects.to_csv(path, index=False)
             _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
-    console.print(f"stored {_counted(summary['stored'], 'node')} in dataset {dataset!r}")
+    console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
-
-
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _print_rejects(count: int, path, reasons: dict | None = None) -> None:
     """The line after a command that rejected rows: how many, of which kinds, and where the
     reasons are."""
-    kinds = f" ({', '.join(f'{kind}: {n}' for kind, n in reasons.items())})" if reasons else ""
-    err.print(f"[yellow]rejected {_counted(count, 'row')}[/]{kinds}, reasons in {_escape(str(path))}", soft_wrap=True)
+    kinds = f" ({', '.join(f'{kind}: {n:,}' for kind, n in reasons.items())})" if reasons else ""
+    err.print(f"[yellow]rejected {counted(count, 'row')}[/]{kinds}, reasons in {_escape(str(path))}", soft_wrap=True)
 
 
 @app.command("ingest-edges")
@@ -329,7 +327,7 @@ def ingest_edges(
                                (*_user_errors(), NoValidEdges), source=file, dataset=dataset, source_column=source,
                                target_column=target, weight_column=weight, edge_type=edge_type, store_uri=store,
                                rejects_path=rejects, encoding=encoding)
-    console.print(f"stored {summary['stored']} {edge_type} edges in dataset {dataset!r}")
+    console.print(f"stored {summary['stored']:,} {edge_type} edges in dataset {dataset!r}")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 
@@ -440,17 +438,18 @@ def label(
                                holdout_fraction=holdout,
                                keep_runs=keep_runs)
     _print_warnings(summary)
-    console.print(f"labelled {summary['n_nodes']:,} nodes of {dataset!r} with {solver}"
-                  f" ({summary['n_labeled']:,} given labels, {summary['n_flagged']:,} flagged as noisy),"
+    console.print(f"labelled {counted(summary['n_nodes'], 'node')} of {dataset!r} with {solver}"
+                  f" ({counted(summary['n_labeled'], 'given label')}, {summary['n_flagged']:,} flagged as noisy),"
                   f" run {summary['run_id']}")
     metrics = summary["metrics"]
     if metrics.get("incremental"):
-        console.print(f"incremental run: {metrics['n_changed']:,} changed nodes ({metrics['n_new']:,} new),"
+        console.print(f"incremental run: {counted(metrics['n_changed'], 'changed node')} ({metrics['n_new']:,} new),"
                       f" {metrics['n_region']:,} relabelled of {metrics['n_nodes']:,}; --full relabels all")
     elif metrics.get("full_run_reason"):
         console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
-        console.print(f"accuracy on the {metrics['n_holdout']} held-out labels: {metrics['holdout_accuracy']:.3f}")
+        console.print(f"accuracy on the {counted(metrics['n_holdout'], 'held-out label')}:"
+                      f" {metrics['holdout_accuracy']:.3f}")
     console.print(_timings_table(summary["timings"]))
 
 
@@ -657,7 +656,7 @@ def predict(
     else:
         predicted.frame.to_csv(output, index=False)
     where = f" to {output}" if output else ""
-    err.print(f"predicted {_counted(len(predicted.frame), 'record')}{where} with run {predicted.run_id} of"
+    err.print(f"predicted {counted(len(predicted.frame), 'record')}{where} with run {predicted.run_id} of"
               f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False, soft_wrap=True)
     if len(predicted.rejects):
         path = rejects or "predict.rejects.csv"

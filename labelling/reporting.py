@@ -26,6 +26,8 @@ import pandas as pd
 from graphstore.errors import NotFound
 from graphstore.runs import LabelRunRecord
 
+from .wording import counted
+
 #: Metrics shown in their own rows or table (or repeated there: the given, unlabelled and
 #: flagged counts are the run's own fields); the others go to "other metrics".
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
@@ -225,7 +227,6 @@ def _flatten(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str
 def _count(n: int | None) -> str:
     return MISSING if n is None else f"{n:,}"
 
-
 def _of(part: int | None, whole: int | None, what: str = "") -> str:
     if part is None:
         return MISSING
@@ -419,8 +420,8 @@ def headline_text(summary: Mapping[str, Any] | LabelRunRecord, named: bool = Tru
     parts = []
     if s["holdout_accuracy"] is not None:
         parts.append(f"accuracy {s['holdout_accuracy']:.3f} on {_count(s['n_holdout'])} held-out labels")
-    parts.append(f"{_count(s['n_flagged'])} labels flagged"
-                 + (f" ({s['noise_share']:.1%})" if s["noise_share"] is not None else ""))
+    flagged = f"{MISSING} labels" if s["n_flagged"] is None else counted(s["n_flagged"], "label")
+    parts.append(f"{flagged} flagged" + (f" ({s['noise_share']:.1%})" if s["noise_share"] is not None else ""))
     if s["n_nodes"]:
         covered = (s["n_nodes"] - (s["n_unreachable"] or 0)) / s["n_nodes"]
         total = s["metrics"].get("n_nodes")
@@ -641,7 +642,7 @@ def review_renderables(rows: pd.DataFrame, explained: list) -> list:
     from rich.table import Table
 
     table = Table("key", "given", "predicted", "noise", "neighbours' vote", "strongest neighbours",
-                  title=f"{len(rows)} flagged given labels, most doubted first", title_justify="left")
+                  title=f"{counted(len(rows), 'flagged given label')}, most doubted first", title_justify="left")
     for row, (node, neighbours) in zip(rows.itertuples(index=False), explained, strict=True):
         vote = ", ".join(f"{format_value(label)} {share:.0%}"
                          for label, share in list(node.get("class_shares", {}).items())[:2])

@@ -304,7 +304,7 @@ def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_
     cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
         "--store", neo4j_env)
     out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
-    assert "incremental run: 1 changed nodes (0 new)" in out
+    assert "incremental run: 1 changed node (0 new)" in out
     with open_store(neo4j_env) as store:
         node = stored(store, dataset, "given_label", "labelled_at", "updated_at").loc["d1"]
         assert node["given_label"] == changed["label"].item()

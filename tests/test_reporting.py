@@ -179,6 +179,22 @@ def test_an_incremental_run_says_what_it_relabelled_of_the_whole():
         "12 of 102 nodes (11.8%); 40 more held out to score the run")
 
 
+def test_counts_read_with_separators_and_in_the_singular_for_one():
+    from labelling.wording import counted
+
+    assert counted(1, "flagged given label") == "1 flagged given label"
+    assert [counted(n, "row") for n in (0, 2)] == ["0 rows", "2 rows"]
+    assert counted(1500, "node") == "1,500 nodes"
+
+
+def test_one_flagged_label_reads_in_the_singular():
+    # the headline is the run's log line and its artifact's description in Prefect's UI
+    assert headline_text(record(n_flagged=1, metrics={"n_unreachable": 0})).startswith(
+        "digits · harmonic: 1 label flagged (")
+    assert headline_text(record(n_flagged=1500, n_labeled=3000, metrics={"n_unreachable": 0})).startswith(
+        "digits · harmonic: 1,500 labels flagged (")
+
+
 def test_an_artifact_description_leads_with_the_numbers():
     run = record(metrics={"holdout_accuracy": 0.9125, "n_holdout": 80, "n_unreachable": 0})
     assert headline_text(run, named=False).startswith("accuracy 0.912 on 80 held-out labels; 3 labels flagged")

@@ -59,7 +59,7 @@ def label_text(tmp_path, store, dataset="texts") -> float:
     rejects = tmp_path / "rejects.csv"
     result = invoke("ingest", tmp_path / "texts.csv", "--dataset", dataset, "--key", "id", "--text", "body",
                     "--label", "label", "--rejects", rejects, "--store", store)
-    assert f"stored {len(frame)} nodes" in result.output
+    assert f"stored {len(frame):,} nodes" in result.output
     assert "missing text: 2" in result.output
     assert pd.read_csv(rejects)["reason"].tolist() == ["missing text body", "missing text body"]
     # k = 10: each template's 8 variants are each other's nearest; with k = 5 a template is a

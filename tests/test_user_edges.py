@@ -183,8 +183,8 @@ def test_labelling_over_the_users_edges_end_to_end(digits_files, store_path):
     # with the same weight: the second copy is a repeat, rejected with its reason
     with open_store(store_path) as store:
         stored = store.read_user_edges("dg", "LOOKS_ALIKE", "weight").num_rows
-    assert f"stored {stored} LOOKS_ALIKE edges in dataset 'dg'" in out
-    assert f"rejected {n_edges - stored} rows (duplicate pair: {n_edges - stored})" in out.replace("\n", " ")
+    assert f"stored {stored:,} LOOKS_ALIKE edges in dataset 'dg'" in out
+    assert f"rejected {n_edges - stored:,} rows (duplicate pair: {n_edges - stored:,})" in out.replace("\n", " ")
     # the features are noise: graphlabel's kNN graph over them labels at about chance
     cli("label", "--dataset", "dg", "--rebuild-graph", "--store", store_path)
     on_noise = accuracy(store_path, truth)
