@@ -6,20 +6,20 @@ from __future__ import annotations
 
 from graphstore import check_dataset_name, open_store
 from graphstore.errors import NotFound
-from labelling.export import FORMATS, export_frame, write_export
+from labelling.export import export_format, export_frame, write_export
 
 from .direct import flow, run_logger
 
 
 @flow("export-predictions", flow_run_name="{dataset} · export", data_errors=(NotFound,))
-def export_flow(dataset: str, store_uri: str | None = None, run_id: str | None = None, file_format: str = "parquet",
-                output: str | None = None) -> dict:
+def export_flow(dataset: str, store_uri: str | None = None, run_id: str | None = None,
+                file_format: str | None = None, output: str | None = None) -> dict:
     """Write the dataset's predictions (or one run's) to ``output`` (default
-    ``DATASET.parquet`` / ``DATASET.csv``). Returns ``path``, ``rows``, ``classes`` (the
-    score columns' classes) and ``format``."""
+    ``DATASET.parquet`` / ``DATASET.csv``), as ``file_format`` or, without it, as the
+    output's ending says (``labelling.export.export_format``). Returns ``path``, ``rows``,
+    ``classes`` (the score columns' classes) and ``format``."""
     check_dataset_name(dataset)
-    if file_format not in FORMATS:
-        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {file_format!r}")
+    file_format = export_format(file_format, output)
     with open_store(store_uri) as store:
         frame = export_frame(store, dataset, run_id)
     path = write_export(frame, output or f"{dataset}.{file_format}", file_format)

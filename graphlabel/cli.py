@@ -706,7 +706,8 @@ def export(
     dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset to export."),
     run: str | None = typer.Option(None, "--run", help="Only the nodes this run labelled (its id, or a"
                                       " unique start or end of it) that still carry its prediction."),
-    file_format: str = typer.Option("parquet", "--format", help="parquet or csv."),
+    file_format: str | None = typer.Option(None, "--format", help="parquet or csv (default: as --output's"
+                                                " ending says, .parquet or .csv; parquet without --output)."),
     output: str | None = typer.Option(None, "--output", help="File to write (default DATASET.parquet"
                                          " or DATASET.csv)."),
     store: str | None = StoreOption,
@@ -715,11 +716,13 @@ def export(
     labels, confidence, a score column per class, runner-up, margin, noise flag and score."""
     from flows.direct import run_flow
     from flows.outputs import export_flow
-    from labelling.export import FORMATS
+    from labelling.export import export_format
     from labelling.options import run_tags
 
-    if file_format not in FORMATS:
-        _fail(f"--format must be one of {', '.join(FORMATS)}, got {file_format!r}", code=2)
+    try:
+        file_format = export_format(file_format, output)
+    except ValueError as error:
+        _fail(str(error), code=2)
     _quiet_expected_errors()
     with _one_line_errors():
         try:

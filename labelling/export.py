@@ -99,6 +99,34 @@ def _classes_of(store: GraphStore, run_id: str) -> list[str]:
     return list(runs["classes"].iloc[0]) if len(runs) else []
 
 
+#: the endings an export's path may have, and the format each names
+SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
+
+
+def export_format(file_format: str | None, output: str | Path | None) -> str:
+    """The format to write: ``file_format`` when given, else the one ``output``'s ending names
+    (``SUFFIXES``), else Parquet (no output: ``DATASET.parquet``).
+
+    Raises ValueError for a format not in ``FORMATS``, for a given format that the output's
+    ending contradicts (``--format parquet --output out.csv``), and for an output whose
+    ending names no format when none is given: ``--output out.csv`` alone once wrote
+    Parquet into out.csv, the format's default.
+    """
+    suffix = Path(output).suffix.lower() if output is not None else ""
+    named = SUFFIXES.get(suffix)
+    if file_format is None:
+        if output is not None and named is None:
+            raise ValueError(f"cannot tell the format of {str(output)!r} from its ending: end it in .parquet or"
+                             " .csv, or give --format")
+        return named or "parquet"
+    if file_format not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {file_format!r}")
+    if named is not None and named != file_format:
+        raise ValueError(f"--format {file_format} but --output {str(output)!r} ends in {suffix} ({named}):"
+                         " drop one of them")
+    return file_format
+
+
 def write_export(frame: pd.DataFrame, path: str | Path, file_format: str) -> Path:
     """Write the export table as Parquet or CSV (nulls empty) at ``path``; returns it."""
     if file_format not in FORMATS:

@@ -99,9 +99,12 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
 
     # -- export: CSV and Parquet read back, the same table
     out_csv, out_parquet = tmp_path / "out" / "wine.csv", tmp_path / "wine.parquet"
-    ran = invoke("export", "--dataset", dataset, "--format", "csv", "--output", str(out_csv))
+    # the format as the output's ending says (`--output wine.csv` alone once wrote Parquet into it)
+    ran = invoke("export", "--dataset", dataset, "--output", str(out_csv))
     assert f"wrote 178 nodes of {dataset!r}" in ran.output
     invoke("export", "--dataset", dataset, "--format", "parquet", "--output", str(out_parquet))
+    assert out_csv.read_bytes()[:4] != b"PAR1"
+    assert out_parquet.read_bytes()[:4] == b"PAR1"
     exported = pd.read_csv(out_csv, dtype={"given_label": object, "label_accepted": object})
     from_parquet = pd.read_parquet(out_parquet)
     assert list(exported.columns) == list(from_parquet.columns)

@@ -117,3 +117,26 @@ def test_graphlabel_alone_says_what_it_does_and_its_first_run_works_as_printed(t
         ran = runner.invoke(app, [*args, "--store", store_path])
         assert ran.exit_code == 0, (step, ran.output)
     assert "completed harmonic full 40" in " ".join(ran.output.split())  # report's list: the run, 40 nodes
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--format", "parquet", "--output", "wine.csv"], "error: --format parquet but --output 'wine.csv' ends in .csv"
+                                                      " (csv): drop one of them"),
+    (["--output", "wine.txt"], "error: cannot tell the format of 'wine.txt' from its ending: end it in .parquet or"
+                               " .csv, or give --format"),
+    (["--format", "xml"], "error: --format must be one of parquet, csv, got 'xml'")])
+def test_export_refuses_a_format_its_output_contradicts_or_cannot_name(tmp_path, store_path, monkeypatch, args, said):
+    monkeypatch.chdir(tmp_path)
+    ran = runner.invoke(app, ["export", "--dataset", "wine", *args, "--store", store_path])
+    assert ran.exit_code == 2, ran.output
+    assert " ".join(ran.output.split()) == said
+    assert list(tmp_path.iterdir()) == []  # refused before the store is opened: nothing written
+
+
+def test_export_format_follows_the_output_ending_unless_given():
+    from labelling.export import export_format
+
+    assert [export_format(None, out) for out in (None, "a.csv", "a.CSV", "a.parquet", "a.pq")] == [
+        "parquet", "csv", "csv", "parquet", "parquet"]
+    assert export_format("csv", "a.txt") == "csv"  # given: the ending is the user's business
+    assert export_format("csv", None) == "csv"
