@@ -34,6 +34,7 @@ from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
 from labelling.provenance import versions
 from labelling.record_batches import RecordBatches, parse_record_batches
 from labelling.records import NoValidRecords, ParsedRecords, in_input_order, no_valid_records, reject_counts
+from labelling.reporting import headline_text, statistics_warnings
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
@@ -506,7 +507,10 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             record_run(store, run)
         if keep_runs is not None:
             store.prune_runs(dataset, keep_runs)
-    _log_outcome(run)
+    run_logger().info("%s", headline_text(run))
+    # the numbers a reader may trust more than they bear (an accuracy on 3 held-out labels):
+    # warnings like the others, so the CLI prints them too; unreached_note already said its own
+    notes += statistics_warnings(run, unreached=False)
     artifacts = {}
     if publish:
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None
@@ -517,16 +521,6 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
         "warnings": _warn(notes),
     }
-
-
-def _log_outcome(run: LabelRunRecord) -> None:
-    """The run's headline at INFO and each statistics warning at WARNING."""
-    from labelling.reporting import headline_text, statistics_warnings
-
-    logger = run_logger()
-    logger.info("%s", headline_text(run))
-    for warning in statistics_warnings(run, unreached=False):  # unreached_note says it, with what to do
-        logger.warning("%s", warning)
 
 
 def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:

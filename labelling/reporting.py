@@ -275,7 +275,7 @@ def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord, unreached: 
     n, accuracy = s["n_holdout"], s["holdout_accuracy"]
     if accuracy is not None and n is not None and n < MIN_HOLDOUT:
         margin = 1.96 * math.sqrt(max(accuracy * (1 - accuracy), 0.25 / max(n, 1)) / max(n, 1))
-        out.append(f"the accuracy rests on only {n} held-out labels: it is uncertain by about ±{margin:.2f}"
+        out.append(f"the accuracy rests on only {counted(n, 'held-out label')}: it is uncertain by about ±{margin:.2f}"
                    f" (95%); hold out {MIN_HOLDOUT} or more before trusting it")
     if s["noise_share"] is not None and s["noise_share"] > MAX_FLAGGED_SHARE:
         out.append(f"{s['noise_share']:.0%} of the given labels are flagged as noisy (more than"

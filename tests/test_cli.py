@@ -140,3 +140,18 @@ def test_export_format_follows_the_output_ending_unless_given():
         "parquet", "csv", "csv", "parquet", "parquet"]
     assert export_format("csv", "a.txt") == "csv"  # given: the ending is the user's business
     assert export_format("csv", None) == "csv"
+
+
+def test_an_accuracy_on_a_few_held_out_labels_comes_with_its_uncertainty(tmp_path, store_path):
+    # "accuracy on the 2 held-out labels: 1.000" alone reads as a fact; the flow logged the
+    # warning on the run, but the command printed nothing of it
+    path = write_csv(tmp_path / "points.csv", [[i, i % 2 * 5 + i * 0.01, i % 2 * 5, ("x", "y")[i % 2] if i < 12 else ""]
+                                               for i in range(40)])
+    assert runner.invoke(app, ["ingest", path, "--dataset", "points", "--key", "id", "--features", "a,b",
+                               "--label", "label", "--store", store_path]).exit_code == 0
+    ran = runner.invoke(app, ["label", "--dataset", "points", "--holdout", "0.25", "--store", store_path])
+    assert ran.exit_code == 0, ran.output
+    said = " ".join(ran.output.split())
+    assert "accuracy on the 2 held-out labels: 1.000" in said, said[-1500:]  # one of each class's six
+    assert ("warning: the accuracy rests on only 2 held-out labels: it is uncertain by about ±0.49 (95%); hold out 30"
+            " or more before trusting it") in said
