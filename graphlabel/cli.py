@@ -626,7 +626,10 @@ def explain(
 @app.command()
 def predict(
     file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records that are not in the store."),
-    run: str = typer.Option(..., "--run", help="A maxmargin run's id, or a unique start or end of one."),
+    run: str | None = typer.Option(None, "--run", help="A maxmargin run's id, or a unique start or end of one."),
+    dataset: str | None = typer.Option(None, "--dataset", callback=_checked_dataset,
+                                       help="Instead of --run: the dataset's newest completed maxmargin run"
+                                       " that kept its model."),
     key: str = typer.Option(..., help="Column with each record's key."),
     features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with."),
     text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
@@ -642,12 +645,15 @@ def predict(
     from pathlib import Path
 
     from graphstore import open_store
-    from labelling.predict import predict_records
+    from labelling.predict import newest_model_run, predict_records
 
+    if (run is None) == (dataset is None):
+        _fail("give --run ID (a maxmargin run) or --dataset NAME (its newest maxmargin run), one of them", code=2)
     if output is not None and Path(output).suffix.lower() not in (".csv", ".parquet"):
         _fail(f"--output must end in .csv or .parquet, got {output!r}")
     with _one_line_errors(), open_store(store) as graph_store:
-        predicted = predict_records(graph_store, run, file, key=key, features=features, text=text,
+        run_id = newest_model_run(graph_store, dataset) if dataset is not None else str(run)
+        predicted = predict_records(graph_store, run_id, file, key=key, features=features, text=text,
                                     encoding=encoding, categorical=categorical)
     if output is None:
         predicted.frame.to_csv(sys.stdout, index=False)

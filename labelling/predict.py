@@ -62,6 +62,23 @@ def run_model(store: GraphStore, run: str) -> tuple[dict, RunModel]:
     return summary, RunModel.from_bytes(blob)
 
 
+def newest_model_run(store: GraphStore, dataset: str) -> str:
+    """The id of ``dataset``'s newest completed run that kept a model (a full ``maxmargin``
+    run), for ``predict --dataset``. ``ValueError`` in one line when it has none, saying
+    which run would keep one."""
+    runs = store.read_runs(dataset=dataset, limit=MODEL_RUNS_SEARCHED, status="completed")
+    kept = [row.run_id for row in runs.itertuples() if (row.metrics or {}).get("model_support_vectors")]
+    if not kept:
+        raise ValueError(f"dataset {dataset!r} has no completed maxmargin run with a kept model among its newest"
+                         f" {MODEL_RUNS_SEARCHED} runs: graphlabel label --dataset {dataset} --solver maxmargin"
+                         " --full keeps one")
+    return str(kept[0])
+
+
+#: How many of a dataset's newest completed runs ``newest_model_run`` looks through.
+MODEL_RUNS_SEARCHED = 1000
+
+
 def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFrame, *, key: str,
                     features: str | None, text: str | None = None, encoding: str = "utf-8",
                     categorical: str | None = None) -> Predicted:

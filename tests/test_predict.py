@@ -93,7 +93,21 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
                     store_path, ok=False)
     assert result.exit_code == 1
     assert "no run 'no-such-run' in the store" in result.output
+    result = invoke("predict", new, "--dataset", "data", "--key", "id", "--features", "f*", "--store", store_path,
+                    ok=False)
+    assert result.exit_code == 1
+    assert ("dataset 'data' has no completed maxmargin run with a kept model among its newest 1000 runs: graphlabel"
+            " label --dataset data --solver maxmargin --full keeps one") in " ".join(result.output.split())
+    for run_or_dataset in ([], ["--run", harmonic, "--dataset", "data"]):
+        result = invoke("predict", new, *run_or_dataset, "--key", "id", "--features", "f*", "--store", store_path,
+                        ok=False)
+        assert result.exit_code == 2
+        assert "give --run ID (a maxmargin run) or --dataset NAME (its newest maxmargin run), one of them" in (
+            " ".join(result.output.split()))
     maxmargin = labelled_run(store_path, "data", fit)
+    result = invoke("predict", new, "--dataset", "data", "--key", "id", "--features", "f*", "--output",
+                    tmp_path / "by-dataset.csv", "--store", store_path)
+    assert f"with run {maxmargin} of 'data'" in " ".join(result.output.split())
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f0*", "--store", store_path,
                     ok=False)
     assert result.exit_code == 1
@@ -143,6 +157,11 @@ def test_predict_with_a_run_labelled_on_neo4j(tmp_path, neo4j_env):
         result = invoke("predict", new, "--run", harmonic, "--key", "id", "--features", "f*", "--store",
                         neo4j_env, ok=False)
         assert f"run {harmonic} kept no model (it is a harmonic run)" in result.output
+        # --dataset: its newest run that kept a model, the maxmargin one, not the newer harmonic run
+        result = invoke("predict", new, "--dataset", dataset, "--key", "id", "--features", "f*", "--output",
+                        tmp_path / "by-dataset.parquet", "--store", neo4j_env)
+        assert f"with run {run_id} of {dataset!r}" in " ".join(result.output.split())
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "by-dataset.parquet"), predicted)
     finally:
         with open_store(neo4j_env) as store:
             delete_dataset(store._driver, dataset, store.database)
