@@ -95,7 +95,13 @@ Decisions the papers leave open, and what this module does
   the solve. torch's CSR product (torch is not a core
   dependency): 99 against 114 ms. A sparse coarse-space operator instead of the dense
   one (``_coarse_space``): faster alone, slower in the solve (0.39 s against 0.18 s of
-  profile over three solves).
+  profile over three solves). One single-vector product per column (the block stored
+  column by column) instead of one block product: twice the time (grouped by label, float32,
+  10 columns, medians of 9, load 0.5: 21 against 9.4 ms at 100k, 302-312 against 156 ms at
+  1M). A start from each node's nearest label in hops (scipy's ``dijkstra(min_only=True,
+  unweighted=True)`` from the labels, so that the coarse space could start at once and the
+  components come for free): 0.47-0.87 s at 1M, where the three CG iterations before the
+  coarse space cost about 0.45 s (every node lies within 3 hops of a label there).
 - The work around the products (issue 15 §3: the default solve as fast as scikit-network's
   ``Propagation``). On the 100k-node graph of ``bench/solver_scale.py`` (1% labelled) the
   sparse products were 0.10 s of a 0.38 s solve; the rest was numpy and scipy work around
