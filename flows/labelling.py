@@ -609,8 +609,8 @@ def change_since_last_run(store: GraphStore, dataset: str, run_id: str, solver: 
     if before is not None and before != _scalars(solver_params):
         return f"the solver parameters changed ({before} → {_scalars(solver_params)}): every node is relabelled"
     built_before = parameters.get("graph_built_at")  # absent from runs recorded before it was kept
-    graph = graph_used(store, dataset)
-    if built_before is not None and graph.get("graph_built_at") not in (None, built_before):
+    graph = graph_used(store, dataset) if built_before is not None else {}
+    if graph.get("graph_built_at") not in (None, built_before):
         changed = [f"{name} {_shown(parameters.get(name))} → {_shown(graph.get(name))}"
                    for name in GRAPH_DESCRIBED if parameters.get(name) != graph.get(name)]
         return (f"the similarity graph was rebuilt since the last run ({', '.join(changed) or 'same parameters'}):"

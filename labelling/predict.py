@@ -62,6 +62,10 @@ def run_model(store: GraphStore, run: str) -> tuple[dict, RunModel]:
     return summary, RunModel.from_bytes(blob)
 
 
+#: How many of a dataset's newest completed runs ``newest_model_run`` looks through.
+MODEL_RUNS_SEARCHED = 1000
+
+
 def newest_model_run(store: GraphStore, dataset: str) -> str:
     """The id of ``dataset``'s newest completed run that kept a model (a full ``maxmargin``
     run), for ``predict --dataset``. ``ValueError`` in one line when it has none, saying
@@ -73,10 +77,6 @@ def newest_model_run(store: GraphStore, dataset: str) -> str:
                          f" {MODEL_RUNS_SEARCHED} runs: graphlabel label --dataset {dataset} --solver maxmargin"
                          " --full keeps one")
     return str(kept[0])
-
-
-#: How many of a dataset's newest completed runs ``newest_model_run`` looks through.
-MODEL_RUNS_SEARCHED = 1000
 
 
 def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFrame, *, key: str,
