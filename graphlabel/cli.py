@@ -635,7 +635,7 @@ def predict(
     text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
     categorical: str | None = typer.Option(None, help="The categorical columns, as the dataset was ingested"
                                            " with; a value the run never saw rejects its row."),
-    output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv or .parquet);"
+    output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv, .parquet or .pq);"
                                       " default: CSV on standard output."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default predict.rejects.csv)."),
     encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file."),
@@ -645,19 +645,21 @@ def predict(
     from pathlib import Path
 
     from graphstore import open_store
+    from labelling.export import SUFFIXES
     from labelling.predict import newest_model_run, predict_records
 
     if (run is None) == (dataset is None):
         _fail("give --run ID (a maxmargin run) or --dataset NAME (its newest maxmargin run), one of them", code=2)
-    if output is not None and Path(output).suffix.lower() not in (".csv", ".parquet"):
-        _fail(f"--output must end in .csv or .parquet, got {output!r}")
+    written = SUFFIXES.get(Path(output).suffix.lower()) if output is not None else "csv"  # as export's endings
+    if written is None:
+        _fail(f"--output must end in {', '.join(SUFFIXES)}, got {output!r}")
     with _one_line_errors(), open_store(store) as graph_store:
         run_id = newest_model_run(graph_store, dataset) if dataset is not None else str(run)
         predicted = predict_records(graph_store, run_id, file, key=key, features=features, text=text,
                                     encoding=encoding, categorical=categorical)
     if output is None:
         predicted.frame.to_csv(sys.stdout, index=False)
-    elif output.lower().endswith(".parquet"):
+    elif written == "parquet":
         predicted.frame.to_parquet(output, index=False)
     else:
         predicted.frame.to_csv(output, index=False)

@@ -106,8 +106,9 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
             " ".join(result.output.split()))
     maxmargin = labelled_run(store_path, "data", fit)
     result = invoke("predict", new, "--dataset", "data", "--key", "id", "--features", "f*", "--output",
-                    tmp_path / "by-dataset.csv", "--store", store_path)
+                    tmp_path / "by-dataset.pq", "--store", store_path)
     assert f"with run {maxmargin} of 'data'" in " ".join(result.output.split())
+    assert pd.read_parquet(tmp_path / "by-dataset.pq")["key"].tolist() == pd.read_csv(new)["id"].tolist()
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f0*", "--store", store_path,
                     ok=False)
     assert result.exit_code == 1
@@ -125,7 +126,7 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
     assert len(pd.read_csv(tmp_path / "out.csv")) == len(bad) - 1
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f*", "--output", "x.json",
                     "--store", store_path, ok=False)
-    assert "--output must end in .csv or .parquet" in result.output
+    assert "--output must end in .parquet, .pq, .csv, got 'x.json'" in result.output
     (tmp_path / "header.csv").write_text(",".join(pd.read_csv(new).columns) + "\n")
     result = invoke("predict", tmp_path / "header.csv", "--run", maxmargin, "--key", "id", "--features", "f*",
                     "--store", store_path, ok=False)
