@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -110,7 +111,7 @@ def _escape(message: str) -> str:
     return escape(redact(message, os.environ.get(PASSWORD_ENV)))
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     # soft_wrap: one line however long (a terminal wraps it; a log file keeps it whole)
     err.print(f"[bold red]error:[/] {_escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
@@ -645,7 +646,7 @@ def predict(
     from pathlib import Path
 
     from graphstore import open_store
-    from labelling.export import SUFFIXES
+    from labelling.export import SUFFIXES, write_export
     from labelling.predict import newest_model_run, predict_records
 
     if (run is None) == (dataset is None):
@@ -659,10 +660,8 @@ def predict(
                                     encoding=encoding, categorical=categorical)
     if output is None:
         predicted.frame.to_csv(sys.stdout, index=False)
-    elif written == "parquet":
-        predicted.frame.to_parquet(output, index=False)
     else:
-        predicted.frame.to_csv(output, index=False)
+        write_export(predicted.frame, output, written)
     where = f" to {output}" if output else ""
     err.print(f"predicted {counted(len(predicted.frame), 'record')}{where} with run {predicted.run_id} of"
               f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False, soft_wrap=True)
