@@ -1,5 +1,5 @@
 """``python -m graphlabel``: the same commands as the ``graphlabel`` script."""
 
-from graphlabel.cli import app
+from graphlabel.cli import main
 
-app(prog_name="graphlabel")
+main()

@@ -701,8 +701,13 @@ def serve(
     serve_jobs(jobs)
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    sys.exit(app())
+def main() -> None:
+    """The ``graphlabel`` script and ``python -m graphlabel``: the commands, with output a reader
+    may stop reading (``graphlabel.streams``)."""
+    from graphlabel.streams import let_readers_close
+
+    let_readers_close()
+    app(prog_name="graphlabel")
 
 
 # -- outputs and review (issue 17) ------------------------------------------------------
