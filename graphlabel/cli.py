@@ -369,10 +369,10 @@ def build_graph(
                                delta=delta, sigma=sigma, edges_weight=edges_weight, scale=scale, search=search)
     _print_warnings(summary)
     if summary["spec"].similarity_kind is None:
-        console.print(f"{dataset!r} is labelled over the user's {summary['edges']} {summary['spec'].edges_type}"
+        console.print(f"{dataset!r} is labelled over the user's {summary['edges']:,} {summary['spec'].edges_type}"
                       " edges (graphlabel's own similarity relationships of it deleted)")
     else:
-        console.print(f"wrote {summary['edges']} similarity relationships for {dataset!r}")
+        console.print(f"wrote {counted(summary['edges'], 'similarity relationship')} for {dataset!r}")
     console.print(_timings_table(summary["timings"]))
 
 
@@ -499,7 +499,7 @@ def query(
         from labelling.reporting import query_table
 
         console.print(query_table(frame))
-        console.print(f"{len(frame)} row{'s' * (len(frame) != 1)}", highlight=False)
+        console.print(counted(len(frame), "row"), highlight=False)
 
 
 @app.command()
@@ -571,7 +571,7 @@ def prune_runs(
         with open_store(store) as graph_store:
             mark_interrupted_runs(graph_store, dataset)  # a killed run is no running run to keep
             deleted = graph_store.prune_runs(dataset, keep_last)
-    console.print(f"deleted {deleted} LabelRun node{'s' * (deleted != 1)} of {dataset!r}"
+    console.print(f"deleted {counted(deleted, 'LabelRun node')} of {dataset!r}"
                   f" (kept the newest {keep_last} completed, running ones and the current one)")
 
 

@@ -134,7 +134,7 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
     assert pd.read_csv(rejects)["reason"].tolist() == ["missing key", "non-numeric feature p00='oops'"]
 
     out = cli("build-graph", "--dataset", dataset, "--scale", "none", "--k", "8", "--store", neo4j_env).output
-    assert "wrote 3360 similarity relationships" in out  # GDS writes k per node, each direction
+    assert "wrote 3,360 similarity relationships" in out  # GDS writes k per node, each direction
     with open_store(neo4j_env) as store:
         assert neighbour_recall(store, dataset, X, 8, "euclidean") >= 0.95
 
@@ -203,7 +203,7 @@ def test_cosine_gds_knn_and_the_local_builder_on_neo4j(neo4j_env, dataset, tmp_p
         np.testing.assert_allclose(graph.weight, np.maximum(cosine, 0), rtol=1e-9)
     monkeypatch.setenv("GRAPHLABEL_NEO4J_EDGE_BUILDER", "local")
     out = cli("build-graph", "--dataset", dataset, "--scale", "none", "--k", "6", "--store", neo4j_env).output
-    written = int(re.search(r"wrote (\d+) similarity relationships", out).group(1))
+    written = int(re.search(r"wrote ([\d,]+) similarity relationships", out).group(1).replace(",", ""))
     with open_store(neo4j_env) as store:
         # exact search: every exact neighbour (up to ties among equal distances, which the
         # store's node order breaks), one relationship per pair, each marked as graphlabel's
