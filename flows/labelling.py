@@ -266,10 +266,17 @@ def _heartbeat(store: GraphStore, run: LabelRunRecord, clock: StageClock) -> Non
 MAX_ERROR_CHARS = 2000
 
 
+#: A run stopped by Ctrl-C as its record says it (the exception's own text is empty).
+INTERRUPTED = "interrupted (Ctrl-C, or SIGINT from another process)"
+
+
 def _error_text(error: BaseException) -> str:
     """A failed run's error as its record and report keep it: redacted (a store URI or
     password in an exception never reaches them) and cut to ``MAX_ERROR_CHARS``."""
-    return redact(f"{type(error).__name__}: {error}", os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return redact(text, os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
 
 
 def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock: StageClock) -> LabelRunRecord:

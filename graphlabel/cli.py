@@ -43,6 +43,9 @@ graphlabel demo does all of it on scikit-learn's handwritten digits.
 Every command takes --store: a folder (the embedded store; default $GRAPHLABEL_STORE or
 .graphlabel) or neo4j://host:7687. COMMAND --help says more."""
 
+#: The exit status typer gives a command stopped by Ctrl-C (SIGINT), as shells do: 128 + 2.
+INTERRUPTED_STATUS = 130
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP, rich_markup_mode=None,
                   pretty_exceptions_show_locals=False)
 console = Console()
@@ -707,7 +710,13 @@ def main() -> None:
     from graphlabel.streams import let_readers_close
 
     let_readers_close()
-    app(prog_name="graphlabel")
+    try:
+        app(prog_name="graphlabel")
+    except SystemExit as end:
+        if end.code == INTERRUPTED_STATUS:
+            err.print("interrupted: running the command again is safe (a label run it had started is"
+                      " recorded as failed)", highlight=False, soft_wrap=True)
+        raise
 
 
 # -- outputs and review (issue 17) ------------------------------------------------------

@@ -500,13 +500,14 @@ def run_report_renderables(summary: Mapping[str, Any]) -> list:
 
 
 def runs_table(runs: pd.DataFrame, title: str = "runs"):
-    """A rich table of ``read_runs`` rows, newest first, one line per run, in 80 columns:
+    """A rich table of ``read_runs`` rows, newest first, one line per run, in 80 columns (one
+    space between columns: with two, a 1,000,000-node maxmargin run took 87 and its time was cut):
     run ids cut to their last characters (``short_run_id``; ``report --run`` takes them),
     a failed run's numbers as dashes (its error: ``failed_runs``)."""
     from rich import box
     from rich.table import Table
 
-    table = Table(title=f"{title} (times in UTC)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+    table = Table(title=f"{title} (times in UTC)", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 0),
                   pad_edge=False, show_edge=False)
     for name in ("run", "started", "status", "solver", "kind", "nodes", "flagged", "acc.", "time"):
         table.add_column(name, no_wrap=True, justify="right" if name in ("nodes", "flagged", "time") else "left")

@@ -153,6 +153,18 @@ def test_run_ids_are_shown_by_their_random_end_and_found_by_either_end(kuzu_stor
     assert run_report_markdown(record(run_id=ids[0])).startswith("# digits · harmonic, completed (run `…4d4c4a17`)")
 
 
+def test_the_runs_table_fits_80_columns_with_its_widest_row(kuzu_store):
+    # a 200,000-node run of 49.3 s was shown as "49.3…" in a pipe's 80 columns
+    kuzu_store.write_run(record(run_id="01a20f3e-9e75-7fca-8a9c-1b344d4c4a17", solver="maxmargin",
+                                metrics={"incremental": True, "holdout_accuracy": 0.934}, n_nodes=1_000_000,
+                                n_flagged=12_345, finished_at=STARTED + pd.Timedelta(seconds=1234.5)))
+    console = Console(record=True, width=80)
+    console.print(runs_table(kuzu_store.read_runs("digits")))
+    row = console.export_text().splitlines()[-1]
+    assert row.split() == ["…4d4c4a17", "02-03", "04:05", "completed", "maxmargin", "incr.", "1,000,000", "12,345",
+                           "0.934", "1234.5", "s"]
+
+
 def test_graph_and_other_metrics_are_named_and_rounded():
     run = record(parameters={"graph": "knn", "k": 8, "sigma": 27.46446977460151,
                              "graph_built_at": "2026-11-24 20:25:43.863347"},
