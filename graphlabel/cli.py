@@ -48,8 +48,10 @@ INTERRUPTED_STATUS = 130
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP, rich_markup_mode=None,
                   pretty_exceptions_show_locals=False)
-console = Console()
-err = Console(stderr=True)
+# soft_wrap: a line is one line however long (a terminal wraps it; a pipe or a log file keeps
+# it whole, so grep finds it); tables still fit the width
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 
@@ -115,8 +117,7 @@ def _escape(message: str) -> str:
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    # soft_wrap: one line however long (a terminal wraps it; a log file keeps it whole)
-    err.print(f"[bold red]error:[/] {_escape(message)}", soft_wrap=True)
+    err.print(f"[bold red]error:[/] {_escape(message)}")
     raise typer.Exit(code)
 
 
@@ -126,7 +127,7 @@ def _print_warnings(summary: dict) -> None:
     from rich.markup import escape
 
     for note in summary.get("warnings", ()):
-        err.print(f"[yellow]warning:[/] {escape(note)}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(note)}")
 
 
 def _timings_table(timings: dict[str, float]) -> Table:
@@ -302,7 +303,7 @@ def _print_rejects(count: int, path, reasons: dict | None = None) -> None:
     """The line after a command that rejected rows: how many, of which kinds, and where the
     reasons are."""
     kinds = f" ({', '.join(f'{kind}: {n:,}' for kind, n in reasons.items())})" if reasons else ""
-    err.print(f"[yellow]rejected {counted(count, 'row')}[/]{kinds}, reasons in {_escape(str(path))}", soft_wrap=True)
+    err.print(f"[yellow]rejected {counted(count, 'row')}[/]{kinds}, reasons in {_escape(str(path))}")
 
 
 @app.command("ingest-edges")
@@ -551,7 +552,7 @@ def report(
     if dataset is not None and summary["dataset"] != dataset:
         _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")
     if markdown:
-        console.print(run_report_markdown(summary), markup=False, highlight=False, soft_wrap=True)
+        console.print(run_report_markdown(summary), markup=False, highlight=False)
     else:
         for renderable in run_report_renderables(summary):
             console.print(renderable)
@@ -667,7 +668,7 @@ def predict(
         write_export(predicted.frame, output, written)
     where = f" to {output}" if output else ""
     err.print(f"predicted {counted(len(predicted.frame), 'record')}{where} with run {predicted.run_id} of"
-              f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False, soft_wrap=True)
+              f" {predicted.dataset!r} ({predicted.n_classes} classes)", highlight=False)
     if len(predicted.rejects):
         path = rejects or "predict.rejects.csv"
         predicted.rejects.to_csv(path, index=False)
@@ -715,7 +716,7 @@ def main() -> None:
     except SystemExit as end:
         if end.code == INTERRUPTED_STATUS:
             err.print("interrupted: running the command again is safe (a label run it had started is"
-                      " recorded as failed)", highlight=False, soft_wrap=True)
+                      " recorded as failed)", highlight=False)
         raise
 
 

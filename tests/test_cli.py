@@ -1,5 +1,6 @@
 """The command line, run in-process with typer's runner against a real store and Prefect."""
 
+import re
 import subprocess
 import sys
 
@@ -35,7 +36,9 @@ def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
     result = runner.invoke(app, ["label", "--dataset", "toy", "--params", '{"gamma_g": 0.01}',
                                  "--store", store_path])
     assert result.exit_code == 0, result.output
-    assert "labelled 40 nodes" in result.output
+    # one line however long (over 100 characters; a pipe's 80 columns split it before)
+    assert re.search(r"^labelled 40 nodes of 'toy' with harmonic \(6 given labels, \d+ flagged as noisy\),"
+                     r" run [0-9a-f-]{36}$", result.output, re.MULTILINE), result.output
     result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.predicted_label IS NOT NULL RETURN count(e)",
                                  "--store", store_path])
     assert result.exit_code == 0
