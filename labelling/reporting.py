@@ -241,7 +241,7 @@ def run_kind(s: Mapping[str, Any]) -> str:
     if s["incremental"]:
         return (f"incremental: {_count(metrics.get('n_changed'))} changed ({_count(metrics.get('n_new'))} new),"
                 f" {_count(metrics.get('n_region'))} relabelled of {_count(metrics.get('n_nodes'))}")
-    return "full" + (f" ({s['full_run_reason']})" if s["full_run_reason"] else "")
+    return "full" + (f": {s['full_run_reason']}" if s["full_run_reason"] else "")
 
 
 def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:

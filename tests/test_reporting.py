@@ -83,7 +83,7 @@ def test_headline_comes_first_with_counts_and_shares():
         ("status", "completed"), ("accuracy on held-out labels", "0.912 on 80 labels (ECE 0.041)"),
         ("labels flagged as noisy", "2 of 12 given (16.7%)"), ("unlabelled nodes reached", "88 of 90 (97.8%)"),
         ("coverage", "100 of 102 nodes labelled (98.0%)"), ("mean confidence", "0.875"),
-        ("run", "full (no node was labelled before (first run))")]
+        ("run", "full: no node was labelled before (first run)")]
     rows = metrics_rows(summarise_run(run))
     assert [row["metric"] for row in rows[:7]] == [name for name, _ in sections[0][2]]
     assert {"metric": "predicted b", "value": "70 (70.0%)"} in rows
