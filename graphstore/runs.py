@@ -91,7 +91,8 @@ class LabelRunRecord:
             "status": self.status,
             "parameters": json.dumps(self.parameters, sort_keys=True, default=str),
             "metrics": json.dumps(self.metrics, sort_keys=True, default=str),
-            "timings": json.dumps(self.timings, sort_keys=True),
+            # in the order the stages ran, which the report shows (sorted, record_run came before solve)
+            "timings": json.dumps(self.timings),
             "versions": json.dumps(self.versions, sort_keys=True, default=str),
             "error": None if self.error is None else str(self.error),
             "process": json.dumps(self.process, sort_keys=True, default=str),

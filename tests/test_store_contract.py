@@ -21,6 +21,7 @@ import re
 import subprocess
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -348,6 +349,11 @@ def test_runs_are_written_replaced_and_read_newest_first(store, names):
     assert row["started_at"] == pd.Timestamp("2026-03-01 00:00")  # naive UTC
     assert row["finished_at"] == pd.Timestamp("2026-03-01 00:05")
     assert (row["n_nodes"], row["n_labeled"], row["n_flagged"]) == (2, 1, 0)
+    # the stage times come back in the order the stages ran (the report's order)
+    ran = {"incremental": 0.1, "export": 0.2, "solve": 0.5, "write_back": 0.3, "record_run": 0.01}
+    staged = names()
+    store.write_run(replace(run(f"{staged}-a", staged, 0), timings=ran))
+    assert list(store.read_runs(run_id=f"{staged}-a").iloc[0]["timings"].items()) == list(ran.items())
     for run_id, hours, name in (("b", 1, two), ("c", 2, one), ("d", 3, one)):
         store.write_run(run(f"{one}-{run_id}", name, hours))
     store.write_run(run(f"{one}-e", one, 4, status="running"))
