@@ -181,10 +181,23 @@ def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
 
 
 def _frame(result) -> pd.DataFrame:
-    """A query result's rows; a statement that returns no columns (a write) gives none."""
+    """A user query's rows; a statement that returns no columns (a write) gives none.
+
+    A BLOB column is read as lists of floats: this store's BLOBs (``features``,
+    ``label_scores``) are little-endian float64, where Neo4j keeps lists of floats, so a query
+    reads the same on both stores (it showed "<80 bytes>"). A column holding a value whose
+    length is no multiple of 8 stays bytes."""
     if not result.get_column_names():
         return pd.DataFrame()
-    return result.get_as_arrow().to_pandas()
+    table = result.get_as_arrow()
+    frame = table.to_pandas()
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+            lengths = pa.compute.binary_length(column).to_numpy(zero_copy_only=False)
+            if np.all(np.nan_to_num(lengths, nan=0) % 8 == 0):
+                frame[name] = [None if value is None else np.frombuffer(value, "<f8").tolist()
+                               for value in column.to_pylist()]
+    return frame
 
 
 def _uids(dataset: str, keys: pa.Array) -> pa.Array:

@@ -770,6 +770,17 @@ def test_scores_and_classes_are_written_and_read_back_for_export(store, names):
     assert got["a"]["labelled_at"] == NOW.tz_localize(None).to_pydatetime()
     assert store.read_runs(run_id=f"{dataset}-r1")["classes"].iloc[0] == ["x", "y"]
     assert store.read_export(names()).num_rows == 0
+    # a query reads the scores and the features as lists of floats on both stores (the
+    # embedded store keeps them as BLOBs: its query showed "<16 bytes>")
+    frame = store.query("MATCH (e:Entity) WHERE e.dataset = $ds RETURN e.key AS key, e.label_scores AS scores,"
+                        " e.features AS features ORDER BY key", {"ds": dataset})
+    assert [(key, _plain(scores), _plain(features)) for key, scores, features in frame.itertuples(index=False)] == [
+        ("a", [0.75, 0.25], [0.0, 0.0, -1.0]), ("b", None, [1.0, 2.0, -1.0]), ("c", None, [2.0, 4.0, -1.0])]
+
+
+def _plain(value):
+    """A query cell as a list of floats, or None."""
+    return None if value is None else [float(v) for v in value]
 
 
 def test_decisions_change_the_given_label_and_keep_the_history(store, names):
