@@ -443,15 +443,20 @@ def label(
                                holdout_fraction=holdout,
                                keep_runs=keep_runs)
     _print_warnings(summary)
-    console.print(f"labelled {counted(summary['n_nodes'], 'node')} of {dataset!r} with {solver}"
-                  f" ({counted(summary['n_labeled'], 'given label')}, {summary['n_flagged']:,} flagged as noisy),"
-                  f" run {summary['run_id']}")
-    metrics = summary["metrics"]
+    metrics, run_id, flagged = summary["metrics"], summary["run_id"], f"{summary['n_flagged']:,} flagged as noisy"
     if metrics.get("incremental"):
-        console.print(f"incremental run: {counted(metrics['n_changed'], 'changed node')} ({metrics['n_new']:,} new),"
-                      f" {metrics['n_region']:,} relabelled of {metrics['n_nodes']:,}; --full relabels all")
-    elif metrics.get("full_run_reason"):
-        console.print(f"full run: {metrics['full_run_reason']}")
+        # the run wrote only the nodes around what changed: its counts are of those, said so
+        # (an incremental run with nothing to do read "labelled 0 nodes ... (0 given labels")
+        console.print(f"relabelled {summary['n_nodes']:,} of {counted(metrics['n_nodes'], 'node')} of {dataset!r}"
+                      f" with {solver} ({counted(summary['n_labeled'], 'given label')} among them, {flagged}),"
+                      f" run {run_id}")
+        console.print(f"incremental run: {counted(metrics['n_changed'], 'changed node')} ({metrics['n_new']:,} new)"
+                      " since the last run; --full relabels all")
+    else:
+        console.print(f"labelled {counted(summary['n_nodes'], 'node')} of {dataset!r} with {solver}"
+                      f" ({counted(summary['n_labeled'], 'given label')}, {flagged}), run {run_id}")
+        if metrics.get("full_run_reason"):
+            console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
         console.print(f"accuracy on the {counted(metrics['n_holdout'], 'held-out label')}:"
                       f" {metrics['holdout_accuracy']:.3f}")

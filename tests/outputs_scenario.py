@@ -157,8 +157,8 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
 
     # -- the next run sees the correction as a change, and uses it
     ran = invoke("label", "--dataset", dataset)
-    said = " ".join(ran.output.split())  # one line, however the terminal wrapped it
-    relabelled = re.search(r"incremental run: 1 changed node \(0 new\), (\d+) relabelled", said)
+    assert "incremental run: 1 changed node (0 new) since the last run" in ran.output, ran.output
+    relabelled = re.search(r"^relabelled (\d+) of ([\d,]+) nodes of ", ran.output, re.MULTILINE)
     assert relabelled, ran.output
     n_region = int(relabelled.group(1))
     second_run = run_id_of(ran.output)

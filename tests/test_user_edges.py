@@ -204,7 +204,7 @@ def test_labelling_over_the_users_edges_end_to_end(digits_files, store_path):
         assert store.read_user_edges("dg", "LOOKS_ALIKE", "weight").num_rows == stored  # never written by a run
     # build-graph with the user's edges alone: graphlabel's own relationships go, the user's stay
     out = cli("build-graph", "--dataset", "dg", "--graph", "edges:LOOKS_ALIKE", "--store", store_path).output
-    assert f"'dg' is labelled over the user's {stored} LOOKS_ALIKE edges" in out
+    assert f"'dg' is labelled over the user's {stored:,} LOOKS_ALIKE edges" in out
     with open_store(store_path) as store:
         assert store.read_subgraph("dg", with_features=False).source.size == 0
         assert store.read_user_edges("dg", "LOOKS_ALIKE").num_rows == stored
