@@ -141,13 +141,15 @@ def _features_to_blob(features: pa.ChunkedArray) -> pa.Array:
 
 
 def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
-    """The inverse of ``_features_to_blob``: BLOB column → list<double>."""
+    """The inverse of ``_features_to_blob`` and ``_nullable_blob``: BLOB column → list<double>,
+    null where the BLOB is null."""
     flat = blobs.combine_chunks().cast(pa.large_binary())
     validity, offsets_buffer, data = flat.buffers()
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64)[flat.offset: flat.offset + len(flat) + 1]
     raw = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
-    return pa.ListArray.from_arrays(pa.array((offsets - offsets[0]) // 8, pa.int64()).cast(pa.int32()),
-                                    pa.array(raw.view("<f8").astype(np.float64)))
+    lists = pa.ListArray.from_arrays(pa.array((offsets - offsets[0]) // 8, pa.int64()).cast(pa.int32()),
+                                     pa.array(raw.view("<f8").astype(np.float64)))
+    return lists if validity is None else pa.compute.if_else(flat.is_valid(), lists, pa.scalar(None, lists.type))
 
 
 def _offset_positions(offsets: np.ndarray) -> np.ndarray:
@@ -195,8 +197,7 @@ def _frame(result) -> pd.DataFrame:
         if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
             lengths = pa.compute.binary_length(column).to_numpy(zero_copy_only=False)
             if np.all(np.nan_to_num(lengths, nan=0) % 8 == 0):
-                frame[name] = [None if value is None else np.frombuffer(value, "<f8").tolist()
-                               for value in column.to_pylist()]
+                frame[name] = _blob_to_features(column).to_pylist()
     return frame
 
 
@@ -735,8 +736,6 @@ class KuzuStore(GraphStore):
         table = self._run("read_export", {"dataset": dataset}).get_as_arrow()
         index = table.column_names.index("label_scores")
         scores = _blob_to_features(table.column("label_scores"))
-        scores = pa.compute.if_else(table.column("label_scores").combine_chunks().is_valid(), scores,
-                                    pa.scalar(None, scores.type))
         return table.set_column(index, "label_scores", scores).cast(EXPORT_SCHEMA)
 
     def given_classes(self, dataset: str) -> list[str]:
