@@ -30,6 +30,14 @@ class WriteRefused(ValueError):
         super().__init__(message)
 
 
+class QueryFailed(RuntimeError):
+    """The store refused a statement typed by a user (a syntax error, a type error, a
+    division by zero, an unknown property on the embedded store); the message is the
+    store's own, and nothing was changed. A ClientError on Neo4j, a RuntimeError from Kùzu:
+    one type, so that the command line prints one line for either (a live Neo4j's error
+    reached the user as a 70-line traceback)."""
+
+
 class StoreNotFound(FileNotFoundError):
     """No store where the URI points (a folder that does not exist, or a file): commands
     that read never create one (only ingesting does)."""

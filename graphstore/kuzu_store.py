@@ -42,7 +42,7 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import NotFound, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
+from .errors import NotFound, QueryFailed, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
 from .explain import explanation
 from .port import GraphStore
 from .queries import load_query, split_statements, user_statement
@@ -199,6 +199,18 @@ def _frame(result) -> pd.DataFrame:
             if np.all(np.nan_to_num(lengths, nan=0) % 8 == 0):
                 frame[name] = _blob_to_features(column).to_pylist()
     return frame
+
+
+def _roll_back(connection) -> None:
+    """End the transaction a failed statement was in, if the engine has not already: it ends
+    it itself after a binder, runtime or conversion error, not after a parser error or a
+    refused write, and a ROLLBACK with none open raises "No active transaction", which hid
+    the statement's own error (a misspelt property in ``graphlabel query`` said only that)."""
+    try:
+        connection.execute("ROLLBACK")
+    except RuntimeError as error:
+        if "No active transaction" not in str(error):
+            raise
 
 
 def _uids(dataset: str, keys: pa.Array) -> pa.Array:
@@ -770,7 +782,7 @@ class KuzuStore(GraphStore):
             for statement in split_statements(load_query("drop_dataset", self.cypher_dialect)):
                 self._conn.execute(statement, {"dataset": dataset})
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            _roll_back(self._conn)
             raise
         self._conn.execute("COMMIT")
         self._run("checkpoint")
@@ -781,14 +793,17 @@ class KuzuStore(GraphStore):
     def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
         statement = user_statement(cypher, parameters)
         if write:
-            return _frame(self._conn.execute(statement, parameters or {}))
+            try:
+                return _frame(self._conn.execute(statement, parameters or {}))
+            except RuntimeError as error:
+                raise QueryFailed(str(error)) from None
         # Kùzu refuses any write inside a read-only transaction, whatever the statement's
         # clauses (CREATE, SET, DELETE, COPY, CALL of a writing procedure...)
         self._conn.execute("BEGIN TRANSACTION READ ONLY")
         try:
             frame = _frame(self._conn.execute(statement, parameters or {}))
         except RuntimeError as error:
-            self._conn.execute("ROLLBACK")
+            _roll_back(self._conn)
             if "read-only transaction" in str(error):
                 # ladybug 0.22 caches the statement it prepared in the read-only
                 # transaction, and that one keeps refusing to write, even with write=True
@@ -796,7 +811,7 @@ class KuzuStore(GraphStore):
                 self._conn.close()
                 self._conn = self._module.Connection(self._db)
                 raise WriteRefused() from None
-            raise
+            raise QueryFailed(str(error)) from None
         self._conn.execute("COMMIT")
         return frame
 

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -94,7 +95,7 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import NotFound, StoreSetupError, StoreUnavailable, WriteRefused
+from .errors import NotFound, QueryFailed, StoreSetupError, StoreUnavailable, WriteRefused
 from .explain import explanation
 from .identifiers import check_identifier, render
 from .neo4j_config import Neo4jGraphConfig
@@ -119,6 +120,7 @@ from .schemas import (
 )
 from .secrets import (
     StoreConnectionError,
+    auth_hint,
     check_store_uri,
     neo4j_credentials,
     redact,
@@ -139,6 +141,18 @@ NEO4J_USER_EDGES = ("on Neo4j the user's relationships are the user's own: creat
                     " the embedded store")
 
 
+# How the driver (6.x) prints a server's error: its code, its message, then GQL fields whose
+# description, "general processing exception - unexpected error ... See debug log", is
+# the same for a wrong password, a syntax error and a division by zero.
+_SERVER_ERROR = re.compile(r"\{neo4j_code: (?P<code>[^}]*)\} \{message: (?P<message>.*?)\} \{gql_status", re.S)
+
+
+def _server_error_text(error: BaseException) -> str:
+    """A driver error as "message (code)" when the server sent it, else as the driver's text."""
+    found = _SERVER_ERROR.search(str(error))
+    return f"{found['message']} ({found['code']})" if found else str(error)
+
+
 @contextmanager
 def _unavailable_as_store_error() -> Iterator[None]:
     """The driver's transient errors (server gone, session expired, "try again") raised as
@@ -148,7 +162,8 @@ def _unavailable_as_store_error() -> Iterator[None]:
     try:
         yield
     except (ServiceUnavailable, SessionExpired, TransientError) as error:
-        raise StoreUnavailable(f"the Neo4j server did not answer: {type(error).__name__}: {error}") from error
+        raise StoreUnavailable(f"the Neo4j server did not answer: {type(error).__name__}:"
+                               f" {_server_error_text(error)}") from error
 
 
 def _read_only_result(result):
@@ -233,8 +248,10 @@ class Neo4jStore(GraphStore):
             driver.verify_connectivity()
             return cls(driver, config, database=database, ensure_schema=ensure_schema)
         except Exception as exc:  # noqa: BLE001 - every failure is re-raised below, redacted
-            failure = StoreConnectionError(f"could not open the Neo4j store at {redact_uri(uri)}:"
-                                           f" {type(exc).__name__}: {redact(exc, password)}")
+            failure = StoreConnectionError(
+                f"could not open the Neo4j store at {redact_uri(uri)}: {type(exc).__name__}:"
+                f" {redact(_server_error_text(exc), password)}"
+                + (f"; {auth_hint(user, password)}" if isinstance(exc, neo4j.exceptions.AuthError) else ""))
             if driver is not None:
                 with contextlib.suppress(Exception):  # the failure to report is the one above
                     driver.close()
@@ -570,26 +587,26 @@ class Neo4jStore(GraphStore):
         return counts
 
     def query(self, cypher: str, parameters: dict[str, Any] | None = None, *, write: bool = False) -> pd.DataFrame:
-        statement = user_statement(cypher, parameters)
-        if write:
-            result = self._execute(statement, parameters or {}, WRITE)
-        else:
-            from neo4j.exceptions import ClientError
+        from neo4j.exceptions import ClientError
 
-            # Routed to a reader, and checked inside the transaction: a statement whose
-            # summary counts any update raises there, so the driver rolls it back (on a
-            # single server the access mode alone may not stop a write).
-            try:
+        statement = user_statement(cypher, parameters)
+        try:
+            if write:
+                result = self._execute(statement, parameters or {}, WRITE)
+            else:
+                # Routed to a reader, and checked inside the transaction: a statement whose
+                # summary counts any update raises there, so the driver rolls it back (on a
+                # single server the access mode alone may not stop a write).
                 with _unavailable_as_store_error():
                     result = self._driver.execute_query(statement, parameters_=parameters or {}, routing_=READ,
                                                         database_=self.database,
                                                         result_transformer_=_read_only_result)
-            except ClientError as error:
-                # what a live 5.26 server answers to a write in a READ session (found by
-                # the live suite: the raw driver error reached the user)
-                if error.code == "Neo.ClientError.Statement.AccessMode":
-                    raise WriteRefused() from None
-                raise
+        except ClientError as error:
+            # what a live 5.26 server answers to a write in a READ session (found by the
+            # live suite: the raw driver error reached the user)
+            if error.code == "Neo.ClientError.Statement.AccessMode":
+                raise WriteRefused() from None
+            raise QueryFailed(_server_error_text(error)) from None
         return pd.DataFrame([record.data() for record in result.records], columns=list(result.keys))
 
     # -- GDS kNN (graphstore/neo4j_gds.py) ---------------------------------------------

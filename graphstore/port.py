@@ -178,7 +178,8 @@ class GraphStore(ABC):
 
         The statement is checked first (``queries.user_statement``: one statement, every
         ``$parameter`` given a value). It runs read-only unless ``write``: a statement
-        that writes raises ``WriteRefused`` and changes nothing.
+        that writes raises ``WriteRefused`` and changes nothing. A statement the store
+        refuses raises ``QueryFailed`` with the store's message.
         """
 
     @abstractmethod

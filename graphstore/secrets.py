@@ -145,3 +145,14 @@ def neo4j_credentials(user: str | None = None, password: str | None = None,
     if block:
         return user, load_secret_block(block)
     return user, env_password
+
+
+def auth_hint(user: str, password: str | None) -> str:
+    """What to check when the server refused the credentials (a newcomer without
+    ``NEO4J_PASSWORD`` was told only "Unsupported authentication token, missing key
+    `scheme`")."""
+    if password is None:
+        return (f"no password was given: set {PASSWORD_ENV} (and {USER_ENV} if the user is not neo4j),"
+                f" or name a Prefect Secret block in {PASSWORD_BLOCK_ENV}")
+    return (f"the server refused user {user!r} with the password given: check {USER_ENV} and {PASSWORD_ENV}"
+            f" (or the Prefect Secret block {PASSWORD_BLOCK_ENV} names)")

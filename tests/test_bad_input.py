@@ -187,6 +187,18 @@ def test_04_a_query_with_an_unbound_parameter_is_refused_naming_it(two_datasets)
     assert " 120 " in result.output, result.output
 
 
+def test_05_a_statement_the_store_refuses_says_why_in_one_line(two_datasets):
+    """A misspelt property said only "No active transaction for ROLLBACK": the engine had
+    ended the transaction itself, and the adapter's ROLLBACK raised over the real error."""
+    result = cli("query", "MATCH (e:Entity) RETURN e.confidence", "--store", two_datasets)
+    assert result.exit_code == 1, result.output
+    assert "error: query failed: Binder exception: Cannot find property confidence for e." in result.output
+    assert "ROLLBACK" not in result.output
+    result = cli("query", "MATCH (e:Entity) RETURN count(e) AS n", "--store", two_datasets)
+    assert result.exit_code == 0, result.output
+    assert " 120 " in result.output, result.output
+
+
 def test_05_several_statements_are_refused_and_nothing_is_deleted(two_datasets):
     result = cli("query", 'MATCH (e:Entity) WHERE e.dataset="other" RETURN count(e); MATCH (e) DETACH DELETE e',
                  "--store", two_datasets)

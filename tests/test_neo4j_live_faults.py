@@ -105,6 +105,9 @@ def test_a_server_killed_during_write_back_never_leaves_a_completed_run(own_serv
 def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypatch, tmp_path):
     from prefect.client.orchestration import get_client
 
+    monkeypatch.delenv("NEO4J_PASSWORD")  # a newcomer's first try: the driver said "missing key `scheme`"
+    out = cli("query", "RETURN 1", "--store", neo4j_env, ok=False).output
+    assert "no password was given: set NEO4J_PASSWORD" in out, out
     secret = f"not-the-password-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("NEO4J_PASSWORD", secret)
     for command in (["report", "--dataset", "x"], ["query", "RETURN 1"], ["label", "--dataset", "x"],
@@ -113,6 +116,9 @@ def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypat
         # after three failures in a row the server answers AuthenticationRateLimit instead
         assert out.startswith("error: could not open the Neo4j store at"), out
         assert "AuthError" in out or "AuthenticationRateLimit" in out, out
+        if "AuthError" in out:
+            assert "the server refused user 'neo4j' with the password given: check NEO4J_USER" in out, out
+        assert "general processing exception" not in out, out  # the GQL fields every error shares
         assert "Traceback" not in out
         assert secret not in out
     # nor in what Prefect keeps of the runs: parameters, states, logs
@@ -129,6 +135,15 @@ def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypat
     import asyncio
 
     assert secret not in asyncio.run(everything())
+
+
+def test_a_statement_the_server_refuses_is_one_line_with_its_message(neo4j_env):
+    """It was a 70-line traceback of the driver's ClientError."""
+    out = cli("query", "RETURN 1 / 0", "--store", neo4j_env, ok=False).output
+    assert out.strip().endswith("error: query failed: / by zero (Neo.ClientError.Statement.ArithmeticError)"), out
+    out = cli("query", "MATCH (e:Entity RETURN e", "--store", neo4j_env, ok=False).output
+    assert "error: query failed: Invalid input 'RETURN'" in out, out
+    assert out.strip().endswith("(Neo.ClientError.Statement.SyntaxError)"), out
 
 
 def test_a_server_without_gds_is_named_before_anything_is_written(monkeypatch, tmp_path):

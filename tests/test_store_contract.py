@@ -30,7 +30,7 @@ import pyarrow as pa
 import pytest
 
 from graphstore import LabelRunRecord, open_store
-from graphstore.errors import NotFound, WriteRefused
+from graphstore.errors import NotFound, QueryFailed, WriteRefused
 from graphstore.port import BuiltGraph
 from graphstore.runs import RUN_COLUMNS
 from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, READ_PREDICTION_SCHEMA
@@ -512,6 +512,25 @@ def test_user_queries_are_read_only_one_statement_and_fully_bound(store, dataset
     store.query(relabel, {"ds": dataset}, write=True)
     assert given_labels(store, dataset) == {"a": "x", "b": "z"}
 
+
+
+@pytest.mark.parametrize("statement, says", [
+    ("RETURN 1 / 0", "by zero"),  # a runtime error (Kùzu ends the transaction itself)
+    ("MATCH (e:Entity RETURN e", "RETURN"),  # a syntax error (Kùzu leaves the transaction open)
+    ("RETURN no_such_function(1)", "(?i)no_such_function"),
+])
+def test_a_statement_the_store_refuses_raises_query_failed_with_its_message(store, dataset, statement, says):
+    """Before, Kùzu said only "No active transaction for ROLLBACK" (its own rollback hid the
+    error) and Neo4j's ClientError reached the user as a traceback."""
+    store.write_nodes(dataset, nodes(["a"], ["x"]))
+    with pytest.raises(QueryFailed, match=says):
+        store.query(statement)
+    with pytest.raises(QueryFailed):  # a failing write changes nothing either
+        store.query("MATCH (e:Entity) WHERE e.dataset = $ds SET e.given_label = 'y' RETURN 1 / 0",
+                    {"ds": dataset}, write=True)
+    assert given_labels(store, dataset) == {"a": "x"}
+    count = "MATCH (e:Entity) WHERE e.dataset = $ds RETURN count(e) AS n"
+    assert store.query(count, {"ds": dataset})["n"].tolist() == [1]  # the store still answers
 
 # -- graph builds ---------------------------------------------------------------------------
 
