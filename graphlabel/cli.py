@@ -498,7 +498,9 @@ def query(
         except RuntimeError as error:
             _fail(f"query failed: {error}")
     if output == "csv":
-        frame.to_csv(sys.stdout, index=False)
+        from labelling.reporting import query_csv_frame
+
+        query_csv_frame(frame).to_csv(sys.stdout, index=False)
     elif output == "json":
         from labelling.reporting import query_records
 

@@ -182,22 +182,36 @@ def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
     return pa.compute.if_else(flat.is_valid(), blob, pa.scalar(None, pa.large_binary()))
 
 
-def _frame(result) -> pd.DataFrame:
-    """A user query's rows; a statement that returns no columns (a write) gives none.
+def _float_blobs_decoded(array: pa.Array) -> pa.Array:
+    """``array`` with every BLOB whose values are all multiples of 8 bytes read as a list of
+    floats, also inside a node or relationship (a struct): this store's BLOBs (``features``,
+    ``label_scores``) are little-endian float64, where Neo4j keeps lists of floats."""
+    if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+        lengths = pa.compute.binary_length(array).to_numpy(zero_copy_only=False)
+        return _blob_to_features(pa.chunked_array([array])) if np.all(np.nan_to_num(lengths, nan=0) % 8 == 0) \
+            else array
+    if pa.types.is_struct(array.type):
+        return pa.StructArray.from_arrays([_float_blobs_decoded(field) for field in array.flatten()],
+                                          names=[field.name for field in array.type], mask=array.is_null())
+    return array
 
-    A BLOB column is read as lists of floats: this store's BLOBs (``features``,
-    ``label_scores``) are little-endian float64, where Neo4j keeps lists of floats, so a query
-    reads the same on both stores (it showed "<80 bytes>"). A column holding a value whose
-    length is no multiple of 8 stays bytes."""
+
+def _frame(result) -> pd.DataFrame:
+    """A user query's rows as the Neo4j adapter gives them; a statement that returns no
+    columns (a write) gives none.
+
+    Float64 BLOBs are read as lists of floats (``_float_blobs_decoded``: they showed as
+    "<80 bytes>"); a list, a node or a relationship is a Python list or dict in its cell, not
+    a numpy array (printed as "['a' 'b']" in a table or CSV, a traceback in JSON)."""
     if not result.get_column_names():
         return pd.DataFrame()
     table = result.get_as_arrow()
     frame = table.to_pandas()
     for name, column in zip(table.column_names, table.columns, strict=True):
-        if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
-            lengths = pa.compute.binary_length(column).to_numpy(zero_copy_only=False)
-            if np.all(np.nan_to_num(lengths, nan=0) % 8 == 0):
-                frame[name] = _blob_to_features(column).to_pylist()
+        kind = column.type
+        if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_nested(kind):
+            decoded = _float_blobs_decoded(column.combine_chunks())
+            frame[name] = pd.Series(decoded.to_pylist(), index=frame.index, dtype=object)
     return frame
 
 

@@ -19,6 +19,7 @@ import json
 import math
 import textwrap
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -606,7 +607,27 @@ def _query_cell(value: Any) -> str:
         return MISSING
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
+    if isinstance(value, (list, tuple, dict)):
+        return _json_text(value)
     return str(value)
+
+
+def _json_ready(value: Any) -> Any:
+    """A query's cell as JSON-ready data: floats in full, nulls (and NaN) as None, timestamps
+    in ISO 8601, lists and maps (a node, a relationship) item by item."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, datetime):  # pandas' Timestamp is one
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(key): _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    return value.item() if hasattr(value, "item") and not isinstance(value, (bytes, str)) else value
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(_json_ready(value), ensure_ascii=False, default=str)
 
 
 def query_table(frame: pd.DataFrame):
@@ -623,16 +644,19 @@ def query_table(frame: pd.DataFrame):
 
 
 def query_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A query's rows as JSON-ready dicts: floats in full, nulls as None, timestamps in ISO
-    8601 (``json.dump(..., default=str)`` writes the rest)."""
-    def value(v: Any) -> Any:
-        if v is None or v is pd.NaT or (isinstance(v, float) and math.isnan(v)):
-            return None
-        if isinstance(v, pd.Timestamp):
-            return v.isoformat()
-        return v.item() if hasattr(v, "item") and not isinstance(v, (bytes, str)) else v
+    """A query's rows as JSON-ready dicts (``_json_ready``; ``json.dump(..., default=str)``
+    writes the rest)."""
+    return [{str(key): _json_ready(value) for key, value in row.items()}
+            for row in frame.astype(object).to_dict("records")]
 
-    return [{str(k): value(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+
+def query_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A query's rows for CSV: a list or a map in a cell becomes JSON text, which other
+    programs parse (Python's repr, "['a', 'b']", they cannot); nulls stay empty cells."""
+    nested = [name for name in frame.columns if frame[name].dtype == object
+              and frame[name].map(lambda value: isinstance(value, (list, tuple, dict))).any()]
+    return frame.assign(**{str(name): frame[name].map(
+        lambda value: _json_text(value) if isinstance(value, (list, tuple, dict)) else value) for name in nested})
 
 
 def review_renderables(rows: pd.DataFrame, explained: list) -> list:

@@ -212,6 +212,25 @@ def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_
     assert "--format must be table, csv or json" in result.output
 
 
+def test_query_writes_lists_and_nodes_as_json_in_csv_and_json(store_with_runs):
+    """On the embedded store a list cell printed as numpy's "['a' 'b']" in CSV and a table,
+    and --format json raised "can only convert an array of size 1" (a traceback)."""
+    cypher = "MATCH (e:Entity) WHERE e.dataset = 'toy' AND e.key = 'a' RETURN e.features AS f, e AS node"
+    result = invoke("query", cypher, "--format", "json", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.output)
+    assert isinstance(row["f"], list) and row["node"]["features"] == row["f"]
+    assert row["node"]["key"] == "a"
+    result = invoke("query", cypher, "--format", "csv", "--store", store_with_runs)
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(io.StringIO(result.output), keep_default_na=False)
+    assert json.loads(frame.loc[0, "f"]) == row["f"]  # JSON text other programs parse
+    assert json.loads(frame.loc[0, "node"])["key"] == "a"
+    result = runner.invoke(app, ["query", cypher, "--store", store_with_runs], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert json.dumps(row["f"]) in result.output
+
+
 @pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",
                                      "explain", "serve", "export", "review", "accept", "correct",
                                      "drop-dataset"])

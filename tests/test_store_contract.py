@@ -209,6 +209,9 @@ def test_categories_and_label_confidence_are_stored_read_and_tracked(store, name
         "categories", pa.array([["red", "s"], ["blue", "m"], ["red", "m"], ["blue", "s"]], pa.list_(pa.string())))
     table = table.append_column("label_confidence", pa.array([0.25, None, 1.0, None], pa.float64()))
     store.write_nodes(dataset, table)
+    categories = store.query("MATCH (e:Entity) WHERE e.dataset = $ds RETURN e.categories AS c ORDER BY e.key",
+                             {"ds": dataset})["c"].tolist()
+    assert categories == [["red", "s"], ["blue", "m"], ["red", "m"], ["blue", "s"]]  # lists, not numpy arrays
     graph = store.read_subgraph(dataset)
     by_key = dict(zip(graph.keys, zip(graph.categories.tolist(), graph.label_confidence.tolist(), strict=True),
                       strict=True))
@@ -793,13 +796,14 @@ def test_scores_and_classes_are_written_and_read_back_for_export(store, names):
     # embedded store keeps them as BLOBs: its query showed "<16 bytes>")
     frame = store.query("MATCH (e:Entity) WHERE e.dataset = $ds RETURN e.key AS key, e.label_scores AS scores,"
                         " e.features AS features ORDER BY key", {"ds": dataset})
-    assert [(key, _plain(scores), _plain(features)) for key, scores, features in frame.itertuples(index=False)] == [
+    # (Python lists, as the Neo4j driver gives them: numpy arrays printed as "[0.75 0.25]")
+    assert [tuple(row) for row in frame.itertuples(index=False)] == [
         ("a", [0.75, 0.25], [0.0, 0.0, -1.0]), ("b", None, [1.0, 2.0, -1.0]), ("c", None, [2.0, 4.0, -1.0])]
-
-
-def _plain(value):
-    """A query cell as a list of floats, or None."""
-    return None if value is None else [float(v) for v in value]
+    assert all(type(cell) is list for cell in frame["features"])
+    # and so does a whole node, a map of its properties (its float64 BLOBs were bytes there)
+    node = store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.key = 'a' RETURN e AS node",
+                       {"ds": dataset})["node"].iloc[0]
+    assert (node["key"], node["label_scores"], node["features"]) == ("a", [0.75, 0.25], [0.0, 0.0, -1.0])
 
 
 def test_decisions_change_the_given_label_and_keep_the_history(store, names):
