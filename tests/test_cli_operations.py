@@ -219,7 +219,8 @@ def test_query_writes_lists_and_nodes_as_json_in_csv_and_json(store_with_runs):
     result = invoke("query", cypher, "--format", "json", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
     [row] = json.loads(result.output)
-    assert isinstance(row["f"], list) and row["node"]["features"] == row["f"]
+    assert isinstance(row["f"], list)
+    assert row["node"]["features"] == row["f"]
     assert row["node"]["key"] == "a"
     result = invoke("query", cypher, "--format", "csv", "--store", store_with_runs)
     assert result.exit_code == 0, result.output
