@@ -132,7 +132,7 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
         return records, encoding.transform(None, categories)
     reasons: dict[int, list[str]] = {}
     for i, j, value in unseen:  # a loop over the rejected values, not the records
-        reasons.setdefault(i, []).append(f"categorical column {j + 1} holds {value!r}, a value the run's model"
+        reasons.setdefault(i, []).append(f"{records.categorical[j]} holds {value!r}, a value the run's model"
                                          " was not fitted with")
     bad = np.array(sorted(reasons))
     keep = np.setdiff1d(np.arange(records.n_valid), bad)
@@ -144,5 +144,6 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
     if not len(keep):
         raise NoValidRecords(f"none of the {len(rejects)} records can be predicted; first reasons: "
                              + "; ".join(rejects["reason"].head(3)), rejects.reset_index(drop=True))
-    kept = ParsedRecords(records.nodes.take(pa.array(keep)), rejects.reset_index(drop=True), rows[keep])
+    kept = ParsedRecords(records.nodes.take(pa.array(keep)), rejects.reset_index(drop=True), rows[keep],
+                         records.categorical)
     return kept, encoding.transform(None, categories[keep])

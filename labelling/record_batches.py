@@ -196,4 +196,4 @@ def parsed_whole(batches: RecordBatches) -> ParsedRecords:
     nodes = pa.concat_tables([part.nodes for part in parts]) if parts else NODE_SCHEMA.empty_table()
     rows = np.concatenate([part.rows for part in parts if part.rows is not None]) if parts else np.zeros(0, int)
     rejects = in_input_order([batches.line_rejects, *(part.rejects for part in parts)])
-    return ParsedRecords(nodes, rejects, rows)
+    return ParsedRecords(nodes, rejects, rows, parts[0].categorical if parts else ())

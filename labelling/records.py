@@ -124,11 +124,14 @@ class ParsedRecords:
         Where each node row is in the input, numbered as ``rejects["row"]``, so every
         input record is accounted for: ``rows`` and ``rejects["row"]`` together hold each
         record exactly once.
+    categorical : tuple of str
+        The categorical columns' names, in the order of each node's ``categories``.
     """
 
     nodes: pa.Table
     rejects: pd.DataFrame
     rows: np.ndarray | None = None
+    categorical: tuple[str, ...] = ()
 
     @property
     def n_valid(self) -> int:
@@ -566,7 +569,7 @@ def parse_records(
     rejects = in_input_order([table.rejects, parsed.rejects])  # lines that were no record, with the rest
     if not parsed.n_valid:
         raise no_valid_records(rejects, source)
-    return ParsedRecords(parsed.nodes, rejects, parsed.rows)
+    return ParsedRecords(parsed.nodes, rejects, parsed.rows, parsed.categorical)
 
 
 def in_input_order(rejects: list[pd.DataFrame]) -> pd.DataFrame:
@@ -645,4 +648,4 @@ def parse_frame(frame: pd.DataFrame, numbers: np.ndarray, spec: RecordColumns,
     if trust is not None:
         nodes = nodes.append_column("label_confidence", pa.array(trust[good], pa.float64(),
                                                                  mask=np.isnan(trust[good])))
-    return ParsedRecords(nodes, rejects, numbers[good])
+    return ParsedRecords(nodes, rejects, numbers[good], tuple(spec.categorical))
