@@ -415,7 +415,7 @@ def label(
 
     from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
-    from labelling.options import run_kind, run_tags
+    from labelling.options import RunOptions, run_kind, run_tags
 
     _quiet_expected_errors()
 
@@ -423,7 +423,12 @@ def label(
         solver_params = json.loads(params)
     except json.JSONDecodeError as error:
         _fail(f"--params is not valid JSON: {error}")
+    if not isinstance(solver_params, dict):
+        _fail(f"--params must be a JSON object of the solver's parameters, such as '{{\"gamma_g\": 0.1}}',"
+              f" got {params}")
     with _one_line_errors():
+        # checked before the flow starts: a misspelt parameter is no failed run on the record
+        RunOptions(solver, solver_params, full=full, holdout_fraction=holdout)
         flow, cluster = labelling_flow, cast(AbstractContextManager, nullcontext())
         if dask or dask_address:
             from flows.runners import dask_client, dask_runner

@@ -247,6 +247,13 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
     solver_params = raw.get("solver_params", {})
     if not isinstance(solver_params, Mapping):
         bad("solver_params", "must be a table such as { gamma_g = 0.1 }")
+    elif solver in solvers:
+        from solvers import check_params
+
+        try:  # names and values, as the run would check them at its start
+            check_params(solver, solver_params)
+        except ValueError as exc:
+            found.append(f"solver_params: {exc}")
     k, graph, metric, weights = raw.get("k", 10), raw.get("graph", "knn"), raw.get("metric", "euclidean"), \
         raw.get("weights", "gaussian")
     delta, sigma, scale, search = raw.get("delta"), raw.get("sigma"), raw.get("scale"), raw.get("search")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from solvers import METHODS
+from solvers import check_params
 
 from .components import BATCH_NODES
 
@@ -36,7 +36,8 @@ class RunOptions:
     solver : str, default "harmonic"
         One of ``solvers.METHODS``.
     solver_params : dict
-        The solver's own parameters (its docstring lists them); checked by the solver.
+        The solver's own parameters (its docstring lists them): names and values checked here
+        (``solvers.check_params``), what depends on the problem by the solver.
     build_graph : bool, default True
         A full run rebuilds the similarity graph first.
     full : bool, default False
@@ -64,10 +65,9 @@ class RunOptions:
     holdout_seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.solver not in METHODS:
-            raise ValueError(f"unknown solver {self.solver!r}; choose one of {sorted(METHODS)}")
         if not isinstance(self.solver_params, dict):
             raise ValueError(f"solver_params must be a mapping of names to values, got {self.solver_params!r}")
+        check_params(self.solver, self.solver_params)  # the solver, its parameters' names and values
         for name in ("hops", "batch_nodes", "holdout_seed"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "batch_nodes" else 0):

@@ -10,6 +10,7 @@ The slower solvers (spectral, mincut, lcsnc, maxmargin, nmf) stop themselves wit
 
 from ._budget import SolverTimeLimit
 from .problem import UNLABELED, LabelProblem, Prediction
-from .registry import GRAPH_ONLY_METHODS, METHODS, solve
+from .registry import GRAPH_ONLY_METHODS, METHODS, check_params, solve
 
-__all__ = ["LabelProblem", "Prediction", "solve", "METHODS", "GRAPH_ONLY_METHODS", "UNLABELED", "SolverTimeLimit"]
+__all__ = ["LabelProblem", "Prediction", "solve", "check_params", "METHODS", "GRAPH_ONLY_METHODS", "UNLABELED",
+           "SolverTimeLimit"]

@@ -7,8 +7,11 @@ compiled dependency is loaded only by the runs that ask for it.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from importlib import import_module
+from typing import Any
 
+from ._validation import validate_params
 from .problem import LabelProblem, Prediction
 
 METHODS: dict[str, str] = {
@@ -30,6 +33,35 @@ METHODS: dict[str, str] = {
 GRAPH_ONLY_METHODS: frozenset[str] = frozenset({"harmonic", "nmf", "spectral", "auto"})
 
 
+def check_params(method: str, params: Mapping[str, Any]) -> Callable[..., Prediction]:
+    """Refuse an unknown ``method``, a parameter it does not take, and a value its module's
+    ``PARAMETER_CONSTRAINTS`` refuse, without a problem: so that a caller can check a run's
+    solver and parameters before it starts (a misspelt ``--params`` was a failed run on the
+    record). What depends on the problem or on several parameters together the solver
+    checks when called. Returns the solver's function.
+
+    Raises
+    ------
+    ValueError
+        Naming the method or the parameter, and what is allowed.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown solver {method!r}; choose one of {sorted(METHODS)}")
+    module_name, func = METHODS[method].split(":")
+    module = import_module(module_name)
+    function = getattr(module, func)
+    accepted = inspect.signature(function).parameters
+    unknown = sorted(set(params) - set(accepted) - {"problem"})
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        # a ValueError (one line in the CLI), not the TypeError of the call: a renamed or
+        # misspelt parameter is the input's fault
+        names = ", ".join(name for name in accepted if name != "problem")
+        raise ValueError(f"{method} has no parameter {', '.join(map(repr, unknown))}; its parameters: {names}")
+    constraints = getattr(module, "PARAMETER_CONSTRAINTS", {})
+    validate_params({name: value for name, value in params.items() if name in constraints}, constraints)
+    return function
+
+
 def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Prediction:
     """Label every node of ``problem`` with the solver named ``method``.
 
@@ -47,8 +79,7 @@ def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Predicti
     """
     if not isinstance(problem, LabelProblem):
         raise TypeError(f"problem must be a LabelProblem, got {type(problem).__name__}")
-    if method not in METHODS:
-        raise ValueError(f"unknown solver {method!r}; choose one of {sorted(METHODS)}")
+    function = check_params(method, params)
     labeled_classes = set(problem.y[problem.labeled].tolist())
     if len(labeled_classes) < 2:
         raise ValueError(
@@ -58,13 +89,4 @@ def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Predicti
     if not problem.has_graph and not (method == "lcsnc" and params.get("graph") == "knn"):
         raise ValueError(f"{method} needs a graph: this problem has features only (W=None); only lcsnc with"
                          " graph='knn' builds its own")
-    module, func = METHODS[method].split(":")
-    function = getattr(import_module(module), func)
-    accepted = inspect.signature(function).parameters
-    unknown = sorted(set(params) - set(accepted) - {"problem"})
-    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-        # a ValueError (one line in the CLI), not the TypeError of the call: a renamed or
-        # misspelt parameter is the input's fault
-        names = ", ".join(name for name in accepted if name != "problem")
-        raise ValueError(f"{method} has no parameter {', '.join(map(repr, unknown))}; its parameters: {names}")
     return function(problem, **params)

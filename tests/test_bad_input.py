@@ -199,6 +199,33 @@ def test_05_a_statement_the_store_refuses_says_why_in_one_line(two_datasets):
     assert " 120 " in result.output, result.output
 
 
+@pytest.mark.parametrize("params, says", [
+    ('{"gamma_q": 1}', "error: harmonic has no parameter 'gamma_q'; its parameters: gamma_g, "),
+    ('{"gamma_g": -1}', "error: gamma_g must be a finite number >= 0"),
+    ("[1]", "error: --params must be a JSON object of the solver's parameters, such as"),
+])
+def test_a_bad_solver_parameter_is_refused_before_a_run_starts(tmp_path, store_path, params, says):
+    """It was a failed LabelRun on the record, and a failed flow run on the Prefect server,
+    for every misspelt --params."""
+    import uuid
+
+    from prefect import get_client
+
+    from graphstore import open_store
+
+    dataset = f"params-{uuid.uuid4().hex[:8]}"  # its own: the session's Prefect server is shared
+    ingested = cli("ingest", write_csv(tmp_path / "d.csv", two_blobs()), "--dataset", dataset, "--key", "id",
+                   "--features", "x*", "--label", "label", "--store", store_path)
+    assert ingested.exit_code == 0, ingested.output
+    result = cli("label", "--dataset", dataset, "--params", params, "--store", store_path)
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(says), result.output
+    with open_store(store_path) as store:
+        assert store.read_runs(dataset=dataset).empty
+    with get_client(sync_client=True) as client:
+        assert [run.name for run in flow_runs_tagged(client, dataset) if "harmonic" in run.tags] == []
+
+
 def test_05_several_statements_are_refused_and_nothing_is_deleted(two_datasets):
     result = cli("query", 'MATCH (e:Entity) WHERE e.dataset="other" RETURN count(e); MATCH (e) DETACH DELETE e',
                  "--store", two_datasets)

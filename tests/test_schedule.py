@@ -20,7 +20,7 @@ store = "neo4j://graph.example:7687"
 dataset = "products"
 cron = "0 3 * * *"
 solver = "mincut"
-solver_params = { gamma_g = 0.1, tol = 1e-6 }
+solver_params = { alpha = 0.1, max_sweeps = 5 }
 k = 15
 graph = "knn"
 
@@ -43,7 +43,7 @@ def write(tmp_path, text, name="schedule.toml"):
 def test_a_valid_schedule_loads_with_defaults(tmp_path):
     first, second = load_schedule(write(tmp_path, VALID))
     assert first == Job(name="label-products-mincut", dataset="products", cron="0 3 * * *", solver="mincut",
-                        solver_params={"gamma_g": 0.1, "tol": 1e-6}, k=15, graph="knn", delta=None, full=None,
+                        solver_params={"alpha": 0.1, "max_sweeps": 5}, k=15, graph="knn", delta=None, full=None,
                         store_uri="neo4j://graph.example:7687")
     assert (second.name, second.solver, second.k, second.delta) == ("digits-delta", "harmonic", 10, 0.5)
     # a relative store folder is the one beside the file, wherever the server starts
@@ -84,6 +84,11 @@ def job_with(**fields):
     ({"cron": 3}, r"cron must be a string"),
     ({"solver": "magic"}, r"solver must be one of \[.*'harmonic'.*\], got 'magic'"),
     ({"solver_params": "gamma_g=0.1"}, r"solver_params must be a table"),
+    # checked as the run would check them, not at 3 a.m.
+    ({"solver": "mincut", "solver_params": {"gamma_g": 0.1}},
+     r"solver_params: mincut has no parameter 'gamma_g'; its parameters: alpha"),
+    ({"solver": "mincut", "solver_params": {"unreached": "x"}},
+     r"solver_params: unreached must be one of \('none', 'paper', 'nearest'\)"),
     ({"k": 0}, r"k must be a positive integer, got 0"),
     ({"k": "10"}, r"k must be a positive integer, got '10'"),
     ({"k": True}, r"k must be a positive integer, got True"),
@@ -181,7 +186,7 @@ def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
 
     assert load_flow_from_entrypoint(made[0].entrypoint, use_placeholder_flow=False).name == "label-dataset"
     assert made[0].parameters == {"dataset": "products", "store_uri": "neo4j://graph.example:7687",
-                                  "solver": "mincut", "solver_params": {"gamma_g": 0.1, "tol": 1e-6},
+                                  "solver": "mincut", "solver_params": {"alpha": 0.1, "max_sweeps": 5},
                                   "graph": "knn", "k": 15, "metric": "euclidean", "weights": "gaussian"}
     assert made[1].parameters["delta"] == 0.5
     assert made[1].parameters["graph"] == "delta"
