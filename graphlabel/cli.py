@@ -809,7 +809,7 @@ def _decide(key: str, dataset: str, decision: str, label: str | None, reviewer: 
     raise AssertionError("unreachable")  # _fail raises
 
 
-ReviewerOption = typer.Option(None, "--reviewer", help="Who decides (default $USER).")
+ReviewerOption = typer.Option(None, "--reviewer", help="Who decides (default: your login name).")
 
 
 @app.command()
@@ -821,7 +821,7 @@ def accept(
 ) -> None:
     """Keep a flagged given label: recorded as accepted (who, when), review lists it no more."""
     done = _decide(key, dataset, "accept", None, reviewer, store)
-    console.print(f"accepted {key!r}'s given label {done['label']!r} ({done['reviewer']})", highlight=False)
+    console.print(f"accepted {key!r}'s given label {done['label']!r} (by {done['reviewer']})", highlight=False)
 
 
 @app.command()
@@ -838,7 +838,7 @@ def correct(
 
     label = key_text(label) or label  # labels follow the keys' rule, as ingest reads them ("1.0" is "1")
     done = _decide(key, dataset, "correct", label, reviewer, store)
-    console.print(f"corrected {key!r}: {done['previous_label']!r} → {done['label']!r} ({done['reviewer']});"
+    console.print(f"corrected {key!r}: {done['previous_label']!r} → {done['label']!r} (by {done['reviewer']});"
                   " the next label run relabels around it", highlight=False)
 
 

@@ -28,7 +28,7 @@ lists a key's history.
 
 from __future__ import annotations
 
-import os
+import getpass
 import uuid
 from typing import Any
 
@@ -65,9 +65,17 @@ def flagged(store: GraphStore, dataset: str, limit: int = 20) -> pd.DataFrame:
 
 
 def reviewer_name(reviewer: str | None) -> str:
-    """``reviewer``, else ``$USER`` (``$USERNAME`` on Windows), else ``"unknown"``."""
-    name = reviewer if reviewer is not None else os.environ.get("USER") or os.environ.get("USERNAME")
-    name = (name or "unknown").strip()
+    """``reviewer``, else the login name (``getpass.getuser``: ``$LOGNAME``, ``$USER``,
+    ``$LNAME``, ``$USERNAME``, then the account of the process), else ``"unknown"``.
+
+    Why not ``$USER`` alone: a shell started by cron, a container or a Prefect worker often
+    has no ``$USER``, and every decision was then recorded as made by "unknown"."""
+    if reviewer is None:
+        try:
+            reviewer = getpass.getuser()
+        except (OSError, KeyError):  # no variable set and no account entry for the process's uid
+            reviewer = "unknown"
+    name = reviewer.strip()
     if not name:
         raise ValueError("--reviewer must not be empty")
     return name

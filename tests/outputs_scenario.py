@@ -141,8 +141,9 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
 
     # -- decisions: a correction and an accept, written back and kept as history
     ran = invoke("correct", top, "--dataset", dataset, "--label", true_top, "--reviewer", "ann")
-    assert f"{old_top!r} → {true_top!r}" in ran.output
-    invoke("accept", second, "--dataset", dataset, "--reviewer", "bob")
+    assert f"{old_top!r} → {true_top!r} (by ann)" in ran.output
+    ran = invoke("accept", second, "--dataset", dataset, "--reviewer", "bob")
+    assert ran.output.strip().endswith("(by bob)"), ran.output
     ran = invoke("review", "--dataset", dataset, "--limit", "50")
     listed = re.findall(r"^│ (w\d{3}) ", ran.output, flags=re.M)
     assert top not in listed, ran.output

@@ -3,6 +3,7 @@ store; none of them starts a flow, so no Prefect server is needed."""
 
 import io
 import json
+import os
 
 import pandas as pd
 import pyarrow as pa
@@ -230,6 +231,22 @@ def test_query_writes_lists_and_nodes_as_json_in_csv_and_json(store_with_runs):
     result = runner.invoke(app, ["query", cypher, "--store", store_with_runs], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert json.dumps(row["f"]) in result.output
+
+
+def test_a_decision_without_reviewer_or_user_variable_names_the_login(store_with_runs):
+    """Where no $USER is set (cron, a container, a Prefect worker) every decision was
+    recorded as made by "unknown"."""
+    import pwd
+
+    login = pwd.getpwuid(os.getuid()).pw_name
+    unset = {name: None for name in ("LOGNAME", "USER", "LNAME", "USERNAME")}
+    result = runner.invoke(app, ["accept", "b", "--dataset", "toy", "--store", store_with_runs],
+                           env={"COLUMNS": "200", **unset})
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"accepted 'b''s given label 'x' (by {login})"
+    with open_store(store_with_runs) as store:
+        reviewers = store.query("MATCH (d:LabelDecision) WHERE d.dataset = 'toy' RETURN d.reviewer AS r")["r"]
+    assert reviewers.tolist() == [login]
 
 
 @pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",
