@@ -115,13 +115,17 @@ class Meter:
         stopped, ``write back: stopped at 200,000 of 1,000,000 nodes (20%) after 4.1 s``."""
         if self.stopped:
             if self.total is None:
-                return f"{self.stage}: stopped after {self.done:,} {self.unit}, {self.elapsed:.1f} s"
+                return f"{self.stage}: stopped after {self._amount(self.done)}, {self.elapsed:.1f} s"
             share = self.done / self.total if self.total else 1.0
             return (f"{self.stage}: stopped at {self.done:,} of {self.total:,} {self.unit} ({share:.0%})"
                     f" after {self.elapsed:.1f} s")
-        line = f"{self.stage}: {self.done:,} {self.unit} in {self.elapsed:.1f} s"
+        line = f"{self.stage}: {self._amount(self.done)} in {self.elapsed:.1f} s"
         rate = self.rate
         return line if rate is None else f"{line} ({rate:,.0f} {self.unit}/s)"
+
+    def _amount(self, n: int) -> str:
+        """``n`` and the unit, singular for one ("store: 1 node in 0.0 s", not "1 nodes")."""
+        return f"{n:,} {self.unit.removesuffix('s') if n == 1 else self.unit}"
 
     def advance(self, count: int = 1) -> None:
         self.to(self.done + int(count))

@@ -483,6 +483,18 @@ def check_record_options(*, key: str, features, label, expected_dim, classes, te
     return allowed
 
 
+def _separator_hint(names: list) -> str:
+    """What to do when the whole header was read as one column: a file separated by ';' (as
+    spreadsheets save CSV where the decimal mark is a comma), '|' or tabs in a .csv."""
+    if len(names) != 1:
+        return ""
+    found = [mark for mark in (";", "\t", "|") if mark in str(names[0])]
+    if not found:
+        return ""
+    return (f"; the header looks separated by {found[0]!r}: a .csv file is read with ',' between values"
+            " (and '.' as the decimal mark), a .tsv file with tabs; save it so")
+
+
 def record_columns(names: list, *, key: str, features=None, label=None, expected_dim=None, classes=None,
                    text=None, categorical=None, label_confidence=None) -> RecordColumns:
     """``parse_records``' options checked against the input's column ``names``."""
@@ -490,7 +502,7 @@ def record_columns(names: list, *, key: str, features=None, label=None, expected
                                    classes=classes, text=text, categorical=categorical)
     for column in (key, label, text, label_confidence):
         if column and column not in names:
-            raise ValueError(f"no column {column!r}; columns are {list(names)[:20]}")
+            raise ValueError(f"no column {column!r}; columns are {list(names)[:20]}{_separator_hint(names)}")
     roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {}),
              **({label_confidence: "label confidence"} if label_confidence else {})}
     categorical_columns = resolve_feature_columns(names, categorical, exclude=roles) if categorical else []

@@ -61,6 +61,8 @@ def test_a_finished_stage_says_how_long_it_took_and_a_stopped_one_where_it_stopp
     unknown = meter("store", None, "nodes", 500, 2.0)
     unknown.stopped = True
     assert unknown.summary() == "store: stopped after 500 nodes, 2.0 s"
+    one = meter("store", 1, "nodes", 1, 0.5)  # a file of one record said "1 nodes"
+    assert one.summary() == "store: 1 node in 0.5 s (2 nodes/s)"
 
 
 # -- the stages' meters and the displays ---------------------------------------------------

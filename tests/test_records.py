@@ -148,3 +148,14 @@ def test_unknown_columns_are_named_in_the_error():
         parse_records(frame, key="k", features="z")
     with pytest.raises(ValueError, match="no column 'lbl'"):
         parse_records(frame, key="k", features="x", label="lbl")
+
+
+def test_a_csv_separated_by_semicolons_is_named_as_such(tmp_path):
+    """A spreadsheet's CSV where the decimal mark is a comma: the header is one column."""
+    path = tmp_path / "semi.csv"
+    path.write_text("id;x;y;label\na;1,5;2,0;p\nb;2,5;3,0;\n")
+    with pytest.raises(ValueError, match=r"no column 'id'; columns are \['id;x;y;label'\]; the header looks"
+                                         r" separated by ';': a \.csv file is read with ','"):
+        parse_records(path, key="id", features="x,y", label="label")
+    with pytest.raises(ValueError, match=r"columns are \['id'\]$"):  # one column, no separator in it: no hint
+        parse_records(pd.DataFrame({"id": ["a"]}), key="key", features="id")
