@@ -590,6 +590,10 @@ def jobs_renderables(jobs) -> list:
         rows = (("dataset", job.dataset), ("schedule", job.schedule), ("solver", job.solver),
                 ("solver params", job.solver_params or None), ("graph", job.graph), ("k", job.k),
                 ("metric", job.metric), ("weights", job.weights),
+                # a schedule's run rebuilds the graph: scaled (and searched) as the job says
+                ("scale", job.scale or "standard"), ("search", job.search or "auto"),
+                *((("edges weight", job.edges_weight if job.edges_weight is not None else 1.0),)
+                  if "+edges" in str(job.graph) else ()),
                 ("sigma", job.sigma if job.sigma is not None else "from the data (median k-th neighbour distance)"),
                 ("delta", job.delta), ("runs", "full" if job.full or job.holdout else
                                       "incremental (first run full)" if job.full is None else "incremental"),

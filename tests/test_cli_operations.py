@@ -170,7 +170,7 @@ def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path)
     store = "/a/store/folder/whose/path/is/longer/than/any/terminal/is/wide/graphlabel-store-of-products"
     good.write_text(f'[[jobs]]\nname = "products-nightly"\ndataset = "products"\ncron = "0 3 * * *"\n'
                     f'solver = "mincut"\nsolver_params = {{ alpha = 0.1 }}\nk = 15\nholdout = 0.1\n'
-                    f'keep_runs = 30\nstore = "{store}"\n')
+                    f'keep_runs = 30\nscale = "robust"\nstore = "{store}"\n')
     result = runner.invoke(app, ["serve", "--config", str(good), "--check"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
@@ -178,7 +178,8 @@ def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path)
     text = " ".join(result.output.split())
     for field, value in (("dataset", "products"), ("schedule", "cron 0 3 * * * (UTC)"), ("solver", "mincut"),
                          ("solver params", '{"alpha": 0.1}'), ("graph", "knn"), ("k", "15"), ("runs", "full"),
-                         ("holdout", "10% of the given labels"), ("keep runs", "30")):
+                         ("holdout", "10% of the given labels"), ("keep runs", "30"),
+                         ("scale", "robust"), ("search", "auto")):  # scale and search were not shown
         assert f" {field} │ {value} " in text, field
     # the store path is wrapped, never cut with an ellipsis
     assert "…" not in result.output
