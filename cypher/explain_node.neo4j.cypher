@@ -1,7 +1,8 @@
 // One node's label and every neighbour's weight and label (GraphStore.explain; the adapter
 // sums them per class): per neighbour the larger weight where a pair has a relationship
 // each way (GDS kNN writes both; the solvers read the graph so), its label the given one,
-// else the predicted one. Neighbours outside the dataset and missing weights (1.0) are
+// else the predicted one; whether it is given, and its scores with the run whose class order
+// they follow (the score shares). Neighbours outside the dataset and missing weights (1.0) are
 // treated as in read_edges.neo4j.cypher. A node without neighbours gives one entry with a
 // null key, which the adapter drops. (The per-class sums are left to the adapter: they
 // would need a second WITH, which the openCypher grammar the tests parse with refuses.)
@@ -14,4 +15,5 @@ RETURN a.${key} AS key, toString(a.${given_label}) AS given_label, a.${predicted
        a.${label_confidence} AS label_confidence, a.${label_noise} AS label_noise,
        a.${label_run_id} AS label_run_id, a.${label_solver} AS label_solver, a.${labelled_at} AS labelled_at,
        collect({key: b.${key}, label: coalesce(toString(b.${given_label}), b.${predicted_label}),
-                weight: weight}) AS neighbours
+                weight: weight, given: b.${given_label} IS NOT NULL, scores: b.${label_scores},
+                run: b.${label_run_id}}) AS neighbours

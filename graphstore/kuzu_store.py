@@ -43,7 +43,7 @@ from .changes import (
     label_state_table,
 )
 from .errors import NotFound, QueryFailed, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
-from .explain import explanation
+from .explain import explanation, run_classes
 from .port import GraphStore
 from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
@@ -746,7 +746,11 @@ class KuzuStore(GraphStore):
         if not node:
             return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
         neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
-        return explanation(node[0], neighbours, dataset, key)
+        row = node[0]
+        for entry in row["neighbours"] or []:  # the scores' float64 BLOBs, a node's neighbours only
+            if entry and isinstance(entry.get("scores"), bytes):
+                entry["scores"] = np.frombuffer(entry["scores"], dtype="<f8").tolist()
+        return explanation(row, neighbours, dataset, key, run_classes(row, self.read_runs))
 
     def node_features(self, dataset: str, key: str) -> np.ndarray | None:
         check_dataset_name(dataset)

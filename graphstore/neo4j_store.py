@@ -96,7 +96,7 @@ from .changes import (
     label_state_table,
 )
 from .errors import NotFound, QueryFailed, StoreSetupError, StoreUnavailable, WriteRefused
-from .explain import explanation
+from .explain import explanation, run_classes
 from .identifiers import check_identifier, render
 from .neo4j_config import Neo4jGraphConfig
 from .port import BuiltGraph, GraphStore, OnProgress
@@ -542,7 +542,8 @@ class Neo4jStore(GraphStore):
             return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
         records = self._execute(self.cypher("explain_neighbours"),
                                 {"dataset": dataset, "key": key, "max_rows": limit}, READ).records
-        return explanation(node.data(), [record.data() for record in records], dataset, key)
+        row = node.data()
+        return explanation(row, [record.data() for record in records], dataset, key, run_classes(row, self.read_runs))
 
     def read_export(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)

@@ -548,11 +548,15 @@ def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -
                         ("labelled at", node.get("labelled_at")),
                         ("neighbours", node.get("n_neighbours")), ("weighted degree", node.get("degree"))):
         about.add_row(name, _text(format_value(value)))
-    shares = Table("class", "share of weighted degree", title="the neighbours' vote: weight per class (a"
-                   " neighbour's given label, else its predicted one)", title_justify="left")
-    for label, share in node.get("class_shares", {}).items():
+    by_scores, by_labels = node.get("score_shares", {}), node.get("class_shares", {})
+    # by scores: an unlabelled neighbour's weight spread by its scores, as propagation
+    # averages them; by labels: its given label, else its predicted one (README, explain)
+    shares = Table("class", "by their scores", "by their labels",
+                   title="the neighbours' vote: share of the weighted degree per class", title_justify="left")
+    for label in [*by_scores, *(label for label in by_labels if label not in by_scores)]:
         mark = " ← predicted" if label is not None and label == node.get("predicted_label") else ""
-        shares.add_row(_text(format_value(label) + mark), f"{share:.1%}")
+        shares.add_row(_text(format_value(label) + mark), f"{by_scores.get(label, 0.0):.1%}",
+                       f"{by_labels.get(label, 0.0):.1%}")
     strongest = Table("neighbour", "weight", "share", "given label", "predicted label", "agrees",
                       title=f"strongest {len(neighbours)} of {node.get('n_neighbours', len(neighbours))} neighbours",
                       title_justify="left")
@@ -665,16 +669,18 @@ def query_csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def review_renderables(rows: pd.DataFrame, explained: list) -> list:
     """``graphlabel review``'s table in 80 columns: per flagged given label (most doubted
-    first) its key, given and predicted label, noise score, and the neighbours' vote
-    (the classes' shares of its weighted degree, ``GraphStore.explain``) with its strongest
-    neighbours as ``key:label``."""
+    first) its key, given and predicted label, noise score, and the neighbours' vote by
+    scores (the classes' shares of its weighted degree, ``GraphStore.explain``'s
+    ``score_shares``: the vote by labels showed flagged labels as backed by neighbours
+    whose own labels leaned on them) with its strongest neighbours as ``key:label``."""
     from rich.table import Table
 
     table = Table("key", "given", "predicted", "noise", "neighbours' vote", "strongest neighbours",
                   title=f"{counted(len(rows), 'flagged given label')}, most doubted first", title_justify="left")
     for row, (node, neighbours) in zip(rows.itertuples(index=False), explained, strict=True):
         vote = ", ".join(f"{format_value(label)} {share:.0%}"
-                         for label, share in list(node.get("class_shares", {}).items())[:2])
+                         for label, share in list((node.get("score_shares") or node.get("class_shares", {}))
+                                                  .items())[:2])
         strongest = ", ".join(f"{key}:{format_value(label)}"
                               for key, label in zip(neighbours["key"], neighbours["label"], strict=True))
         score = _number(row.label_noise_score)

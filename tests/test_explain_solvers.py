@@ -18,10 +18,10 @@ from graphstore.explain import explanation
 runner = CliRunner()
 
 
-def node_row(solver):
+def node_row(solver, neighbours=None):
     #  a (predicted x) -- b (x) 0.5, c (y) 0.25, d (no label) 0.15, e (z) 0.1
-    neighbours = [{"key": "b", "label": "x", "weight": 0.5}, {"key": "c", "label": "y", "weight": 0.25},
-                  {"key": "d", "label": None, "weight": 0.15}, {"key": "e", "label": "z", "weight": 0.1}]
+    neighbours = neighbours or [{"key": "b", "label": "x", "weight": 0.5}, {"key": "c", "label": "y", "weight": 0.25},
+                                {"key": "d", "label": None, "weight": 0.15}, {"key": "e", "label": "z", "weight": 0.1}]
     return {"key": "a", "given_label": None, "predicted_label": "x", "label_confidence": 0.6, "label_noise": None,
             "label_run_id": "r", "label_solver": solver, "labelled_at": None, "neighbours": neighbours}
 
@@ -36,6 +36,19 @@ def test_the_cut_edges_are_the_weights_to_other_labels_for_the_cut_solvers():
         node, _ = explanation(node_row(solver), [], "toy", "a")
         assert "cut_edges" not in node
         assert node["class_shares"]["x"] == pytest.approx(0.5)
+
+
+def test_the_score_vote_spreads_each_unlabelled_neighbour_by_its_scores():
+    entries = [{"key": "g", "label": "x", "weight": 0.5, "given": True, "scores": [0.0, 1.0], "run": "r"},
+               {"key": "u", "label": "y", "weight": 0.25, "given": False, "scores": [0.25, 0.75], "run": "r"},
+               {"key": "v", "label": "y", "weight": 0.125, "given": False, "scores": None, "run": "r"},
+               {"key": "w", "label": "y", "weight": 0.125, "given": False, "scores": [1.0, 0.0], "run": "old"},
+               {"key": "z", "label": None, "weight": 0.25, "given": False, "scores": None, "run": None}]
+    node, _ = explanation(node_row("harmonic", entries), [], "toy", "a", {"r": ["x", "y"]})
+    # g given: whole to x; u by its scores; v without scores and w of an unknown run: whole to y
+    assert node["score_shares"] == pytest.approx({"x": (0.5 + 0.0625) / 1.25, "y": (0.1875 + 0.25) / 1.25,
+                                                  None: 0.25 / 1.25})
+    assert node["class_shares"] == pytest.approx({"x": 0.5 / 1.25, "y": 0.5 / 1.25, None: 0.25 / 1.25})
 
 
 def ingest_wine(tmp_path, store, dataset):

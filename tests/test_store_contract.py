@@ -490,6 +490,29 @@ def test_explain_reads_the_weights_and_labels_around_a_node(store, names):
         store.explain(dataset, "a", limit=0)
 
 
+
+def test_explain_votes_by_the_neighbours_scores_in_their_runs_class_order(store, names):
+    #      b(x, given) --0.5-- a --0.25-- c (predicted y, scores x 0.25, y 0.75, run r1: ["x", "y"])
+    #                          |0.25
+    #                          d (predicted y by a run not on the record: its label counts whole)
+    dataset = names()
+    store.write_nodes(dataset, nodes(["a", "b", "c", "d"], [None, "x", None, None]))
+    store.replace_edges(dataset, edges(("a", "b", 0.5), ("a", "c", 0.25), ("a", "d", 0.25)))
+
+    def scored(keys, labels, run_id, scores):
+        rows = predictions(keys, labels, run_id=run_id)
+        rows = rows.append_column("label_scores", pa.array(scores, pa.list_(pa.float64())))
+        rows = rows.append_column("label_runner_up", pa.array(["y"] * len(keys), pa.string()))
+        return rows.append_column("label_margin", pa.array([0.1] * len(keys), pa.float64()))
+
+    store.write_predictions(dataset, scored(["a", "c"], ["x", "y"], f"{dataset}-r1", [[0.625, 0.375], [0.25, 0.75]]))
+    store.write_predictions(dataset, scored(["d"], ["y"], f"{dataset}-gone", [[0.875, 0.125]]))
+    store.write_run(run(f"{dataset}-r1", dataset, classes=["x", "y"]))
+    node, _ = store.explain(dataset, "a")
+    assert node["class_shares"] == {"x": 0.5, "y": 0.5}
+    assert node["score_shares"] == pytest.approx({"x": 0.5 + 0.25 * 0.25, "y": 0.25 * 0.75 + 0.25})
+    assert list(node["score_shares"]) == ["x", "y"]  # largest first
+
 # -- queries typed by a user ----------------------------------------------------------------
 
 
