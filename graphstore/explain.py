@@ -67,10 +67,11 @@ def explanation(node: Mapping[str, Any] | None, neighbours: Iterable[Mapping[str
       classes by its ``label_scores`` (in the class order of its run, ``classes_of``: run
       id → classes, from ``run_classes``), a given label's whole. This is the step a
       propagation solution takes (harmonic: each unlabelled node the weighted mean of its
-      neighbours' distributions, the harmonic property of Zhu et al. 2003, Sec. 2; NMF's mean field alike), so it
-      reads as the label does where the vote by labels may not: its top class was not the
-      prediction at 43 of 955 unlabelled nodes of weka's credit-g, the vote by labels' at
-      80 (8 and 29 of 1,702 on digits; ``bench/explain_vote.py``).
+      neighbours' distributions, the harmonic property of Zhu et al. 2003, Sec. 2; NMF's
+      mean field alike), so it reads as the label does where the vote by labels may not:
+      its top class was not the prediction at 43 of 955 unlabelled nodes of weka's
+      credit-g, the vote by labels' at 80 (8 and 29 of 1,702 on digits;
+      ``bench/explain_vote.py``).
 
     For the cut solvers (``CUT_SOLVERS``: a min-cut or a spectral cut puts each node on
     the side of its label) it also gives ``cut_weight``, the weight of the node's
