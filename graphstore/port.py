@@ -158,8 +158,10 @@ class GraphStore(ABC):
             ``key``, ``given_label``, ``predicted_label``, ``label_confidence``,
             ``label_noise``, ``label_run_id``, ``label_solver``, ``labelled_at``,
             ``dataset``, ``degree`` (sum of the weights to the neighbours),
-            ``n_neighbours`` and ``class_shares``: class → share of the degree going to
-            neighbours of that class (given label, else predicted), largest first.
+            ``n_neighbours``, ``class_shares``: class → share of the degree going to
+            neighbours of that class (given label, else predicted), largest first, and
+            ``score_shares``: the same with each unlabelled neighbour's weight spread by
+            its ``label_scores`` (``graphstore.explain.explanation``).
         neighbours : pandas.DataFrame
             ``NEIGHBOUR_COLUMNS``: the neighbour's key, the weight (the larger one where a
             pair has a relationship each way, as the solvers read it), its share of the
