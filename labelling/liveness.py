@@ -35,6 +35,8 @@ import pandas as pd
 from graphstore import GraphStore
 from graphstore.runs import run_record
 
+#: How the error of a run marked here begins.
+INTERRUPTED_PREFIX = "interrupted:"
 STALE_HOURS_ENV = "GRAPHLABEL_RUN_STALE_HOURS"
 DEFAULT_STALE_HOURS = 6.0
 #: At most this many running runs are checked at once (more would be a store of runaway
@@ -85,13 +87,20 @@ def why_interrupted(run: dict[str, Any], now: pd.Timestamp, silence: pd.Timedelt
     seen = run.get("started_at") if seen is None or pd.isna(seen) else seen
     host = socket.gethostname() if host is None else host
     if process.get("host") == host and {"pid", "started"} <= set(process) and _gone(process):
-        return (f"interrupted: its process (pid {process['pid']} on {host}) is gone; last sign of life"
+        return (f"{INTERRUPTED_PREFIX} its process (pid {process['pid']} on {host}) is gone; last sign of life"
                 f" {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC")
     if seen is not None and not pd.isna(seen) and now - pd.Timestamp(seen) > silence:
         where = f" on {process['host']}" if process.get("host") else ""
-        return (f"interrupted: no sign of life{where} since {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC, more than"
-                f" {silence.total_seconds() / 3600:g} h ({STALE_HOURS_ENV})")
+        return (f"{INTERRUPTED_PREFIX} no sign of life{where} since {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC,"
+                f" more than {silence.total_seconds() / 3600:g} h ({STALE_HOURS_ENV})")
     return None
+
+
+def end_unseen(error: str | None) -> bool:
+    """Whether a failed run's ``error`` says it was marked interrupted here: its
+    ``finished_at`` is then its last sign of life, so its duration is only a lower bound (a
+    run killed during its first stage showed 0.0 s)."""
+    return bool(error) and str(error).startswith(INTERRUPTED_PREFIX)
 
 
 def mark_interrupted_runs(store: GraphStore, dataset: str | None = None,

@@ -27,6 +27,7 @@ import pandas as pd
 from graphstore.errors import NotFound
 from graphstore.runs import LabelRunRecord
 
+from .liveness import end_unseen
 from .wording import counted
 
 #: Metrics shown in their own rows or table (or repeated there: the given, unlabelled and
@@ -121,10 +122,11 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
         The run's fields (``run_id``, ``dataset``, ``solver``, ``status``, ``error``,
         ``started_at``, ``finished_at``, ``parameters``, ``metrics``, ``timings``,
         ``versions``, ``n_nodes``, ``n_labeled``, ``n_flagged``) and what is derived from
-        them: ``duration_seconds``, ``n_unlabeled``, ``noise_share`` (flagged / given
-        labels), ``mean_confidence``, ``holdout_accuracy``, ``n_unreachable``,
-        ``class_distribution`` (list of ``(class, nodes, share)``, largest first) and
-        ``other_metrics``. Values a run did not record are None.
+        them: ``duration_seconds`` (``duration_at_least``: it is only a lower bound),
+        ``n_unlabeled``, ``noise_share`` (flagged / given labels), ``mean_confidence``,
+        ``holdout_accuracy``, ``n_unreachable``, ``class_distribution`` (list of
+        ``(class, nodes, share)``, largest first) and ``other_metrics``. Values a run did
+        not record are None.
     """
     fields = _run_fields(run)
     metrics = dict(fields.get("metrics") or {})
@@ -144,6 +146,8 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
         "finished_at": finished,
         "duration_seconds": (finished - started).total_seconds() if started is not None and finished is not None
         else None,
+        # a run whose process was found gone: it ended after its last sign of life
+        "duration_at_least": end_unseen(fields.get("error")),
         "parameters": dict(fields.get("parameters") or {}),
         "metrics": metrics,
         "timings": {str(k): float(v) for k, v in (fields.get("timings") or {}).items()},
@@ -349,7 +353,9 @@ def _run_rows(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [("run id", format_value(s["run_id"])), ("dataset", format_value(s["dataset"])),
             ("solver", format_value(s["solver"])), ("status", s["status"]),
             ("started", format_value(s["started_at"])), ("finished", format_value(s["finished_at"])),
-            ("duration", MISSING if duration is None else f"{duration:.1f} s"),
+            ("duration", MISSING if duration is None else
+             f"at least {duration:.1f} s (to its last sign of life: its end was not seen)"
+             if s["duration_at_least"] else f"{duration:.1f} s"),
             # a failed run stopped before it counted anything: its zeros are not counts
             ("nodes", MISSING if failed else nodes), ("given labels", MISSING if failed else given)]
 
@@ -523,7 +529,7 @@ def runs_table(runs: pd.DataFrame, title: str = "runs"):
                       MISSING if failed else _count(s["n_nodes"]),
                       MISSING if failed else _count(s["n_flagged"]),
                       MISSING if failed or s["holdout_accuracy"] is None else f"{s['holdout_accuracy']:.3f}",
-                      MISSING if duration is None else f"{duration:.1f} s")
+                      MISSING if duration is None else f"{'≥' * s['duration_at_least']}{duration:.1f} s")
     return table
 
 

@@ -165,6 +165,28 @@ def test_the_runs_table_fits_80_columns_with_its_widest_row(kuzu_store):
                            "0.934", "1234.5", "s"]
 
 
+def test_a_run_whose_process_was_found_gone_lasted_at_least_to_its_last_sign_of_life(kuzu_store):
+    """Killed during its first stage, such a run showed "0.0 s": its finished_at is its last
+    sign of life (labelling.liveness), so its duration is a lower bound."""
+    from labelling.liveness import why_interrupted
+
+    gone = why_interrupted({"process": {"host": "h", "pid": 2 ** 22 + 7, "started": 0.0}, "started_at": STARTED},
+                           STARTED, pd.Timedelta(hours=6), host="h")
+    killed = record(run_id="run-gone", status="failed", error=gone, finished_at=STARTED + pd.Timedelta(seconds=3))
+    stopped = record(run_id="run-ctrl-c", status="failed", error="interrupted (Ctrl-C, or SIGINT from another process)")
+    assert summarise_run(killed)["duration_at_least"] is True
+    assert summarise_run(stopped)["duration_at_least"] is False  # stopped by itself: its end was seen
+    kuzu_store.write_run(killed)
+    kuzu_store.write_run(stopped)
+    console = Console(record=True, width=80)
+    console.print(runs_table(kuzu_store.read_runs("digits")))
+    times = {line.split()[0].lstrip("…"): line.split()[-2] for line in console.export_text().splitlines()[-2:]}
+    assert times == {"run-gone": "≥3.0", "n-ctrl-c": "90.0"}
+    console = Console(record=True, width=200)
+    console.print(*run_report_renderables(killed))
+    assert "at least 3.0 s (to its last sign of life: its end was not seen)" in console.export_text()
+
+
 def test_graph_and_other_metrics_are_named_and_rounded():
     run = record(parameters={"graph": "knn", "k": 8, "sigma": 27.46446977460151,
                              "graph_built_at": "2026-11-24 20:25:43.863347"},
