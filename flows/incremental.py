@@ -135,12 +135,14 @@ def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec) -> dict
 
 
 def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
-                     changes: ChangeSet) -> GraphSpec | None:
+                     changes: ChangeSet, reasons: list[str] | None = None) -> GraphSpec | None:
     """The graph edges are added with: the recorded build, checked against the options the
     caller gave (``request``); σ read back from the stored Gaussian weights (and recorded)
     when it was not recorded. None when the graph cannot be extended (not kNN, other
     parameters requested, or Gaussian weights whose σ cannot be recovered): the flow then
-    runs in full."""
+    runs in full, and ``reasons`` gets which (it said "not a kNN graph, or built with other
+    parameters than {...}" whichever it was)."""
+    why = reasons if reasons is not None else []
     requested = request.given()
     recorded = store.read_graph_build(dataset)
     if recorded is not None:  # a graph recorded before scaling existed was built unscaled
@@ -151,19 +153,23 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
         if wanted is None:
             continue
         if recorded is not None and recorded.get(name) not in (None, wanted):
+            why.append(f"{name} {wanted!r} was asked for and the graph was built with {recorded.get(name)!r}")
             return None  # built with other parameters: rebuild
         build[name] = wanted
     if "graph" in requested and recorded is not None \
             and any(recorded.get(name) != requested.get(name) for name in USER_EDGE_KEYS):
+        why.append("other user edges (or none) were asked for than the graph was built with")
         return None  # other user edges, or none, asked for: rebuild
     build.setdefault("graph", "knn")
     if build["graph"] != "knn" or build.get("k") is None:
+        why.append(f"the graph is {build['graph']!r}, and only a kNN graph is extended to changed nodes")
         return None
     build["metric"] = build.get("metric") or "euclidean"
     build["weights"] = build.get("weights") or "gaussian"
     wanted_sigma = requested.get("sigma")
     if wanted_sigma is not None and build.get("sigma") is not None \
             and not np.isclose(wanted_sigma, build["sigma"], rtol=1e-9):
+        why.append(f"sigma {wanted_sigma:g} was asked for and the graph was built with {build['sigma']:g}")
         return None
     if build["weights"] == "gaussian" and build.get("sigma") is None:
         graph = changes.graph
@@ -172,6 +178,7 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
             sigma = similarity.gaussian_sigma_from_edges(graph.features, graph.source, graph.target,
                                                          graph.weight, build["metric"])
         if sigma is None:
+            why.append("the σ of the graph's Gaussian weights was not recorded and cannot be read back")
             return None
         build["sigma"] = float(sigma)
         build["sigma_source"] = "given" if wanted_sigma is not None else "read back from the stored weights"
@@ -276,10 +283,10 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
         return None
     request = request or GraphRequest()
     with clock("graph_parameters"):
-        spec = graph_parameters(store, dataset, request, changes)
+        not_extended: list[str] = []
+        spec = graph_parameters(store, dataset, request, changes, not_extended)
     if spec is None:
-        asked = request.given()
-        why.append(f"the graph cannot be extended: not a kNN graph, or built with other parameters than {asked}")
+        why.append(f"the graph cannot be extended: {'; '.join(not_extended)}")
         return None
     unseen = unseen_categories(changes, spec)
     if unseen:

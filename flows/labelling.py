@@ -492,7 +492,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         exported, prediction, holdout, extra, notes = outcome
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
-        notes += unreached_note(exported, prediction)
+        used = graph_used(store, dataset)
+        notes += unreached_note(exported, prediction, used)
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],
@@ -505,7 +506,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             with clock("keep_model"):
                 metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction)
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
-                      parameters={**parameters, **graph_used(store, dataset),
+                      parameters={**parameters, **used,
                                   "solver_params": _scalars(prediction.params)},
                       finished_at=pd.Timestamp.now(tz="UTC"), n_nodes=exported.problem.n_nodes,
                       n_labeled=int(exported.problem.labeled.sum()), n_flagged=int(prediction.noisy.sum()),
@@ -544,17 +545,23 @@ def graph_used(store: GraphStore, dataset: str) -> dict[str, Any]:
     return used
 
 
-def unreached_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
+def unreached_note(exported: ExportedProblem, prediction: Prediction, used: dict[str, Any]) -> list[str]:
     """A warning when some labelled nodes got no prediction (no given label reaches them),
-    saying how many have no relationship at all and what gives them one."""
+    saying how many have no relationship at all and what gives them one (``used``: the
+    graph's record, ``graph_used``)."""
     unreached = prediction.labels < 0
     if not unreached.any():
         return []
     n, u = len(unreached), int(unreached.sum())
     note = f"{u:,} of {n:,} nodes ({u / n:.1%}) got no prediction: no given label reaches them"
     isolated = int((unreached & (np.diff(exported.problem.W.indptr) == 0)).sum())
-    if isolated:
-        note += (f"; {isolated} have no similarity relationship (ingested after the last graph build?): label"
+    if isolated and used.get("graph") == "edges":
+        # the user's edges alone: a node outside them was not "ingested after the build"
+        kind = used.get("edges_type")
+        note += (f"; {isolated:,} have none of the user's {kind} relationships, the graph's only ones: --graph"
+                 f" knn+edges:{kind} adds a kNN graph of the features")
+    elif isolated:
+        note += (f"; {isolated:,} have no similarity relationship (ingested after the last graph build?): label"
                  " --rebuild-graph, or an inductive solver (--solver maxmargin)")
     return [note]
 

@@ -332,7 +332,7 @@ def ingest_edges(
                                (*_user_errors(), NoValidEdges), source=file, dataset=dataset, source_column=source,
                                target_column=target, weight_column=weight, edge_type=edge_type, store_uri=store,
                                rejects_path=rejects, encoding=encoding)
-    console.print(f"stored {summary['stored']:,} {edge_type} edges in dataset {dataset!r}")
+    console.print(f"stored {counted(summary['stored'], f'{edge_type} edge')} in dataset {dataset!r}")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 
@@ -458,7 +458,12 @@ def label(
         console.print(f"incremental run: {counted(metrics['n_changed'], 'changed node')} ({metrics['n_new']:,} new)"
                       " since the last run; --full relabels all")
     else:
-        console.print(f"labelled {counted(summary['n_nodes'], 'node')} of {dataset!r} with {solver}"
+        # nodes no given label reaches get no label (the warning above says why)
+        unreached = int(metrics.get("n_unreachable") or 0)
+        nodes = counted(summary["n_nodes"], "node")
+        if unreached:
+            nodes = f"{summary['n_nodes'] - unreached:,} of {nodes}"
+        console.print(f"labelled {nodes} of {dataset!r} with {solver}"
                       f" ({counted(summary['n_labeled'], 'given label')}, {flagged}), run {run_id}")
         if metrics.get("full_run_reason"):
             console.print(f"full run: {metrics['full_run_reason']}")

@@ -407,9 +407,16 @@ def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
         record_graph_build(store, DATASET, GraphSpec(k=K, sigma=12.5))
         changes = read_changes(store, DATASET)
-        assert graph_parameters(store, DATASET, GraphRequest("knn", K + 1), changes) is None
-        assert graph_parameters(store, DATASET, GraphRequest("knn", K, sigma=3.0), changes) is None
-        assert graph_parameters(store, DATASET, GraphRequest("delta", delta=0.5), changes) is None
+        # each says which (it said "not a kNN graph, or built with other parameters than ..." for all)
+        for request, reason in ((GraphRequest("knn", K + 1), f"k {K + 1} was asked for and the graph was built"
+                                                             f" with {K}"),
+                                (GraphRequest("knn", K, sigma=3.0), "sigma 3 was asked for and the graph was built"
+                                                                    " with 12.5"),
+                                (GraphRequest("delta", delta=0.5), "graph 'delta' was asked for and the graph was"
+                                                                   " built with 'knn'")):
+            reasons: list[str] = []
+            assert graph_parameters(store, DATASET, request, changes, reasons) is None
+            assert reasons == [reason]
         assert graph_parameters(store, DATASET, GraphRequest("knn", K), changes).sigma == 12.5
         assert graph_parameters(store, DATASET, GraphRequest(), changes).k == K
         W = adjacency(changes.graph)

@@ -220,6 +220,27 @@ def test_labelling_over_the_users_edges_end_to_end(digits_files, store_path):
 
 
 @pytest.mark.usefixtures("prefect_harness")
+def test_nodes_outside_the_users_edges_are_counted_and_named_as_such(digits_files, store_path):
+    """Edges of half the nodes: the others get no label. The line said "labelled 600 nodes"
+    and the warning blamed nodes "ingested after the last graph build"."""
+    files, truth, _ = digits_files
+    cli("ingest", files["pixels"], "--dataset", "dg", "--key", "id", "--features", "f*", "--label", "label",
+        "--store", store_path)
+    half = set(truth.index[:300])
+    edges = pd.read_csv(files["edges"])
+    edges[edges["a"].isin(half) & edges["b"].isin(half)].to_csv(files["edges"], index=False)
+    cli("ingest-edges", files["edges"], "--dataset", "dg", "--source", "a", "--target", "b", "--type", "SEEN",
+        "--rejects", files["edges"].with_suffix(".rejects.csv"), "--store", store_path)
+    out = " ".join(cli("label", "--dataset", "dg", "--graph", "edges:SEEN", "--store", store_path).output.split())
+    with open_store(store_path) as store:
+        unreached = int(store.read_runs("dg", limit=1)["metrics"][0]["n_unreachable"])
+    assert unreached > 200  # the other half, but for its given labels
+    assert f"labelled {600 - unreached:,} of 600 nodes of 'dg' with harmonic" in out
+    assert "have none of the user's SEEN relationships, the graph's only ones: --graph knn+edges:SEEN adds" in out
+    assert "ingested after the last graph build" not in out
+
+
+@pytest.mark.usefixtures("prefect_harness")
 def test_the_users_edges_over_real_features_label_as_graphlabels_own_knn(digits_files, store_path):
     """The user's edges file is the pixels' 10-NN graph: labelling over it agrees with
     labelling over graphlabel's own binary 10-NN graph of the same pixels."""
