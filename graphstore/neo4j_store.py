@@ -166,6 +166,29 @@ def _unavailable_as_store_error() -> Iterator[None]:
                                f" {_server_error_text(error)}") from error
 
 
+def _plain(value: Any) -> Any:
+    """A user query's value as plain data: a node as its properties, a relationship as its
+    type and properties (``Record.data()`` gives a (start, type, end) tuple whose nodes are
+    empty when the query returned only the relationship: its weight was lost), a path as
+    its nodes and relationships in turn; lists and maps item by item."""
+    from neo4j.graph import Node, Path, Relationship
+
+    if isinstance(value, Node):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, Relationship):
+        return {"type": value.type, **{key: _plain(item) for key, item in value.items()}}
+    if isinstance(value, Path):
+        steps: list[Any] = [_plain(value.start_node)]
+        for relationship in value.relationships:
+            steps += [_plain(relationship), _plain(relationship.end_node)]
+        return steps
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
 def _read_only_result(result):
     """``execute_query``'s result transformer for read-only user queries: the eager result,
     or ``WriteRefused`` (raised inside the transaction, which is then rolled back) when
@@ -608,7 +631,8 @@ class Neo4jStore(GraphStore):
             if error.code == "Neo.ClientError.Statement.AccessMode":
                 raise WriteRefused() from None
             raise QueryFailed(_server_error_text(error)) from None
-        return pd.DataFrame([record.data() for record in result.records], columns=list(result.keys))
+        return pd.DataFrame([[_plain(value) for value in record.values()] for record in result.records],
+                            columns=list(result.keys))
 
     # -- GDS kNN (graphstore/neo4j_gds.py) ---------------------------------------------
 

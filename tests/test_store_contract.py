@@ -278,6 +278,11 @@ def test_relationships_are_stored_as_written_and_read_once_per_pair(store, datas
     store.replace_edges(dataset, edges(("a", "b", 0.5), ("b", "a", 0.75), ("b", "c", 0.25), ("c", "c", 1.0)))
     assert n_relationships(store, dataset) == 4
     assert pairs(store, dataset) == {("a", "b"): 0.75, ("b", "c"): 0.25}
+    # a query returning the relationship itself keeps its weight (Neo4j's Record.data() gave
+    # a (start, type, end) tuple without it), as a map on both stores
+    frame = store.query("MATCH (a:Entity)-[r:SIMILAR]->(b:Entity) WHERE a.dataset = $ds AND a.key = 'b'"
+                        " AND b.key = 'c' RETURN r", {"ds": dataset})
+    assert frame["r"].iloc[0]["weight"] == 0.25
 
 
 def test_add_edges_adds_and_updates_without_doubling(store, dataset):
