@@ -53,6 +53,34 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=HELP, rich_ma
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+#: The distributions `graphlabel --version` names beside its own: the parts a bug report needs.
+VERSIONED = ("kuzu", "ladybug", "neo4j", "prefect", "numpy", "scipy")
+
+
+def _version(shown: bool) -> None:
+    """``--version``: graphlabel's version and its main parts' (installed metadata only: no
+    import, so it answers at once)."""
+    if not shown:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    parts = ", ".join(f"{name} {found}" for name in VERSIONED if (found := installed(name)))
+    console.print(f"graphlabel {installed('graphlabel') or 'unknown'} (Python {sys.version.split()[0]}; {parts})",
+                  highlight=False)
+    raise typer.Exit()
+
+
+@app.callback()
+def _root(show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                            help="Show graphlabel's version and its main parts', and exit.")) -> None:
+    """Label stored entities from a few given labels and a similarity graph."""
+
 
 
 def _checked_store(uri: str | None) -> str | None:

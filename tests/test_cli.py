@@ -158,3 +158,18 @@ def test_an_accuracy_on_a_few_held_out_labels_comes_with_its_uncertainty(tmp_pat
     assert "accuracy on the 2 held-out labels: 1.000" in said, said[-1500:]  # one of each class's six
     assert ("warning: the accuracy rests on only 2 held-out labels: it is uncertain by about ±0.49 (95%); hold out 30"
             " or more before trusting it") in said
+
+
+def test_version_names_graphlabel_and_its_main_parts():
+    """`graphlabel --version` (it was "No such option"), from the console script as a bug
+    report would quote it."""
+    from importlib.metadata import version
+    from pathlib import Path
+
+    done = subprocess.run([str(Path(sys.executable).parent / "graphlabel"), "--version"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"graphlabel {version('graphlabel')} (Python {sys.version.split()[0]}; ")
+    for name in ("kuzu", "neo4j", "prefect"):
+        assert f"{name} {version(name)}" in done.stdout
+    assert done.stdout.count("\n") == 1
