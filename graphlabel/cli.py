@@ -82,7 +82,6 @@ def _root(show_version: bool = typer.Option(False, "--version", callback=_versio
     """Label stored entities from a few given labels and a similarity graph."""
 
 
-
 def _checked_store(uri: str | None) -> str | None:
     """Refuse a store URI with credentials before any flow starts: Prefect would store it
     with the flow run's parameters (``graphstore.secrets``)."""
