@@ -184,8 +184,9 @@ def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
 
 def _float_blobs_decoded(array: pa.Array) -> pa.Array:
     """``array`` with every BLOB whose values are all multiples of 8 bytes read as a list of
-    floats, also inside a node or relationship (a struct): this store's BLOBs (``features``,
-    ``label_scores``) are little-endian float64, where Neo4j keeps lists of floats."""
+    floats, also inside a node or relationship (a struct) and a list (``collect``): this
+    store's BLOBs (``features``, ``label_scores``) are little-endian float64, where Neo4j
+    keeps lists of floats."""
     if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
         lengths = pa.compute.binary_length(array).to_numpy(zero_copy_only=False)
         return _blob_to_features(pa.chunked_array([array])) if np.all(np.nan_to_num(lengths, nan=0) % 8 == 0) \
@@ -193,6 +194,8 @@ def _float_blobs_decoded(array: pa.Array) -> pa.Array:
     if pa.types.is_struct(array.type):
         return pa.StructArray.from_arrays([_float_blobs_decoded(field) for field in array.flatten()],
                                           names=[field.name for field in array.type], mask=array.is_null())
+    if pa.types.is_list(array.type):  # offsets index the whole child, so a slice keeps its own
+        return pa.ListArray.from_arrays(array.offsets, _float_blobs_decoded(array.values), mask=array.is_null())
     return array
 
 
@@ -742,14 +745,14 @@ class KuzuStore(GraphStore):
             raise TypeError(f"key must be a string, got {type(key).__name__}")
         limit = check_limit(limit, "limit")
         uid = f"{dataset}:{key}"  # the primary key, as _uids builds it
-        node = self._run("explain_node", {"uid": uid}).get_as_arrow().to_pylist()
+        found = self._run("explain_node", {"uid": uid}).get_as_arrow()
+        # the neighbours' scores are float64 BLOBs: read as lists, as a query reads them
+        node = found.set_column(found.column_names.index("neighbours"), "neighbours",
+                                _float_blobs_decoded(found.column("neighbours").combine_chunks())).to_pylist()
         if not node:
             return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
         neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
         row = node[0]
-        for entry in row["neighbours"] or []:  # the scores' float64 BLOBs, a node's neighbours only
-            if entry and isinstance(entry.get("scores"), bytes):
-                entry["scores"] = np.frombuffer(entry["scores"], dtype="<f8").tolist()
         return explanation(row, neighbours, dataset, key, run_classes(row, self.read_runs))
 
     def node_features(self, dataset: str, key: str) -> np.ndarray | None:

@@ -832,6 +832,10 @@ def test_scores_and_classes_are_written_and_read_back_for_export(store, names):
     node = store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.key = 'a' RETURN e AS node",
                        {"ds": dataset})["node"].iloc[0]
     assert (node["key"], node["label_scores"], node["features"]) == ("a", [0.75, 0.25], [0.0, 0.0, -1.0])
+    # and inside a list (collect), as explain's neighbours read them
+    collected = store.query("MATCH (e:Entity) WHERE e.dataset = $ds AND e.key IN ['a', 'b']"
+                            " RETURN collect(e.label_scores) AS scores", {"ds": dataset})["scores"].iloc[0]
+    assert collected == [[0.75, 0.25]]  # b has none: collect leaves nulls out
 
 
 def test_decisions_change_the_given_label_and_keep_the_history(store, names):
