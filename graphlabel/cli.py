@@ -272,9 +272,10 @@ def demo(
 
 @app.command()
 def ingest(
-    file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records."),
+    file: str = typer.Argument(..., help="CSV, TSV, Parquet or ARFF file of records."),
     dataset: str = typer.Option(..., callback=_checked_dataset, help="Dataset name the nodes belong to."),
-    key: str = typer.Option(..., help="Column with each record's unique key."),
+    key: str = typer.Option(..., help="Column with each record's unique key; '#' for a file without one: each"
+                            " record's line in the file (its row in a Parquet file) is its key."),
     features: str | None = typer.Option(None, help="Numeric feature columns: comma-separated names or globs"
                                         " ('x_*'); needed unless --text or --categorical gives the features."),
     label: str | None = typer.Option(None, help="Column with the given label (may be empty)."),
@@ -287,7 +288,8 @@ def ingest(
                                     " (needs pip install 'graphlabel[text]'); empty cells are rejected."),
     classes: str | None = typer.Option(None, help="Allowed labels, comma-separated (a,b,c): a row with"
                                           " another label is rejected. Default: any label."),
-    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file (latin-1, cp1252, utf-16...)."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV, TSV or ARFF file (latin-1, cp1252,"
+                                 " utf-16...)."),
     quiet: bool = QuietOption,
     store: str | None = StoreOption,
 ) -> None:
@@ -674,12 +676,12 @@ def explain(
 
 @app.command()
 def predict(
-    file: str = typer.Argument(..., help="CSV, TSV or Parquet file of records that are not in the store."),
+    file: str = typer.Argument(..., help="CSV, TSV, Parquet or ARFF file of records that are not in the store."),
     run: str | None = typer.Option(None, "--run", help="A maxmargin run's id, or a unique start or end of one."),
     dataset: str | None = typer.Option(None, "--dataset", callback=_checked_dataset,
                                        help="Instead of --run: the dataset's newest completed maxmargin run"
                                        " that kept its model."),
-    key: str = typer.Option(..., help="Column with each record's key."),
+    key: str = typer.Option(..., help="Column with each record's key ('#': its line in the file)."),
     features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with."),
     text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
     categorical: str | None = typer.Option(None, help="The categorical columns, as the dataset was ingested"
@@ -687,7 +689,7 @@ def predict(
     output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv, .parquet or .pq);"
                                       " default: CSV on standard output."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default predict.rejects.csv)."),
-    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV/TSV file."),
+    encoding: str = typer.Option("utf-8", help="Text encoding of a CSV, TSV or ARFF file."),
     store: str | None = StoreOption,
 ) -> None:
     """Label new records with the model a maxmargin run kept (nothing is written to the store)."""

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from graphstore.schemas import NODE_SCHEMA
 
 from .records import (
+    ROW_KEY,
     ParsedRecords,
     RecordColumns,
     _as_text,
@@ -88,9 +89,14 @@ class _Input:
 
     def slices(self, columns: list[str], size: int) -> Iterator[tuple[pd.DataFrame, int]]:
         if isinstance(self.source, pq.ParquetFile):
+            row_keys = ROW_KEY in columns and ROW_KEY not in self.source.schema_arrow.names
             start = 0
-            for batch in self.source.iter_batches(batch_size=size, columns=columns):
-                yield batch.to_pandas(), start
+            for batch in self.source.iter_batches(batch_size=size, columns=[c for c in columns if c != ROW_KEY]
+                                                  if row_keys else columns):
+                rows = batch.to_pandas()
+                if row_keys:
+                    rows[ROW_KEY] = self.numbers[start:start + batch.num_rows].astype(str)
+                yield rows, start
                 start += batch.num_rows
             return
         frame: pd.DataFrame = self.source  # type: ignore[assignment]
@@ -112,6 +118,9 @@ def _open(source: str | Path | pd.DataFrame, key: str, label: str | None, encodi
         index = {c for c in (file.schema_arrow.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}
         names = [name for name in file.schema_arrow.names if name not in index]
         numbers = np.arange(1, file.metadata.num_rows + 1)
+        if key == ROW_KEY and key not in names:  # each row's number is its key (records.ROW_KEY)
+            names.append(key)
+            return _Input(names, numbers, pa.array(numbers.astype(str)), no_rejects(), file)
         keys = file.read(columns=[key]).column(key) if key in names else pa.array([], pa.string())
         return _Input(names, numbers, keys, no_rejects(), file)
     table = read_table(source, key, label, encoding, text)

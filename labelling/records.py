@@ -1,5 +1,6 @@
-"""Records in (CSV, Parquet or a DataFrame) → validated node rows, and every rejected row
-with its reason. Nothing is dropped silently: a row is either stored or reported.
+"""Records in (CSV, TSV, ARFF, Parquet or a DataFrame) → validated node rows, and every
+rejected row with its reason. Nothing is dropped silently: a row is either stored or
+reported.
 
 What is rejected, and why
 -------------------------
@@ -21,14 +22,19 @@ kind                       the row ...
 ``bad label confidence``   has a label confidence (``label_confidence`` column) that is
                            not a number in [0, 1], or one on a row without a label.
 ``duplicate key``          shares its key with another row of the batch (see below).
-``malformed line``         (CSV/TSV) is a line that is no record: more fields than the
-                           header, a quote never closed (``labelling.textfiles``).
+``malformed line``         (CSV/TSV/ARFF) is a line that is no record: more fields than the
+                           header, a quote never closed (``labelling.textfiles``); in an
+                           ARFF file also a value its nominal attribute does not declare.
 ``undecodable text``       (CSV/TSV) is a line that is not text in the file's encoding.
 =========================  =================================================================
 
 Where a rejected row is: ``row`` is its line in a CSV/TSV file (the header is line 1; a
-record with a quoted line break has the number of its first line), its row number from 1
-in a Parquet file, and its position from 0 in a DataFrame.
+record with a quoted line break has the number of its first line) or an ARFF file
+(``labelling.arfffiles``: ``malformed line`` also covers a value its attribute does not
+declare), its row number from 1 in a Parquet file, and its position from 0 in a DataFrame.
+A file whose records have no key of their own is ingested with the key ``#`` (``ROW_KEY``):
+each record's key is that number as text. It is only as stable as the file's order: a record
+moved to another line is another node.
 
 Duplicate keys within one batch: duplicates are judged among the rows that are otherwise
 valid (a broken copy is rejected for its own reasons and does not count). When every
@@ -68,7 +74,7 @@ from __future__ import annotations
 import fnmatch
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +83,7 @@ import pyarrow as pa
 
 from graphstore.schemas import NODE_SCHEMA
 
+from .arfffiles import read_arff_table
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
 
 MISSING_KEY = "missing key"
@@ -89,6 +96,9 @@ DUPLICATE_KEY = "duplicate key"
 MISSING_TEXT = "missing text"
 BAD_CONFIDENCE = "bad label confidence"
 UNSEEN_CATEGORY = "unseen category"  # predict only: a value the run's model was not fitted with
+#: The key that names no column but each record's row number (its line in a CSV, TSV or ARFF
+#: file, its row from 1 in a Parquet file), for a file whose records carry no key of their own.
+ROW_KEY = "#"
 #: Every kind of rejection, in the order the summary lists them.
 REJECT_KINDS = (MALFORMED_LINE, UNDECODABLE, MISSING_KEY, NON_NUMERIC, MISSING_FEATURE, INFINITE_FEATURE,
                 MISSING_TEXT, WRONG_LENGTH, UNKNOWN_CLASS, BAD_CONFIDENCE, DUPLICATE_KEY, UNSEEN_CATEGORY)
@@ -167,25 +177,38 @@ class InputTable:
 def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
                encoding: str = "utf-8", text: str | None = None) -> InputTable:
     """Load records; key and label columns are read as text so '007' stays '007'.
-    ``encoding`` is a CSV/TSV file's (Parquet files say their own)."""
+    ``encoding`` is a CSV/TSV/ARFF file's (Parquet files say their own). The key
+    ``ROW_KEY`` ("#") numbers the records as their rejects are numbered, unless the
+    file has a column of that name."""
     if isinstance(source, pd.DataFrame):
         frame = source.reset_index(drop=True)
-        return InputTable(frame, np.arange(len(frame)), no_rejects())
+        return _with_row_keys(InputTable(frame, np.arange(len(frame)), no_rejects()), key)
     path = Path(source)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         frame = pd.read_parquet(path)
-        return InputTable(frame, np.arange(1, len(frame) + 1), no_rejects())
+        return _with_row_keys(InputTable(frame, np.arange(1, len(frame) + 1), no_rejects()), key)
     if suffix in (".csv", ".txt", ".tsv"):
         # Per-column missing markers (keep_default_na=False, or pandas applies its
         # defaults to every column): only an empty key or label is missing.
         table = read_text_table(path, "\t" if suffix == ".tsv" else ",",
                                 text_columns=[c for c in (key, label, text) if c],
                                 na_values=CSV_NA_TEXT, encoding=encoding)
-        return InputTable(table.frame, table.lines, table.rejects)
-    raise ValueError(f"unsupported file type {suffix!r}: use .csv, .tsv or .parquet")
+        return _with_row_keys(InputTable(table.frame, table.lines, table.rejects), key)
+    if suffix == ".arff":
+        table = read_arff_table(path, text_columns=[c for c in (key, label) if c], encoding=encoding)
+        return _with_row_keys(InputTable(table.frame, table.lines, table.rejects), key)
+    raise ValueError(f"unsupported file type {suffix!r}: use .csv, .tsv, .parquet or .arff")
+
+
+def _with_row_keys(table: InputTable, key: str) -> InputTable:
+    """``table`` with a ``ROW_KEY`` column holding each record's row number as text, when that
+    is the key and the file has no column of that name."""
+    if key != ROW_KEY or ROW_KEY in table.frame.columns:
+        return table
+    return replace(table, frame=table.frame.assign(**{ROW_KEY: table.rows.astype(str)}))
 
 
 def no_rejects() -> pd.DataFrame:
@@ -309,6 +332,13 @@ class Reasons(defaultdict):
             self[row].append((kind, message))
 
 
+def _shown(value, limit: int = 60) -> str:
+    """``value`` as a reason quotes it: its repr, cut short (a text column taken for a
+    feature put whole news articles into the reason, and into the one-line error)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _is_blank(value) -> bool:
     return isinstance(value, str) and not value.strip()
 
@@ -328,7 +358,7 @@ def _feature_matrix(frame: pd.DataFrame, columns: list[str], expected_dim: int |
             missing = missing | raw.map(_is_blank).to_numpy(dtype=bool)
         bad_text = np.isnan(numeric) & ~missing
         for i in np.flatnonzero(bad_text):
-            reasons[i].append((NON_NUMERIC, f"non-numeric feature {column}={raw.iloc[i]!r}"))
+            reasons[i].append((NON_NUMERIC, f"non-numeric feature {column}={_shown(raw.iloc[i])}"))
         for i in np.flatnonzero(missing):
             reasons[i].append((MISSING_FEATURE, f"missing (NaN) feature {column}"))
         for i in np.flatnonzero(np.isinf(numeric)):
@@ -383,7 +413,7 @@ def _list_column(values: pd.Series, column: str, expected_dim: int | None, reaso
         missing = items.isna().to_numpy() | items.map(_is_blank).to_numpy(dtype=bool)
         bad = np.flatnonzero(np.isnan(row) & ~missing)
         if len(bad):
-            reasons[i].append((NON_NUMERIC, f"non-numeric value {items.iloc[bad[0]]!r} at position {bad[0]}"
+            reasons[i].append((NON_NUMERIC, f"non-numeric value {_shown(items.iloc[bad[0]])} at position {bad[0]}"
                                             f" of feature list {column}"))
         if missing.any():
             reasons[i].append((MISSING_FEATURE, f"missing (NaN) value at position {np.flatnonzero(missing)[0]}"
@@ -502,7 +532,9 @@ def record_columns(names: list, *, key: str, features=None, label=None, expected
                                    classes=classes, text=text, categorical=categorical)
     for column in (key, label, text, label_confidence):
         if column and column not in names:
-            raise ValueError(f"no column {column!r}; columns are {list(names)[:20]}{_separator_hint(names)}")
+            hint = _separator_hint(names) or (f"; for records without a key of their own the key {ROW_KEY!r}"
+                                              " numbers them by their line in the file" if column == key else "")
+            raise ValueError(f"no column {column!r}; columns are {list(names)[:20]}{hint}")
     roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {}),
              **({label_confidence: "label confidence"} if label_confidence else {})}
     categorical_columns = resolve_feature_columns(names, categorical, exclude=roles) if categorical else []

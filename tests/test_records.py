@@ -157,5 +157,9 @@ def test_a_csv_separated_by_semicolons_is_named_as_such(tmp_path):
     with pytest.raises(ValueError, match=r"no column 'id'; columns are \['id;x;y;label'\]; the header looks"
                                          r" separated by ';': a \.csv file is read with ','"):
         parse_records(path, key="id", features="x,y", label="label")
-    with pytest.raises(ValueError, match=r"columns are \['id'\]$"):  # one column, no separator in it: no hint
+    # one column, no separator in it: no separator hint, but the key that needs no column
+    with pytest.raises(ValueError, match=r"columns are \['id'\]; for records without a key of their own the key '#'"
+                                         r" numbers them by their line in the file$"):
         parse_records(pd.DataFrame({"id": ["a"]}), key="key", features="id")
+    with pytest.raises(ValueError, match=r"no column 'lab'; columns are \['id'\]$"):  # not the key: no hint
+        parse_records(pd.DataFrame({"id": ["a"]}), key="id", features="id", label="lab")
