@@ -240,6 +240,14 @@ def resolve_feature_columns(names: list, features: str | list[str],
     return columns
 
 
+def _named(columns: str | list[str] | None) -> list[str]:
+    """The columns an option names one by one (no glob pattern)."""
+    if columns is None:
+        return []
+    patterns = columns.split(",") if isinstance(columns, str) else list(columns)
+    return [p.strip() for p in patterns if p.strip() and not any(mark in p for mark in "*?[")]
+
+
 # A decimal numeral whose fraction is all zeros: "7.0", "7.", "-3.00" (not "+7", "1e3", "9.50")
 _INTEGRAL_DECIMAL = r"^(-?\d+)\.0*$"
 
@@ -537,7 +545,11 @@ def record_columns(names: list, *, key: str, features=None, label=None, expected
             raise ValueError(f"no column {column!r}; columns are {list(names)[:20]}{hint}")
     roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {}),
              **({label_confidence: "label confidence"} if label_confidence else {})}
-    categorical_columns = resolve_feature_columns(names, categorical, exclude=roles) if categorical else []
+    # a categorical glob skips the columns --features names one by one (credit-g.arff: `--features
+    # duration,credit_amount --categorical '*'`), as a feature glob skips the categorical ones
+    named = {column: "numeric feature" for column in _named(features) if column in names and column not in roles}
+    categorical_columns = resolve_feature_columns(names, categorical, exclude={**roles, **named}) \
+        if categorical else []
     roles.update({column: "categorical" for column in categorical_columns})
     columns = resolve_feature_columns(names, features, exclude=roles) if features is not None else []
     return RecordColumns(key, label, columns, text, categorical_columns, label_confidence, allowed, expected_dim)

@@ -399,3 +399,37 @@ def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_l
             driver.execute_query(f"MATCH (c:`{label}`) DETACH DELETE c")
             driver.execute_query(f"MATCH (r:`SegmentRun_{tag}`) DELETE r")
             driver.execute_query("MATCH (g:GraphBuild {dataset: 'customers'}) DELETE g")
+
+
+def test_weka_arff_file_through_the_cli_on_neo4j(neo4j_env, dataset, tmp_path):
+    """weka's vote.arff as a user brings it: no key column (``--key '#'``: each record's
+    line), '?' as the class of the unlabelled records and as a vote of its own, two lines
+    that are no record; ingested, graphed by GDS kNN and labelled through the command."""
+    from test_arff_files import vote_arff
+
+    from graphstore import open_store
+
+    path, truth, given = vote_arff(tmp_path)
+    with path.open("a") as file:
+        file.write("n,y,n,y,y,y,n,n,n,y,?,y,y,y,n,y\n"  # 16 values of 17
+                   "n,y,n,y,y,y,n,n,n,y,?,y,y,y,n,maybe,republican\n")  # a vote the header does not declare
+    rejects = tmp_path / "rejects.csv"
+    out = cli("ingest", path, "--dataset", dataset, "--key", "#", "--categorical", "*", "--label", "Class",
+              "--rejects", rejects, "--store", neo4j_env).output
+    assert f"stored 435 nodes in dataset '{dataset}'" in out
+    assert "rejected 2 rows (malformed line: 2)" in out
+    reasons = pd.read_csv(rejects)["reason"]
+    assert reasons[0].startswith("16 values where the header declares 17 attributes")
+    assert reasons[1].startswith("export-administration-act-south-africa holds 'maybe', not one of its declared")
+
+    out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    assert f"labelled 435 nodes of '{dataset}' with harmonic ({len(given)} given labels" in out
+    with open_store(neo4j_env) as store:
+        nodes = stored(store, dataset, "given_label", "predicted_label", "categories")
+    assert set(nodes.index) == set(truth.index)
+    assert set(nodes.index[nodes["given_label"].notna()]) == given
+    assert any("?" in votes for votes in nodes["categories"])
+    hidden = truth.drop(sorted(given))
+    accuracy = float((nodes.loc[hidden.index, "predicted_label"] == hidden).mean())
+    print(f"vote.arff on Neo4j (GDS 10-NN on the one-hot votes, harmonic, 20 labels): accuracy {accuracy:.3f}")
+    assert accuracy > 0.85
