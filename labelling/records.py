@@ -572,9 +572,10 @@ def parse_records(
 
     Parameters
     ----------
-    source : path to a CSV/TSV/Parquet file, or a DataFrame
+    source : path to a CSV/TSV/Parquet/ARFF file, or a DataFrame
     key : str
-        Column with each entity's unique key.
+        Column with each entity's unique key, or ``ROW_KEY`` ("#"): each record's row
+        number (module docstring) for records without a key of their own.
     features : str or list of str, optional
         Numeric feature columns (comma-separated names or glob patterns), or one column
         holding lists. May be left out when ``text`` or ``categorical`` gives the features.
