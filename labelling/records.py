@@ -30,8 +30,8 @@ kind                       the row ...
 
 Where a rejected row is: ``row`` is its line in a CSV/TSV file (the header is line 1; a
 record with a quoted line break has the number of its first line) or an ARFF file
-(``labelling.arfffiles``: ``malformed line`` also covers a value its attribute does not
-declare), its row number from 1 in a Parquet file, and its position from 0 in a DataFrame.
+(``labelling.arfffiles``), its row number from 1 in a Parquet file, and its position from 0
+in a DataFrame.
 A file whose records have no key of their own is ingested with the key ``#`` (``ROW_KEY``):
 each record's key is that number as text. It is only as stable as the file's order: a record
 moved to another line is another node.
@@ -222,8 +222,7 @@ def resolve_feature_columns(names: list, features: str | list[str],
 
     ``exclude`` maps the key and label columns to their role: a glob never takes them
     (``*`` would put the label among the features), and naming one is an error."""
-    patterns = features.split(",") if isinstance(features, str) else list(features)
-    patterns = [p.strip() for p in patterns if p.strip()]
+    patterns = _patterns(features)
     if not patterns:
         raise ValueError("features must name at least one column")
     exclude = {column: role for column, role in (exclude or {}).items() if column}
@@ -240,12 +239,15 @@ def resolve_feature_columns(names: list, features: str | list[str],
     return columns
 
 
+def _patterns(columns: str | list[str]) -> list[str]:
+    """An option's column names and globs: a comma-separated string or a list."""
+    patterns = columns.split(",") if isinstance(columns, str) else list(columns)
+    return [p.strip() for p in patterns if p.strip()]
+
+
 def _named(columns: str | list[str] | None) -> list[str]:
     """The columns an option names one by one (no glob pattern)."""
-    if columns is None:
-        return []
-    patterns = columns.split(",") if isinstance(columns, str) else list(columns)
-    return [p.strip() for p in patterns if p.strip() and not any(mark in p for mark in "*?[")]
+    return [p for p in _patterns(columns) if not any(mark in p for mark in "*?[")] if columns is not None else []
 
 
 # A decimal numeral whose fraction is all zeros: "7.0", "7.", "-3.00" (not "+7", "1e3", "9.50")
