@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from graphstore import GraphStore
 
-from .records import UNSEEN_CATEGORY, NoValidRecords, ParsedRecords, parse_records
+from .records import UNSEEN_CATEGORY, NoValidRecords, ParsedRecords, first_reasons, parse_records
 from .reporting import run_summary
 from .run_model import RunModel
 
@@ -143,7 +143,7 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
     rejects = pd.concat([records.rejects, rejected], ignore_index=True).sort_values("row", kind="stable")
     if not len(keep):
         raise NoValidRecords(f"none of the {len(rejects)} records can be predicted; first reasons: "
-                             + "; ".join(rejects["reason"].head(3)), rejects.reset_index(drop=True))
+                             f"{first_reasons(rejects)}", rejects.reset_index(drop=True))
     kept = ParsedRecords(records.nodes.take(pa.array(keep)), rejects.reset_index(drop=True), rows[keep],
                          records.categorical)
     return kept, encoding.transform(None, categories[keep])

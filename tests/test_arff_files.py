@@ -58,7 +58,10 @@ def test_a_text_column_taken_for_a_feature_is_quoted_short():
     assert len(reasons) == 604
     assert reasons.str.match(r"non-numeric feature Text=['\"]").all()
     assert reasons.str.len().max() <= len("non-numeric feature Text=") + 60
-    assert len(str(raised.value)) < 400
+    message = str(raised.value)
+    assert "; Text holds text in every record: categorical columns go in --categorical (a text to embed in --text)" \
+           in message
+    assert len(message) < 600  # it held three whole articles
 
 
 def test_every_bad_line_is_a_reject_with_its_line_and_reason(tmp_path):
@@ -191,3 +194,19 @@ def test_credit_g_numbers_named_and_the_nominal_attributes_by_a_glob():
     assert parsed.nodes.column("categories")[0].as_py()[0] == "<0"  # weka's quoted '<0'
     with pytest.raises(ValueError, match="'duration' is the numeric feature column"):
         parse_records(weka_path("credit-g"), key="#", features="duration", categorical="duration,*")
+
+
+def test_nominal_attributes_read_as_features_are_named_in_one_short_line():
+    """credit-g.arff with ``features='*'``: every record is rejected, and the error names the
+    13 nominal columns and what to do, in one line of a few hundred characters (it joined
+    three records' 13 reasons each: 2,000 characters)."""
+    with pytest.raises(NoValidRecords) as raised:
+        parse_records(weka_path("credit-g"), key="#", features="*", label="class")
+    message = str(raised.value)
+    assert message.startswith("none of the 1000 records is valid (non-numeric feature: 1000); checking_status,"
+                              " credit_history, purpose, savings_status, employment, personal_status and 7 more"
+                              " hold text in every record: categorical columns go in --categorical (a text to"
+                              " embed in --text), not in --features; first reasons: non-numeric feature"
+                              " checking_status='<0'; ")
+    assert len(message) < 500
+    assert len(raised.value.rejects) == 1000

@@ -163,3 +163,16 @@ def test_a_csv_separated_by_semicolons_is_named_as_such(tmp_path):
         parse_records(pd.DataFrame({"id": ["a"]}), key="key", features="id")
     with pytest.raises(ValueError, match=r"no column 'lab'; columns are \['id'\]$"):  # not the key: no hint
         parse_records(pd.DataFrame({"id": ["a"]}), key="id", features="id", label="lab")
+
+
+def test_a_column_of_text_in_every_record_is_named_once_and_others_are_not():
+    frame = pd.DataFrame({"k": ["a", "b", "c"], "x": [1.0, 2.0, np.nan], "colour": ["red", "blue", "red"],
+                          "size": ["S", "3", "L"]})
+    with pytest.raises(NoValidRecords) as raised:
+        parse_records(frame, key="k", features="x,colour,size")
+    message = str(raised.value)
+    # 'size' holds a number in one record: not named; 'x' is missing once: a reason, not a hint
+    assert "; colour holds text in every record: categorical columns go in --categorical (a text to embed" \
+           " in --text), not in --features; first reasons: non-numeric feature colour='red'; non-numeric" \
+           " feature size='S'; non-numeric feature colour='blue'" in message
+    assert "size holds" not in message
