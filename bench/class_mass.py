@@ -73,7 +73,8 @@ def main(argv: list[str]) -> None:
     frame = pd.DataFrame(rows)
     mean = frame.groupby(["data", "labelled"], sort=False).mean(numeric_only=True).drop(columns="seed").reset_index()
     # as hard_data: the best of the peers' mean accuracies (not the mean of each draw's best)
-    mean["best peer"] = mean[[c for c in mean.columns if c.startswith(("LabelSpreading", "scikit-network"))]].max(axis=1)
+    peer_columns = [c for c in mean.columns if c.startswith(("LabelSpreading", "scikit-network"))]
+    mean["best peer"] = mean[peer_columns].max(axis=1)
     for rule in RULES:
         mean[f"{rule} − best peer"] = mean[rule] - mean["best peer"]
     shown = ["data", "labelled", "given labels", "best peer", *[f"{rule} − best peer" for rule in RULES],

@@ -35,6 +35,9 @@ Decisions (Weka's ARFF documentation leaves these to the reader)
   measures the vote set this way).
 - Names and values are text as written, quotes and escapes removed; the text encoding is
   ``encoding`` (UTF-8 by default: Weka writes its files in the platform's, usually UTF-8).
+  A file that is not in it is one error naming ``--encoding`` and the first line that is not
+  (an ARFF file has one encoding throughout; the CSV reader's line-by-line rejects are for
+  files pasted together).
 """
 
 from __future__ import annotations
@@ -48,10 +51,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .textfiles import MALFORMED_LINE, TextTable, _as_utf8, _reject_table
+from .textfiles import _SHOWN, MALFORMED_LINE, TextTable, _as_utf8, _reject_table, suggested_encoding
 
 MISSING = "?"
-_SHOWN = 60  # characters of a rejected line quoted in its reason
 _NUMERIC = {"numeric", "real", "integer"}
 # One value and the comma after it (or the line's end): a quoted value, with backslash
 # escapes, or an unquoted one that does not start with a quote.
@@ -83,7 +85,14 @@ def read_arff_table(path: str | Path, *, text_columns: list[str], encoding: str 
     Numeric attributes become float columns when every value is a number or ``?``.
     """
     path = Path(path)
-    lines = _as_utf8(path.read_bytes(), path, encoding).decode("utf-8", errors="replace").splitlines()
+    raw = path.read_bytes()
+    data = _as_utf8(raw, path, encoding)
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:  # one error, as for a CSV file in another encoding
+        first_bad = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{path} is not valid utf-8 text (line {first_bad}): pass the file's encoding with --encoding,"
+                         f" e.g. --encoding {suggested_encoding(raw)}") from None
     attributes, first_data = _header(lines, path)
     rows: list[list[str]] = []
     numbers: list[int] = []

@@ -210,3 +210,13 @@ def test_nominal_attributes_read_as_features_are_named_in_one_short_line():
                               " checking_status='<0'; ")
     assert len(message) < 500
     assert len(raised.value.rejects) == 1000
+
+
+def test_a_file_in_another_encoding_is_one_error_naming_the_option(tmp_path):
+    path = tmp_path / "cafés.arff"
+    path.write_bytes("@relation r\n@attribute name string\n@attribute x numeric\n@data\n'café',1\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"is not valid utf-8 text \(line 5\): pass the file's encoding with"
+                                         r" --encoding, e.g. --encoding latin-1"):
+        parse_records(path, key="#", features="x", label="name")
+    parsed = parse_records(path, key="#", features="x", label="name", encoding="latin-1")
+    assert parsed.nodes.column("label").to_pylist() == ["café"]
