@@ -58,21 +58,15 @@ VERSIONED = ("kuzu", "ladybug", "neo4j", "prefect", "numpy", "scipy")
 
 
 def _version(shown: bool) -> None:
-    """``--version``: graphlabel's version and its main parts' (installed metadata only: no
-    import, so it answers at once)."""
+    """``--version``: graphlabel's version and its main parts' (``labelling.provenance.versions``,
+    what a run records: installed metadata only, no import, so it answers at once)."""
     if not shown:
         return
-    from importlib.metadata import PackageNotFoundError, version
+    from labelling.provenance import versions
 
-    def installed(name: str) -> str | None:
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return None
-
-    parts = ", ".join(f"{name} {found}" for name in VERSIONED if (found := installed(name)))
-    console.print(f"graphlabel {installed('graphlabel') or 'unknown'} (Python {sys.version.split()[0]}; {parts})",
-                  highlight=False)
+    found = versions()
+    parts = ", ".join(f"{name} {found[name]}" for name in VERSIONED if name in found)
+    console.print(f"graphlabel {found['graphlabel']} (Python {found['python']}; {parts})", highlight=False)
     raise typer.Exit()
 
 
