@@ -33,7 +33,14 @@ from labelling.options import RunOptions, run_kind
 from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
 from labelling.provenance import versions
 from labelling.record_batches import RecordBatches, parse_record_batches
-from labelling.records import NoValidRecords, ParsedRecords, in_input_order, no_valid_records, reject_counts
+from labelling.records import (
+    NoValidRecords,
+    ParsedRecords,
+    first_reasons,
+    in_input_order,
+    no_valid_records,
+    reject_counts,
+)
 from labelling.reporting import headline_text, statistics_warnings
 from labelling.run_metrics import hold_out, holdout_reliability, run_metrics
 from labelling.run_model import keep_run_model
@@ -102,12 +109,10 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
     if len(rejected):
         # the first reasons, each once and cut short: a duplicate key is every one of its
         # rows' reason, and one row with 13 bad features listed all 13 (seen on wine)
-        reasons = [reason if len(reason) <= 120 else reason[:117] + "..."
-                   for reason in pd.unique(rejected["reason"].astype(str))[:5]]
         run_logger().warning(
             "%s of %s records rejected (%s), reasons in the rejects file; first: %s",
             f"{len(rejected):,}", f"{stored + len(rejected):,}",
-            ", ".join(f"{kind}: {n:,}" for kind, n in counts.items()), "; ".join(reasons),
+            ", ".join(f"{kind}: {n:,}" for kind, n in counts.items()), first_reasons(rejected, 5),
         )
     return summary
 

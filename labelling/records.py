@@ -664,10 +664,11 @@ def no_valid_records(rejects: pd.DataFrame, source) -> NoValidRecords:
     return NoValidRecords(message, rejects)
 
 
-def first_reasons(rejects: pd.DataFrame) -> str:
-    """The first distinct reasons of ``rejects``, each cut short, as one error line quotes them."""
+def first_reasons(rejects: pd.DataFrame, count: int = FIRST_REASONS) -> str:
+    """The first ``count`` distinct reasons of ``rejects``, each cut short, as one line
+    quotes them (a row's reasons one by one: one row with 13 bad features listed all 13)."""
     messages = list(dict.fromkeys(message for reason in rejects["reason"].head(50).astype(str)
-                                  for message in reason.split("; ")))[:FIRST_REASONS]
+                                  for message in reason.split("; ")))[:count]
     return "; ".join(m if len(m) <= REASON_CHARS else m[:REASON_CHARS - 3] + "..." for m in messages)
 
 
