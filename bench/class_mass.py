@@ -13,12 +13,24 @@ file whose records all carry a label solves at 90%. Data, graph, labels and peer
 node labelled with probability f, LabelSpreading α = 0.2 and 0.99, scikit-network's
 diffusion). Besides each rule's accuracy on the unlabelled nodes, the table gives the
 accuracy of the given labels' leave-one-out arg-max on that rule's scale (``info["loo_scores"]``,
-labels only), the one signal a solver could choose a rule by without hidden labels.
+labels only), the one signal a solver could choose a rule by without hidden labels, and three
+more methods:
+
+- ``solver auto``: ``solve(problem, "auto")`` with its defaults (cross-validated choice among
+  harmonic's rules and nmf);
+- ``LOO-chosen``: the rule whose leave-one-out accuracy beats the default's by more than one
+  standard error of the paired per-label difference (``labels`` or ``none``; else the
+  default), as a solver could choose it;
+- ``fading prior``: a candidate rule that is not in the solver, the target share
+  (1 − λ) n_c / n_l + λ / C with λ = r / (r + 10), r the unlabelled nodes per given label
+  (``fading_prior``: ``solvers.harmonic._mass_target`` replaced for those calls, so the
+  noise flags' scale follows it too).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 
 import numpy as np
@@ -31,7 +43,47 @@ from ._common import Report, real_set
 from .hard_data import GENERATED, REAL, generated, peers, random_labels
 
 RULES = ("auto", "labels", "none", "uniform")
+METHODS = (*RULES, "solver auto", "LOO-chosen", "fading prior")
 SETS = GENERATED + REAL + ("glass",)
+#: The fading prior's r at which equal masses and the labels' shares weigh alike.
+FADING_RATIO = 10.0
+
+
+@contextlib.contextmanager
+def fading_prior():
+    """The candidate rule of the module docstring in place of harmonic's smoothed target."""
+    import solvers.harmonic as harmonic
+
+    smoothed = harmonic._mass_target
+
+    def target(rule: str, y: np.ndarray, labeled: np.ndarray, n_classes: int):
+        if rule != "smoothed":
+            return smoothed(rule, y, labeled, n_classes)
+        counts = np.bincount(y[labeled], minlength=n_classes).astype(float)
+        n_labelled = counts.sum()
+        per_label = (len(y) - n_labelled) / n_labelled
+        prior = per_label / (per_label + FADING_RATIO)
+        present = counts > 0
+        return np.where(present, (1.0 - prior) * counts / n_labelled + prior / present.sum(), 0.0)
+
+    harmonic._mass_target = target
+    try:
+        yield
+    finally:
+        harmonic._mass_target = smoothed
+
+
+def _loo_chosen(correct: dict[str, np.ndarray]) -> str:
+    """The rule the given labels' leave-one-out would pick at one standard error."""
+    chosen, gain = "auto", 0.0
+    for rule in ("labels", "none"):
+        difference = correct[rule].astype(float) - correct["auto"]
+        if len(difference) < 2:
+            continue
+        error = difference.std(ddof=1) / np.sqrt(len(difference))
+        if difference.mean() > error and difference.mean() > gain:
+            chosen, gain = rule, difference.mean()
+    return chosen
 
 
 def _cells(name: str, W, y: np.ndarray, fractions, seeds) -> list[dict]:
@@ -46,11 +98,16 @@ def _cells(name: str, W, y: np.ndarray, fractions, seeds) -> list[dict]:
                 if "Propagation" not in method:  # hard_data's peers: LabelSpreading (both α) and the diffusion
                     row[method] = float(np.mean(labels[hidden] == y[hidden]))
             problem = LabelProblem(W, y_given, n_classes=int(y.max()) + 1)
+            correct = {}
             for rule in RULES:
                 prediction = solve(problem, "harmonic", class_mass=rule)
                 row[rule] = float(np.mean(prediction.labels[hidden] == y[hidden]))
-                loo = prediction.info.get("loo_scores")
-                row[f"LOO {rule}"] = float(np.mean(np.argmax(loo, axis=1) == y[given])) if loo is not None else np.nan
+                correct[rule] = np.argmax(prediction.info["loo_scores"], axis=1) == y[given]
+                row[f"LOO {rule}"] = float(np.mean(correct[rule]))
+            row["solver auto"] = float(np.mean(solve(problem, "auto").labels[hidden] == y[hidden]))
+            row["LOO-chosen"] = row[_loo_chosen(correct)]
+            with fading_prior():
+                row["fading prior"] = float(np.mean(solve(problem, "harmonic").labels[hidden] == y[hidden]))
             rows.append(row)
     return rows
 
@@ -75,16 +132,18 @@ def main(argv: list[str]) -> None:
     # as hard_data: the best of the peers' mean accuracies (not the mean of each draw's best)
     peer_columns = [c for c in mean.columns if c.startswith(("LabelSpreading", "scikit-network"))]
     mean["best peer"] = mean[peer_columns].max(axis=1)
-    for rule in RULES:
-        mean[f"{rule} − best peer"] = mean[rule] - mean["best peer"]
-    shown = ["data", "labelled", "given labels", "best peer", *[f"{rule} − best peer" for rule in RULES],
+    for method in METHODS:
+        mean[f"{method} − best peer"] = mean[method] - mean["best peer"]
+    shown = ["data", "labelled", "given labels", "best peer", *[f"{method} − best peer" for method in METHODS],
              *[f"LOO {rule}" for rule in RULES]]
     report.table(f"Means over the label draws (seeds 0-{args.seeds - 1} on the real sets, 0 on the generated); "
                  "accuracy on the unlabelled nodes minus the best peer's (the best of the peers' means, as in "
                  "hard_data), and the given labels' leave-one-out accuracy on each rule's scale", mean[shown])
-    below = {rule: int((mean[f"{rule} − best peer"] < -0.01).sum()) for rule in RULES}
+    below = {method: int((mean[f"{method} − best peer"] < -0.01).sum()) for method in METHODS}
     report.note(f"cells more than 1 point below the best peer, of {len(mean)}: "
-                + ", ".join(f"{rule} {n}" for rule, n in below.items())
+                + ", ".join(f"{method} {n}" for method, n in below.items())
+                + "; mean over the cells − best peer: "
+                + ", ".join(f"{method} {mean[f'{method} − best peer'].mean():+.4f}" for method in METHODS)
                 + f". Load average (1 min) {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end.")
     report.table("Every draw", frame)
     report.save()
