@@ -298,12 +298,12 @@ def ingest(
     if features is None and categorical is None and text is None:
         _fail("ingest needs --features (numeric columns), --categorical (categorical ones) or --text (a text"
               " column to embed), or several of them; --features '*' takes every column but the key and label"
-              " (numbers, each of them)")
+              " (numbers, each of them)", code=2)
     allowed = None
     if classes is not None:
         allowed = [name.strip() for name in classes.split(",")]
         if not all(allowed):
-            _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}")
+            _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}", code=2)
     with _one_line_errors():
         try:
             with _progress(f"ingesting {file} into {dataset!r}...", quiet):
@@ -445,13 +445,18 @@ def label(
     try:
         solver_params = json.loads(params)
     except json.JSONDecodeError as error:
-        _fail(f"--params is not valid JSON: {error}")
+        _fail(f"--params is not valid JSON: {error}", code=2)
     if not isinstance(solver_params, dict):
         _fail(f"--params must be a JSON object of the solver's parameters, such as '{{\"gamma_g\": 0.1}}',"
-              f" got {params}")
-    with _one_line_errors():
+              f" got {params}", code=2)
+    if not 0.0 <= holdout < 1.0:  # RunOptions checks it too, under the flow's name holdout_fraction
+        _fail(f"--holdout must lie in [0, 1), got {holdout}", code=2)
+    try:
         # checked before the flow starts: a misspelt parameter is no failed run on the record
         RunOptions(solver, solver_params, full=full, holdout_fraction=holdout)
+    except ValueError as error:  # an unknown solver or parameter, a value out of range: a bad option
+        _fail(str(error), code=2)
+    with _one_line_errors():
         flow, cluster = labelling_flow, cast(AbstractContextManager, nullcontext())
         if dask or dask_address:
             from flows.runners import dask_client, dask_runner
@@ -511,12 +516,12 @@ def query(
     from graphstore import open_store
 
     if output not in ("table", "csv", "json"):
-        _fail(f"--format must be table, csv or json, got {output!r}")
+        _fail(f"--format must be table, csv or json, got {output!r}", code=2)
     parameters = {}
     for item in param:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            _fail(f"--param takes NAME=VALUE, got {item!r}")
+            _fail(f"--param takes NAME=VALUE, got {item!r}", code=2)
         try:
             parameters[name] = json.loads(value)
         except json.JSONDecodeError:
@@ -569,7 +574,7 @@ def report(
     )
 
     if run is None and dataset is None:
-        _fail("give --run ID for one run's summary, or --dataset NAME to list its runs")
+        _fail("give --run ID for one run's summary, or --dataset NAME to list its runs", code=2)
     with _one_line_errors():
         with open_store(store) as graph_store:
             mark_interrupted_runs(graph_store, dataset)  # a killed run is not listed as running
@@ -697,7 +702,7 @@ def predict(
         _fail("give --run ID (a maxmargin run) or --dataset NAME (its newest maxmargin run), one of them", code=2)
     written = SUFFIXES.get(Path(output).suffix.lower()) if output is not None else "csv"  # as export's endings
     if written is None:
-        _fail(f"--output must end in {', '.join(SUFFIXES)}, got {output!r}")
+        _fail(f"--output must end in {', '.join(SUFFIXES)}, got {output!r}", code=2)
     with _one_line_errors(), open_store(store) as graph_store:
         run_id = newest_model_run(graph_store, dataset) if dataset is not None else str(run)
         predicted = predict_records(graph_store, run_id, file, key=key, features=features, text=text,

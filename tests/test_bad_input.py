@@ -218,7 +218,7 @@ def test_a_bad_solver_parameter_is_refused_before_a_run_starts(tmp_path, store_p
                    "--features", "x*", "--label", "label", "--store", store_path)
     assert ingested.exit_code == 0, ingested.output
     result = cli("label", "--dataset", dataset, "--params", params, "--store", store_path)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # a bad option (README: "2 for a bad option")
     assert result.output.startswith(says), result.output
     with open_store(store_path) as store:
         assert store.read_runs(dataset=dataset).empty

@@ -68,7 +68,7 @@ def test_label_without_labels_and_bad_json_fail_clearly(tmp_path, store_path):
     assert result.exit_code == 1
     assert "no given label" in result.output
     result = runner.invoke(app, ["label", "--dataset", "toy", "--params", "{oops", "--store", store_path])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad option
     assert "not valid JSON" in result.output
 
 
@@ -90,7 +90,7 @@ def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path,
         "duplicate key 'n0': same values as row 2, which is stored", "missing key"]
     result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
                                  "--label", "label", "--classes", "p,,q", "--store", store_path])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad option (README: "2 for a bad option")
     assert "--classes takes non-empty labels" in result.output
 
 

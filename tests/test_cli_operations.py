@@ -90,7 +90,7 @@ def test_report_takes_a_unique_start_or_end_of_a_run_id(store_with_runs):
 
 def test_report_errors_are_one_clear_line(store_with_runs):
     result = invoke("report", "--store", store_with_runs)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad option
     assert "give --run ID" in result.output
     result = invoke("report", "--run", "nope", "--store", store_with_runs)
     assert result.exit_code == 1
@@ -210,7 +210,7 @@ def test_query_formats_table_csv_and_json_show_every_value_and_nulls(store_with_
     assert rows[0] == {"key": "a", "given": None, "confidence": 0.6, "noise": None}
     assert rows[1] == {"key": long_key, "given": "y", "confidence": None, "noise": None}
     result = invoke("query", cypher, "--format", "xml", "--store", store_with_runs)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad option, as export's --format
     assert "--format must be table, csv or json" in result.output
 
 
@@ -248,6 +248,28 @@ def test_a_decision_without_reviewer_or_user_variable_names_the_login(store_with
     with open_store(store_with_runs) as store:
         reviewers = store.query("MATCH (d:LabelDecision) WHERE d.dataset = 'toy' RETURN d.reviewer AS r")["r"]
     assert reviewers.tolist() == [login]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["query", "RETURN 1", "--param", "x"], "--param takes NAME=VALUE, got 'x'"),
+    (["query", "RETURN 1", "--format", "xml"], "--format must be table, csv or json, got 'xml'"),
+    (["export", "--dataset", "toy", "--format", "xml"], "--format must be one of parquet, csv, got 'xml'"),
+    (["report"], "give --run ID for one run's summary, or --dataset NAME to list its runs"),
+    (["label", "--dataset", "toy", "--params", "{"], "--params is not valid JSON"),
+    (["label", "--dataset", "toy", "--solver", "nope"], "unknown solver 'nope'"),
+    (["label", "--dataset", "toy", "--holdout", "1.5"], "--holdout must lie in [0, 1), got 1.5"),
+    (["ingest", "any.csv", "--dataset", "toy", "--key", "id"], "ingest needs --features"),
+    (["predict", "any.csv", "--dataset", "toy", "--key", "id", "--features", "f*", "--output", "x.json"],
+     "--output must end in"),
+])
+def test_a_bad_option_is_one_line_and_exit_2_before_the_store_opens(tmp_path, args, says):
+    """README: "exit code 1 (2 for a bad option)"; query's --format said 1 where export's said 2."""
+    store = tmp_path / "never.kuzu"
+    result = invoke(*args, "--store", str(store))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {says}"), result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not store.exists()
 
 
 @pytest.mark.parametrize("command", ["demo", "ingest", "build-graph", "label", "query", "report", "prune-runs",

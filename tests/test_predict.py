@@ -126,6 +126,7 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
     assert len(pd.read_csv(tmp_path / "out.csv")) == len(bad) - 1
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f*", "--output", "x.json",
                     "--store", store_path, ok=False)
+    assert result.exit_code == 2
     assert "--output must end in .parquet, .pq, .csv, got 'x.json'" in result.output
     (tmp_path / "header.csv").write_text(",".join(pd.read_csv(new).columns) + "\n")
     result = invoke("predict", tmp_path / "header.csv", "--run", maxmargin, "--key", "id", "--features", "f*",

@@ -131,5 +131,6 @@ def test_without_the_extra_one_line_names_the_install(tmp_path, store_path, monk
     result = invoke("ingest", tmp_path / "texts.csv", "--dataset", "texts", "--key", "id", "--store", store_path,
                     ok=False)
     said = " ".join(result.output.split())
+    assert result.exit_code == 2
     assert "ingest needs --features (numeric columns), --categorical (categorical ones) or --text" in said
     assert "--features '*' takes every column but the key and label" in said
