@@ -27,7 +27,11 @@ more methods:
   noise flags' scale follows it too);
 - ``fading arg-max``: the same target for the predictions' arg-max only (``fading_arg_max``:
   the class-mass weights scaled by the ratio of the two targets in ``_finish``), so that the
-  noise flags, the flagged labels' classes and the re-solve stay those of the default.
+  noise flags, the flagged labels' classes and the re-solve stay those of the default;
+- ``tempered prior``: the arg-max of min(T, 1) log q_c + log(F_ic / m_c), q the labels' shares
+  with one pseudo-label per class and T the confidence temperature the solver fits on the
+  given labels' leave-one-out distributions (``tempered_prior``): on a flat solution T is
+  small and the prior fades, where the solution is not flat the labels' shares count.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from ._common import Report, real_set
 from .hard_data import GENERATED, REAL, generated, peers, random_labels
 
 RULES = ("auto", "labels", "none", "uniform")
-METHODS = (*RULES, "solver auto", "LOO-chosen", "fading prior", "fading arg-max")
+METHODS = (*RULES, "solver auto", "LOO-chosen", "fading prior", "fading arg-max", "tempered prior")
 SETS = GENERATED + REAL + ("glass",)
 #: The fading prior's r at which equal masses and the labels' shares weigh alike.
 FADING_RATIO = 10.0
@@ -98,6 +102,27 @@ def fading_arg_max(problem: LabelProblem):
         harmonic._finish = finish
 
 
+@contextlib.contextmanager
+def tempered_prior(problem: LabelProblem):
+    """The tempered prior of the module docstring in ``harmonic._finish``: the default's weights
+    s_c / m_c (s its smoothed target) times q_c^t / s_c, q the labels' shares plus one, t = min(T, 1)."""
+    import solvers.harmonic as harmonic
+
+    finish = harmonic._finish
+    smoothed = harmonic._mass_target("smoothed", problem.y, problem.labeled, problem.n_classes)
+    shares = np.where(smoothed > 0, np.bincount(problem.y[problem.labeled], minlength=problem.n_classes) + 1.0, 0.0)
+
+    def tempered(F, weights, temperature):
+        factor = np.divide(shares ** min(temperature, 1.0), smoothed, out=np.zeros(len(shares)), where=smoothed > 0)
+        return finish(F, weights * factor, temperature)
+
+    harmonic._finish = tempered
+    try:
+        yield
+    finally:
+        harmonic._finish = finish
+
+
 def _loo_chosen(correct: dict[str, np.ndarray]) -> str:
     """The rule the given labels' leave-one-out would pick at one standard error."""
     chosen, gain = "auto", 0.0
@@ -135,6 +160,8 @@ def _cells(name: str, W, y: np.ndarray, fractions, seeds) -> list[dict]:
                 row["fading prior"] = float(np.mean(solve(problem, "harmonic").labels[hidden] == y[hidden]))
             with fading_arg_max(problem):
                 row["fading arg-max"] = float(np.mean(solve(problem, "harmonic").labels[hidden] == y[hidden]))
+            with tempered_prior(problem):
+                row["tempered prior"] = float(np.mean(solve(problem, "harmonic").labels[hidden] == y[hidden]))
             rows.append(row)
     return rows
 
