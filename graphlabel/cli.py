@@ -386,9 +386,14 @@ def build_graph(
     from flows.direct import run_flow
     from flows.labelling import build_graph_flow
     from labelling.options import run_tags
+    from similarity.spec import GraphRequest
 
     _quiet_expected_errors()
 
+    try:  # checked before the flow starts, as label's options: a bad option is no failed flow run
+        GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight, scale, search)
+    except ValueError as error:
+        _fail(str(error), code=2)
     with _one_line_errors():
         with _progress(f"building the {graph} graph of {dataset!r}...", quiet):
             summary = run_flow(build_graph_flow, run_tags(dataset, "build-graph", graph), _user_errors(),
@@ -439,6 +444,7 @@ def label(
     from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
     from labelling.options import RunOptions, run_kind, run_tags
+    from similarity.spec import GraphRequest
 
     _quiet_expected_errors()
 
@@ -454,7 +460,8 @@ def label(
     try:
         # checked before the flow starts: a misspelt parameter is no failed run on the record
         RunOptions(solver, solver_params, full=full, holdout_fraction=holdout)
-    except ValueError as error:  # an unknown solver or parameter, a value out of range: a bad option
+        GraphRequest(graph, k, edges_weight=edges_weight, scale=scale, search=search)
+    except ValueError as error:  # an unknown solver, parameter or graph option, a value out of range: a bad option
         _fail(str(error), code=2)
     with _one_line_errors():
         flow, cluster = labelling_flow, cast(AbstractContextManager, nullcontext())

@@ -252,7 +252,7 @@ def test_vote_through_the_cli_knn_one_hot_and_mincut3_hamming(tmp_path):
     print(f"vote, 46 given labels: accuracy on the 389 unlabelled {accuracy}")
     assert accuracy["mincut3"] > 0.85
     assert accuracy["knn"] > 0.85
-    out = run("build-graph", "--dataset", "vote", "--graph", "knn", "--metric", "hamming", code=1)
+    out = run("build-graph", "--dataset", "vote", "--graph", "knn", "--metric", "hamming", code=2)  # a bad option
     assert "metric 'hamming' is for the graphs" in out
 
 
@@ -364,7 +364,7 @@ def test_cli_ingest_options_and_their_errors(tmp_path):
     store = str(tmp_path / "store")
     result = runner.invoke(app, ["ingest", str(path), "--dataset", "d", "--key", "id", "--label", "label",
                                  "--store", store])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad option
     assert "needs --features" in result.output
     result = runner.invoke(app, ["ingest", str(path), "--dataset", "d", "--key", "id", "--label", "label",
                                  "--categorical", "color", "--label-confidence", "trust", "--store", store,
@@ -373,7 +373,7 @@ def test_cli_ingest_options_and_their_errors(tmp_path):
     assert "stored 1 node " in result.output
     assert "bad label confidence: 1" in result.output
     result = runner.invoke(app, ["build-graph", "--dataset", "d", "--scale", "minmax", "--store", store])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a bad option, refused before the flow starts
     assert "scale must be one of" in result.output
 
 

@@ -277,13 +277,14 @@ def test_bad_edge_files_and_graphs_end_in_one_line(tmp_path, store_path, digits_
     assert "all 2 rows rejected" in done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert pd.read_csv(tmp_path / "r.csv")["kind"].tolist() == [MISSING_NODE, SELF_LOOP]
-    for args, message in [
-        (("build-graph", "--graph", "edges:NOT_LOADED"), "has no NOT_LOADED edges between its nodes"),
-        (("label", "--graph", "edges:T", "--edges-weight", "2"), "edges_weight weighs the user's edges"),
-        (("build-graph", "--graph", "edges:bad-type"), "invalid relationship type 'bad-type'"),
+    for args, message, code in [
+        (("build-graph", "--graph", "edges:NOT_LOADED"), "has no NOT_LOADED edges between its nodes", 1),
+        # bad options (exit 2), refused before a flow starts
+        (("label", "--graph", "edges:T", "--edges-weight", "2"), "edges_weight weighs the user's edges", 2),
+        (("build-graph", "--graph", "edges:bad-type"), "invalid relationship type 'bad-type'", 2),
     ]:
         done = cli_process(*args, "--dataset", "dg", "--store", store_path, cwd=tmp_path)
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == code, done.stderr
         assert message in done.stderr.replace("\n", "")
         assert "Traceback" not in done.stdout + done.stderr
 
