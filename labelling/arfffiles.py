@@ -120,6 +120,13 @@ def read_arff_table(path: str | Path, *, text_columns: list[str], encoding: str 
     return TextTable(pd.DataFrame(columns), np.array(numbers, dtype=np.int64), _reject_table(found))
 
 
+def read_arff_attributes(path: str | Path, *, encoding: str = "utf-8") -> list[Attribute]:
+    """The ``@attribute`` declarations of the ARFF file ``path``, in order."""
+    path = Path(path)
+    raw = path.read_bytes()
+    return _header(_as_utf8(raw, path, encoding).decode("utf-8").splitlines(), path)[0]
+
+
 def _header(lines: list[str], path: Path) -> tuple[list[Attribute], int]:
     """The attributes and the index of the first line after ``@data``."""
     attributes: list[Attribute] = []

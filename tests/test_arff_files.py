@@ -40,6 +40,27 @@ def test_weka_examples_read_as_scipy_reads_them(name):
     assert not lines[first].lstrip().startswith(("@", "%"))
 
 
+def test_the_benches_load_weka_sets_with_this_reader_and_soybean_too():
+    """labelling.datasets read with scipy before; scipy refuses soybean's header (a declared
+    value with a leading blank), this reader does not, and gives the other sets unchanged."""
+    from labelling.datasets import load
+
+    with pytest.raises(ValueError, match="value not in"):
+        arff.loadarff(weka_path("soybean"))
+    X, y, classes = load("soybean")
+    assert X.shape == (683, 84)
+    assert len(classes) == 19
+    assert (np.bincount(y).min(), np.bincount(y).max()) == (8, 92)
+    # vote as scipy reads it: y/n at 1/0, '?' at the midpoint
+    data, meta = arff.loadarff(weka_path("vote"))
+    X, y, classes = load("vote")
+    first = meta.names()[0]
+    expected = np.where(data[first] == meta[first][1][1].encode(), 1.0,
+                        np.where(data[first] == meta[first][1][0].encode(), 0.0, 0.5))
+    np.testing.assert_array_equal(X[:, 0], expected)
+    assert list(classes) == sorted(v.decode() for v in set(data[meta.names()[-1]]))
+
+
 def test_string_attributes_are_text_and_a_missing_label_is_no_label():
     """scipy refuses weka's Reuters files (string attributes); here the text is a column."""
     table = read_arff_table(weka_path("ReutersCorn-test"), text_columns=["class-att"])
