@@ -86,25 +86,30 @@ def clean_table(seeds) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _flipped_cell(W, y, draw, flip: float, seeds, row: dict) -> dict:
+    """``row`` with soften's mean hidden-label accuracy over ``seeds`` and the other rules less
+    it: the labels ``draw(rng)`` keeps, ``flip`` of them flipped to another class."""
+    C = int(y.max()) + 1
+    per_seed = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        kept = draw(rng)
+        noisy, _ = flip_labels(y, kept, flip, C, rng)
+        per_seed.append(_accuracies(W, np.where(kept, noisy, -1), y, ~kept))
+    mean = pd.DataFrame(per_seed).mean()
+    row = {**row, "flipped": f"{flip:.0%}", "flagged": mean["flagged"], "soften": mean["soften"]}
+    row.update({f"{rule} − soften": mean[rule] - mean["soften"] for rule in RULES[1:]})
+    print(f"  {', '.join(str(v) for v in row.values())}", flush=True)
+    return row
+
+
 def flipped_table(seeds) -> pd.DataFrame:
     rows = []
     for name, per_class in FLIPPED_SETS:
         W, y = _graph(name)
-        C = int(y.max()) + 1
         for flip in (0.0, 0.1, 0.2):
-            per_seed = []
-            for seed in seeds:
-                rng = np.random.default_rng(seed)
-                kept = keep_per_class(y, per_class, rng)
-                noisy, _ = flip_labels(y, kept, flip, C, rng)
-                per_seed.append(_accuracies(W, np.where(kept, noisy, -1), y, ~kept))
-            mean = pd.DataFrame(per_seed).mean()
-            row = {"data": name, "labels per class": per_class, "flipped": f"{flip:.0%}", "flagged": mean["flagged"],
-                   "soften": mean["soften"]}
-            row.update({f"{rule} − soften": mean[rule] - mean["soften"] for rule in RULES[1:]})
-            rows.append(row)
-            print(f"  {name} {per_class}/class {flip:.0%} flipped: soften {mean['soften']:.4f}, "
-                  f"drop {row['drop − soften']:+.4f}, keep {row['keep − soften']:+.4f}", flush=True)
+            rows.append(_flipped_cell(W, y, lambda rng: keep_per_class(y, per_class, rng), flip, seeds,
+                                      {"data": name, "labels per class": per_class}))
     return pd.DataFrame(rows)
 
 
@@ -112,22 +117,10 @@ def labelled_table(fractions, seeds) -> pd.DataFrame:
     rows = []
     for name in REAL:
         W, y = _graph(name)
-        C = int(y.max()) + 1
         for fraction in fractions:
             for flip in (0.0, 0.1, 0.2):
-                per_seed = []
-                for seed in seeds:
-                    rng = np.random.default_rng(seed)
-                    kept = random_labels(y, fraction, rng)
-                    noisy, _ = flip_labels(y, kept, flip, C, rng)
-                    per_seed.append(_accuracies(W, np.where(kept, noisy, -1), y, ~kept))
-                mean = pd.DataFrame(per_seed).mean()
-                row = {"data": name, "labelled": f"{fraction:.0%}", "flipped": f"{flip:.0%}",
-                       "flagged": mean["flagged"], "soften": mean["soften"]}
-                row.update({f"{rule} − soften": mean[rule] - mean["soften"] for rule in RULES[1:]})
-                rows.append(row)
-                print(f"  {name} {fraction:.0%} labelled, {flip:.0%} flipped: soften {mean['soften']:.4f}, "
-                      f"drop {row['drop − soften']:+.4f}, keep {row['keep − soften']:+.4f}", flush=True)
+                rows.append(_flipped_cell(W, y, lambda rng: random_labels(y, fraction, rng), flip, seeds,
+                                          {"data": name, "labelled": f"{fraction:.0%}"}))
     return pd.DataFrame(rows)
 
 

@@ -77,14 +77,20 @@ def test_the_degree_sink_solves_the_dense_system(rng, solver):
                                atol=1e-10 if solver == "direct" else 1e-4)
 
 
-def test_auto_class_mass_targets_label_counts_plus_pseudo_labels(rng):
-    from solvers.harmonic import MASS_PSEUDO_LABELS
-
+def unequal_classes(rng):
+    """A random 300-node graph with 30 given labels of three classes, 20, 7 and 3 of them."""
     n = 300
     W = random_graph(n, 0.05, rng)
     y = np.full(n, -1)
     given = rng.choice(n, 30, replace=False)
     y[given] = np.repeat([0, 1, 2], [20, 7, 3])
+    return W, y, given
+
+
+def test_auto_class_mass_targets_label_counts_plus_pseudo_labels(rng):
+    from solvers.harmonic import MASS_PSEUDO_LABELS
+
+    W, y, given = unequal_classes(rng)
     prediction = solve(LabelProblem(W, y), "harmonic", detect_noise=False)
     assert prediction.info["class_mass"] == "smoothed"
     F = prediction.scores
@@ -97,11 +103,8 @@ def test_auto_class_mass_targets_label_counts_plus_pseudo_labels(rng):
 
 
 def test_centred_class_mass_shifts_the_arg_max_and_leaves_scores_and_confidences_as_none(rng):
-    n = 300
-    W = random_graph(n, 0.05, rng)
-    y = np.full(n, -1)
-    given = rng.choice(n, 30, replace=False)
-    y[given] = np.repeat([0, 1, 2], [20, 7, 3])
+    W, y, given = unequal_classes(rng)
+    n = len(y)
     problem = LabelProblem(W, y)
     centred = solve(problem, "harmonic", class_mass="center", detect_noise=False)
     plain = solve(problem, "harmonic", class_mass="none", detect_noise=False)
