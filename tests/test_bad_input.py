@@ -199,14 +199,16 @@ def test_05_a_statement_the_store_refuses_says_why_in_one_line(two_datasets):
     assert " 120 " in result.output, result.output
 
 
-@pytest.mark.parametrize("params, says", [
-    ('{"gamma_q": 1}', "error: harmonic has no parameter 'gamma_q'; its parameters: gamma_g, "),
-    ('{"gamma_g": -1}', "error: gamma_g must be a finite number >= 0"),
-    ("[1]", "error: --params must be a JSON object of the solver's parameters, such as"),
+@pytest.mark.parametrize("command, says", [
+    (["label", "--params", '{"gamma_q": 1}'], "error: harmonic has no parameter 'gamma_q'; its parameters: gamma_g, "),
+    (["label", "--params", '{"gamma_g": -1}'], "error: gamma_g must be a finite number >= 0"),
+    (["label", "--params", "[1]"], "error: --params must be a JSON object of the solver's parameters, such as"),
+    (["label", "--rebuild-graph", "--scale", "minmax"], "error: scale must be one of"),
+    (["build-graph", "--scale", "minmax"], "error: scale must be one of"),
 ])
-def test_a_bad_solver_parameter_is_refused_before_a_run_starts(tmp_path, store_path, params, says):
+def test_a_bad_solver_or_graph_option_is_refused_before_a_run_starts(tmp_path, store_path, command, says):
     """It was a failed LabelRun on the record, and a failed flow run on the Prefect server,
-    for every misspelt --params."""
+    for every misspelt --params; a bad graph option was a failed flow run."""
     import uuid
 
     from prefect import get_client
@@ -217,13 +219,13 @@ def test_a_bad_solver_parameter_is_refused_before_a_run_starts(tmp_path, store_p
     ingested = cli("ingest", write_csv(tmp_path / "d.csv", two_blobs()), "--dataset", dataset, "--key", "id",
                    "--features", "x*", "--label", "label", "--store", store_path)
     assert ingested.exit_code == 0, ingested.output
-    result = cli("label", "--dataset", dataset, "--params", params, "--store", store_path)
+    result = cli(*command, "--dataset", dataset, "--store", store_path)
     assert result.exit_code == 2, result.output  # a bad option (README: "2 for a bad option")
     assert result.output.startswith(says), result.output
     with open_store(store_path) as store:
         assert store.read_runs(dataset=dataset).empty
     with get_client(sync_client=True) as client:
-        assert [run.name for run in flow_runs_tagged(client, dataset) if "harmonic" in run.tags] == []
+        assert [run.name for run in flow_runs_tagged(client, dataset) if "ingest" not in run.tags] == []
 
 
 def test_05_several_statements_are_refused_and_nothing_is_deleted(two_datasets):
