@@ -85,14 +85,7 @@ def read_arff_table(path: str | Path, *, text_columns: list[str], encoding: str 
     Numeric attributes become float columns when every value is a number or ``?``.
     """
     path = Path(path)
-    raw = path.read_bytes()
-    data = _as_utf8(raw, path, encoding)
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as error:  # one error, as for a CSV file in another encoding
-        first_bad = data.count(b"\n", 0, error.start) + 1
-        raise ValueError(f"{path} is not valid utf-8 text (line {first_bad}): pass the file's encoding with --encoding,"
-                         f" e.g. --encoding {suggested_encoding(raw)}") from None
+    lines = _lines(path, encoding)
     attributes, first_data = _header(lines, path)
     rows: list[list[str]] = []
     numbers: list[int] = []
@@ -123,8 +116,20 @@ def read_arff_table(path: str | Path, *, text_columns: list[str], encoding: str 
 def read_arff_attributes(path: str | Path, *, encoding: str = "utf-8") -> list[Attribute]:
     """The ``@attribute`` declarations of the ARFF file ``path``, in order."""
     path = Path(path)
+    return _header(_lines(path, encoding), path)[0]
+
+
+def _lines(path: Path, encoding: str) -> list[str]:
+    """The file's lines, decoded from ``encoding``; a file not in it is one error naming
+    ``--encoding`` and its first bad line (module docstring)."""
     raw = path.read_bytes()
-    return _header(_as_utf8(raw, path, encoding).decode("utf-8").splitlines(), path)[0]
+    data = _as_utf8(raw, path, encoding)
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:  # one error, as for a CSV file in another encoding
+        first_bad = data.count(b"\n", 0, error.start) + 1
+        raise ValueError(f"{path} is not valid utf-8 text (line {first_bad}): pass the file's encoding with --encoding,"
+                         f" e.g. --encoding {suggested_encoding(raw)}") from None
 
 
 def _header(lines: list[str], path: Path) -> tuple[list[Attribute], int]:
