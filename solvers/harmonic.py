@@ -1273,9 +1273,14 @@ def _class_mass_weights(system: _System, target: np.ndarray | None) -> np.ndarra
     C = system.F.shape[1]
     if target is None or len(system.u) == 0:
         return np.ones(C)
-    # F is 0 off the unknowns and the labels: the unknowns' mass without a gather of their rows
-    mass = system.F.sum(axis=0) - system.F[system.l].sum(axis=0)
+    mass = _unknown_mass(system)
     return np.divide(target, mass, out=np.zeros(C), where=mass > 0)
+
+
+def _unknown_mass(system: _System) -> np.ndarray:
+    """Each class's mass Σ_u F_uc over the system's unknowns."""
+    # F is 0 off the unknowns and the labels: the unknowns' mass without a gather of their rows
+    return system.F.sum(axis=0) - system.F[system.l].sum(axis=0)
 
 
 def _class_mass_offset(system: _System) -> np.ndarray:
@@ -1284,8 +1289,7 @@ def _class_mass_offset(system: _System) -> np.ndarray:
     centres its columns so; there over all nodes, here over the nodes being labelled)."""
     if len(system.u) == 0:
         return np.zeros(system.F.shape[1])
-    # F is 0 off the unknowns and the labels, as in _class_mass_weights
-    return (system.F.sum(axis=0) - system.F[system.l].sum(axis=0)) / len(system.u)
+    return _unknown_mass(system) / len(system.u)
 
 
 def _finish(F: np.ndarray, weights: np.ndarray, temperature: float, offset: np.ndarray | None = None):
