@@ -38,8 +38,9 @@ more methods:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
+from collections.abc import Callable
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -67,7 +68,6 @@ def _fading_target(y: np.ndarray, labeled: np.ndarray, n_classes: int) -> np.nda
     return np.where(present, (1.0 - prior) * counts / n_labelled + prior / present.sum(), 0.0)
 
 
-@contextlib.contextmanager
 def fading_prior():
     """The candidate rule of the module docstring in place of harmonic's smoothed target."""
     import solvers.harmonic as harmonic
@@ -77,51 +77,37 @@ def fading_prior():
     def target(rule: str, y: np.ndarray, labeled: np.ndarray, n_classes: int):
         return _fading_target(y, labeled, n_classes) if rule == "smoothed" else smoothed(rule, y, labeled, n_classes)
 
-    harmonic._mass_target = target
-    try:
-        yield
-    finally:
-        harmonic._mass_target = smoothed
+    return mock.patch.object(harmonic, "_mass_target", target)
 
 
-@contextlib.contextmanager
-def fading_arg_max(problem: LabelProblem):
-    """The fading target for the final arg-max only: the default's class-mass weights (its target
-    over its masses) times the fading target over the default's, in ``harmonic._finish``. The
-    default re-solve keeps every label clamped (``noisy_labels="soften"``), so the labels the
-    final masses are taken over are the given ones."""
+def _arg_max_target(problem: LabelProblem, target: Callable[[float], np.ndarray]):
+    """``target(T)`` (T the fitted confidence temperature) in place of the default's smoothed
+    target for the final arg-max only: the default's class-mass weights s_c / m_c times
+    target_c / s_c, in ``harmonic._finish``. The default re-solve keeps every label clamped
+    (``noisy_labels="soften"``), so the final masses are taken over the given labels."""
     import solvers.harmonic as harmonic
 
     finish = harmonic._finish
     smoothed = harmonic._mass_target("smoothed", problem.y, problem.labeled, problem.n_classes)
-    ratio = np.divide(_fading_target(problem.y, problem.labeled, problem.n_classes), smoothed,
-                      out=np.zeros(problem.n_classes), where=smoothed > 0)
-    harmonic._finish = lambda F, weights, temperature, offset=None: finish(F, weights * ratio, temperature, offset)
-    try:
-        yield
-    finally:
-        harmonic._finish = finish
 
-
-@contextlib.contextmanager
-def tempered_prior(problem: LabelProblem):
-    """The tempered prior of the module docstring in ``harmonic._finish``: the default's weights
-    s_c / m_c (s its smoothed target) times q_c^t / s_c, q the labels' shares plus one, t = min(T, 1)."""
-    import solvers.harmonic as harmonic
-
-    finish = harmonic._finish
-    smoothed = harmonic._mass_target("smoothed", problem.y, problem.labeled, problem.n_classes)
-    shares = np.where(smoothed > 0, np.bincount(problem.y[problem.labeled], minlength=problem.n_classes) + 1.0, 0.0)
-
-    def tempered(F, weights, temperature, offset=None):
-        factor = np.divide(shares ** min(temperature, 1.0), smoothed, out=np.zeros(len(shares)), where=smoothed > 0)
+    def scaled(F, weights, temperature, offset=None):
+        factor = np.divide(target(temperature), smoothed, out=np.zeros(len(smoothed)), where=smoothed > 0)
         return finish(F, weights * factor, temperature, offset)
 
-    harmonic._finish = tempered
-    try:
-        yield
-    finally:
-        harmonic._finish = finish
+    return mock.patch.object(harmonic, "_finish", scaled)
+
+
+def fading_arg_max(problem: LabelProblem):
+    """The fading target for the final arg-max only (the noise flags stay the default's)."""
+    fading = _fading_target(problem.y, problem.labeled, problem.n_classes)
+    return _arg_max_target(problem, lambda _temperature: fading)
+
+
+def tempered_prior(problem: LabelProblem):
+    """The tempered prior of the module docstring: q_c^t, q the labels' shares plus one, t = min(T, 1)."""
+    counts = np.bincount(problem.y[problem.labeled], minlength=problem.n_classes)
+    shares = np.where(counts > 0, counts + 1.0, 0.0)
+    return _arg_max_target(problem, lambda temperature: shares ** min(temperature, 1.0))
 
 
 def _loo_chosen(correct: dict[str, np.ndarray]) -> str:
