@@ -66,7 +66,9 @@ def _real(seeds: range):
 def _generated(seeds: range):
     """``bench/hard_data.py``'s "overlap" and "unequal sizes" sets at 5,000 nodes, 1% and 10%
     of the nodes labelled at random (no flips), as that benchmark labels them."""
-    from .hard_data import generated, random_labels
+    from labelling.sampling import random_labels
+
+    from .hard_data import generated
 
     for name in ("overlap", "unequal sizes"):
         X, y = generated(name, 5_000, 0)

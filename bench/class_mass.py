@@ -45,11 +45,12 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 
+from labelling.sampling import random_labels
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 
 from ._common import Report, real_set
-from .hard_data import GENERATED, REAL, generated, peers, random_labels
+from .hard_data import GENERATED, REAL, generated, peers
 
 RULES = ("auto", "labels", "none", "uniform", "center")
 METHODS = (*RULES, "solver auto", "LOO-chosen", "fading prior", "fading arg-max", "tempered prior")

@@ -47,6 +47,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from labelling.sampling import random_labels
 from similarity import knn_graph
 from solvers import LabelProblem, SolverTimeLimit, solve
 from solvers._budget import default_time_limit
@@ -85,15 +86,6 @@ def generated(name: str, n: int, seed: int = 0):
 
 GENERATED = ("overlap", "overlap, 2 clusters per class", "wide blobs", "unequal sizes", "30 classes",
              "20% of labels flipped")
-
-
-def random_labels(y: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
-    """Each node labelled with probability ``fraction``; one more of any class left without."""
-    kept = rng.random(len(y)) < fraction
-    for c in np.unique(y):  # a loop over classes
-        if not kept[y == c].any():
-            kept[rng.choice(np.flatnonzero(y == c))] = True
-    return kept
 
 
 class _FixedGraph:

@@ -34,12 +34,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from labelling.sampling import flip_labels, keep_per_class
+from labelling.sampling import flip_labels, keep_per_class, random_labels
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 
 from ._common import Report, real_set, seed_range
-from .hard_data import REAL, peers, random_labels
+from .hard_data import REAL, peers
 
 RULES = ("soften", "drop", "keep")
 FLIPPED_SETS = (("digits", 10), ("segment", 10), ("wdbc", 28), ("digits", 30), ("segment", 30), ("vote", 20),

@@ -5,6 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 
+def random_labels(y: np.ndarray, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """Each node labelled with probability ``fraction``; one more of any class left without."""
+    kept = rng.random(len(y)) < fraction
+    for c in np.unique(y):  # a loop over classes
+        if not kept[y == c].any():
+            kept[rng.choice(np.flatnonzero(y == c))] = True
+    return kept
+
+
 def keep_per_class(y: np.ndarray, per_class: int, rng: np.random.Generator) -> np.ndarray:
     """Mask keeping ``per_class`` randomly chosen labels of every class (all of a smaller class)."""
     y = np.asarray(y)

@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from labelling.evaluation import expected_calibration_error, noise_scores
-from labelling.sampling import flip_labels, keep_per_class
+from labelling.sampling import flip_labels, keep_per_class, random_labels
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 from solvers.harmonic import harmonic_scores
@@ -129,11 +129,7 @@ def test_centred_class_mass_lifts_weka_glass_at_ten_percent_labelled():
     W = knn_graph(standardise(X), 10)
     scores = {"auto": [], "center": []}
     for seed in range(3):
-        rng = np.random.default_rng(seed)
-        given = rng.random(len(y)) < 0.1
-        for c in np.unique(y):  # as bench/hard_data.py's random_labels: every class holds a label
-            if not given[y == c].any():
-                given[rng.choice(np.flatnonzero(y == c))] = True
+        given = random_labels(y, 0.1, np.random.default_rng(seed))  # as bench/hard_data.py draws them
         problem = LabelProblem(W, np.where(given, y, -1), n_classes=int(y.max()) + 1)
         for rule in scores:
             labels = solve(problem, "harmonic", class_mass=rule).labels
