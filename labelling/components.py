@@ -124,7 +124,9 @@ def batch_problem(problem: LabelProblem, nodes: np.ndarray) -> BatchProblem:
     confidence = problem.label_confidence[nodes] if problem.label_confidence is not None else None
     X = problem.X[nodes] if problem.X is not None else None
     W = problem.W[nodes][:, nodes]
-    return BatchProblem(LabelProblem(W, local, confidence, len(classes), X), nodes, classes)
+    # the whole problem's labels per class, so that a batch judges a label as the whole graph does
+    counts = problem.class_label_counts[classes]
+    return BatchProblem(LabelProblem(W, local, confidence, len(classes), X, counts), nodes, classes)
 
 
 def merge_predictions(problem: LabelProblem, plan: ComponentPlan,

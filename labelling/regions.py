@@ -169,7 +169,12 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     # the boundary's fixed labels, trusted fully as the full run's fixed labels are
     trust = None if graph.label_confidence is None else \
         np.concatenate([graph.label_confidence[r], np.ones(m)])
-    return ExportedProblem(LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X), keys, classes, vocabulary)
+    # the whole dataset's labels per class: a label alone in its class only inside the region
+    # is still judged as noise, one alone in the dataset is not (LabelProblem.lone_labels)
+    named = given.dropna().to_numpy().astype(str)
+    counts = np.bincount(np.searchsorted(classes, named), minlength=n_classes)
+    problem = LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X, class_label_counts=counts)
+    return ExportedProblem(problem, keys, classes, vocabulary)
 
 
 def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
@@ -181,7 +186,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     sub = problem.problem
     X = sub.X[:n_region] if sub.X is not None else None
     trust = sub.label_confidence[:n_region] if sub.label_confidence is not None else None
-    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X)
+    region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X,
+                                   class_label_counts=sub.class_label_counts)
     exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes, problem.vocabulary)
     # per-class arrays (class mass weights: the scale the scores are written on) stay
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v) or k == "class_mass_weights"}

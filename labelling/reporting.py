@@ -45,6 +45,7 @@ METRIC_NAMES = {
     "n_unlabeled_components": "components without a given label",
     "n_single_class_nodes": "nodes in one-class components (no solve needed)",
     "n_without_edges": "nodes without a relationship",
+    "n_lone_labels": "given labels alone in their class (not checked for noise)",
     "n_nodes": "nodes in the dataset",
     "n_changed": "changed nodes",
     "n_new": "new nodes",

@@ -24,6 +24,21 @@ class Holdout:
     classes: np.ndarray
 
 
+def lone_labels_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
+    """A warning when the solver looked for noise and some given labels are the only one of
+    their class in the run (``LabelProblem.lone_labels``): leaving one out leaves its class
+    no evidence, so the solvers do not judge it, and a person should know it went
+    unchecked rather than read its missing flag as a pass."""
+    problem = exported.problem
+    lone = problem.lone_labels
+    if prediction.noise_score is None or not lone.any():
+        return []
+    names = [str(exported.classes[c]) for c in np.unique(problem.y[lone])]
+    shown = ", ".join(repr(name) for name in names[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
+    return [f"classes with a single given label: {shown}. Such a label cannot be checked for noise (no other label"
+            " confirms or doubts it) and is never flagged; give two or more labels of a class to check them"]
+
+
 def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple[ExportedProblem, Holdout]:
     """Hide ``fraction`` of each class's given labels from the solver (stratified; every
     class keeps at least one label), so the run can measure its accuracy on them.
@@ -69,6 +84,8 @@ def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Hold
         # (maxmargin) labels them, from their features
         "n_without_edges": int(np.sum(np.diff(problem.W.indptr) == 0)),
         "n_flagged": int(prediction.noisy.sum()),
+        # the only given label of their class: no other label can confirm or doubt them
+        "n_lone_labels": int(problem.lone_labels.sum()),
         "mean_confidence": float(confidence.mean()) if len(confidence) else None,
         "class_counts": {str(exported.classes[c]): int(n) for c, n in zip(names, counts)},
         "confidence_histogram": {f"{b / CONFIDENCE_BINS:.1f}-{(b + 1) / CONFIDENCE_BINS:.1f}": int(n)

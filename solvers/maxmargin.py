@@ -106,7 +106,9 @@ Decisions the paper leaves open, and what this module does
   labels the final fit absorbs. On a digits split (1,200 nodes, 15 labels per class, 10%
   flipped, γ_g = 0.1) recall is 0.87 at C = 0.3 and 1, 0.67 at C = 3 and 0.27 at C = 10
   (precision 0.93-1.0); the paper's range, C = 1/(2γ) with γ ∈ [0.01, 0.1]·n_l, is
-  C ≤ 0.33 there. With ``cv=0`` nothing is flagged (no model that never saw the label).
+  C ≤ 0.33 there. With ``cv=0`` nothing is flagged (no model that never saw the label),
+  and neither is a label that is the only one of its class in the run
+  (``LabelProblem.lone_labels``: no model that never saw it knows its class).
   With ``drop_noisy`` the final model is refit with the flagged labels hidden (they then
   get induced labels like any unlabelled node). It is off by default, unlike
   ``solvers.harmonic``: on ten-class digits (10% labelled, ``bench/maxmargin.py --full``,
@@ -661,17 +663,18 @@ class MaxMarginGraphCut(BaseEstimator):
         doubted = np.zeros(len(labeled), dtype=bool)
         if cross is not None:
             D_oof, oof_classes = cross
+            lone = problem.lone_labels[labeled]  # the only label of its class: nothing judges it
             # Doubt with a calibrator fit on every given label, then refit it on the trusted ones.
             first = self._fit_calibrator(D_oof, y[labeled], oof_classes)
             P_oof = self._proba_from(D_oof, oof_classes, first)
             if self.noise == "svm":
                 other = P_oof.copy()
                 other[np.arange(len(labeled)), y[labeled]] = -np.inf
-                doubted = other.max(axis=1) >= threshold
+                doubted = (other.max(axis=1) >= threshold) & ~lone
             else:  # both the cross-fitted SVM and the graph step's leave-one-out doubt it
                 graph = harmonic_loo_margin(problem.W, y, problem.n_classes, problem.label_confidence)[labeled]
                 self.noise_score_ = np.fmin(margin_scores(P_oof, y[labeled]), graph)
-                doubted = self.noise_score_ >= threshold
+                doubted = (self.noise_score_ >= threshold) & ~lone
                 self.noisy_[labeled[doubted]] = True
             calibrator = self._fit_calibrator(D_oof[~doubted], y[labeled][~doubted], oof_classes)
             self.calibrator_ = calibrator if calibrator is not None else first

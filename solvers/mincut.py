@@ -444,19 +444,17 @@ def _nearest_labeled(problem: LabelProblem, nodes: np.ndarray) -> np.ndarray:
     return problem.y[labeled[idx[:, 0]]]
 
 
-def _flaggable(W_raw: sp.spmatrix, y: np.ndarray) -> np.ndarray:
+def _flaggable(W_raw: sp.spmatrix, y: np.ndarray, lone: np.ndarray) -> np.ndarray:
     """Given labels with leave-one-out evidence (decision 8): another given label in their
-    component, and another label of their class (a class's only label is never flagged)."""
+    component, and another label of their class in the run (``lone``: the problem's
+    ``lone_labels``; a class's only label is never flagged)."""
     labeled = y >= 0
     _, comp = connected_components(W_raw, directed=False)
     labels_in_comp = np.bincount(comp[labeled], minlength=comp.max() + 1)
-    class_size = np.bincount(y[labeled], minlength=y.max() + 1)
-    not_alone = np.zeros(len(y), dtype=bool)
-    not_alone[labeled] = class_size[y[labeled]] >= 2
-    return (labels_in_comp[comp] >= 2) & not_alone
+    return labeled & (labels_in_comp[comp] >= 2) & ~lone
 
 
-def _cavity_scores(W: sp.spmatrix, y: np.ndarray, membership: np.ndarray) -> np.ndarray:
+def _cavity_scores(W: sp.spmatrix, y: np.ndarray, lone: np.ndarray, membership: np.ndarray) -> np.ndarray:
     """Decision 8, ``"cavity"``: the share of a given label's edge weight on each class of its
     neighbours' ``membership`` (n × C: the randomized cuts' distribution, or the exact
     labelling one-hot; Lemma 3.4's vote, the label itself left out), best other minus its own."""
@@ -467,7 +465,7 @@ def _cavity_scores(W: sp.spmatrix, y: np.ndarray, membership: np.ndarray) -> np.
     share = np.divide(vote, total, out=np.zeros_like(vote), where=total > 0)
     margin = np.where(total[:, 0] > 0, margin_scores(share, y[l]), -1.0)
     score = per_label(len(y), labeled, margin)
-    score[labeled & ~_flaggable(W, y)] = -1.0
+    score[labeled & ~_flaggable(W, y, lone)] = -1.0
     return score
 
 
@@ -516,7 +514,7 @@ def colour_labels(W: sp.spmatrix, labeled: np.ndarray, random_state=0) -> np.nda
     return colour
 
 
-def _loo_flags(W: sp.spmatrix, y: np.ndarray, alpha: float, W_raw: sp.spmatrix, rule: str,
+def _loo_flags(W: sp.spmatrix, y: np.ndarray, lone: np.ndarray, alpha: float, W_raw: sp.spmatrix, rule: str,
                random_state, budget: Budget = UNLIMITED) -> tuple[np.ndarray, np.ndarray]:
     """Decision 8: a given label is flagged when no min cut without it keeps it with its class.
 
@@ -528,7 +526,7 @@ def _loo_flags(W: sp.spmatrix, y: np.ndarray, alpha: float, W_raw: sp.spmatrix, 
     """
     n = len(y)
     labeled = y >= 0
-    eligible = np.flatnonzero(_flaggable(W_raw, y))
+    eligible = np.flatnonzero(_flaggable(W_raw, y, lone))
     flags = np.zeros(n, dtype=bool)
     score = np.full(n, np.nan)
     score[labeled] = -1.0  # no evidence against the label
@@ -686,13 +684,13 @@ def mincut(
         if noise == "none":
             noisy = np.zeros(problem.n_nodes, dtype=bool)
         elif noise in ("cavity", "cavity_harmonic"):
-            noise_score = _cavity_scores(W, y, scores)  # n_cuts=0: scores is the exact labelling
+            noise_score = _cavity_scores(W, y, problem.lone_labels, scores)  # n_cuts=0: scores is the exact labelling
             if noise == "cavity_harmonic":  # both must doubt the label (decision 8)
                 relaxed = harmonic_loo_margin(W, y, C, problem.label_confidence)
                 noise_score[labeled] = np.fmin(noise_score[labeled], relaxed[labeled])
             noisy = labeled & (noise_score >= threshold)
         else:
-            noisy, noise_score = _loo_flags(W, y, alpha, problem.W, noise, random_state, budget)
+            noisy, noise_score = _loo_flags(W, y, problem.lone_labels, alpha, problem.W, noise, random_state, budget)
 
     labels_exact = labels
     no_label = unreachable(problem.W, labeled)

@@ -65,7 +65,9 @@ Open decisions (paper silent or ambiguous) and what this module chooses
     disagrees" (this module's rule before), flagged 14% of the clean labels of segment
     (10 per class, seeds 0-9); 0.1 flags 2.4% there, 0.4% on digits and 1.1% on WDBC
     (28 per class), and finds digits' 10% flips at precision / recall 0.96 / 0.85
-    (0.87 / 0.95 at 0). ``noise="loo"`` has higher recall, lower precision.
+    (0.87 / 0.95 at 0). ``noise="loo"`` has higher recall, lower precision. A label that
+    is the only one of its class in the run (``LabelProblem.lone_labels``) is never
+    flagged: held out, its class has no other evidence (the harmonic solver's reason).
 11. The objective reported per class (for the k criterion of Sec. 6/Fig. 5) is the
     value of eq. 19 at the solution, constant term cγᵀCγ included. The notes could not
     make it pick k = 10 on digits; `select_k` implements the normalisation
@@ -726,7 +728,7 @@ def spectral(
     labels, confidence = finish_labels(scores, confidence, no_label)
     margin = margin_scores(loo if noise == "loo" else scores[lab], y_l)
     noise_score = per_label(n, problem.labeled, margin)
-    noisy = problem.labeled & (noise_score >= noise_threshold)
+    noisy = problem.labeled & (noise_score >= noise_threshold) & ~problem.lone_labels  # decision 10
     degenerate = one_class_takes_all(labels, problem.y, C)
     if degenerate:
         counts = np.bincount(y_l, minlength=C).tolist()

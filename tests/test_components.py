@@ -70,6 +70,24 @@ def test_split_solution_equals_the_whole_graph_solution(solver):
         np.testing.assert_allclose(split.scores, whole.scores, atol=1e-8)
 
 
+def test_a_batch_judges_a_label_alone_in_it_as_the_whole_graph_does():
+    # class 2's labels: one in island 0, two in island 1; alone in its batch is not alone in the run
+    W, _, y = islands(2, 80, seed=1)
+    y[y == 2] = -1
+    y[[5, 90, 95]] = 2
+    problem = LabelProblem(W, y, n_classes=3)
+    plan = plan_components(problem, batch_nodes=60)
+    assert len(plan.batches) == 2
+    for nodes in plan.batches:
+        part = batch_problem(problem, nodes)
+        np.testing.assert_array_equal(part.problem.lone_labels, problem.lone_labels[nodes])
+    assert not problem.lone_labels[5]
+    whole = solve(problem, "harmonic", class_mass="none")
+    _, split = solve_split(problem, "harmonic", 60, class_mass="none")
+    np.testing.assert_array_equal(split.noisy, whole.noisy)
+    assert split.noisy[5]  # island 0 holds no other label of class 2: judged, as in the whole graph
+
+
 def test_unlabeled_and_single_class_components_get_the_documented_answer():
     W, _, y = islands(3, 50)
     y[50:100] = -1

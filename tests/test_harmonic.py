@@ -137,8 +137,9 @@ def test_centred_class_mass_lifts_weka_glass_at_ten_percent_labelled():
     assert np.mean(scores["center"]) > np.mean(scores["auto"]) + 0.04, scores
 
 
-def test_a_flagged_label_alone_in_its_class_stays_in_the_resolve():
-    # two cliques joined by one edge; class 2's only label sits inside class 0's clique
+def _clique_pair_with_a_lone_label():
+    """Two 20-node cliques joined by one edge, 4 labels of class 0 and of class 1, and class
+    2's only label (node 5) inside class 0's clique."""
     n = 40
     W = np.zeros((n, n))
     W[:20, :20] = 1.0
@@ -149,7 +150,29 @@ def test_a_flagged_label_alone_in_its_class_stays_in_the_resolve():
     y[[0, 1, 2, 3]] = 0
     y[[30, 31, 32, 33]] = 1
     y[5] = 2
-    prediction = solve(LabelProblem(sp.csr_matrix(W), y, n_classes=3), "harmonic")
+    return sp.csr_matrix(W), y
+
+
+def test_the_only_label_of_its_class_in_the_run_is_not_judged():
+    W, y = _clique_pair_with_a_lone_label()
+    problem = LabelProblem(W, y, n_classes=3)
+    np.testing.assert_array_equal(np.flatnonzero(problem.lone_labels), [5])
+    prediction = solve(problem, "harmonic")
+    # leaving it out leaves class 2 no mass: its margin is the best other class's whole share
+    # (here class 0's, its clique's), whatever the label is worth
+    l = np.flatnonzero(problem.labeled)
+    assert prediction.info["loo_scores"][np.searchsorted(l, 5), 2] == 0.0
+    assert prediction.noise_score[5] > 0.9
+    assert not prediction.noisy.any()
+    assert prediction.labels[5] == 2  # its node keeps the class a person gave it
+    assert prediction.scores[5, 2] == 1.0
+
+
+def test_a_flagged_label_alone_in_its_class_stays_in_the_resolve():
+    # class 2's only label in this problem, with more of them elsewhere in the run (an
+    # incremental region): the margin of 1 is evidence against it
+    W, y = _clique_pair_with_a_lone_label()
+    prediction = solve(LabelProblem(W, y, n_classes=3, class_label_counts=np.array([4, 4, 3])), "harmonic")
     assert prediction.noisy[5]
     assert prediction.noisy.sum() == 1
     assert prediction.labels[5] == 0  # its own node: the leave-one-out class
@@ -160,7 +183,7 @@ def test_a_flagged_label_alone_in_its_class_stays_in_the_resolve():
     # a flagged label whose class keeps 3 or more unflagged ones is softened: clamped at its
     # expected distribution, mostly the class of its neighbours
     y[34] = 0
-    softened = solve(LabelProblem(sp.csr_matrix(W), y, n_classes=3), "harmonic")
+    softened = solve(LabelProblem(W, y, n_classes=3, class_label_counts=np.array([5, 4, 3])), "harmonic")
     assert softened.noisy[34]
     assert softened.labels[34] == 1
     assert softened.scores[34, 0] < 0.5

@@ -401,6 +401,20 @@ def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_l
             driver.execute_query("MATCH (g:GraphBuild {dataset: 'customers'}) DELETE g")
 
 
+def test_a_class_with_one_given_label_is_kept_and_said_unchecked_on_neo4j(neo4j_env, dataset, tmp_path):
+    """test_arff_files' glass with one 'tableware' label, through the CLI on Neo4j + GDS."""
+    from test_arff_files import check_the_lone_label_was_kept_and_said_unchecked, glass_with_one_tableware_label
+
+    from graphstore import open_store
+
+    path, lone = glass_with_one_tableware_label(tmp_path)
+    cli("ingest", path, "--dataset", dataset, "--key", "#", "--features", "*", "--label", "Type",
+        "--store", neo4j_env)
+    out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    with open_store(neo4j_env) as store:
+        check_the_lone_label_was_kept_and_said_unchecked(out, store, dataset, lone)
+
+
 def test_weka_arff_file_through_the_cli_on_neo4j(neo4j_env, dataset, tmp_path):
     """weka's vote.arff as a user brings it: no key column (``--key '#'``: each record's
     line), '?' as the class of the unlabelled records and as a vote of its own, two lines

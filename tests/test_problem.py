@@ -39,6 +39,22 @@ def test_confidence_outside_unit_interval_is_rejected():
         LabelProblem(path_graph(3), np.array([0, -1, 1]), label_confidence=np.array([1.5, 0, 1]))
 
 
+def test_lone_labels_count_the_runs_labels_when_given_and_the_problems_otherwise():
+    y = np.array([0, 0, 1, -1, 2])
+    own = LabelProblem(path_graph(5), y)
+    assert own.class_label_counts.tolist() == [2, 1, 1]
+    assert own.lone_labels.tolist() == [False, False, True, False, True]
+    # a region of a run that holds more labels of class 1 elsewhere
+    region = LabelProblem(path_graph(5), y, class_label_counts=np.array([9, 4, 1]))
+    assert region.lone_labels.tolist() == [False, False, False, False, True]
+    # carried by a copy without features, not by other labels (cross-validation, holdout)
+    assert region.without_features().class_label_counts.tolist() == [9, 4, 1]
+    assert region.with_labels(np.array([0, 1, 1, -1, 2])).class_label_counts.tolist() == [1, 2, 1]
+    for counts in (np.array([1, 1]), np.array([1, -1, 1]), np.array([1.0, 1.0, 1.0])):
+        with pytest.raises(ValueError, match="class_label_counts must be 3 non-negative integers"):
+            LabelProblem(path_graph(5), y, class_label_counts=counts)
+
+
 def test_solve_refuses_one_class_and_unknown_methods():
     problem = LabelProblem(path_graph(3), np.array([0, -1, 0]))
     with pytest.raises(ValueError, match="two classes"):
