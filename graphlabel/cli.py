@@ -692,6 +692,8 @@ def predict(
     text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
     categorical: str | None = typer.Option(None, help="The categorical columns, as the dataset was ingested"
                                            " with; a value the run never saw rejects its row."),
+    label: str | None = typer.Option(None, help="The file's label column, if it has one, as the dataset was"
+                                     " ingested with: left out of the --features and --categorical globs."),
     output: str | None = typer.Option(None, "--output", help="Write the predictions here (.csv, .parquet or .pq);"
                                       " default: CSV on standard output."),
     rejects: str | None = typer.Option(None, help="Where to write rejected rows (default predict.rejects.csv)."),
@@ -713,7 +715,7 @@ def predict(
     with _one_line_errors(), open_store(store) as graph_store:
         run_id = newest_model_run(graph_store, dataset) if dataset is not None else str(run)
         predicted = predict_records(graph_store, run_id, file, key=key, features=features, text=text,
-                                    encoding=encoding, categorical=categorical)
+                                    encoding=encoding, categorical=categorical, label=label)
     if output is None:
         predicted.frame.to_csv(sys.stdout, index=False)
     else:

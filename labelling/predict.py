@@ -81,23 +81,26 @@ def newest_model_run(store: GraphStore, dataset: str) -> str:
 
 def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFrame, *, key: str,
                     features: str | None, text: str | None = None, encoding: str = "utf-8",
-                    categorical: str | None = None) -> Predicted:
+                    categorical: str | None = None, label: str | None = None) -> Predicted:
     """Label the records of ``source`` with the model of ``run``.
 
     The numeric features (numeric columns, plus 384 with ``text``) and the categorical
     columns must be as many as the model's; otherwise ``ValueError`` says both counts in
-    one line.
+    one line. ``label`` names the file's label column, if it has one, so that the globs
+    of ``features`` and ``categorical`` leave it out as ``ingest``'s do (its values are
+    not used).
     """
     summary, model = run_model(store, run)
     records = parse_records(source, key=key, features=features, text=text, encoding=encoding,
-                            categorical=categorical)
+                            categorical=categorical, label=label)
     records, onehot = _known_categories(records, model)
     flat = records.nodes.column("features").combine_chunks()
     width = len(flat.flatten()) // max(records.n_valid, 1)
     if width != model.n_numeric:
         raise ValueError(f"the records have {width} numeric features each and the model of run {summary['run_id']}"
                          f" takes {model.n_numeric}: give the --features (and --text) the dataset"
-                         f" {summary['dataset']!r} was ingested with")
+                         f" {summary['dataset']!r} was ingested with (and --label, which a glob such as '*' leaves"
+                         " out)")
     X = flat.flatten().to_numpy(zero_copy_only=False).reshape(records.n_valid, width)
     if onehot is not None:
         X = np.hstack([X, onehot])
@@ -119,7 +122,8 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
     given = (len(records.nodes.column("categories")[0]) if records.n_valid else n_columns) if stored else 0
     if given != n_columns:
         raise ValueError(f"the records have {given} categorical columns and the run's model takes {n_columns}:"
-                         " give the --categorical columns the dataset was ingested with, in the same order")
+                         " give the --categorical columns the dataset was ingested with, in the same order"
+                         " (and --label, which a glob such as '*' leaves out)")
     if not n_columns:
         return records, None
     from similarity.encoding import FeatureEncoding

@@ -277,6 +277,18 @@ def _predict_vote(store, dataset, tmp_path):
                     ok=False)
     assert result.exit_code == 1
     assert "the records have 1 categorical columns and the run's model takes 16" in result.output, result.output
+    # the same records with their label column, as a person predicts a file shaped as the one
+    # ingested: '*' takes the label column too, unless --label names it as at ingest
+    labelled = tmp_path / "vote_new_labelled.csv"
+    pd.read_csv(new, dtype=str).assign(label=truth.to_numpy()).to_csv(labelled, index=False)
+    result = invoke("predict", labelled, "--run", run_id, "--key", "id", "--categorical", "*", "--store", store,
+                    ok=False)
+    assert "the records have 17 categorical columns and the run's model takes 16" in result.output, result.output
+    assert "--label" in result.output
+    again = tmp_path / "vote_predicted_again.csv"
+    invoke("predict", labelled, "--run", run_id, "--key", "id", "--categorical", "*", "--label", "label",
+           "--output", again, "--rejects", rejects, "--store", store)
+    pd.testing.assert_frame_equal(pd.read_csv(again, dtype={"key": str}), pd.read_csv(out, dtype={"key": str}))
     return accuracy
 
 
