@@ -11,7 +11,8 @@ STAMP  := $(VENV)/.installed
 
 # Weka's example ARFF files (diabetes, ionosphere, vote, segment, ...): the benchmarks and
 # tests on real data read them from here. Debian's `weka` package ships them; only the .deb
-# is fetched and unpacked (installing it would pull in a Java runtime for nothing).
+# is fetched and unpacked (installing it would pull in a Java runtime for nothing). Its jar
+# is kept too: the tests run Weka itself to write a sparse ARFF file, as a Weka user does.
 DATA  := .data
 WEKA  := $(DATA)/weka
 
@@ -26,13 +27,14 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(BIN)/graphlabel demo
 
-data: $(WEKA)/.fetched
+data: $(WEKA)/.fetched-with-jar
 
-$(WEKA)/.fetched:
+$(WEKA)/.fetched-with-jar:
 	rm -rf $(DATA)/deb && mkdir -p $(DATA)/deb $(WEKA)
 	cd $(DATA)/deb && (apt-get download weka >/dev/null 2>&1 || (apt-get update -qq && apt-get download weka))
 	dpkg-deb -x $(DATA)/deb/weka_*.deb $(DATA)/deb/root
 	cp $(DATA)/deb/root/usr/share/doc/weka/examples/*.arff $(WEKA)/
+	cp -L $(DATA)/deb/root/usr/share/java/weka.jar $(WEKA)/weka.jar
 	rm -rf $(DATA)/deb
 	touch $@
 

@@ -21,11 +21,24 @@ Decisions (Weka's ARFF documentation leaves these to the reader)
 - Attributes: ``numeric``, ``real`` and ``integer`` are numbers; a ``{...}`` list is
   nominal; ``string`` and ``date`` are text (a date stays as written). ``relational``
   attributes are refused with one error (a bag of instances per record is no node).
-- A line with another number of values than the header declares attributes, a sparse line
-  (``{index value, ...}``), a quote never closed, or a nominal value the header does not
-  declare is a ``malformed line`` with its reason (the attribute and the value for the
-  last). A number that is not one stays text and is rejected by the records' rules when
-  that column is a feature (``non-numeric feature``).
+- A line with another number of values than the header declares attributes, a quote never
+  closed, or a nominal value the header does not declare is a ``malformed line`` with its
+  reason (the attribute and the value for the last). A number that is not one stays text
+  and is rejected by the records' rules when that column is a feature (``non-numeric
+  feature``).
+- Sparse instances (``{index value, ...}``, what Weka's ``StringToWordVector`` writes) are
+  read as the dense record Weka means: an index is an attribute's 0-based position, and an
+  attribute left out holds 0 when numeric and its first declared value when nominal (Weka
+  stores a nominal value as its index, and a sparse instance leaves out the zeros), an
+  empty text when ``string`` (Weka would take the first string its run saw, which the file
+  does not hold) and ``?`` when ``date``. An index out of range or given twice,
+  or a pair without a value, is a ``malformed line``. The records become dense rows (a row
+  of every attribute): a file of r records and a attributes takes r × a cells, as the
+  features do in the store. ``tests/test_arff_files.py`` reads Weka's own sparse output of
+  ``ReutersCorn-train.arff`` (1,554 records, 1,004 attributes) and compares it with Weka's
+  dense conversion of the same file (``SparseToNonSparse``).
+- An instance weight (``, {w}`` after a record, Weka 3.6+) is not read: the line is a
+  ``malformed line`` (dense: one value too many).
 - ``?`` (missing): in a numeric attribute a missing number (the row is rejected when the
   column is a feature: ``missing feature``), in the key or label column an empty cell (no
   key, no label: an ARFF file's unlabelled records carry ``?`` as their class), in a
@@ -60,6 +73,8 @@ _NUMERIC = {"numeric", "real", "integer"}
 _VALUE = re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|([^,'"\s][^,]*?|))\s*(,|$)""")
 _ESCAPE = re.compile(r"\\(.)")
 _ESCAPED = {"n": "\n", "t": "\t", "r": "\r"}
+# One "index value" pair of a sparse instance and the comma after it (or the end).
+_PAIR = re.compile(r"""\s*(\d+)\s+(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|([^,'"\s][^,]*?))\s*(,|$)""")
 _NAME_AND_TYPE = re.compile(r"""\s*(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|(\S+))\s+(.*)$""", re.S)
 
 
@@ -199,15 +214,50 @@ def _values(line: str) -> tuple[list[str] | None, str | None]:
         position = match.end()
 
 
+def _sparse_values(line: str, attributes: list[Attribute]) -> tuple[list[str] | None, str | None]:
+    """The dense values of the sparse instance ``line`` (``{index value, ...}``), or why
+    they are none (module docstring: what a left-out attribute holds)."""
+    if not line.endswith("}"):
+        return None, "a sparse instance ({index value, ...}) whose '}' does not end the line"
+    inner = line[1:-1].strip()
+    values = [_LEFT_OUT[attribute.kind] if attribute.kind != "nominal" else attribute.values[0]
+              for attribute in attributes]
+    given: set[int] = set()
+    position = 0
+    while inner:  # a loop over the line's pairs
+        match = _PAIR.match(inner, position)
+        if match is None:
+            return None, "a sparse pair that is not 'index value', or a quote not closed"
+        index = int(match[1])
+        if index >= len(attributes) or index in given:
+            return None, (f"sparse index {index} is given twice" if index in given else
+                          f"sparse index {index} where the header declares {len(attributes)} attributes (0 to"
+                          f" {len(attributes) - 1})")
+        given.add(index)
+        quoted = match[2] if match[2] is not None else match[3]
+        values[index] = _unescaped(quoted) if quoted is not None else match[4]
+        if match[5] != ",":
+            break
+        position = match.end()
+    return values, None
+
+
+# What a sparse instance's left-out attribute holds, by kind (nominal: its first declared value).
+_LEFT_OUT = {"numeric": "0", "string": "", "date": MISSING}
+
+
 def _record(line: str, attributes: list[Attribute]) -> tuple[list[str] | None, str | None]:
     """One data line's values, or why it is no record."""
     if line.startswith("{"):
-        return None, "a sparse instance ({index value, ...}): save the file dense (Weka: SparseToNonSparse)"
-    values, reason = _values(line)
-    if values is None:
-        return None, reason
-    if len(values) != len(attributes):
-        return None, f"{len(values)} values where the header declares {len(attributes)} attributes"
+        values, reason = _sparse_values(line, attributes)
+        if values is None:
+            return None, reason
+    else:
+        values, reason = _values(line)
+        if values is None:
+            return None, reason
+        if len(values) != len(attributes):
+            return None, f"{len(values)} values where the header declares {len(attributes)} attributes"
     for value, attribute in zip(values, attributes):
         if attribute.kind == "nominal" and value not in attribute.accepted:
             declared = ", ".join(attribute.values[:8]) + (", ..." if len(attribute.values) > 8 else "")

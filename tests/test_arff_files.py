@@ -3,6 +3,10 @@ line reported with its line and reason, and the key ``#`` for records without on
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -100,29 +104,40 @@ def test_every_bad_line_is_a_reject_with_its_line_and_reason(tmp_path):
         "1,85\n"                                # 10: one value short
         "1,85,tested_maybe\n"                   # 11: a class the header does not declare
         "1,8x5,?\n"                             # 12: not a number
-        "{0 1, 2 tested_negative}\n"            # 13: sparse
+        "{0 1, 2 tested_negative}\n"            # 13: sparse: plas left out, 0
         "'1,85,?\n"                             # 14: a quote never closed
         "?,85,?\n"                              # 15: a missing number
         "% the end\n"
         " 2 , 90 , 'tested_negative'\n"         # 17: blanks and quotes are not part of values
+        "{3 1}\n"                               # 18: no attribute 3
+        "{0 1, 0 2}\n"                          # 19: attribute 0 twice
+        "{0 1, 1}\n"                            # 20: an index without its value
+        "{1 5, 2 tested_maybe}\n"               # 21: a class the header does not declare
+        "{ }\n"                                 # 22: every attribute left out: 0, 0, the first class
+        "{1 '7', 0 3}\n"                        # 23: quoted, and in any order
     )
     parsed = parse_records(path, key="#", features="*", label="class")
-    assert parsed.nodes.column("key").to_pylist() == ["8", "9", "17"]
-    assert parsed.nodes.column("label").to_pylist() == ["tested_positive", None, "tested_negative"]
-    assert parsed.nodes.column("features").to_pylist() == [[6.0, 148.0], [1.0, 85.0], [2.0, 90.0]]
+    assert parsed.nodes.column("key").to_pylist() == ["8", "9", "13", "17", "22", "23"]
+    assert parsed.nodes.column("label").to_pylist() == ["tested_positive", None, "tested_negative",
+                                                        "tested_negative", "tested_negative", "tested_negative"]
+    assert parsed.nodes.column("features").to_pylist() == [[6.0, 148.0], [1.0, 85.0], [1.0, 0.0], [2.0, 90.0],
+                                                           [0.0, 0.0], [3.0, 7.0]]
     reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
     kinds = dict(zip(parsed.rejects["row"], parsed.rejects["kind"]))
-    assert set(reasons) == {10, 11, 12, 13, 14, 15}
+    assert set(reasons) == {10, 11, 12, 14, 15, 18, 19, 20, 21}
     assert reasons[10].startswith("2 values where the header declares 3 attributes")
     assert reasons[11].startswith("class holds 'tested_maybe', not one of its declared values"
                                   " {tested_negative, tested_positive}")
     assert kinds[12] == "non-numeric feature"
     assert "plas='8x5'" in reasons[12]
-    assert reasons[13].startswith("a sparse instance")
     assert reasons[14].startswith("a quote is not closed")
     assert kinds[15] == "missing feature"
     assert "preg" in reasons[15]
-    assert parsed.n_valid + len(parsed.rejects) == 9
+    assert reasons[18].startswith("sparse index 3 where the header declares 3 attributes (0 to 2)")
+    assert reasons[19].startswith("sparse index 0 is given twice")
+    assert reasons[20].startswith("a sparse pair that is not 'index value'")
+    assert reasons[21].startswith("class holds 'tested_maybe', not one of its declared values")
+    assert parsed.n_valid + len(parsed.rejects) == 15
 
 
 @pytest.mark.parametrize("header, message", [
@@ -179,6 +194,67 @@ def vote_arff(folder, per_party: int = 10, seed: int = 0):
     """weka's vote.arff with all but ``per_party`` labels per party replaced by '?'
     (``arff_keeping_labels``)."""
     return arff_keeping_labels("vote", "Class", folder, {"democrat": per_party, "republican": per_party}, seed)
+
+
+def run_weka(*args: str) -> None:
+    """Weka itself (Debian's 3.6 jar, which ``make data`` keeps), as a Weka user runs a filter."""
+    from live_neo4j import in_ci
+
+    if shutil.which("java") is None:
+        message = "no `java` on the PATH: the tests of files Weka writes need Java to run Weka"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    jar = weka_path("glass").parent / "weka.jar"
+    assert jar.exists(), f"{jar} is missing: run `make data`"
+    subprocess.run(["java", "-cp", str(jar), *args], check=True, capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def reuters_words(tmp_path_factory):
+    """Weka's StringToWordVector on ReutersCorn-train.arff (1,554 articles, 1,000 words kept),
+    which Weka writes as a sparse ARFF file, and Weka's SparseToNonSparse of that file."""
+    folder = tmp_path_factory.mktemp("weka")
+    sparse, dense = folder / "corn-words.arff", folder / "corn-words-dense.arff"
+    run_weka("weka.filters.unsupervised.attribute.StringToWordVector", "-W", "1000",
+             "-i", str(weka_path("ReutersCorn-train")), "-o", str(sparse))
+    run_weka("weka.filters.unsupervised.instance.SparseToNonSparse", "-i", str(sparse), "-o", str(dense))
+    return sparse, dense
+
+
+def test_a_sparse_file_weka_wrote_reads_as_wekas_own_dense_conversion(reuters_words):
+    sparse, dense = reuters_words
+    data = [line for line in sparse.read_text().splitlines() if line and not line.startswith(("@", "%"))]
+    assert len(data) == 1554
+    assert all(line.startswith("{") for line in data)  # every record sparse, as Weka wrote it
+    read, converted = (read_arff_table(path, text_columns=["class-att"]) for path in (sparse, dense))
+    assert read.rejects.empty
+    assert read.frame.shape == (1554, 1004)
+    pd.testing.assert_frame_equal(read.frame, converted.frame)
+    np.testing.assert_array_equal(read.lines, converted.lines)
+    # the class is nominal {0,1}, and a sparse record leaves out its first value, '0'
+    assert read.frame["class-att"].value_counts().to_dict() == {"0": 1509, "1": 45}
+
+
+def test_a_sparse_file_weka_wrote_is_ingested_and_labelled(reuters_words, store_path):
+    """Through the CLI on the embedded store: the word counts are the features, a node's
+    stored vector is its record in Weka's dense conversion, and the run completes."""
+    sparse, dense = reuters_words
+    result = runner.invoke(app, ["ingest", str(sparse), "--dataset", "corn", "--key", "#", "--features", "*",
+                                 "--label", "class-att", "--store", store_path])
+    assert result.exit_code == 0, result.output
+    assert "stored 1,554 nodes in dataset 'corn'" in result.output
+    converted = read_arff_table(dense, text_columns=["class-att"])
+    row = 100
+    key = str(converted.lines[row])  # '#': each record's line in the file
+    with open_store(store_path) as store:
+        stored = store.query("MATCH (e:Entity) WHERE e.key = $key RETURN e.features AS features",
+                             {"key": key}).iloc[0]["features"]
+    np.testing.assert_array_equal(stored, converted.frame.iloc[row].drop("class-att").to_numpy(float))
+    assert np.count_nonzero(stored) > 0
+    result = runner.invoke(app, ["label", "--dataset", "corn", "--holdout", "0.5", "--store", store_path])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"accuracy on the 776 held-out labels: 0\.\d+", result.output), result.output
 
 
 def test_vote_arff_with_unlabelled_records_is_ingested_and_labelled(tmp_path, store_path):
