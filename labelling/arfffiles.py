@@ -214,6 +214,10 @@ def _values(line: str) -> tuple[list[str] | None, str | None]:
         position = match.end()
 
 
+# What a sparse instance's left-out attribute holds, by kind (nominal: its first declared value).
+_LEFT_OUT = {"numeric": "0", "string": "", "date": MISSING}
+
+
 def _sparse_values(line: str, attributes: list[Attribute]) -> tuple[list[str] | None, str | None]:
     """The dense values of the sparse instance ``line`` (``{index value, ...}``), or why
     they are none (module docstring: what a left-out attribute holds)."""
@@ -240,10 +244,6 @@ def _sparse_values(line: str, attributes: list[Attribute]) -> tuple[list[str] | 
             break
         position = match.end()
     return values, None
-
-
-# What a sparse instance's left-out attribute holds, by kind (nominal: its first declared value).
-_LEFT_OUT = {"numeric": "0", "string": "", "date": MISSING}
 
 
 def _record(line: str, attributes: list[Attribute]) -> tuple[list[str] | None, str | None]:
