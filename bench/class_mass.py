@@ -12,7 +12,7 @@ records, 35 nominal attributes one-hot encoded).
 Why: ``hard_data`` measures 1% and 10% only; a user who scores a run with ``--holdout 0.1`` on
 a file whose records all carry a label solves at 90%. Why 20 draws: at 1% labelled the real
 sets hold 4 to 25 given labels, and three draws decide a cell by chance (ionosphere at 1%:
-−0.040 on seeds 0-2, +0.050 ± 0.029 on seeds 0-19; ``class_mass_seeds_0-19.md`` gives each
+−0.038 on seeds 0-2, +0.051 ± 0.028 on seeds 0-19; ``class_mass_seeds_0-19.md`` gives each
 cell's standard error). Data, graph, labels and peers as ``bench/hard_data.py`` (its
 functions: 20,000-node generated sets, ``knn_graph(X, 10)``, each node labelled with
 probability f, LabelSpreading α = 0.2 and 0.99, scikit-network's diffusion). Besides each
