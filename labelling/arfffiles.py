@@ -102,6 +102,7 @@ def read_arff_table(path: str | Path, *, text_columns: list[str], encoding: str 
     path = Path(path)
     lines = _lines(path, encoding)
     attributes, first_data = _header(lines, path)
+    left_out = _left_out(attributes)
     rows: list[list[str]] = []
     numbers: list[int] = []
     found: dict[int, tuple[str, str]] = {}
@@ -109,7 +110,7 @@ def read_arff_table(path: str | Path, *, text_columns: list[str], encoding: str 
         line = lines[i].strip()
         if not line or line.startswith("%"):
             continue
-        values, reason = _record(line, attributes)
+        values, reason = _record(line, attributes, left_out)
         if values is not None:
             rows.append(values)
             numbers.append(i + 1)
@@ -218,14 +219,21 @@ def _values(line: str) -> tuple[list[str] | None, str | None]:
 _LEFT_OUT = {"numeric": "0", "string": "", "date": MISSING}
 
 
-def _sparse_values(line: str, attributes: list[Attribute]) -> tuple[list[str] | None, str | None]:
+def _left_out(attributes: list[Attribute]) -> list[str]:
+    """The value of each attribute a sparse instance leaves out (module docstring), once per
+    file: each sparse line copies it."""
+    return [_LEFT_OUT[attribute.kind] if attribute.kind != "nominal" else attribute.values[0]
+            for attribute in attributes]
+
+
+def _sparse_values(line: str, attributes: list[Attribute],
+                   left_out: list[str]) -> tuple[list[str] | None, str | None]:
     """The dense values of the sparse instance ``line`` (``{index value, ...}``), or why
-    they are none (module docstring: what a left-out attribute holds)."""
+    they are none (``left_out``: what the attributes it does not name hold)."""
     if not line.endswith("}"):
         return None, "a sparse instance ({index value, ...}) whose '}' does not end the line"
     inner = line[1:-1].strip()
-    values = [_LEFT_OUT[attribute.kind] if attribute.kind != "nominal" else attribute.values[0]
-              for attribute in attributes]
+    values = left_out.copy()
     given: set[int] = set()
     position = 0
     while inner:  # a loop over the line's pairs
@@ -246,10 +254,10 @@ def _sparse_values(line: str, attributes: list[Attribute]) -> tuple[list[str] | 
     return values, None
 
 
-def _record(line: str, attributes: list[Attribute]) -> tuple[list[str] | None, str | None]:
-    """One data line's values, or why it is no record."""
+def _record(line: str, attributes: list[Attribute], left_out: list[str]) -> tuple[list[str] | None, str | None]:
+    """One data line's values, or why it is no record (``left_out``: ``_left_out(attributes)``)."""
     if line.startswith("{"):
-        values, reason = _sparse_values(line, attributes)
+        values, reason = _sparse_values(line, attributes, left_out)
         if values is None:
             return None, reason
     else:
