@@ -153,10 +153,12 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     m = len(present)
     W_rr = W[r][:, r]
     W_sub = sp.bmat([[W_rr, A], [A.T, None]], format="csr") if m else sp.csr_matrix(W_rr)
-    y = np.full(len(r) + m, -1, dtype=np.int64)
-    has_label = given.iloc[r].notna().to_numpy()
-    y[:len(r)][has_label] = np.searchsorted(classes, given.iloc[r][has_label].to_numpy().astype(str))
-    y[len(r):] = present
+    # every given label of the dataset as a class code (-1: none), once: the region's labels and
+    # the dataset's counts per class (LabelProblem.lone_labels) are both read from it
+    named = given.notna().to_numpy()
+    codes = np.full(len(given), -1, dtype=np.int64)
+    codes[named] = np.searchsorted(classes, given[named].to_numpy().astype(str))
+    y = np.concatenate([codes[r], present])
     X = None
     features, vocabulary = problem_features(graph)  # numeric features and the categories' one-hot
     if features is not None:
@@ -171,8 +173,7 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
         np.concatenate([graph.label_confidence[r], np.ones(m)])
     # the whole dataset's labels per class: a label alone in its class only inside the region
     # is still judged as noise, one alone in the dataset is not (LabelProblem.lone_labels)
-    named = given.dropna().to_numpy().astype(str)
-    counts = np.bincount(np.searchsorted(classes, named), minlength=n_classes)
+    counts = np.bincount(codes[named], minlength=n_classes)
     problem = LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X, class_label_counts=counts)
     return ExportedProblem(problem, keys, classes, vocabulary)
 
