@@ -42,7 +42,7 @@ from labelling.records import (
     reject_counts,
 )
 from labelling.reporting import headline_text, statistics_warnings
-from labelling.run_metrics import hold_out, holdout_reliability, lone_labels_note, run_metrics
+from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliability, lone_labels_note, run_metrics
 from labelling.run_model import keep_run_model
 from similarity.spec import GraphRequest, GraphSpec
 from solvers import GRAPH_ONLY_METHODS, Prediction, SolverTimeLimit
@@ -498,7 +498,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
         used = graph_used(store, dataset)
-        notes += unreached_note(exported, prediction, used) + lone_labels_note(exported, prediction)
+        notes += (unreached_note(exported, prediction, used) + lone_labels_note(exported, prediction)
+                  + faint_nodes_note(prediction))
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],

@@ -757,7 +757,8 @@ def _resolvable(W: sp.csr_matrix) -> sp.csr_matrix:
     rows are d_i − Σ_j W_ij with d_i ≈ 1 and the difference ≈ 1e-33, and SuperLU returned
     values of 1e23 there. Dropping those edges makes such a group a component of its own:
     reached by no label, it gets no label (confidence 0), as the contract says, instead of
-    garbage.
+    garbage. A single node whose every edge is dropped is not such a group: it takes its
+    solved neighbours' harmonic value after the solve (``_attach_faint_nodes``).
     """
     if W.nnz == 0 or W.data.min() >= NEGLIGIBLE_WEIGHT * W.data.max():
         return W
@@ -765,6 +766,38 @@ def _resolvable(W: sp.csr_matrix) -> sp.csr_matrix:
     W.data[W.data < NEGLIGIBLE_WEIGHT * W.data.max()] = 0.0
     W.eliminate_zeros()
     return W
+
+
+def _attach_faint_nodes(W_given: sp.csr_matrix, W: sp.csr_matrix, F: np.ndarray, labeled: np.ndarray,
+                        gamma_d: float) -> np.ndarray:
+    """Rows of F for the unlabelled nodes that ``_resolvable`` cut off entirely: each takes the
+    harmonic value of its solved neighbours, F_i = Σ_j w_ij F_j / ((1 + γ_d) Σ_j w_ij), with its
+    own weights divided by its heaviest edge first, so that weights of 1e-20 are no smaller than
+    weights of 1 (returns the indices of the nodes set).
+
+    Why: an outlier whose every edge is negligible next to the graph's heaviest (digits z-scored,
+    ``build-graph``'s default scaling: two nodes with Gaussian weights of 1e-20 to 1e-18) was
+    left out with the edges, and got no label while all ten of its neighbours had one. Its
+    edges are below float64's resolution in its neighbours' equations, so its neighbours'
+    values are what the solve without it gives; its own equation only needs its weights
+    relative to each other. One pass: a node whose solved neighbours are all faint too stays
+    without a label. A cluster joined by negligible weights (``_resolvable``) is not attached:
+    its nodes have heavy edges among themselves, and so are not cut off entirely.
+    """
+    reached = np.einsum("ij->i", F) > 0
+    # unlabelled nodes with edges in W_given and none left in W (the resolvable graph)
+    faint = np.flatnonzero(~labeled & (np.diff(W.indptr) == 0) & (np.diff(W_given.indptr) > 0))
+    if faint.size == 0:
+        return faint
+    R = W_given[faint].multiply(reached[None, :]).tocsr()  # edges to solved nodes only
+    R.eliminate_zeros()
+    has = np.diff(R.indptr) > 0
+    if not has.any():
+        return faint[:0]
+    R, faint = R[has], faint[has]
+    R = sp.diags(1.0 / R.max(axis=1).toarray().ravel()) @ R
+    F[faint] = (R @ F) / ((1.0 + gamma_d) * np.asarray(R.sum(axis=1)))
+    return faint
 
 
 def _reachable(component: np.ndarray, labeled: np.ndarray) -> np.ndarray:
@@ -1459,6 +1492,7 @@ def harmonic(
                      "noisy_labels": noisy_labels},
                     PARAMETER_CONSTRAINTS)
     W, y, C = _resolvable(problem.W).tocsr(), problem.y, problem.n_classes
+    cut_edges = W.nnz < problem.W.nnz  # _resolvable dropped negligible edges: see _attach_faint_nodes
     labeled = problem.labeled
     l = np.flatnonzero(labeled)
     trust = problem.label_confidence[l] if problem.label_confidence is not None else np.ones(len(l))
@@ -1577,6 +1611,11 @@ def harmonic(
         F = F.copy()
         F[sunk] = plain.F[sunk]
         info["n_sunk"] = int(sunk.size)
+    if cut_edges:
+        F = F.copy() if F is system.F else F
+        faint = _attach_faint_nodes(problem.W.tocsr(), W, F, labeled, gamma_d)
+        if faint.size:
+            info["n_faint"] = int(faint.size)
     labels, confidence = _finish(F, mass, temperature, offset)
     if loo_label is not None and loo_scores is not None and len(loo_label[0]):
         idx, cls = loo_label

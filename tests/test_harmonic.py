@@ -465,6 +465,41 @@ def test_a_cluster_joined_by_negligible_weights_gets_no_label_not_garbage(solver
     assert (p.labels[:40] >= 0).all()
 
 
+@pytest.mark.parametrize("solver", ["direct", "cg"])
+def test_a_node_joined_only_by_faint_weights_takes_its_neighbours_label(solver):
+    # An outlier whose every edge weighs 1e-20 (Gaussian weights far out) is cut off with its
+    # edges by _resolvable; it must still take the label of its labelled neighbourhood.
+    rng = np.random.default_rng(0)
+    W = sp.block_diag([random_graph(20, 0.5, rng), random_graph(20, 0.5, rng)]).tolil()
+    W[0, 20] = W[20, 0] = 0.5  # the two groups touch once
+    W = sp.vstack([sp.hstack([W.tocsr(), sp.csr_matrix((40, 1))]), sp.csr_matrix((1, 41))]).tolil()
+    W[40, [21, 22, 23]] = W[[21, 22, 23], 40] = [[1e-20], [3e-20], [2e-20]]
+    y = np.full(41, -1)
+    y[[1, 2, 25, 26]] = [0, 0, 1, 1]
+    p = solve(LabelProblem(W.tocsr(), y), "harmonic", solver=solver)
+    assert p.labels[40] == 1
+    assert p.info["n_faint"] == 1
+    assert 0.5 < p.confidence[40] <= 1.0
+    # its value is its neighbours' mean, weighted by its own weights, under the degree sink
+    expected = (1e-20 * p.scores[21] + 3e-20 * p.scores[22] + 2e-20 * p.scores[23]) / 6e-20 / 1.03
+    assert np.allclose(p.scores[40], expected, rtol=1e-5)
+
+
+def test_zscored_digits_outliers_get_a_label():
+    # build-graph's default scaling on the digits (README's Neo4j example): two nodes' ten edges
+    # all weigh 1e-20 to 1e-18, and no label reached them. Now every node gets one.
+    from sklearn.datasets import load_digits
+
+    X, y_true = load_digits(return_X_y=True)
+    spread = X.std(axis=0)
+    W = knn_graph((X - X.mean(axis=0)) / np.where(spread > 0, spread, 1.0), 10)
+    kept = keep_per_class(y_true, 10, np.random.default_rng(0))
+    p = solve(LabelProblem(W, np.where(kept, y_true, -1)), "harmonic")
+    assert p.info["n_faint"] >= 2
+    assert (p.labels >= 0).all()
+    assert np.mean(p.labels[~kept] == y_true[~kept]) > 0.9
+
+
 def test_auto_records_every_candidate_and_uses_given_labels_only(digits):
     X, y_true = digits
     W = knn_graph(X, 10)

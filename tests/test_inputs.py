@@ -387,3 +387,39 @@ def test_a_schedule_jobs_scale_is_validated_and_reaches_the_flow():
     assert "scale" not in plain.parameters()  # the flow's default (standard) when not given
     with pytest.raises(ScheduleError, match=r"s.toml: jobs\[0\] \(dataset 'wine'\): scale must be one of"):
         parse_schedule({"jobs": [{**job, "scale": "minmax"}]}, "s.toml")
+
+
+def test_zscored_digits_far_outliers_are_labelled_and_said(tmp_path):
+    """The digits with build-graph's default scaling on the embedded store (the twin of
+    test_neo4j_live_product's README example): two far digits, whose ten relationships all
+    weigh about 1e-20, take their neighbours' label and the run says so."""
+    from sklearn.datasets import load_digits
+
+    from graphlabel.cli import app
+    from graphstore import open_store
+
+    X, y = load_digits(return_X_y=True)
+    frame = pd.DataFrame(X, columns=[f"p{i:02d}" for i in range(64)])
+    frame.insert(0, "id", [f"d{i}" for i in range(len(y))])
+    frame.insert(1, "label", [str(v) if i % 10 == 0 else "" for i, v in enumerate(y)])
+    path = tmp_path / "digits.csv"
+    frame.to_csv(path, index=False)
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--store", store])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run("ingest", str(path), "--dataset", "digits", "--key", "id", "--label", "label", "--features", "p*")
+    run("build-graph", "--dataset", "digits", "--k", "10")
+    out = " ".join(run("label", "--dataset", "digits").split())
+    assert "got no prediction" not in out
+    assert "2 nodes joined to the others only by relationships of negligible weight" in out
+    with open_store(store) as opened:
+        predicted = opened.read_predictions("digits").to_pandas().set_index("key")["predicted_label"]
+        run_record = opened.read_runs("digits", limit=1).iloc[0]
+    assert predicted.notna().all()
+    assert run_record["metrics"]["solver_n_faint"] == 2
+    assert run_record["metrics"]["n_unreachable"] == 0

@@ -415,6 +415,35 @@ def test_a_class_with_one_given_label_is_kept_and_said_unchecked_on_neo4j(neo4j_
         check_the_lone_label_was_kept_and_said_unchecked(out, store, dataset, lone)
 
 
+def test_the_readme_neo4j_example_labels_every_digit(neo4j_env, dataset, tmp_path):
+    """README "Running on Neo4j" as written: all 1,797 digits, build-graph with its defaults
+    (standard scaling, GDS kNN, Gaussian weights), label. Scaled so, a few far digits have
+    only relationships of weight 1e-20 or so; they used to get no prediction ("no given label
+    reaches them") though every neighbour had one."""
+    from graphstore import open_store
+
+    frame, _, y = digits_frame(1797, every=10)
+    csv = tmp_path / "digits.csv"
+    frame.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--label", "label", "--features", "p*",
+        "--store", neo4j_env)
+    cli("build-graph", "--dataset", dataset, "--k", "10", "--store", neo4j_env)
+    out = cli("label", "--dataset", dataset, "--solver", "harmonic", "--store", neo4j_env).output
+    assert "got no prediction" not in out, out
+    assert "joined to the others only by relationships of negligible weight" in out, out
+    with open_store(neo4j_env) as store:
+        heaviest = store.query(
+            "MATCH (e:Entity)-[r:SIMILAR]-(:Entity) WHERE e.dataset = $ds "
+            "RETURN e.key AS key, max(r.weight) AS heaviest", {"ds": dataset}).set_index("key")["heaviest"]
+        faint = heaviest.index[heaviest < 1e-12 * heaviest.max()]
+        assert len(faint) >= 1  # the case this test is about is present in the graph GDS built
+        predicted = stored(store, dataset, "predicted_label")["predicted_label"]
+        assert predicted.notna().all()
+        hidden = (frame["label"] == "").to_numpy()
+        truth = pd.Series(y, index=frame["id"])
+        assert (predicted[frame["id"][hidden]] == truth[frame["id"][hidden]]).mean() > 0.9
+
+
 def test_weka_arff_file_through_the_cli_on_neo4j(neo4j_env, dataset, tmp_path):
     """weka's vote.arff as a user brings it: no key column (``--key '#'``: each record's
     line), '?' as the class of the unlabelled records and as a vote of its own, two lines
