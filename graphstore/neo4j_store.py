@@ -148,9 +148,11 @@ _SERVER_ERROR = re.compile(r"\{neo4j_code: (?P<code>[^}]*)\} \{message: (?P<mess
 
 
 def _server_error_text(error: BaseException) -> str:
-    """A driver error as "message (code)" when the server sent it, else as the driver's text."""
+    """A driver error as "message (code)" when the server sent it, else as the driver's text,
+    on one line (the driver's "Couldn't connect to ...:\nFailed to establish connection ..."
+    made the CLI's one error line two)."""
     found = _SERVER_ERROR.search(str(error))
-    return f"{found['message']} ({found['code']})" if found else str(error)
+    return " ".join((f"{found['message']} ({found['code']})" if found else str(error)).split())
 
 
 @contextmanager

@@ -914,3 +914,15 @@ def test_explain_reads_one_node_and_its_neighbours_with_the_configured_names():
     with pytest.raises(LookupError, match="no node with key 'zz' in dataset 'people'"):
         store.explain("people", "zz")
     assert len(driver.calls) == sent + 1  # the neighbours are not asked for
+
+
+def test_a_refused_connection_is_told_on_one_line():
+    # the driver's own text for a closed port spans two lines; the CLI's error is one line
+    from graphstore.secrets import StoreConnectionError
+
+    with pytest.raises(StoreConnectionError) as caught:
+        Neo4jStore.from_uri("bolt://127.0.0.1:1", password="x")
+    message = str(caught.value)
+    assert message.startswith("could not open the Neo4j store at bolt://127.0.0.1:1: ServiceUnavailable:")
+    assert "\n" not in message
+    assert "Connection refused" in message
