@@ -276,7 +276,9 @@ class Neo4jStore(GraphStore):
             failure = StoreConnectionError(
                 f"could not open the Neo4j store at {redact_uri(uri)}: {type(exc).__name__}:"
                 f" {redact(_server_error_text(exc), password)}"
-                + (f"; {auth_hint(user, password)}" if isinstance(exc, neo4j.exceptions.AuthError) else ""))
+                + (f"; {auth_hint(user, password)}" if isinstance(exc, neo4j.exceptions.AuthError) else "")
+                + ("; is a Neo4j server running and listening there? (`make neo4j-up` starts the local one)"
+                   if isinstance(exc, neo4j.exceptions.ServiceUnavailable) else ""))
             if driver is not None:
                 with contextlib.suppress(Exception):  # the failure to report is the one above
                     driver.close()

@@ -370,8 +370,11 @@ def main(argv: list[str] | None = None) -> int:
             what = f"GDS {version}" if settings.gds else f"Neo4j {version} (no GDS)"
             print(f"Neo4j is up at {settings.bolt_uri} (browser http://127.0.0.1:{settings.http_port}),"
                   f" {what}, in {time.monotonic() - started:.0f} s; home {settings.home}")
-            print(f"  export NEO4J_URI={settings.bolt_uri} NEO4J_PASSWORD=...  # the password you set"
-                  f" (default {DEFAULT_PASSWORD})")
+            # graphlabel reads GRAPHLABEL_STORE (or --store); NEO4J_URI is only the test suite's
+            # (tests/live_neo4j.py): a newcomer who exported that one alone got "no store at .graphlabel"
+            print(f"  export GRAPHLABEL_STORE={settings.bolt_uri} NEO4J_PASSWORD=...  # graphlabel's store; the"
+                  f" password you set (default {DEFAULT_PASSWORD})")
+            print(f"  (make test-neo4j runs the live suite against this server with NEO4J_URI={settings.bolt_uri})")
         elif args.command == "down":
             print("Neo4j stopped" if stop(settings.home) else "no Neo4j was running from " + str(settings.home))
         else:

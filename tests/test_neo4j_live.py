@@ -138,6 +138,8 @@ def test_write_back_and_the_readme_queries(neo4j_store, dataset):
     assert low["key"].tolist() == keys[order[:5]].tolist()
     flagged = neo4j_store.query(load_query("examples/flagged_with_neighbours", "neo4j"), {"dataset": dataset})
     assert set(flagged["key"]) == set(keys[first.noisy])
+    for neighbours in flagged["neighbours"]:  # each neighbour once, though GDS wrote mutual pairs twice
+        assert len({n["key"] for n in neighbours}) == len(neighbours)
     counts = neo4j_store.query(load_query("examples/class_counts_per_run", "neo4j"), {"dataset": dataset})
     expected = dict(zip(*np.unique(predicted, return_counts=True)))
     assert dict(zip(counts["predicted_label"], counts["nodes_now"])) == expected

@@ -416,10 +416,11 @@ def test_a_class_with_one_given_label_is_kept_and_said_unchecked_on_neo4j(neo4j_
 
 
 def test_the_readme_neo4j_example_labels_every_digit(neo4j_env, dataset, tmp_path):
-    """README "Running on Neo4j" as written: all 1,797 digits, build-graph with its defaults
-    (standard scaling, GDS kNN, Gaussian weights), label. Scaled so, a few far digits have
-    only relationships of weight 1e-20 or so; they used to get no prediction ("no given label
-    reaches them") though every neighbour had one."""
+    """README "Running on Neo4j" (all 1,797 digits, a label on every 10th) with build-graph's
+    default scaling, as the README had it before it added ``--scale none`` (standard, GDS
+    kNN, Gaussian weights). Scaled so, a few far digits have only relationships of weight
+    1e-20 or so; they used to get no prediction ("no given label reaches them") though every
+    neighbour had one."""
     from graphstore import open_store
 
     frame, _, y = digits_frame(1797, every=10)

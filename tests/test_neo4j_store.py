@@ -926,3 +926,4 @@ def test_a_refused_connection_is_told_on_one_line():
     assert message.startswith("could not open the Neo4j store at bolt://127.0.0.1:1: ServiceUnavailable:")
     assert "\n" not in message
     assert "Connection refused" in message
+    assert message.endswith("is a Neo4j server running and listening there? (`make neo4j-up` starts the local one)")
