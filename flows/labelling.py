@@ -100,8 +100,11 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
                       f"{len(rejected):,}")
     counts = reject_counts(rejected)
     # reject_reasons: rejected rows per kind of reason, for run reports (see records.REJECT_KINDS)
+    # dataset_nodes: the dataset's nodes after this ingest, so that adding a file to a dataset
+    # that already holds other records says so (a newcomer's second try added 1,797 digits to
+    # the 1,797 of the first, silently)
     summary = {"dataset": dataset, "stored": stored, "rejected": len(rejected),
-               "reject_reasons": counts, "rejects_file": None}
+               "reject_reasons": counts, "rejects_file": None, "dataset_nodes": store.count_nodes(dataset)}
     if len(rejected) and rejects_path is not None:
         rejects_path.parent.mkdir(parents=True, exist_ok=True)
         rejected.to_csv(rejects_path, index=False)

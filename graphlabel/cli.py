@@ -317,7 +317,10 @@ def ingest(
             path = rejects or f"{dataset}.rejects.csv"
             error.rejects.to_csv(path, index=False)
             _fail(f"{error} (all {len(error.rejects)} rejects written to {path})")
-    console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}")
+    others = summary["dataset_nodes"] - summary["stored"]
+    also = (f", which also holds {counted(others, 'node')} of earlier ingests (keys this file does not have)"
+            if others > 0 else "")
+    console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}{also}")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 

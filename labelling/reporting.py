@@ -32,6 +32,9 @@ from .wording import counted
 
 #: Metrics shown in their own rows or table (or repeated there: the given, unlabelled and
 #: flagged counts are the run's own fields); the others go to "other metrics".
+#: How the report names a recorded library where its distribution name reads as something else
+#: ("neo4j 6.4.1" beside a Neo4j 5.26 server read as the server's version on the walk).
+LIBRARY_NAMES = {"neo4j": "neo4j (Python driver)"}
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
                  "n_holdout", "holdout_ece", "full_run_reason", "incremental", "n_labeled", "n_unlabeled",
                  "n_flagged", "unreached_share")
@@ -380,7 +383,8 @@ def report_sections(summary: Mapping[str, Any]) -> list[Section]:
         ("graph used", ("parameter", "value"), _graph_rows(s["parameters"])),
         ("parameters", ("parameter", "value"),
          _flatten({k: v for k, v in s["parameters"].items() if k not in GRAPH_PARAMETERS})),
-        ("versions", ("library", "version"), [(name, version) for name, version in s["versions"].items()]),
+        ("versions", ("library", "version"),
+         [(LIBRARY_NAMES.get(name, name), version) for name, version in s["versions"].items()]),
         ("other metrics", ("metric", "value"), [(metric_name(name), _metric(value, name))
                                                 for name, value in _flatten_values(s["other_metrics"])]),
     ]

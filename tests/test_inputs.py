@@ -423,3 +423,27 @@ def test_zscored_digits_far_outliers_are_labelled_and_said(tmp_path):
     assert predicted.notna().all()
     assert run_record["metrics"]["solver_n_faint"] == 2
     assert run_record["metrics"]["n_unreachable"] == 0
+
+
+def test_ingest_says_when_the_dataset_already_holds_other_records(tmp_path):
+    """A second file into a dataset adds to it; the line says how many earlier nodes stay."""
+    from graphlabel.cli import app
+
+    store = str(tmp_path / "store")
+    runner = CliRunner()
+
+    def ingest(keys: range) -> str:
+        path = tmp_path / f"part-{keys.start}.csv"
+        pd.DataFrame({"id": [f"k{i}" for i in keys], "label": ["a", "b"] * (len(keys) // 2),
+                      "x": [float(i) for i in keys]}).to_csv(path, index=False)
+        result = runner.invoke(app, ["ingest", str(path), "--dataset", "d", "--key", "id", "--label", "label",
+                                     "--features", "x", "--store", store])
+        assert result.exit_code == 0, result.output
+        # the summary line (a second CliRunner call in one process can add Prefect's logging
+        # errors about the first call's closed stream to the output)
+        return next(line for line in result.output.splitlines() if line.startswith("stored "))
+
+    assert ingest(range(10)) == "stored 10 nodes in dataset 'd'"
+    assert "which also holds" not in ingest(range(10))  # the same keys again: nothing else there
+    assert ingest(range(10, 14)) == ("stored 4 nodes in dataset 'd', which also holds 10 nodes of earlier ingests"
+                                     " (keys this file does not have)")

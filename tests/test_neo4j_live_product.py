@@ -163,6 +163,7 @@ def test_cli_end_to_end_on_neo4j(neo4j_env, dataset, tmp_path):
     assert "completed" in out
     out = cli("report", "--run", run_id[-8:], "--store", neo4j_env).output  # the end of an id is enough
     assert f"run {short_run_id(run_id)}: {dataset} · harmonic, completed" in out
+    assert "neo4j (Python driver)" in out  # the client's version, not to be read as the server's
     key = written["label_confidence"].idxmin()
     out = cli("explain", key, "--dataset", dataset, "--store", neo4j_env).output
     assert key in out
@@ -301,8 +302,9 @@ def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_
     changed = frame.iloc[[1]].copy()
     changed["label"] = str((int(y[1]) + 1) % 10)
     changed.to_csv(csv, index=False)
-    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
-        "--store", neo4j_env)
+    out = cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+              "--store", neo4j_env).output
+    assert re.search(r"stored 1 node in dataset '[^']+', which also holds [\d,]+ nodes of earlier ingests", out), out
     out = cli("label", "--dataset", dataset, "--store", neo4j_env).output
     assert "incremental run: 1 changed node (0 new)" in out
     with open_store(neo4j_env) as store:
