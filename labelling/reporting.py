@@ -30,11 +30,11 @@ from graphstore.runs import LabelRunRecord
 from .liveness import end_unseen
 from .wording import counted
 
-#: Metrics shown in their own rows or table (or repeated there: the given, unlabelled and
-#: flagged counts are the run's own fields); the others go to "other metrics".
 #: How the report names a recorded library where its distribution name reads as something else
 #: ("neo4j 6.4.1" beside a Neo4j 5.26 server read as the server's version on the walk).
 LIBRARY_NAMES = {"neo4j": "neo4j (Python driver)"}
+#: Metrics shown in their own rows or table (or repeated there: the given, unlabelled and
+#: flagged counts are the run's own fields); the others go to "other metrics".
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
                  "n_holdout", "holdout_ece", "full_run_reason", "incremental", "n_labeled", "n_unlabeled",
                  "n_flagged", "unreached_share")
