@@ -513,17 +513,20 @@ def label(
 
 @app.command()
 def query(
-    cypher: str = typer.Argument(..., help="A Cypher query."),
+    cypher: str = typer.Argument(..., help="A Cypher query, a .cypher file, or an example of cypher/examples"
+                                 " by name (low_confidence, flagged_with_neighbours, ...)."),
     param: list[str] = typer.Option([], "--param", "-p", help="A query parameter NAME=VALUE (JSON values"
                                     " are parsed, anything else is a string); repeat for several."),
-    output: str = typer.Option("table", "--format", help="table (for reading), csv or json (every value in"
-                               " full, nulls empty in CSV and null in JSON: for other programs)."),
+    output: str = typer.Option("table", "--format", help="table (for reading: numbers to 6 significant"
+                               " digits), csv or json (every value in full, nulls empty in CSV and null in"
+                               " JSON: for other programs)."),
     write: bool = typer.Option(False, "--write", help="Allow the query to change the store (default:"
                                " read-only, a writing query is refused)."),
     store: str | None = StoreOption,
 ) -> None:
     """Run one Cypher statement against the store and print its rows (read-only unless --write)."""
     from graphstore import open_store
+    from graphstore.queries import user_query_text
 
     if output not in ("table", "csv", "json"):
         _fail(f"--format must be table, csv or json, got {output!r}", code=2)
@@ -540,7 +543,7 @@ def query(
         opened = open_store(store)
     with opened as graph_store:
         try:
-            frame = graph_store.query(cypher, parameters, write=write)
+            frame = graph_store.query(user_query_text(cypher, graph_store.dialect), parameters, write=write)
         except ValueError as error:  # several statements, an unbound parameter, a refused write
             _fail(str(error))
         except RuntimeError as error:

@@ -273,10 +273,13 @@ class Neo4jStore(GraphStore):
             driver.verify_connectivity()
             return cls(driver, config, database=database, ensure_schema=ensure_schema)
         except Exception as exc:  # noqa: BLE001 - every failure is re-raised below, redacted
+            said = f"{type(exc).__name__}: {redact(_server_error_text(exc), password)}"
+            # the hint first where there is one: the driver's own words ("Unsupported
+            # authentication token, missing key `scheme`") tell a newcomer nothing to do
             failure = StoreConnectionError(
-                f"could not open the Neo4j store at {redact_uri(uri)}: {type(exc).__name__}:"
-                f" {redact(_server_error_text(exc), password)}"
-                + (f"; {auth_hint(user, password)}" if isinstance(exc, neo4j.exceptions.AuthError) else "")
+                f"could not open the Neo4j store at {redact_uri(uri)}: "
+                + (f"{auth_hint(user, password)} (the server said {said})"
+                   if isinstance(exc, neo4j.exceptions.AuthError) else said)
                 + ("; is a Neo4j server running and listening there? (`make neo4j-up` starts the local one)"
                    if isinstance(exc, neo4j.exceptions.ServiceUnavailable) else ""))
             if driver is not None:

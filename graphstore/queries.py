@@ -7,6 +7,7 @@ and ``NAME.neo4j.cypher``; a plain ``NAME.cypher`` serves both.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -25,6 +26,45 @@ def load_query(name: str, dialect: str) -> str:
     """The text of query ``name`` for ``dialect``, with ``//`` comment lines removed."""
     text = query_path(name, dialect).read_text(encoding="utf-8")
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")).strip()
+
+
+#: A ``graphlabel query`` argument that is a name, not a statement: no spaces, parentheses or
+#: braces (every statement has a clause keyword and something after it).
+_NAME = re.compile(r"[\w./-]+")
+
+
+def example_names(dialect: str) -> list[str]:
+    """The examples of ``cypher/examples`` that run on ``dialect``, by name."""
+    names = {path.name.split(".")[0] for path in CYPHER_DIR.joinpath("examples").glob("*.cypher")}
+    return sorted(name for name in names if _example_path(name, dialect) is not None)
+
+
+def _example_path(name: str, dialect: str) -> Path | None:
+    try:
+        return query_path(f"examples/{name}", dialect)
+    except FileNotFoundError:
+        return None
+
+
+def user_query_text(argument: str, dialect: str) -> str:
+    """What ``graphlabel query ARGUMENT`` runs: the statement itself, the text of a
+    ``.cypher`` file, or one of ``cypher/examples`` by name (``low_confidence``, with or
+    without the folder and the suffix), so that the README's examples run from any folder.
+    Raises ``ValueError`` for a name that is neither a file nor an example of ``dialect``."""
+    if not _NAME.fullmatch(argument.strip()):
+        return argument
+    path = Path(argument.strip())
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    name = path.name.split(".")[0]
+    found = _example_path(name, dialect)
+    if found is not None:
+        return found.read_text(encoding="utf-8")
+    dialects = sorted(p.name.split(".")[1] for p in CYPHER_DIR.joinpath("examples").glob(f"{name}.*.cypher"))
+    if dialects:
+        raise ValueError(f"the example {name!r} is for {' and '.join(dialects)} only, not this store ({dialect})")
+    raise ValueError(f"{argument!r} is not a Cypher statement, a file or an example; the examples:"
+                     f" {', '.join(example_names(dialect))}")
 
 
 def split_statements(text: str) -> list[str]:

@@ -283,3 +283,36 @@ def test_help_reads_plainly_in_80_columns(command):
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+def test_query_runs_an_example_by_name_or_file_from_any_folder(store_with_runs, tmp_path, monkeypatch):
+    """The README's examples ran only from the repository root (``"$(cat cypher/examples/...)"``)."""
+    monkeypatch.chdir(tmp_path)  # not the repository
+    by_name = invoke("query", "low_confidence", "-p", "dataset=toy", "-p", "max_confidence=0.7", "-p", "max_rows=5",
+                     "--format", "json", "--store", store_with_runs)
+    assert by_name.exit_code == 0, by_name.output
+    assert [row["key"] for row in json.loads(by_name.output)] == ["a"]  # confidence 0.6, the others 1.0
+    by_path = invoke("query", "cypher/examples/low_confidence.cypher", "-p", "dataset=toy", "-p", "max_confidence=0.7",
+                     "-p", "max_rows=5", "--format", "json", "--store", store_with_runs)
+    assert by_path.output == by_name.output
+    own = tmp_path / "mine.cypher"
+    own.write_text("// a user's file\nMATCH (e:Entity) WHERE e.dataset = $dataset RETURN count(e) AS n\n")
+    result = invoke("query", str(own), "-p", "dataset=toy", "--format", "json", "--store", store_with_runs)
+    assert json.loads(result.output) == [{"n": 3}], result.output
+    neo4j_only = invoke("query", "changed_between_runs", "--store", store_with_runs)
+    assert neo4j_only.exit_code == 1
+    assert "the example 'changed_between_runs' is for neo4j only, not this store (kuzu)" in neo4j_only.output
+    unknown = invoke("query", "low_confidense", "--store", store_with_runs)
+    assert unknown.exit_code == 1
+    assert "'low_confidense' is not a Cypher statement, a file or an example; the examples:" in unknown.output
+    assert "low_confidence" in unknown.output
+    assert "changed_between_runs" not in unknown.output
+
+
+def test_query_table_shows_floats_to_six_digits_and_csv_in_full(store_with_runs):
+    cypher = "RETURN 0.45077830653490863 AS confidence"
+    table = invoke("query", cypher, "--store", store_with_runs)
+    assert "0.450778" in table.output, table.output
+    assert "0.4507783" not in table.output
+    csv = invoke("query", cypher, "--format", "csv", "--store", store_with_runs)
+    assert "0.45077830653490863" in csv.output

@@ -109,6 +109,7 @@ def test_a_wrong_password_is_one_clear_line_and_never_shown(neo4j_env, monkeypat
     monkeypatch.delenv("NEO4J_PASSWORD")  # a newcomer's first try: the driver said "missing key `scheme`"
     out = cli("query", "RETURN 1", "--store", neo4j_env, ok=False).output
     assert "no password was given: set NEO4J_PASSWORD" in out, out
+    assert out.index("no password was given") < out.index("(the server said AuthError"), out  # what to do first
     secret = f"not-the-password-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("NEO4J_PASSWORD", secret)
     for command in (["report", "--dataset", "x"], ["query", "RETURN 1"], ["label", "--dataset", "x"],

@@ -14,6 +14,7 @@ session's Prefect server) and the flows, on scikit-learn's digits.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -43,7 +44,7 @@ class Ran:
     output: str  # stdout then stderr
 
 
-def cli(*args: str, ok: bool = True) -> Ran:
+def cli(*args: str, ok: bool = True, cwd: Path | None = None) -> Ran:
     """`graphlabel ARGS` in a process of its own, as a user runs it, with this process's
     environment (the tests set NEO4J_* and GRAPHLABEL_NEO4J_* there) and the session's
     Prefect server, so no command starts a temporary one."""
@@ -51,7 +52,7 @@ def cli(*args: str, ok: bool = True) -> Ran:
 
     env = {**os.environ, "COLUMNS": "200", "PREFECT_API_URL": PREFECT_API_URL.value()}
     done = subprocess.run([str(GRAPHLABEL), *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=600)
+                          timeout=600, cwd=cwd)
     ran = Ran(done.returncode, done.stdout + done.stderr)
     assert "Traceback" not in ran.output, ran.output  # expected conditions are one line; bugs fail here
     if ok:
@@ -430,10 +431,24 @@ def test_the_readme_neo4j_example_labels_every_digit(neo4j_env, dataset, tmp_pat
     frame.to_csv(csv, index=False)
     cli("ingest", csv, "--dataset", dataset, "--key", "id", "--label", "label", "--features", "p*",
         "--store", neo4j_env)
-    cli("build-graph", "--dataset", dataset, "--k", "10", "--store", neo4j_env)
+    built = cli("build-graph", "--dataset", dataset, "--k", "10", "--store", neo4j_env).output
     out = cli("label", "--dataset", dataset, "--solver", "harmonic", "--store", neo4j_env).output
     assert "got no prediction" not in out, out
     assert "joined to the others only by relationships of negligible weight" in out, out
+    # GDS writes a pair of mutual neighbours both ways; the report counts each pair once and says so
+    written = int(re.search(r"wrote ([\d,]+) similarity relationships", built).group(1).replace(",", ""))
+    report = cli("report", "--run", run_id_of(out), "--store", neo4j_env).output
+    pairs = int(re.search(r"node pairs joined \(edges solved over\)\W+([\d,]+)", report).group(1).replace(",", ""))
+    assert written == 1797 * 10
+    assert 1797 * 10 / 2 <= pairs < written
+    # the README's example queries, by name, from a folder that is not the repository
+    low = cli("query", "low_confidence", "-p", f"dataset={dataset}", "-p", "max_confidence=0.6", "-p", "max_rows=5",
+              "--format", "json", "--store", neo4j_env, cwd=tmp_path).output
+    rows = json.loads(low)
+    assert 1 <= len(rows) <= 5
+    assert all(row["confidence"] < 0.6 for row in rows)
+    assert cli("query", "changed_between_runs", "-p", f"dataset={dataset}", "-p", "later_run=x", "-p",
+               "earlier_run=y", "--store", neo4j_env, cwd=tmp_path).output.strip().endswith("0 rows")
     with open_store(neo4j_env) as store:
         heaviest = store.query(
             "MATCH (e:Entity)-[r:SIMILAR]-(:Entity) WHERE e.dataset = $ds "

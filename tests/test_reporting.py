@@ -57,7 +57,7 @@ def test_markdown_report_has_every_section_and_escapes_cells():
     assert lines[2] == "## Headline"  # the headline table first (the one-line headline is the description)
     for line in ("| status | failed |", "| error | bad \\| value second line |", "| b | 60 | 60.0% |",
                  "| solve | 1.500 |", "| solver_params.gamma_g | 1e-05 |", "| numpy | 2.4.6 |",
-                 "| similarity relationships | 512 |", "| k | 10 |", "| duration | 90.0 s |",
+                 "| node pairs joined (edges solved over) | 512 |", "| k | 10 |", "| duration | 90.0 s |",
                  "## Class distribution (predicted)", "## Versions", "## Graph used"):
         assert line in lines, line
     # a failed run's headline is its status and error, not numbers it never finished
