@@ -502,7 +502,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
         used = graph_used(store, dataset)
         notes += (unreached_note(exported, prediction, used) + lone_labels_note(exported, prediction)
-                  + faint_nodes_note(prediction))
+                  + faint_nodes_note(exported, prediction))
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
                    "n_unlabeled_components": plan["n_unlabeled_components"],

@@ -158,6 +158,11 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
     first = solved[0][1] if solved else None
     info = dict(first.info) if first is not None and len(solved) == 1 else {}
     info.pop("class_mass_weights", None)  # the merged scores are already on that scale
+    # the far outliers a solver attached (harmonic's faint nodes), by node of the whole problem
+    faint = [batch.nodes[np.asarray(prediction.info["faint_nodes"], dtype=np.int64)]
+             for batch, prediction in solved if len(prediction.info.get("faint_nodes", ()))]
+    if faint:
+        info.update(faint_nodes=np.concatenate(faint), n_faint=int(sum(len(f) for f in faint)))
     info.update(n_components=plan.n_components, n_batches=len(solved),
                 n_unlabeled_components=plan.n_unlabeled_components,
                 n_single_class_nodes=int(len(plan.single_class_nodes)))

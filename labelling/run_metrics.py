@@ -39,17 +39,20 @@ def lone_labels_note(exported: ExportedProblem, prediction: Prediction) -> list[
             " confirms or doubts it) and is never flagged; give two or more labels of a class to check them"]
 
 
-def faint_nodes_note(prediction: Prediction) -> list[str]:
-    """A warning when the solver labelled nodes that are joined to the others only by
-    relationships of negligible weight (harmonic's ``info["n_faint"]``): far outliers, whose
-    label is their neighbours' and whose confidence does not say how far they are."""
-    faint = int(prediction.info.get("n_faint") or 0)
-    if not faint:
+def faint_nodes_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
+    """A warning, naming the first of them, when the solver labelled nodes that are joined to
+    the others only by relationships of negligible weight (harmonic's ``info["faint_nodes"]``):
+    far outliers, whose label is their neighbours' and whose confidence does not say how far
+    they are."""
+    faint = np.asarray(prediction.info.get("faint_nodes", ()), dtype=np.int64)
+    if not faint.size:
         return []
-    return [f"{faint:,} node{'s' if faint > 1 else ''} joined to the others only by relationships of negligible "
-            "weight (far from every other node) took their neighbours' label; their confidence does not say how "
-            "far they are. A feature scaled to a huge spread (a nearly constant column) makes such outliers: "
-            "see build-graph --scale"]
+    keys = [str(key) for key in exported.keys[np.sort(faint)[:5]]]
+    shown = ", ".join(keys) + (f" and {faint.size - 5:,} more" if faint.size > 5 else "")
+    return [f"{faint.size:,} node{'s' if faint.size > 1 else ''} ({shown}) joined to the others only by "
+            "relationships of negligible weight (far from every other node) took their neighbours' label; their "
+            "confidence does not say how far they are. A feature scaled to a huge spread (a nearly constant "
+            "column) makes such outliers: see build-graph --scale"]
 
 
 def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple[ExportedProblem, Holdout]:

@@ -1616,6 +1616,7 @@ def harmonic(
         faint = _attach_faint_nodes(problem.W.tocsr(), W, F, labeled, gamma_d)
         if faint.size:
             info["n_faint"] = int(faint.size)
+            info["faint_nodes"] = faint  # which: the run's warning names them
     labels, confidence = _finish(F, mass, temperature, offset)
     if loo_label is not None and loo_scores is not None and len(loo_label[0]):
         idx, cls = loo_label

@@ -225,3 +225,21 @@ def test_without_a_server_the_batches_run_here_or_on_a_dask_client(island_store)
     assert len(stream.data) == 4  # one Dask task per batch
     assert here["metrics"]["n_solver_batches"] == on_dask["metrics"]["n_solver_batches"] == 4
     assert _predictions(store_path).equals(on_here)
+
+
+def test_far_outliers_of_every_batch_are_named_by_their_node_in_the_whole_problem():
+    """harmonic's faint nodes (``info["faint_nodes"]``, which the run's warning names) were
+    lost when a problem was solved in several batches: the merged info kept nothing."""
+    W, _, y = islands(3, 60)
+    n = W.shape[0]
+    far = [n, n + 1, n + 2]  # one far outlier per island, joined by weights of 1e-20
+    W = sp.vstack([sp.hstack([W, sp.csr_matrix((n, 3))]), sp.csr_matrix((3, n + 3))]).tolil()
+    for outlier, island in zip(far, range(3), strict=True):
+        W[outlier, island * 60 + 5] = W[island * 60 + 5, outlier] = 1e-20
+        W[outlier, island * 60 + 6] = W[island * 60 + 6, outlier] = 2e-20
+    problem = LabelProblem(W.tocsr(), np.concatenate([y, [-1, -1, -1]]), n_classes=3)
+    plan, merged = solve_split(problem, "harmonic", batch_nodes=70)
+    assert len(plan.batches) >= 2  # several batches, each with its own node numbering
+    assert sorted(merged.info["faint_nodes"].tolist()) == far
+    assert merged.info["n_faint"] == 3
+    assert (merged.labels[far] >= 0).all()

@@ -24,10 +24,11 @@ from graphstore.changes import content_hashes
 from graphstore.kuzu_store import DATABASE_FILE
 from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 from labelling.options import RunOptions
-from labelling.problems import prediction_rows
+from labelling.problems import ExportedProblem, prediction_rows
 from labelling.records import parse_records
-from labelling.regions import adjacency, select_region
+from labelling.regions import adjacency, restrict_to_region, select_region
 from similarity.spec import GraphRequest, GraphSpec
+from solvers import LabelProblem, Prediction
 
 DATASET = "digits"
 K = 10
@@ -548,3 +549,15 @@ def test_neo4j_add_edges_label_state_and_graph_build():
     # the upsert compares the stored hash before replacing it
     upsert = store.cypher("upsert_nodes")
     assert upsert.index("e.`content_hash` <> row.content_hash") < upsert.index("e.`content_hash` = row.content_hash")
+
+
+def test_a_regions_far_outliers_stay_named_and_the_anchors_are_dropped():
+    """restrict_to_region kept only scalar info: the warning lost which nodes were far outliers."""
+    W = sp.csr_matrix(np.ones((5, 5)) - np.eye(5))
+    problem = ExportedProblem(LabelProblem(W, np.array([0, -1, -1, 1, -1])), np.array(list("abcde"), dtype=object),
+                              np.array(["x", "y"], dtype=object))
+    prediction = Prediction(np.zeros(5, int), np.ones(5), np.zeros(5, bool), np.ones((5, 2)) / 2, "harmonic", {},
+                            {"n_faint": 2, "faint_nodes": np.array([1, 4])})
+    _, restricted = restrict_to_region(problem, prediction, n_region=3)  # nodes 3 and 4 are anchors
+    assert restricted.info["faint_nodes"].tolist() == [1]
+    assert restricted.info["n_faint"] == 1

@@ -5,6 +5,7 @@ Debian's weka vote.arff) and bad input rejected with reasons."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -416,10 +417,18 @@ def test_zscored_digits_far_outliers_are_labelled_and_said(tmp_path):
     run("build-graph", "--dataset", "digits", "--k", "10")
     out = " ".join(run("label", "--dataset", "digits").split())
     assert "got no prediction" not in out
-    assert "2 nodes joined to the others only by relationships of negligible weight" in out
+    named = re.search(r"2 nodes \((\S+), (\S+)\) joined to the others only by relationships of negligible weight",
+                      out)
+    assert named, out
     with open_store(store) as opened:
         predicted = opened.read_predictions("digits").to_pandas().set_index("key")["predicted_label"]
         run_record = opened.read_runs("digits", limit=1).iloc[0]
+        graph = opened.read_subgraph("digits")
+    heaviest = np.zeros(graph.n_nodes)
+    for ends in (graph.source, graph.target):  # each pair once: both its nodes see its weight
+        np.maximum.at(heaviest, ends, graph.weight)
+    faint = set(np.asarray(graph.keys)[heaviest < 1e-12 * heaviest.max()].astype(str))
+    assert faint == set(named.groups())  # the warning names the far outliers themselves
     assert predicted.notna().all()
     assert run_record["metrics"]["solver_n_faint"] == 2
     assert run_record["metrics"]["n_unreachable"] == 0
