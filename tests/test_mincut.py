@@ -440,3 +440,19 @@ def test_restricted_expansion_moves_match_the_full_moves_on_digits():
     assert restricted.info["cost"] <= 1.01 * full.info["cost"]
     u = ~keep
     assert abs(np.mean(restricted.labels[u] == y[u]) - np.mean(full.labels[u] == y[u])) < 0.01
+
+
+def test_a_flagged_labels_node_is_predicted_as_its_neighbours_vote_without_it():
+    """The cut keeps every given label on its class, so a flagged node was predicted as the
+    label it doubts, at confidence 1.0 (0 of 7 right on this draw)."""
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    kept = keep_per_class(y, 10, rng)
+    noisy_y, flipped = flip_labels(y, kept, 0.1, 10, rng)
+    given = np.where(kept, noisy_y, -1)
+    p = mincut(LabelProblem(knn_graph(X, 10), given))
+    assert p.noisy.sum() >= 5
+    assert (p.labels[p.noisy] != given[p.noisy]).all()
+    assert np.mean(p.labels[p.noisy] == y[p.noisy]) >= 0.8
+    assert (p.confidence[p.noisy] < 1.0).any()
+    assert (p.labels[kept & ~p.noisy] == given[kept & ~p.noisy]).all()  # unflagged labels stand

@@ -140,8 +140,13 @@ def test_row_variant_never_moves_a_given_label():
     noisy_y, flipped = flip_labels(y, given, 0.2, 10, rng)
     problem = problem.with_labels(np.where(given, noisy_y, -1))
     pred = nmf(problem, variant="row")
-    assert np.array_equal(pred.labels[given], noisy_y[given])
+    assert np.array_equal(np.argmax(pred.scores[given], axis=1), noisy_y[given])  # φ's mode
     assert flipped.sum() > 0
+    # the prediction of a flagged label's node is its neighbours' class without it (item 27)
+    flagged = pred.noisy
+    assert flagged.any()
+    assert (pred.labels[flagged] != noisy_y[flagged]).all()
+    assert (pred.labels[~flagged & given] == noisy_y[~flagged & given]).all()
 
 
 def test_large_beta_is_finite_and_a_fixed_point():
