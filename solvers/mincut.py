@@ -151,8 +151,9 @@ choice made here:
    Never flagged (score -1): a label whose connected component holds no other given
    label (no evidence against it) and the only given label of its class (left out, no
    cut can give its class back to it).
-   A flagged label's node is predicted as its neighbours vote without it (the cavity's
-   vote, the class the flag doubts excluded, its share the confidence), as the other
+   A flagged label's node is predicted as its neighbours vote without it (their classes
+   in the exact cut, weighted by its edges; the class the flag doubts excluded; its share
+   the confidence), as the other
    solvers predict a flagged node by its held-out class; the cut itself keeps every given
    label on its class (infinite seed arcs), so before this its prediction was the given
    label at confidence 1.0: on digits (10 per class, 10% flipped, 10-NN, label seed 0)
@@ -710,7 +711,9 @@ def mincut(
     labels, confidence = finish_labels(one_hot(labels, C), confidence, no_label)
     flagged = np.flatnonzero(noisy)
     if flagged.size:  # predicted as its neighbours vote without it (decision 8)
-        share = _neighbour_vote(W, flagged, scores)
+        # by the exact cut's labels, not the randomized cuts' shares: the same answer whether
+        # the components are solved together or apart (tests/test_components.py)
+        share = _neighbour_vote(W, flagged, one_hot(labels_exact, C))
         share[np.arange(flagged.size), y[flagged]] = -1.0  # the class the flag doubts
         voted = share.max(axis=1) > 0  # a leave-one-out cut's flag with no other class around keeps its label
         labels[flagged[voted]] = np.argmax(share[voted], axis=1)
