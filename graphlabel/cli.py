@@ -742,7 +742,7 @@ def serve(
 ) -> None:
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
     stopped (Prefect serve)."""
-    from graphlabel.schedule import ScheduleError, load_schedule, shared_store_warnings
+    from graphlabel.schedule import ScheduleError, load_schedule, server_problem, shared_store_warnings
     from graphlabel.schedule import serve as serve_jobs
     from labelling.reporting import jobs_renderables
 
@@ -762,6 +762,9 @@ def serve(
         err.print(f"[yellow]warning:[/] {_escape(warning)}")
     if check:
         return
+    problem = server_problem()
+    if problem is not None:
+        _fail(problem)
     serve_jobs(jobs)
 
 

@@ -473,6 +473,28 @@ def deployments(jobs: list[Job]) -> list:
     return out
 
 
+def server_problem() -> str | None:
+    """Why ``serve`` cannot schedule anything, or None: no Prefect server configured (Prefect
+    then served the deployments on a temporary server, said "Your deployments are being
+    served", and no run ever fired: seen on a newcomer's walk), or none answering at the
+    configured URL."""
+    from flows.direct import prefect_api_configured
+
+    if not prefect_api_configured():
+        return ("serve needs a Prefect server, whose scheduler creates the runs: start one (prefect server start)"
+                " and set PREFECT_API_URL=http://127.0.0.1:4200/api; without one no scheduled run would ever start")
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    with get_client(sync_client=True) as client:
+        failure = client.api_healthcheck()
+    if failure is None:
+        return None
+    said = " ".join(str(failure).split()) or type(failure).__name__
+    return (f"no Prefect server answers at {PREFECT_API_URL.value()} ({said}): start it (prefect server start)"
+            " or set PREFECT_API_URL to the one that runs")
+
+
 def serve(jobs: list[Job]) -> None:  # pragma: no cover - runs until interrupted
     """Serve the jobs' deployments (``prefect.serve``): each runs on its schedule, and can be
     started from the Prefect UI, until the process is stopped."""

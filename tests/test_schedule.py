@@ -3,6 +3,10 @@ job becomes a Prefect RunnerDeployment of the labelling flow (no server is start
 
 import importlib.util
 import inspect
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -305,3 +309,27 @@ def test_every_parameter_of_a_served_job_is_described_for_the_ui():
     assert schema["k"]["description"].startswith("Neighbours per node")
     assert labelling_flow.parameters.properties["holdout_fraction"]["description"].startswith("Share of")
     assert parameter_descriptions(lambda x: x) == {}
+
+
+@pytest.mark.parametrize(("api_url", "says"), [
+    (None, "error: serve needs a Prefect server, whose scheduler creates the runs: start one (prefect server start)"),
+    ("http://127.0.0.1:{port}/api", "error: no Prefect server answers at http://127.0.0.1:{port}/api"),
+])
+def test_serve_without_a_server_it_can_reach_refuses_in_one_line(tmp_path, api_url, says):
+    """Without PREFECT_API_URL Prefect served the deployments on a temporary server, printed
+    "Your deployments are being served", and no scheduled run ever fired (a newcomer's walk)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write(tmp_path, f'store = "{tmp_path / "store"}"\n\n[[jobs]]\nname = "j"\ndataset = "d"\ninterval = 60\n')
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # no profile that names a server
+    if api_url is not None:
+        env["PREFECT_API_URL"] = api_url.format(port=port)
+    done = subprocess.run([str(Path(sys.executable).with_name("graphlabel")), "serve", "--config", str(config)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert " ".join(lines[-1].split()).startswith(says.format(port=port)), done.stderr
+    assert "Traceback" not in done.stderr
+    assert "being served" not in done.stdout + done.stderr
