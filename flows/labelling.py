@@ -467,6 +467,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             _publish_unopened(run_id, dataset, solver, parameters, error)
         raise
     with opened as store:
+        if store.count_nodes(dataset) == 0:  # a misspelt name leaves no failed run or artifacts behind
+            raise NotEnoughLabels(f"dataset {dataset!r} has no nodes: ingest records first")
         if build_graph:
             store.check_edge_builder(request.spec())  # e.g. GDS missing: say so before writing anything
         interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (labelling.liveness)

@@ -762,9 +762,9 @@ def serve(
         err.print(f"[yellow]warning:[/] {_escape(warning)}")
     if check:
         return
-    problem = server_problem()
-    if problem is not None:
-        _fail(problem)
+    unservable = server_problem()
+    if unservable is not None:
+        _fail(unservable)
     serve_jobs(jobs)
 
 

@@ -171,6 +171,20 @@ def count_nodes(store: str) -> int:
     return int(result.output.split("│")[-2]) if "│" in result.output else int(result.output.split()[-3])
 
 
+def test_a_misspelt_dataset_is_one_line_and_leaves_no_failed_run_behind(two_datasets):
+    """``label --dataset`` with a name no node has printed the export stage's "0 nodes" lines
+    before its error, and left a failed LabelRun that ``report`` then listed (a newcomer's walk)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    env.update(PREFECT_HOME=str(Path(two_datasets).parent / "prefect-home"), COLUMNS="200")  # as a user, no server
+    done = subprocess.run([str(Path(sys.executable).with_name("graphlabel")), "label", "--dataset", "bsae",
+                           "--store", two_datasets], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 1
+    assert (done.stdout + done.stderr).strip().splitlines() == [
+        "error: dataset 'bsae' has no nodes: ingest records first"]
+    listed = cli("report", "--dataset", "bsae", "--store", two_datasets)
+    assert "no runs of dataset 'bsae' in the store" in listed.output
+
+
 def test_04_a_query_with_an_unbound_parameter_is_refused_naming_it(two_datasets):
     result = cli("query", "MATCH (e:Entity) WHERE e.dataset=$ds RETURN count(e)", "--store", two_datasets)
     assert result.exit_code == 1, result.output
