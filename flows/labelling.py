@@ -680,7 +680,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     build."""
     notes: list[str] = []
     solver, spec = options.solver, request.spec()
-    reason = ("a run scored on a holdout is always full" if options.holdout_fraction else "asked for (--full)") \
+    asked = "asked for (--full, a schedule job's full = true, or the demo)"
+    reason = ("a run scored on a holdout is always full" if options.holdout_fraction else asked) \
         if options.full else change_since_last_run(store, dataset, run_id, solver, options.solver_params)
     if not options.full and reason is None:
         reasons: list[str] = []

@@ -100,6 +100,8 @@ class Meter:
         """One line: ``kNN search: 40%, 400,000 of 1,000,000 nodes, 25,000 nodes/s, about 24 s left``
         (the share first: the UI's artifact cards show the first 45 characters or so)."""
         if self.total is None:
+            if not self.done:  # "export: 0 nodes, 0 s" as a stage began read as a result of nothing (a walk)
+                return f"{self.stage}: started"
             return f"{self.stage}: {self.done:,} {self.unit}, {self.elapsed:.0f} s"
         share = self.done / self.total if self.total else 1.0
         line = f"{self.stage}: {share:.0%}, {self.done:,} of {self.total:,} {self.unit}"

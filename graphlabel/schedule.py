@@ -399,7 +399,8 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
 
     An embedded store is opened by one process at a time, so two jobs on one store (any
     datasets) wait for each other, and a run that waits longer than the lock timeout fails
-    with ``StoreLocked``. On Neo4j, two jobs of one dataset write the same nodes. Runs of
+    with ``StoreLocked``. On Neo4j, two jobs of one dataset write the same nodes. Two jobs of
+    one dataset and store with different graph settings rebuild each other's graph. Runs of
     one job never overlap (``deployments`` limits each to one at a time); these are the
     overlaps that limit cannot see. A warning, not an error: schedules that never meet
     (nightly and weekly at other hours) are fine.
@@ -412,6 +413,12 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
             store = first.store_uri or default_store_uri()
             if store != (second.store_uri or default_store_uri()):
                 continue
+            differ = _graph_differences(first, second) if first.dataset == second.dataset else []
+            if differ:  # the example file's two jobs did this: k 10 and 15, scale none and standard
+                warnings.append(
+                    f"jobs {first.name!r} and {second.name!r} label dataset {first.dataset!r} on different graphs"
+                    f" ({'; '.join(differ)}): a scheduled run rebuilds the graph it is given, so each job's runs"
+                    " replace the other's graph; give them the same graph settings")
             if not store.startswith(NEO4J_SCHEMES):
                 warnings.append(
                     f"jobs {first.name!r} and {second.name!r} share the embedded store {store}, which one process"
@@ -422,6 +429,21 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
                     f"jobs {first.name!r} and {second.name!r} both label dataset {first.dataset!r}: when their"
                     " runs meet, the later one's writes replace the other's; give them schedules that do not meet")
     return warnings
+
+
+#: The job fields that make the graph a scheduled run rebuilds (``search`` only finds it).
+GRAPH_FIELDS = ("graph", "k", "delta", "metric", "weights", "sigma", "edges_weight", "scale")
+
+
+def _graph_differences(first: Job, second: Job) -> list[str]:
+    """``"k 10 and 15"`` for each graph field the two jobs set differently (an unset
+    ``scale`` is the rebuild's default, standard)."""
+    def value(job: Job, name: str):
+        found = getattr(job, name)
+        return "standard" if name == "scale" and found is None else found
+
+    return [f"{name} {value(first, name)} and {value(second, name)}" for name in GRAPH_FIELDS
+            if value(first, name) != value(second, name)]
 
 
 # -- Prefect ------------------------------------------------------------------------------
@@ -463,7 +485,8 @@ def deployments(jobs: list[Job]) -> list:
             entrypoint_type=EntrypointType.MODULE_PATH,
             description=f"Label dataset {job.dataset!r} with {job.solver}, {job.schedule}: relabels {kind}"
                         f" on the {job.graph} graph (k={job.k})."
-                        + (f" Scores each run on {job.holdout:.0%} of the given labels." if job.holdout else "")
+                        + (f" Scores each run on {job.holdout:.0%} of each class's given labels (rounded down)."
+                           if job.holdout else "")
                         + (f" Keeps the newest {job.keep_runs} runs." if job.keep_runs else ""),
         )
         # the engine that starts a served run imports a Prefect flow from here (flows/served.py)

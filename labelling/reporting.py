@@ -614,7 +614,8 @@ def jobs_renderables(jobs) -> list:
                 ("sigma", job.sigma if job.sigma is not None else "from the data (median k-th neighbour distance)"),
                 ("delta", job.delta), ("runs", "full" if job.full or job.holdout else
                                       "incremental (first run full)" if job.full is None else "incremental"),
-                ("holdout", f"{job.holdout:.0%} of the given labels" if job.holdout else None),
+                ("holdout", f"{job.holdout:.0%} of each class's given labels, rounded down"  # hold_out's quota
+                             if job.holdout else None),
                 ("keep runs", job.keep_runs if job.keep_runs else "all"),
                 ("store", job.store_uri or "$GRAPHLABEL_STORE (else .graphlabel)"))
         for name, value in rows:

@@ -49,6 +49,7 @@ def test_a_stage_says_no_rate_before_its_first_unit_and_no_time_left_at_its_end(
 
 def test_a_stage_of_unknown_length_says_its_count_and_time():
     assert meter("store", None, "nodes", 3_000, 12.0).describe() == "store: 3,000 nodes, 12 s"
+    assert meter("export", None, "nodes", 0, 0.0).describe() == "export: started"  # not "0 nodes, 0 s"
     assert meter("store", None, "nodes", 3_000, 12.0).seconds_left is None
 
 

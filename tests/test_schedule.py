@@ -333,3 +333,19 @@ def test_serve_without_a_server_it_can_reach_refuses_in_one_line(tmp_path, api_u
     assert " ".join(lines[-1].split()).startswith(says.format(port=port)), done.stderr
     assert "Traceback" not in done.stderr
     assert "being served" not in done.stdout + done.stderr
+
+
+def test_jobs_of_one_dataset_on_different_graphs_are_warned_about(tmp_path):
+    """The example file's two digits jobs had k 10 and 15, scale none and standard: each
+    scheduled run rebuilds its graph, so each job's runs replaced the other's graph."""
+    text = ('store = "s"\n[[jobs]]\nname = "a"\ndataset = "d"\ncron = "0 3 * * *"\nk = 10\nscale = "none"\n'
+            '[[jobs]]\nname = "b"\ndataset = "d"\ncron = "0 5 * * 0"\nk = 15\n'
+            '[[jobs]]\nname = "c"\ndataset = "other"\ncron = "0 6 * * 0"\nk = 15\n')
+    warnings = schedule.shared_store_warnings(load_schedule(write(tmp_path, text)))
+    graphs = [w for w in warnings if "on different graphs" in w]
+    assert graphs == [
+        "jobs 'a' and 'b' label dataset 'd' on different graphs (k 10 and 15; scale none and standard): a scheduled"
+        " run rebuilds the graph it is given, so each job's runs replace the other's graph; give them the same"
+        " graph settings"]
+    example = schedule.shared_store_warnings(load_schedule(ROOT / "graphlabel.example.toml"))
+    assert not [w for w in example if "on different graphs" in w]
