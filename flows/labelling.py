@@ -128,7 +128,10 @@ def run_name_from_parameters(what: str):
         parameters = flow_run.parameters
         if what == "label":
             kind = run_kind(parameters.get("full", False), parameters.get("holdout_fraction", 0.0))
-            return f"{parameters['dataset']} · {parameters.get('solver', 'harmonic')} · {kind}"
+            # whether a run asked to be incremental is one is known only once it has read the
+            # store (a dataset's first run relabels every node): ``_name_the_run`` adds it then
+            named = f"{parameters['dataset']} · {parameters.get('solver', 'harmonic')}"
+            return named if kind == "incremental" else f"{named} · {kind}"
         if what == "build-graph":
             k = f" k={parameters['k']}" if parameters.get("graph", "knn") == "knn" else ""
             return f"{parameters['dataset']} · {parameters.get('graph', 'knn')} graph{k}"
@@ -651,25 +654,30 @@ def _shown(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def _name_the_run_full() -> None:
-    """An incremental run that fell back to a full one (the log line before says why): its
-    flow run's name and tags say ``full`` from here on, so the runs list does not show a
-    dataset's first run, which relabels every node, as incremental. Cosmetic: a failure to
-    rename is a warning, never the run's end."""
+def _name_the_run(kind: str) -> None:
+    """The flow run's name and tags say whether a run asked to be incremental is one
+    (``kind`` "incremental") or fell back to a full one ("full"; the log line after says why),
+    from here on, the lines it logs included: it was named "incremental" from the start, and
+    its log said so above a "full run" line while the runs list showed it as full (a
+    newcomer's walk). Cosmetic: a failure to rename is a warning, never the run's end."""
     if not in_flow_run():
         return
     from prefect import get_client
-    from prefect.runtime import flow_run
+    from prefect.context import FlowRunContext
 
-    name, tags = flow_run.name, list(flow_run.tags)
-    if not name.endswith(" · incremental"):
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None or context.flow_run.name.endswith((" · full", " · incremental")):
         return
+    run = context.flow_run
+    name = f"{run.name} · {kind}"
+    tags = [kind if tag in ("full", "incremental") else tag for tag in run.tags]
     try:
         with get_client(sync_client=True) as client:
-            client.update_flow_run(flow_run.id, name=name.removesuffix(" · incremental") + " · full",
-                                   tags=["full" if tag == "incremental" else tag for tag in tags])
+            client.update_flow_run(run.id, name=name, tags=tags)
     except Exception as error:  # noqa: BLE001 - the run's name is not worth the run
-        run_logger().warning("could not rename the flow run %r to say it is full: %s", name, error)
+        run_logger().warning("could not name the flow run %r %s: %s", run.name, kind, error)
+        return
+    run.name, run.tags = name, tags  # the run's logger reads them from here
 
 
 def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest, clock: StageClock,
@@ -695,6 +703,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
                                           _copy_groups(store, dataset, changed.exported), notes)
                 with clock("write_back"):
                     write_back(store, dataset, changed.exported, prediction, run_id, changed.read_at)
+            _name_the_run("incremental")
             run_logger().info("incremental run: %s changed nodes (%s new), %s edges added, %s nodes relabelled"
                               " with %s fixed around them", *(f"{n:,}" for n in (
                                   changed.n_changed, changed.n_new, changed.n_edges_added, changed.n_region,
@@ -706,9 +715,9 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     # and the next incremental run picks it up
     read_at = pd.Timestamp.now(tz="UTC")
     extra: dict[str, Any] = {"incremental": False, "full_run_reason": reason}
-    run_logger().info("full run: %s", reason)
     if not options.full:
-        _name_the_run_full()
+        _name_the_run("full")
+    run_logger().info("full run: %s", reason)
     if options.build_graph:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 
 import numpy as np
@@ -184,14 +185,21 @@ def test_a_failed_run_is_marked_failed_and_a_rerun_matches_a_clean_run(digits_st
     assert (after_failure["run"] == rerun["run_id"]).all()
 
 
-def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store):
-    # the first run of a dataset relabels every node: the runs list must not call it incremental
+def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store, caplog):
+    # the first run of a dataset relabels every node: the runs list must not call it incremental,
+    # nor its log lines (they said 'digits · harmonic · incremental' above "full run: ...")
     from prefect import get_client, tags
 
     store_path, _ = digits_store
+    caplog.set_level(logging.INFO, logger="prefect.flow_runs")
     with tags("graphlabel", "digits", "harmonic", "incremental"):  # as the CLI tags it
         first = labelling_flow("digits", store_uri=store_path, publish=False)
         again = labelling_flow("digits", store_uri=store_path, publish=False)
+    named = {record.getMessage().split(":")[0]: getattr(record, "flow_run_name", None) for record in caplog.records
+             if record.getMessage().startswith(("full run:", "incremental run:"))}
+    assert named == {"full run": "digits · harmonic · full", "incremental run": "digits · harmonic · incremental"}
+    assert not [r for r in caplog.records if getattr(r, "flow_run_name", "").endswith("incremental")
+                and getattr(r, "flow_run_id", None) == first["run_id"]]
     assert first["metrics"]["full_run_reason"] == "no node was labelled before (first run)"
     with get_client(sync_client=True) as client:
         first_run, again_run = client.read_flow_run(first["run_id"]), client.read_flow_run(again["run_id"])
