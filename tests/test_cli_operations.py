@@ -178,7 +178,7 @@ def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path)
     text = " ".join(result.output.split())
     for field, value in (("dataset", "products"), ("schedule", "cron 0 3 * * * (UTC)"), ("solver", "mincut"),
                          ("solver params", '{"alpha": 0.1}'), ("graph", "knn"), ("k", "15"), ("runs", "full"),
-                         ("holdout", "10% of the given labels"), ("keep runs", "30"),
+                         ("holdout", "10% of each class's given labels, rounded down"), ("keep runs", "30"),
                          ("scale", "robust"), ("search", "auto")):  # scale and search were not shown
         assert f" {field} │ {value} " in text, field
     # the store path is wrapped, never cut with an ellipsis
