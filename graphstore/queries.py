@@ -51,7 +51,7 @@ def user_query_text(argument: str, dialect: str) -> str:
     ``.cypher`` file, or one of ``cypher/examples`` by name (``low_confidence``, with or
     without the folder and the suffix), so that the README's examples run from any folder.
     Raises ``ValueError`` for a name that is neither a file nor an example of ``dialect``."""
-    if not _NAME.fullmatch(argument.strip()):
+    if not _NAME.fullmatch(argument.strip()) or argument.strip().isupper():  # a one-word statement: CHECKPOINT
         return argument
     path = Path(argument.strip())
     if path.is_file():

@@ -302,6 +302,8 @@ def test_query_runs_an_example_by_name_or_file_from_any_folder(store_with_runs, 
     neo4j_only = invoke("query", "changed_between_runs", "--store", store_with_runs)
     assert neo4j_only.exit_code == 1
     assert "the example 'changed_between_runs' is for neo4j only, not this store (kuzu)" in neo4j_only.output
+    checkpoint = invoke("query", "CHECKPOINT", "--write", "--store", store_with_runs)
+    assert checkpoint.exit_code == 0, checkpoint.output  # a one-word statement is still one
     unknown = invoke("query", "low_confidense", "--store", store_with_runs)
     assert unknown.exit_code == 1
     assert "'low_confidense' is not a Cypher statement, a file or an example; the examples:" in unknown.output
