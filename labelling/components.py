@@ -162,7 +162,8 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
     faint = [batch.nodes[np.asarray(prediction.info["faint_nodes"], dtype=np.int64)]
              for batch, prediction in solved if len(prediction.info.get("faint_nodes", ()))]
     if faint:
-        info.update(faint_nodes=np.concatenate(faint), n_faint=int(sum(len(f) for f in faint)))
+        faint_nodes = np.concatenate(faint)
+        info.update(faint_nodes=faint_nodes, n_faint=int(faint_nodes.size))
     info.update(n_components=plan.n_components, n_batches=len(solved),
                 n_unlabeled_components=plan.n_unlabeled_components,
                 n_single_class_nodes=int(len(plan.single_class_nodes)))

@@ -194,7 +194,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v) or k == "class_mass_weights"}
     if "faint_nodes" in prediction.info:  # the region's own far outliers, which the run's warning names
         faint = np.asarray(prediction.info["faint_nodes"], dtype=np.int64)
-        info.update(faint_nodes=faint[faint < n_region], n_faint=int(np.count_nonzero(faint < n_region)))
+        faint = faint[faint < n_region]
+        info.update(faint_nodes=faint, n_faint=int(faint.size))
     restricted = Prediction(prediction.labels[:n_region].copy(), prediction.confidence[:n_region].copy(),
                             prediction.noisy[:n_region].copy(), prediction.scores[:n_region],
                             prediction.method, dict(prediction.params), info,
