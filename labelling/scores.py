@@ -28,8 +28,8 @@ for an incremental run's region too), then normalised. Written as F alone, the l
 not the scores' arg-max on 1.4% of the digits demo's nodes with the earlier default, and
 on 7 of 47 nodes of the wine scenario's incremental run (tests/outputs_scenario.py) once
 class mass became part of every run. A solver's label can still differ from its scores'
-arg-max: a flagged given label's prediction is its leave-one-out class, maxmargin's
-multi-class label is libsvm's one-vs-one vote. The
+arg-max: a flagged given label's prediction is its held-out class (harmonic's leave-one-out,
+maxmargin's cross-fitted model), maxmargin's multi-class label is libsvm's one-vs-one vote. The
 scores are kept as the solver gave them (not bent to the label, which would make them say
 what the solver did not compute); such a node's runner-up is then the class with the best
 score and its margin is negative, which is what tells a reader that a step after the scores

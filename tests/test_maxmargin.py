@@ -362,5 +362,26 @@ def test_maxmargin_labels_and_probabilities_are_the_models(digits_split):
     problem = LabelProblem(W, np.where(keep_per_class(y, 10, np.random.default_rng(1)), y, -1), n_classes=10, X=X)
     prediction = solve(problem, "maxmargin")
     model = prediction.info["model"]
-    np.testing.assert_array_equal(prediction.labels, model.predict(X))
+    kept = ~prediction.noisy  # a flagged node is the cross-fitted model's (the test above)
+    np.testing.assert_array_equal(prediction.labels[kept], model.predict(X)[kept])
     np.testing.assert_allclose(prediction.scores, model.predict_proba(X))
+
+
+def test_a_flagged_labels_node_is_predicted_by_the_model_that_never_saw_the_label(digits_split):
+    """The final SVM trains on every given label, so it predicted a flagged node as the label
+    it doubts on some draws; the cross-fitted model held that label out."""
+    X, y, _, _, W, _ = digits_split
+    rng = np.random.default_rng(5)
+    given = keep_per_class(y, 10, rng)
+    noisy_y, _ = flip_labels(y, given, 0.1, 10, rng)
+    pred = maxmargin(LabelProblem(W, np.where(given, noisy_y, -1), X=X))
+    model = pred.info["model"]
+    flagged = pred.noisy
+    assert flagged.sum() >= 5
+    oof = model.oof_proba_[flagged[given]]
+    np.testing.assert_array_equal(pred.labels[flagged], oof.argmax(axis=1))
+    np.testing.assert_allclose(pred.confidence[flagged], oof.max(axis=1))
+    assert (pred.labels[flagged] != noisy_y[flagged]).all()
+    assert np.mean(pred.labels[flagged] == y[flagged]) >= 0.8
+    unflagged = ~flagged
+    np.testing.assert_array_equal(pred.labels[unflagged], model.predict(X)[unflagged])  # the rest is the SVM's

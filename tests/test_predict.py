@@ -72,14 +72,18 @@ def test_predict_labels_records_not_in_the_store(tmp_path, store_path, loader, n
     right = predicted["predicted_label"].to_numpy() == truth.to_numpy()
     confident = predicted["label_confidence"] >= predicted["label_confidence"].median()
     assert right[confident].mean() >= right[~confident].mean()
-    # what predict gives for stored records is what the run wrote on them
-    stored = invoke("query", "MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p ORDER BY key",
-                    "--format", "csv", "--store", store_path).output
-    stored = pd.read_csv(pd.io.common.StringIO(stored), dtype=str).set_index("key")["p"]
+    # what predict gives for stored records is what the run wrote on them, but where the run
+    # flagged the given label: the run predicts that node by the cross-fitted model, which never
+    # saw the label (solvers/maxmargin.py), predict by the model fitted on every label
+    stored = invoke("query", "MATCH (e:Entity) RETURN e.key AS key, e.predicted_label AS p, "
+                    "e.label_noise AS noisy ORDER BY key", "--format", "csv", "--store", store_path).output
+    stored = pd.read_csv(pd.io.common.StringIO(stored), dtype={"key": str, "p": str}).set_index("key")
     invoke("predict", fit, "--run", run_id, "--key", "id", "--features", "f*", "--output", tmp_path / "again.csv",
            "--store", store_path)
     again = pd.read_csv(tmp_path / "again.csv", dtype=str).set_index("key")
-    assert (again["predicted_label"] == stored.loc[again.index]).mean() == 1.0
+    unflagged = stored.loc[again.index, "noisy"].ne(True).to_numpy()
+    assert unflagged.sum() >= 0.95 * len(again)
+    assert (again["predicted_label"][unflagged] == stored.loc[again.index, "p"][unflagged]).mean() == 1.0
 
 
 def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
