@@ -125,7 +125,9 @@ def main(argv: list[str]) -> None:
     ).reset_index().rename(columns={"ratio": "× Propagation (same round, median)"})
     report = Report(f"harmonic_paired_{args.n}", f"harmonic against Propagation on one {args.n:,}-node graph, "
                                                  "alternating fresh processes")
-    report.table(f"Medians of {args.rounds} rounds; the checkouts: " + ", ".join(f"{n} = {c}" for n, c in codes),
+    # the checkouts by role, not by path: a result names no folder of the machine it ran on
+    report.table(f"Medians of {args.rounds} rounds; the code: this checkout"
+                 + (", and --against (another checkout, the code before)" if args.against else ""),
                  table)
     report.table("Every run", frame)
     report.note(f"load average (1 min) {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "

@@ -88,6 +88,7 @@ from labelling.regions import (
     adjacency,
     dataset_classes,
     region_problem,
+    region_solver_params,
     restrict_to_region,
     select_region,
 )
@@ -309,8 +310,10 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
     if len(set(problem.problem.y[problem.problem.labeled].tolist())) < 2:
         why.append("the changed region and its boundary hold fewer than two classes")
         return None
+    # no class masses refitted on the region (labelling/regions.py, REGION_SOLVER_PARAMS)
+    region_options = replace(options, solver_params=region_solver_params(options.solver, options.solver_params))
     with clock("solve"):  # the full run's solve path: batches of connected components
-        prediction = solve_by_component(problem, options)
+        prediction = solve_by_component(problem, region_options)
     n_region = int(region.sum())
     exported, restricted = restrict_to_region(problem, prediction, n_region)
     return IncrementalResult(exported.keys, exported, restricted, problem, changes.graph.n_nodes, n_changed,

@@ -619,8 +619,9 @@ def auto_metrics(prediction: Prediction) -> dict[str, Any]:
 
 def change_since_last_run(store: GraphStore, dataset: str, run_id: str, solver: str,
                           solver_params: dict[str, Any]) -> str | None:
-    """Why this run must relabel every node: its solver or solver parameters differ from
-    the dataset's last completed run, or the similarity graph was rebuilt since that run
+    """Why this run must relabel every node: the dataset's last completed run held out given
+    labels (``--holdout``), its solver or solver parameters differ from this run's, or the
+    similarity graph was rebuilt since that run
     (``build-graph``, ``ingest-edges``: its ``GraphBuild`` record is newer than the one the
     run recorded). An incremental run would keep the old labels outside the changed
     region, computed with another solver or on another graph. None when nothing of these
@@ -633,6 +634,10 @@ def change_since_last_run(store: GraphStore, dataset: str, run_id: str, solver: 
     if last["solver"] != solver:
         return f"the solver changed ({last['solver']} → {solver}): every node is relabelled"
     parameters = last["parameters"] or {}
+    held_out = parameters.get("holdout_fraction") or 0.0
+    if held_out:  # its predictions came from fewer labels, and its held-out labels were never judged
+        return (f"the last run held out {held_out:.0%} of the given labels to score itself: every node is "
+                "relabelled with all of them")
     before = parameters.get("requested_solver_params")
     if before is not None and before != _scalars(solver_params):
         return f"the solver parameters changed ({before} → {_scalars(solver_params)}): every node is relabelled"
@@ -688,7 +693,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     build."""
     notes: list[str] = []
     solver, spec = options.solver, request.spec()
-    asked = "asked for (--full, a schedule job's full = true, or the demo)"
+    asked = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
     reason = ("a run scored on a holdout is always full" if options.holdout_fraction else asked) \
         if options.full else change_since_last_run(store, dataset, run_id, solver, options.solver_params)
     if not options.full and reason is None:

@@ -417,7 +417,7 @@ def label(
     solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto "
                                                 "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
-    rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first."),
+    rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first (a full run)."),
     graph: str | None = typer.Option(None, help="Build this graph first (as build-graph --graph; implies"
                                           " --rebuild-graph), e.g. edges:CO_PURCHASED or knn+edges:TYPE:WEIGHT."),
     edges_weight: float | None = typer.Option(None, help="Factor of the user's edges in KIND+edges:TYPE"
@@ -475,6 +475,7 @@ def label(
                 flow = labelling_flow.with_options(task_runner=dask_runner(dask_address))
             else:
                 cluster = dask_client(dask_address)
+        full = full or rebuild_graph  # every node's relationships are new: an incremental run would ignore them
         with _progress(f"labelling {dataset!r} with {solver}...", quiet), cluster:
             summary = run_flow(flow, run_tags(dataset, solver, run_kind(full, holdout)), _user_errors(),
                                dataset=dataset,
@@ -795,10 +796,13 @@ def export(
                                                 " ending says, .parquet or .csv; parquet without --output)."),
     output: str | None = typer.Option(None, "--output", help="File to write (default DATASET.parquet"
                                          " or DATASET.csv)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the file when it exists."),
     store: str | None = StoreOption,
 ) -> None:
     """Write the dataset's predictions to a Parquet or CSV file: keys, given and predicted
-    labels, confidence, a score column per class, runner-up, margin, noise flag and score."""
+    labels, confidence, a score column per class, runner-up, margin, noise flag and score.
+    An existing file is replaced only with --overwrite: the default name DATASET.parquet is
+    often the name of the file the dataset was ingested from."""
     from flows.direct import run_flow
     from flows.outputs import export_flow
     from labelling.export import export_format
@@ -808,6 +812,11 @@ def export(
         file_format = export_format(file_format, output)
     except ValueError as error:
         _fail(str(error), code=2)
+    from pathlib import Path
+
+    target = Path(output or f"{dataset}.{file_format}")
+    if target.exists() and not overwrite:
+        _fail(f"{target} exists: --overwrite replaces it, or --output names another file")
     _quiet_expected_errors()
     with _one_line_errors():
         try:

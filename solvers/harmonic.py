@@ -27,9 +27,28 @@ Decisions the papers leave open, and what this module does
   under their leave-one-out distributions (labels only, no hidden data; flagged labels
   left out). The sink (γ_g > 0) shrinks all columns alike and does not change p; a
   node no label can reach has F_i = 0 and gets label -1, confidence 0.
-- Class mass normalisation (``class_mass="auto"``, the default): the arg-max is taken
-  after scaling each class column so that the classes' masses over the unlabelled nodes
-  are in the ratio n_c + κ (Zhu et al. 2003, Sec. 4, with the target shares smoothed): n_c
+- The default (``class_mass="auto"``): the centred arg-max below when the run's given
+  labels hold three or more classes, the smoothed class masses with two. Why
+  (``python -m bench class_mass``, 2026-11-28; clean labels at 1%, 10%, 50% and 80%
+  labelled, each cell against the best of LabelSpreading α = 0.2, α = 0.99 and
+  scikit-network's diffusion; ``bench/results/class_mass_seeds_0-19.md``: the eight real
+  sets, 20 label draws; ``class_mass_generated_centred.md``: the six 20k-node sets at 1%
+  and 10%): with smoothed masses everywhere, 10 of the 32 real cells were more than a point
+  below the best peer (mean −0.001); with this rule 8 (mean +0.003): glass at 10%, 50% and
+  80% −0.066, −0.079, −0.075 → −0.026, −0.032, −0.016, soybean at 10% and 80% −0.016,
+  −0.018 → −0.007, −0.006. Every binary cell keeps its value: centring lost there (diabetes
+  at 1% −0.015, where the smoothed masses lead by 0.012; vote at 80% −0.023 against
+  −0.014). The price is at 1% on the multi-class sets, where both rules lead the best peer:
+  digits +0.027 → +0.018, segment +0.039 → +0.034, the 20k-node sets 0.3 to 3.3 points
+  (30 classes +0.048 → +0.015); all twelve generated cells stay within a point. With 6 of
+  60 labels wrong (``python -m bench class_mass_flipped``) centring with the flags on the
+  smoothed scale was within 0.002 of the smoothed masses on wine, iris and breast cancer
+  and 0.007 ± 0.003 below on digits (0.903 against 0.910). Why three classes and not a
+  measured threshold on the labelled share: the binary sets lost at every share and the
+  multi-class ones lost nowhere by more than a point.
+- Smoothed class masses (``class_mass="smoothed"``, the default with two classes): the
+  arg-max is taken after scaling each class column so that the classes' masses over the
+  unlabelled nodes are in the ratio n_c + κ (Zhu et al. 2003, Sec. 4, with the target shares smoothed): n_c
   the class's given labels, κ = 100 pseudo-labels per labelled class (a symmetric Dirichlet
   prior on the class shares). With a few labels that is close to uniform masses; with many
   it follows the labels' own shares. Why normalise at all: as the unlabelled share grows
@@ -52,22 +71,23 @@ Decisions the papers leave open, and what this module does
   label was flagged and the masses were then taken over the unflagged labels, none, so
   every class weight was 0. The masses are now taken over the labels the final system
   holds, and without flags uniform masses gave 0.686 against 0.709 there.
-- Centred arg-max (``class_mass="center"``, an option): subtract each class's mean
-  absorption probability over the unlabelled nodes from its column, then take the arg-max,
-  as scikit-network's ``DiffusionClassifier`` centres its diffused columns (there over all
-  nodes). Zhu et al.'s normalisation divides a column by its mass, so the class shares it
-  asks for decide every node the solution leaves flat; the shift removes each class's
-  baseline and leaves the differences. The probabilities, confidences and noise flags are
-  those of ``"none"`` (no scaling), so a node's confidence is its chosen class's share and
-  the written scores' arg-max can differ from the label (``labelling/scores.py``). Why an
-  option and not the default (``bench/class_mass.py``, 2026-11-28, seeds 0-2 on the real
-  sets): on weka's glass (six classes of 76 down to 9 records) it scored 0.571, 0.660 and
-  0.602 at 10%, 50% and 80% labelled against the default's 0.501, 0.573 and 0.530 (best
-  peer 0.589, 0.660, 0.628), and on soybean (19 classes of 92 down to 8) 0.854 against
-  0.839 at 10%; but it lost on the binary sets (diabetes at 80% −0.031 against the best
-  peer, the default −0.004; vote at 80% −0.034, the default −0.013; ionosphere at 10%
-  −0.015, the default +0.048) and stayed 1 to 4 points under the default at 1% on the
-  multi-class sets (30 classes +0.009 against +0.048), where both are above the best peer.
+- Centred arg-max (``class_mass="center"``, the default with three or more classes):
+  subtract each class's mean absorption probability over the unlabelled nodes from its
+  column, then take the arg-max, as scikit-network's ``DiffusionClassifier`` centres its
+  diffused columns (there over all nodes). Zhu et al.'s normalisation divides a column by
+  its mass, so the class shares it asks for decide every node the solution leaves flat; the
+  shift removes each class's baseline and leaves the differences. The noise flags, the
+  temperature, the confidences and the written scores are on the smoothed scale: a node's
+  confidence is its chosen class's share there, and the scores' arg-max can differ from the
+  label (``labelling/scores.py``; on digits with 18 labels per class, 0.8-1.7% of the nodes
+  against 0.3-0.6% with smoothed masses). Why the smoothed scale and not the unscaled one
+  it had as an option: with 6 of 60 labels wrong (``bench/class_mass_flipped.py``'s
+  protocol, 20 draws) the unscaled flags lost 1.3 to 2.0 points to the smoothed masses on
+  wine, iris and digits; on the smoothed scale 0.1, 0.1 and 0.7. The unscaled flags did
+  better on glass at 10% (−0.005 against the best peer, −0.026 now), not enough to pay
+  for that. In an incremental region or a batch of components the rule is the run's (its
+  given labels' classes, ``LabelProblem.class_label_counts``) and the offset the
+  region's.
 - Fading prior (``class_mass="fading"``, an option): class masses in the ratio (1 − λ)
   n_c / n_l + λ / C, n_l all given labels, C the labelled classes, λ = r / (r + 10) and r
   the unlabelled nodes per given label (λ = 0.91 at 1% labelled, 0.47 at 10%, 0.09 at 50%,
@@ -1286,7 +1306,9 @@ def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:
 
 
 LOO_METHODS = ("local", "exact")
-CLASS_MASS = ("auto", "fading", "uniform", "labels", "none", "center")
+CLASS_MASS = ("auto", "smoothed", "fading", "uniform", "labels", "none", "center")
+#: "auto" takes the centred arg-max from this many labelled classes up (module docstring)
+AUTO_CENTER_MIN_CLASSES = 3
 # Checked once at the door (solvers/_validation.py).
 PARAMETER_CONSTRAINTS = {
     "gamma_g": [Interval(Real, 0, None), Options((math.inf,))],
@@ -1317,17 +1339,21 @@ RESOLVE_MAX_SHARE = 0.25
 RESOLVE_NEAR_MIN_NODES = 50_000
 
 
-def _mass_rule(class_mass: str) -> str:
-    """The rule ``class_mass`` names: "auto" is the smoothed prior (``info["class_mass"]``
-    says "smoothed")."""
-    return "smoothed" if class_mass == "auto" else class_mass
+def _mass_rule(class_mass: str, n_labelled_classes: int) -> str:
+    """The rule ``class_mass`` names (``info["class_mass"]``): "auto" is the centred arg-max
+    with three or more labelled classes and the smoothed prior with two (module docstring)."""
+    if class_mass == "auto":
+        return "center" if n_labelled_classes >= AUTO_CENTER_MIN_CLASSES else "smoothed"
+    return class_mass
 
 
 def _flag_mass_rule(class_mass: str) -> str:
-    """The rule of the scale the noise flags read the leave-one-out distributions on: the
-    smoothed prior for "fading" too (module docstring: on the fading scale flag F1 fell
-    where the flipped labels themselves move the class counts it follows)."""
-    return "smoothed" if class_mass in ("auto", "fading") else class_mass
+    """The rule of the scale the noise flags read the leave-one-out distributions on, and the
+    confidences and scores are given on: the smoothed prior for "auto", "fading" and "center"
+    (module docstring: on the fading scale flag F1 fell where the flipped labels themselves
+    move the class counts it follows; on the unscaled one "center" lost 1.3-2.0 points to the
+    smoothed prior with 6 of 60 labels wrong)."""
+    return "smoothed" if class_mass in ("auto", "fading", "center") else class_mass
 
 
 def _mass_target(rule: str, y: np.ndarray, labeled: np.ndarray, n_classes: int) -> np.ndarray | None:
@@ -1373,16 +1399,17 @@ def _class_mass_offset(system: _System) -> np.ndarray:
 
 
 def _finish(F: np.ndarray, weights: np.ndarray, temperature: float, offset: np.ndarray | None = None):
-    """Labels and confidences from F: the arg-max of F scaled by the class-mass weights (less
-    ``offset`` per column when given), and the chosen class's share p^(1/T) / Σ_c p_c^(1/T) of
-    the normalised row (``_sharpen``), computed in place on one n × C array. A row of F that
-    is all 0 (no label reaches it) gets label -1 and confidence 0."""
+    """Labels and confidences from F: the arg-max of F scaled by the class-mass weights (of F
+    less ``offset`` per column when an offset is given, "center"), and the chosen class's share
+    p^(1/T) / Σ_c p_c^(1/T) of the scaled, normalised row (``_sharpen``), computed in place on
+    one n × C array. A row of F that is all 0 (no label reaches it) gets label -1 and
+    confidence 0."""
     G = F * weights
     np.clip(G, 0.0, None, out=G)  # CG may leave -1e-17 where the exact value is 0
     # Row sums by einsum: numpy's sum over rows of C values took 2.2-2.6 ms on 100k × 10 (float64),
     # einsum 0.75 ms.
     total = np.einsum("ij->i", G)
-    labels = np.argmax(G if offset is None else G - offset, axis=1).astype(np.int64)
+    labels = np.argmax(G if offset is None else F - offset, axis=1).astype(np.int64)
     flat = np.arange(len(labels)) * G.shape[1] + labels
     if temperature == 1.0:
         top, total_sharp = np.take(G, flat), total
@@ -1426,22 +1453,22 @@ def harmonic(
         Degree sink γ_d ≥ 0: the system is L_uu + γ_g I + γ_d D_uu, so a walk dies with
         probability γ_d / (1 + γ_d) at each step; 0 with γ_g = 0 is the plain harmonic
         function (module docstring: why 0.03).
-    class_mass : {"auto", "fading", "uniform", "labels", "none", "center"}, default "auto"
+    class_mass : {"auto", "smoothed", "fading", "uniform", "labels", "none", "center"}, default "auto"
         Class mass normalisation (Zhu et al. 2003, Sec. 4): scale each class column so
         that the classes' total masses over the unlabelled nodes are equal (``"uniform"``)
         or proportional to the given labels' class counts (``"labels"``) before the
-        arg-max; ``"none"`` takes the arg-max of the absorption probabilities; ``"auto"``
-        makes them proportional to n_c + 100 (n_c the class's given labels: a smoothed
-        prior, ``info["class_mass"] == "smoothed"``; module docstring: the measurements
-        behind it). ``"fading"`` makes them proportional to (1 − λ) n_c / n_l + λ / C,
-        λ = r / (r + 10), r the unlabelled nodes per given label, and reads the noise flags
-        on the smoothed scale: for clean labels of unequal classes with 10% or more of the
-        nodes labelled; with wrong labels among 60 it lost up to 26 points (module
-        docstring). ``"center"`` subtracts each class's mean absorption probability over
-        the unlabelled nodes from its column before the arg-max (``info["class_mass_offset"]``)
-        and leaves the probabilities, the confidences and the noise flags as ``"none"`` has
-        them: for many unequal classes with 10% or more of the nodes labelled (module
-        docstring).
+        arg-max; ``"none"`` takes the arg-max of the absorption probabilities;
+        ``"smoothed"`` makes them proportional to n_c + 100 (n_c the class's given labels:
+        a smoothed prior). ``"center"`` subtracts each class's mean absorption probability
+        over the unlabelled nodes from its column before the arg-max
+        (``info["class_mass_offset"]``); its probabilities, confidences and noise flags are
+        on the smoothed scale. ``"auto"`` is ``"center"`` when the run's given labels hold
+        three or more classes and ``"smoothed"`` with two (``info["class_mass"]`` says
+        which; module docstring: the measurements behind it). ``"fading"`` makes the masses
+        proportional to (1 − λ) n_c / n_l + λ / C, λ = r / (r + 10), r the unlabelled nodes
+        per given label, and reads the noise flags on the smoothed scale: for clean labels
+        of unequal classes with 10% or more of the nodes labelled; with wrong labels among
+        60 it lost up to 26 points (module docstring).
     noise_threshold : float in (0, 1], default 0.35
         A given label is flagged when, in its leave-one-out distribution, the best other
         class beats the given one by at least this margin (its ``noise_score``).
@@ -1505,7 +1532,10 @@ def harmonic(
     kw = dict(gamma_g=gamma_g, solver=solver, direct_max_nodes=direct_max_nodes, rtol=rtol, degree=degree,
               stop=stop)
 
-    target = _mass_target(_mass_rule(class_mass), y, labeled, C)
+    # the run's labelled classes, so that an incremental region or a batch of components
+    # follows the rule of the whole run
+    rule = _mass_rule(class_mass, int(np.count_nonzero(problem.class_label_counts)))
+    target = _mass_target(rule, y, labeled, C)
     reachable = _reachable(component, labeled)  # the nodes some label reaches: the soft re-solve's too
     system = _solve_system(W, Y_l, labeled, reachable=reachable, mass_target=target, **kw)
     used = [system.counts]  # every solve of this call, for the CG iteration count
@@ -1555,7 +1585,7 @@ def harmonic(
                 clamped, Y_clamped = kept, Y_l[~revised]
                 start[l[revised]] = unclamped[revised]  # the dropped labels' own estimates
                 resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised], _reachable(component, kept),
-                                    _mass_target(_mass_rule(class_mass), y, kept, C), resolve_hops, kw)
+                                    _mass_target(rule, y, kept, C), resolve_hops, kw)
         elif noisy_labels == "soften" and revised.any():
             # the expected class distribution: the given class with weight 1 − m, the label's
             # leave-one-out distribution with weight m (m its margin; a label of trust c keeps c)
@@ -1580,9 +1610,11 @@ def harmonic(
     info["cg_block_products"] = int(sum(c.get("cg_block_products", 0) for c in used))
     info["cg_stop"] = [c["cg_stop"] for c in used if c.get("cg_stop")]
     info["amg_fallbacks"] = int(sum(c["amg_fallbacks"] for c in used))
-    rule = _mass_rule(class_mass)
     info["class_mass"] = rule
-    mass = _class_mass_weights(system, _mass_target(rule, y, clamped, C))
+    # "center" reads its arg-max off the unscaled F less the offset; its confidences and scores
+    # are on the smoothed scale its noise flags and temperature read (_flag_mass_rule)
+    scale = _flag_mass_rule(class_mass) if rule == "center" else rule
+    mass = _class_mass_weights(system, _mass_target(scale, y, clamped, C))
     info["class_mass_weights"] = mass
     offset = _class_mass_offset(system) if rule == "center" else None
     if offset is not None:

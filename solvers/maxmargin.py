@@ -799,12 +799,12 @@ def maxmargin(
     model.fit(problem)
     labels, P = model.predict_with_proba(problem.X)
     confidence = np.clip(P[np.arange(len(labels)), labels], 0.0, 1.0)
-    if model.noisy_.any():  # only set from the cross-fitted probabilities: oof_proba_ exists
+    if model.oof_proba_ is not None and model.noisy_.any():  # flags come from the cross-fitted model
         # a flagged label's node is predicted as the cross-fitted model, one that never saw the
         # label, predicts it (module docstring, Labels), not as the final SVM fitted to it
-        flagged = model.noisy_[problem.labeled]  # over the given labels, as oof_proba_'s rows
-        labels[model.noisy_] = np.argmax(model.oof_proba_[flagged], axis=1)
-        confidence[model.noisy_] = np.max(model.oof_proba_[flagged], axis=1)
+        held_out = model.oof_proba_[model.noisy_[problem.labeled]]  # rows: the given labels
+        labels[model.noisy_] = np.argmax(held_out, axis=1)
+        confidence[model.noisy_] = np.max(held_out, axis=1)
     cut_off = unreachable(problem.W, problem.labeled & ~model.noisy_ if model.drop_noisy else problem.labeled)
     if not predict_unreachable:
         labels[cut_off] = -1

@@ -75,12 +75,14 @@ def check_scores(frame: pd.DataFrame, classes: list[str]) -> None:
     np.testing.assert_allclose(frame["label_margin"], scores[rows, own] - scores[rows, runner], atol=1e-9)
     others = np.where(np.eye(len(classes), dtype=bool)[own], -np.inf, scores)
     np.testing.assert_allclose(scores[rows, runner], others.max(axis=1))
-    # harmonic's scores are written on the class-mass scale its label reads (labelling/
+    # harmonic's scores are written on the class-mass scale its confidences read (labelling/
     # scores.py); where a step after the scores chose the label (a flagged given label's
-    # leave-one-out class), the margin is negative
+    # leave-one-out class, the centred arg-max of three or more classes), the margin is
+    # negative. Such nodes were 4 of 178 in the full run and 3 of the incremental run's 47;
+    # scores written as F alone moved 7 of those 47
     moved = scores.argmax(axis=1) != own
     np.testing.assert_array_equal(frame["label_margin"].to_numpy() < 0, moved)
-    assert moved.mean() <= 0.05
+    assert moved.mean() <= 0.1
 
 
 def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp_path, dataset: str,
@@ -103,6 +105,16 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
     ran = invoke("export", "--dataset", dataset, "--output", str(out_csv))
     assert f"wrote 178 nodes of {dataset!r}" in ran.output
     invoke("export", "--dataset", dataset, "--format", "parquet", "--output", str(out_parquet))
+    # an existing file is replaced only when asked: DATASET.parquet is often the ingested file
+    written = out_csv.read_bytes()
+    out_csv.write_text("the user's own file\n")
+    refused = invoke("export", "--dataset", dataset, "--output", str(out_csv), ok=False)
+    assert refused.exit_code == 1
+    assert " ".join(refused.output.split()) == f"error: {out_csv} exists: --overwrite replaces it, or --output names" \
+                                              " another file"
+    assert out_csv.read_text() == "the user's own file\n"
+    invoke("export", "--dataset", dataset, "--output", str(out_csv), "--overwrite")
+    assert out_csv.read_bytes() == written
     assert out_csv.read_bytes()[:4] != b"PAR1"
     assert out_parquet.read_bytes()[:4] == b"PAR1"
     exported = pd.read_csv(out_csv, dtype={"given_label": object, "label_accepted": object})

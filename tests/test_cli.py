@@ -173,3 +173,22 @@ def test_version_names_graphlabel_and_its_main_parts():
     for name in ("kuzu", "neo4j", "prefect"):
         assert f"{name} {version(name)}" in done.stdout
     assert done.stdout.count("\n") == 1
+
+
+def test_rebuild_graph_is_a_full_run(tmp_path, store_path):
+    """A run with --rebuild-graph gives every node new relationships; run incrementally it
+    found "0 changed nodes" and left the graph as it was."""
+    path = write_csv(tmp_path / "points.csv", [[i, i % 2 * 5 + i * 0.01, i % 2 * 5, ("x", "y")[i % 2] if i < 6 else ""]
+                                               for i in range(40)])
+    count = ["query", "MATCH (:Entity)-[r:SIMILAR]->(:Entity) RETURN count(*) AS n", "--format", "csv",
+             "--store", store_path]
+    for args in (["ingest", path, "--dataset", "p", "--key", "id", "--label", "label", "--features", "*"],
+                 ["label", "--dataset", "p", "--k", "5"]):
+        assert runner.invoke(app, [*args, "--store", store_path]).exit_code == 0
+    before = runner.invoke(app, count).output.split()[-1]
+    ran = runner.invoke(app, ["label", "--dataset", "p", "--rebuild-graph", "--k", "3", "--store", store_path])
+    assert ran.exit_code == 0, ran.output
+    said = " ".join(ran.output.split())
+    assert "full run: asked for (--full, --rebuild-graph" in said, said
+    assert "0 changed nodes" not in said
+    assert int(runner.invoke(app, count).output.split()[-1]) < int(before)  # 3 neighbours each, not 5

@@ -53,7 +53,8 @@ def test_every_command_runs_without_a_server_and_starts_none(tmp_path):
     assert runs["metrics"].iloc[0]["incremental"] is True
     # both record the graph they used (built with k 8), not the label command's default
     assert [parameters["k"] for parameters in runs["parameters"]] == [8, 8]
-    assert runs["metrics"].iloc[1]["full_run_reason"] == "asked for (--full, a schedule job's full = true, or the demo)"
+    assert runs["metrics"].iloc[1]["full_run_reason"] == ("asked for (--full, --rebuild-graph, a schedule job's "
+                                                          "full = true, or the demo)")
 
 
 def test_a_command_without_a_server_never_imports_prefect(tmp_path):

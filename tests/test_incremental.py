@@ -446,6 +446,22 @@ def test_a_changed_solver_or_its_parameters_is_a_full_run(store_95):
 
 
 @pytestmark_prefect
+def test_the_run_after_a_holdout_run_is_a_full_run(store_95):
+    """A run scored on a holdout predicts from fewer labels and never judges the held-out
+    ones; the next run uses them all, on every node."""
+    held = labelling_flow(DATASET, store_uri=store_95, k=K, publish=False, holdout_fraction=0.2, build_graph=False)
+    assert not held["metrics"]["incremental"]
+    after = labelling_flow(DATASET, store_uri=store_95, k=K, publish=False, build_graph=False)
+    assert not after["metrics"]["incremental"]
+    assert "held out 20% of the given labels" in after["metrics"]["full_run_reason"]
+    with open_store(store_95) as store:
+        noise = store.query("MATCH (e:Entity) WHERE e.given_label IS NOT NULL RETURN e.label_noise AS noise")
+    assert noise["noise"].notna().all()  # every given label judged again
+    again = labelling_flow(DATASET, store_uri=store_95, k=K, publish=False, build_graph=False)
+    assert again["metrics"]["incremental"]
+
+
+@pytestmark_prefect
 def test_a_graph_rebuilt_since_the_last_run_is_a_full_run(store_95):
     # `build-graph --k 5` after the full run: the next `label` (as the CLI runs it: the graph
     # as built) must relabel every node on the new graph, not keep the 10-NN labels ("0 changed
@@ -561,3 +577,29 @@ def test_a_regions_far_outliers_stay_named_and_the_anchors_are_dropped():
     _, restricted = restrict_to_region(problem, prediction, n_region=3)  # nodes 3 and 4 are anchors
     assert restricted.info["faint_nodes"].tolist() == [1]
     assert restricted.info["n_faint"] == 1
+
+
+@pytestmark_prefect
+def test_a_region_is_labelled_as_a_full_run_labels_it(store_95, digits_split, tmp_path):
+    """A given label made wrong, three times over: each region (2 hops) is labelled as a full
+    run of the same store labels it. Harmonic's class masses refitted on the region
+    (labelling/regions.py, REGION_SOLVER_PARAMS) moved a third of such regions to other
+    classes."""
+    frame, _, new = digits_split
+    labelled = frame[~new].index[frame[~new]["label"].notna()]
+    n_region = n_differ = 0
+    for target in labelled[[5, 40, 75]]:
+        incremental, full = str(tmp_path / f"inc{target}"), str(tmp_path / f"full{target}")
+        shutil.copytree(store_95, incremental)
+        old = frame[~new].copy()
+        old.loc[target, "label"] = "3" if old.loc[target, "label"] != "3" else "5"
+        with open_store(incremental, create=True) as store:
+            store.write_nodes(DATASET, parse_records(old, key="key", features="pixel_*", label="label").nodes)
+        shutil.copytree(incremental, full)
+        region = incremental_flow(incremental, DATASET, hops=2)["keys"]
+        labelling_flow(DATASET, store_uri=full, solver="harmonic", k=K, full=True, publish=False, scale="none",
+                       build_graph=False)
+        n_region += len(region)
+        n_differ += int((predictions(incremental, region) != predictions(full, region)).sum())
+    assert n_region >= 60
+    assert n_differ <= 0.03 * n_region, (n_differ, n_region)
