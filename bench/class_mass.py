@@ -30,9 +30,9 @@ signal a solver could choose a rule by without hidden labels, and three more met
   given labels' leave-one-out distributions (``tempered_prior``): on a flat solution T is
   small and the prior fades, where the solution is not flat the labels' shares count.
 
-``auto`` is the default: the centred arg-max with three or more labelled classes, the smoothed
-prior with two; ``smoothed`` the smoothed prior (κ = 100 pseudo-labels per class) everywhere,
-the default before; ``fading`` the option whose prior fades with the labels' density
+``auto`` is the default: the centred arg-max with three or more labelled classes and 7% or
+more of the nodes labelled, else the smoothed prior; ``smoothed`` the smoothed prior (κ = 100
+pseudo-labels per class) everywhere, the default before; ``fading`` the option whose prior fades with the labels' density
 (``solvers/harmonic.py`` says why it is not the default). ``--only`` takes names with a comma
 in them whole (``--only "overlap, 2 clusters per class,wide blobs"``).
 """

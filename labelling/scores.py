@@ -24,14 +24,15 @@ the classes (non-negative, summing to 1):
 the predicted class's score minus the runner-up's, in [-1, 1]. Harmonic's scores are
 written on the scale its confidences read: the propagated distribution F times its class
 mass weights (Zhu, Ghahramani & Lafferty 2003, Sec. 4; ``info["class_mass_weights"]``, kept
-for an incremental run's region too), then normalised; with two classes its label reads
-them too, with three or more it is the centred arg-max of F (``solvers/harmonic.py``). Written as F alone, the label was
+for an incremental run's region too), then normalised; its label reads them too, but where
+it is the centred arg-max of F (three or more classes, 7% labelled: ``solvers/harmonic.py``).
+Written as F alone, the label was
 not the scores' arg-max on 1.4% of the digits demo's nodes with the earlier default, and
 on 7 of 47 nodes of the wine scenario's incremental run (tests/outputs_scenario.py) once
 class mass became part of every run. A solver's label can still differ from its scores'
 arg-max: a flagged given label's prediction is its held-out class (harmonic's leave-one-out,
-maxmargin's cross-fitted model), harmonic's label of three or more classes is the centred
-arg-max, maxmargin's multi-class label is libsvm's one-vs-one vote. The
+maxmargin's cross-fitted model), harmonic's centred arg-max reads F less each class's mean,
+maxmargin's multi-class label is libsvm's one-vs-one vote. The
 scores are kept as the solver gave them (not bent to the label, which would make them say
 what the solver did not compute); such a node's runner-up is then the class with the best
 score and its margin is negative, which is what tells a reader that a step after the scores

@@ -226,9 +226,9 @@ class Prediction:
     def label_scale_scores(self) -> np.ndarray:
         """``scores`` on the scale the confidences read: harmonic's absorption
         probabilities times its class mass weights (``info["class_mass_weights"]``, Zhu,
-        Ghahramani & Lafferty 2003, Sec. 4; its labels' arg-max too, but with three or more
-        classes, where the label is the centred arg-max of the unscaled scores); every
-        other solver's scores as they are."""
+        Ghahramani & Lafferty 2003, Sec. 4; its labels' arg-max too, but where the label is
+        the centred arg-max of the unscaled scores); every other solver's scores as they
+        are."""
         return self.label_scale_scores_of(slice(None))
 
     def label_scale_scores_of(self, nodes: slice) -> np.ndarray:

@@ -77,8 +77,8 @@ def check_scores(frame: pd.DataFrame, classes: list[str]) -> None:
     np.testing.assert_allclose(scores[rows, runner], others.max(axis=1))
     # harmonic's scores are written on the class-mass scale its confidences read (labelling/
     # scores.py); where a step after the scores chose the label (a flagged given label's
-    # leave-one-out class, the centred arg-max of three or more classes), the margin is
-    # negative. Such nodes were 4 of 178 in the full run and 3 of the incremental run's 47;
+    # leave-one-out class, the centred arg-max of three densely labelled classes), the margin
+    # is negative. Such nodes were 4 of 178 in the full run and 3 of an incremental run's 47;
     # scores written as F alone moved 7 of those 47
     moved = scores.argmax(axis=1) != own
     np.testing.assert_array_equal(frame["label_margin"].to_numpy() < 0, moved)

@@ -126,11 +126,16 @@ def test_the_fading_class_mass_follows_the_labelled_share_and_flags_on_the_smoot
     assert (fading.labels != default.labels).any()
 
 
-def test_auto_class_mass_centres_three_or_more_labelled_classes_and_smooths_two(rng):
-    W, y, _ = unequal_classes(rng)
+def test_auto_class_mass_centres_three_or_more_densely_labelled_classes_and_smooths_the_rest(rng):
+    W, y, given = unequal_classes(rng)  # 30 labels of 300 nodes: 10%
     assert solve(LabelProblem(W, y), "harmonic", detect_noise=False).info["class_mass"] == "center"
     two = np.where(y == 2, -1, y)  # class 2's three labels removed: two labelled classes
     assert solve(LabelProblem(W, two, n_classes=3), "harmonic", detect_noise=False).info["class_mass"] == "smoothed"
+    sparse = np.full_like(y, -1)
+    kept = given[[0, 1, 2, 3, 4, 20, 21, 27, 28, 29]]  # 5, 2 and 3 labels of classes 0, 1, 2
+    sparse[kept] = y[kept]  # 10 labels of 300 nodes, three classes: 3.3%, under AUTO_CENTER_MIN_SHARE
+    assert len(set(sparse[kept].tolist())) == 3
+    assert solve(LabelProblem(W, sparse), "harmonic", detect_noise=False).info["class_mass"] == "smoothed"
 
 
 def test_centred_class_mass_shifts_the_arg_max_and_gives_confidences_on_the_smoothed_scale(rng):
