@@ -32,9 +32,10 @@ signal a solver could choose a rule by without hidden labels, and three more met
 
 ``auto`` is the default: the centred arg-max with three or more labelled classes and 7% or
 more of the nodes labelled, else the smoothed prior; ``smoothed`` the smoothed prior (κ = 100
-pseudo-labels per class) everywhere, the default before; ``fading`` the option whose prior fades with the labels' density
-(``solvers/harmonic.py`` says why it is not the default). ``--only`` takes names with a comma
-in them whole (``--only "overlap, 2 clusters per class,wide blobs"``).
+pseudo-labels per class) everywhere, the default before; ``fading`` the option whose prior
+fades with the labels' density (``solvers/harmonic.py`` says why it is not the default).
+``--only`` takes names with a comma in them whole (``--only "overlap, 2 clusters per
+class,wide blobs"``).
 """
 
 from __future__ import annotations
