@@ -310,8 +310,9 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
     if len(set(problem.problem.y[problem.problem.labeled].tolist())) < 2:
         why.append("the changed region and its boundary hold fewer than two classes")
         return None
-    # no class masses refitted on the region (labelling/regions.py, REGION_SOLVER_PARAMS)
-    region_options = replace(options, solver_params=region_solver_params(options.solver, options.solver_params))
+    # no class masses refitted on a small region (labelling/regions.py, REGION_SOLVER_PARAMS)
+    region_options = replace(options, solver_params=region_solver_params(options.solver, options.solver_params,
+                                                                         float(region.mean())))
     with clock("solve"):  # the full run's solve path: batches of connected components
         prediction = solve_by_component(problem, region_options)
     n_region = int(region.sum())
