@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from graphstore import check_dataset_name, open_store
 from graphstore.errors import NotFound
-from labelling.export import export_format, export_frame, write_export
+from labelling.export import export_format, export_frame, export_path, write_export
 
 from .direct import flow, run_logger
 
@@ -22,7 +22,7 @@ def export_flow(dataset: str, store_uri: str | None = None, run_id: str | None =
     file_format = export_format(file_format, output)
     with open_store(store_uri) as store:
         frame = export_frame(store, dataset, run_id)
-    path = write_export(frame, output or f"{dataset}.{file_format}", file_format)
+    path = write_export(frame, export_path(dataset, file_format, output), file_format)
     classes = [c.removeprefix("score_") for c in frame.columns if c.startswith("score_")]
     run_logger().info("exported %s nodes of %r to %s", f"{len(frame):,}", dataset, path)
     return {"path": str(path), "rows": len(frame), "classes": classes, "format": file_format}

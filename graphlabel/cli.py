@@ -805,16 +805,14 @@ def export(
     often the name of the file the dataset was ingested from."""
     from flows.direct import run_flow
     from flows.outputs import export_flow
-    from labelling.export import export_format
+    from labelling.export import export_format, export_path
     from labelling.options import run_tags
 
     try:
         file_format = export_format(file_format, output)
     except ValueError as error:
         _fail(str(error), code=2)
-    from pathlib import Path
-
-    target = Path(output or f"{dataset}.{file_format}")
+    target = export_path(dataset, file_format, output)
     if target.exists() and not overwrite:
         _fail(f"{target} exists: --overwrite replaces it, or --output names another file")
     _quiet_expected_errors()

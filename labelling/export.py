@@ -127,6 +127,11 @@ def export_format(file_format: str | None, output: str | Path | None) -> str:
     return file_format
 
 
+def export_path(dataset: str, file_format: str, output: str | Path | None) -> Path:
+    """Where an export is written: ``output``, else ``DATASET.parquet`` / ``DATASET.csv``."""
+    return Path(output) if output is not None else Path(f"{dataset}.{file_format}")
+
+
 def write_export(frame: pd.DataFrame, path: str | Path, file_format: str) -> Path:
     """Write the export table as Parquet or CSV (nulls empty) at ``path``; returns it."""
     if file_format not in FORMATS:

@@ -49,6 +49,17 @@ def finish_labels(scores: np.ndarray, confidence: np.ndarray, no_label: np.ndarr
     return labels, confidence
 
 
+def predict_flagged(labels: np.ndarray, confidence: np.ndarray, noisy: np.ndarray, labeled: np.ndarray,
+                    held_out: np.ndarray) -> None:
+    """In place: each flagged given label's node takes the arg-max of its held-out class
+    distribution (``held_out``: one row per given label, in node order, from a model or a
+    field that left the label out) and its value as the confidence, as every solver predicts
+    a node whose label it doubts (``labelling/scores.py``)."""
+    rows = held_out[noisy[labeled]]
+    labels[noisy] = np.argmax(rows, axis=1)
+    confidence[noisy] = np.max(rows, axis=1)
+
+
 def margin_scores(P: np.ndarray, given: np.ndarray) -> np.ndarray:
     """Per row: the largest entry of another column minus the entry of the ``given`` column.
 

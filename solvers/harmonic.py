@@ -52,12 +52,12 @@ Decisions the papers leave open, and what this module does
   With 6 of 60 labels wrong on wine and iris (34% and 40% labelled) centring was within
   0.002 of the smoothed masses.
 - Smoothed class masses (``class_mass="smoothed"``, the default with two classes or few
-  labels): the
-  arg-max is taken after scaling each class column so that the classes' masses over the
-  unlabelled nodes are in the ratio n_c + κ (Zhu et al. 2003, Sec. 4, with the target shares smoothed): n_c
-  the class's given labels, κ = 100 pseudo-labels per labelled class (a symmetric Dirichlet
-  prior on the class shares). With a few labels that is close to uniform masses; with many
-  it follows the labels' own shares. Why normalise at all: as the unlabelled share grows
+  labels): the arg-max is taken after scaling each class column so that the classes' masses
+  over the unlabelled nodes are in the ratio n_c + κ (Zhu et al. 2003, Sec. 4, with the
+  target shares smoothed): n_c the class's given labels, κ = 100 pseudo-labels per labelled
+  class (a symmetric Dirichlet prior on the class shares). With a few labels that is close
+  to uniform masses; with many it follows the labels' own shares.
+  Why normalise at all: as the unlabelled share grows
   the harmonic solution flattens (Nadler, Srebro & Zhou 2009) and its arg-max piles onto
   the classes whose labels absorb the most mass (``bench/hard_data.py``, 20k nodes at 1%:
   0.307 with no normalisation against 0.821 with uniform masses on overlapping classes;
@@ -78,10 +78,9 @@ Decisions the papers leave open, and what this module does
   every class weight was 0. The masses are now taken over the labels the final system
   holds, and without flags uniform masses gave 0.686 against 0.709 there.
 - Centred arg-max (``class_mass="center"``, the default with three or more classes and 7%
-  labelled):
-  subtract each class's mean absorption probability over the unlabelled nodes from its
-  column, then take the arg-max, as scikit-network's ``DiffusionClassifier`` centres its
-  diffused columns (there over all nodes). Zhu et al.'s normalisation divides a column by
+  labelled): subtract each class's mean absorption probability over the unlabelled nodes
+  from its column, then take the arg-max, as scikit-network's ``DiffusionClassifier``
+  centres its diffused columns (there over all nodes). Zhu et al.'s normalisation divides a column by
   its mass, so the class shares it asks for decide every node the solution leaves flat; the
   shift removes each class's baseline and leaves the differences. The noise flags, the
   temperature, the confidences and the written scores are on the smoothed scale: a node's
@@ -1475,11 +1474,11 @@ def harmonic(
         (``info["class_mass_offset"]``); its probabilities, confidences and noise flags are
         on the smoothed scale. ``"auto"`` is ``"center"`` when the run's given labels hold
         three or more classes and label 7% or more of the nodes, else ``"smoothed"``
-        (``info["class_mass"]`` says which; module docstring: the measurements behind it). ``"fading"`` makes the masses
-        proportional to (1 − λ) n_c / n_l + λ / C, λ = r / (r + 10), r the unlabelled nodes
-        per given label, and reads the noise flags on the smoothed scale: for clean labels
-        of unequal classes with 10% or more of the nodes labelled; with wrong labels among
-        60 it lost up to 26 points (module docstring).
+        (``info["class_mass"]`` says which; module docstring: the measurements behind it).
+        ``"fading"`` makes the masses proportional to (1 − λ) n_c / n_l + λ / C,
+        λ = r / (r + 10), r the unlabelled nodes per given label, and reads the noise flags on
+        the smoothed scale: for clean labels of unequal classes with 10% or more of the nodes
+        labelled; with wrong labels among 60 it lost up to 26 points (module docstring).
     noise_threshold : float in (0, 1], default 0.35
         A given label is flagged when, in its leave-one-out distribution, the best other
         class beats the given one by at least this margin (its ``noise_score``).

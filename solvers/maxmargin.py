@@ -212,7 +212,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
 from ._budget import UNLIMITED, Budget
-from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, warn_degenerate
+from ._graph import margin_scores, one_class_takes_all, per_label, predict_flagged, unreachable, warn_degenerate
 from ._relaxed_loo import harmonic_loo_margin
 from ._timing import Stopwatch
 from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check_choice, validate_params
@@ -802,9 +802,7 @@ def maxmargin(
     if model.oof_proba_ is not None and model.noisy_.any():  # flags come from the cross-fitted model
         # a flagged label's node is predicted as the cross-fitted model, one that never saw the
         # label, predicts it (module docstring, Labels), not as the final SVM fitted to it
-        held_out = model.oof_proba_[model.noisy_[problem.labeled]]  # rows: the given labels
-        labels[model.noisy_] = np.argmax(held_out, axis=1)
-        confidence[model.noisy_] = np.max(held_out, axis=1)
+        predict_flagged(labels, confidence, model.noisy_, problem.labeled, model.oof_proba_)
     cut_off = unreachable(problem.W, problem.labeled & ~model.noisy_ if model.drop_noisy else problem.labeled)
     if not predict_unreachable:
         labels[cut_off] = -1

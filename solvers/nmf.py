@@ -159,6 +159,7 @@ from ._graph import (
     one_class_takes_all,
     one_hot,
     per_label,
+    predict_flagged,
     unreachable,
     warn_degenerate,
     warn_no_better_than_majority,
@@ -484,9 +485,7 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     noise_score, cavity = _noise_scores(A, phi, problem.y, labeled, beta_value, mode)
     noisy = labeled & (noise_score >= noise_threshold) & ~problem.lone_labels  # decision 27
     # a flagged label's node is predicted as its neighbours say without it (decision 27)
-    flagged = noisy[labeled]  # over the labelled nodes, as cavity's rows
-    labels[noisy] = np.argmax(cavity[flagged], axis=1)
-    confidence[noisy] = np.max(cavity[flagged], axis=1)
+    predict_flagged(labels, confidence, noisy, labeled, cavity)
     reach = ~no_label
     log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
     converged = delta <= tol if criterion == "coupling" else delta < tol
