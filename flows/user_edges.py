@@ -38,8 +38,11 @@ def ingest_edges_flow(source: str, dataset: str, source_column: str, target_colu
     ``rejects_path`` (default ``DATASET.edge-rejects.csv``). The file is the type's whole
     edge list: loading it again gives the same edges, not twice as many.
 
-    Returns ``dataset``, ``edge_type``, ``stored``, ``rejected``, ``reject_reasons`` and
-    ``rejects_file``."""
+    The nodes at either end of an edge added, removed or reweighted are marked changed
+    (``GraphStore.write_user_edges``), so the next incremental run relabels around them.
+
+    Returns ``dataset``, ``edge_type``, ``stored``, ``changed_nodes``, ``rejected``,
+    ``reject_reasons`` and ``rejects_file``."""
     check_dataset_name(dataset)
     check_identifier(edge_type, "edge type (--type)")
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.edge-rejects.csv")
@@ -57,11 +60,16 @@ def ingest_edges_flow(source: str, dataset: str, source_column: str, target_colu
         if not parsed.edges.num_rows:
             raise NoValidEdges(f"no valid edge in {source}: all {len(parsed.rejects)} rows rejected"
                                + (f", reasons in {rejects}" if len(parsed.rejects) else ""), parsed.rejects)
-        stored = store.write_user_edges(dataset, edge_type, parsed.edges)
-    summary = {"dataset": dataset, "edge_type": edge_type, "stored": stored, "rejected": len(parsed.rejects),
+        written = store.write_user_edges(dataset, edge_type, parsed.edges)
+    stored = written.stored
+    summary = {"dataset": dataset, "edge_type": edge_type, "stored": stored, "changed_nodes": written.changed_nodes,
+               "rejected": len(parsed.rejects),
                "reject_reasons": parsed.reject_counts, "rejects_file": str(rejects) if len(parsed.rejects) else None}
     run_logger().info("stored %s %s edges in dataset %r, rejected %s rows", f"{stored:,}", edge_type, dataset,
                       f"{len(parsed.rejects):,}")
+    if written.changed_nodes:
+        run_logger().info("%s nodes at the ends of added, removed or reweighted edges marked changed: the next"
+                          " label run relabels around them", f"{written.changed_nodes:,}")
     if len(parsed.rejects):
         reasons = [r if len(r) <= 120 else r[:117] + "..." for r in pd.unique(parsed.rejects["reason"].astype(str))[:5]]
         run_logger().warning("%s of %s edge rows rejected (%s), reasons in %s; first: %s",

@@ -359,6 +359,9 @@ def ingest_edges(
                                target_column=target, weight_column=weight, edge_type=edge_type, store_uri=store,
                                rejects_path=rejects, encoding=encoding)
     console.print(f"stored {counted(summary['stored'], f'{edge_type} edge')} in dataset {dataset!r}")
+    if summary["changed_nodes"]:
+        console.print(f"{counted(summary['changed_nodes'], 'node')} at the ends of added, removed or reweighted"
+                      " edges marked changed: the next label run relabels around them")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 

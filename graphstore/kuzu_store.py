@@ -44,7 +44,7 @@ from .changes import (
 )
 from .errors import NotFound, QueryFailed, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
 from .explain import explanation, run_classes
-from .port import GraphStore
+from .port import GraphStore, UserEdgesWritten
 from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
 from .schemas import (
@@ -62,7 +62,7 @@ from .schemas import (
     conform_table,
     subgraph_from_positions,
 )
-from .user_edges import checked_weights
+from .user_edges import changed_endpoints, checked_weights
 
 #: Engine → its database file in the store folder. The Python package has the engine's name.
 ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
@@ -549,17 +549,23 @@ class KuzuStore(GraphStore):
                                None if weight_property is None else table.column("weight").to_pylist(),
                                edge_type, weight_property, dataset)
 
-    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> UserEdgesWritten:
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
         self._check_endpoints(dataset, edges)  # before the type's old edges are deleted
+        before = self._run("read_user_edges", {"dataset": dataset, "edge_type": edge_type}).get_as_arrow()
+        changed = changed_endpoints(before.cast(EDGE_SCHEMA), edges)
         self._bulk("delete_user_edges", {"dataset": dataset, "edge_type": edge_type})
         if edges.num_rows:
             rows = self._edge_rows(dataset, edges)
             rows = rows.add_column(2, "type", pa.repeat(pa.scalar(edge_type, pa.string()), edges.num_rows))
             self._fit_pool(rows.num_rows)
             self._bulk("insert_user_edges", {"edges": rows})
-        return edges.num_rows
+        if len(changed):
+            now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
+            uids = _uids(dataset, pa.array(changed.tolist(), pa.string()))
+            self._bulk("mark_changed", {"rows": pa.table({"uid": uids}), "now": now})
+        return UserEdgesWritten(stored=edges.num_rows, changed_nodes=len(changed))
 
     def read_label_state(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)

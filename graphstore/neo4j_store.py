@@ -99,7 +99,7 @@ from .errors import NotFound, QueryFailed, StoreSetupError, StoreUnavailable, Wr
 from .explain import explanation, run_classes
 from .identifiers import check_identifier, render
 from .neo4j_config import Neo4jGraphConfig
-from .port import BuiltGraph, GraphStore, OnProgress
+from .port import BuiltGraph, GraphStore, OnProgress, UserEdgesWritten
 from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
 from .schemas import (
@@ -418,7 +418,7 @@ class Neo4jStore(GraphStore):
         return checked_weights(source, target, None if weight_property is None else raw, edge_type,
                                weight_property, dataset)
 
-    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> UserEdgesWritten:
         raise StoreSetupError(NEO4J_USER_EDGES)
 
 

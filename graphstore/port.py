@@ -31,6 +31,15 @@ def _no_progress(stage: str, done: int, total: int | None, unit: str) -> None:
 
 
 @dataclass(frozen=True)
+class UserEdgesWritten:
+    """What ``write_user_edges`` did: the edges ``stored``, and the ``changed_nodes`` it
+    marked changed (the ends of the edges that differ from the type's edges before)."""
+
+    stored: int
+    changed_nodes: int
+
+
+@dataclass(frozen=True)
 class BuiltGraph:
     """What building a dataset's similarity relationships did: the relationships it has
     afterwards (directed, as written), the Gaussian σ of their weights (None for other
@@ -286,12 +295,15 @@ class GraphStore(ABC):
         """
 
     @abstractmethod
-    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> int:
+    def write_user_edges(self, dataset: str, edge_type: str, edges: pa.Table) -> UserEdgesWritten:
         """Replace the dataset's user edges of type ``edge_type`` with ``edges``
         (``EDGE_SCHEMA``, by key; weight null for "no weight"), for ``graphlabel
-        ingest-edges``; returns the count. ``ValueError`` before anything changes when an
-        endpoint is not a node of the dataset. A store whose users keep their edges
-        themselves (Neo4j) raises ``StoreSetupError`` saying so."""
+        ingest-edges``, and mark the nodes at either end of an edge added, removed or
+        reweighted changed (``user_edges.changed_endpoints``), as an ingest marks a node
+        whose features changed: the next incremental run relabels the region around them.
+        ``ValueError`` before anything changes when an endpoint is not a node of the
+        dataset. A store whose users keep their edges themselves (Neo4j) raises
+        ``StoreSetupError`` saying so."""
 
     def read_graph(self, dataset: str, with_features: bool = True) -> SubGraph:
         """The graph the dataset is labelled over: ``read_subgraph`` (graphlabel's own

@@ -77,6 +77,41 @@ def checked_weights(source: list[Any], target: list[Any], raw: list[Any] | None,
                      "weight": pa.array(weight, pa.float64())}).cast(EDGE_SCHEMA)
 
 
+def changed_endpoints(before: pa.Table, after: pa.Table) -> np.ndarray:
+    """The keys at either end of a pair whose edge was added, removed or reweighted
+    between two lists of one type's edges (``EDGE_SCHEMA``, by key; weight null for "no
+    weight"), compared as the graph reads them: one undirected edge per pair with the
+    larger weight (``schemas.one_row_per_pair``), self loops left out. ``ingest-edges``
+    marks these nodes changed, so the next incremental run relabels the region around them
+    (a reload that moved no edge marks none). The keys are compared as the integer codes
+    of Arrow's dictionary encoding: pandas on the Python strings was the slower of the two
+    tried."""
+    ends = pa.concat_arrays([table.column(name).combine_chunks() for table in (before, after)
+                             for name in ("source", "target")]).dictionary_encode()
+    codes = ends.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    b_source, b_target, a_source, a_target = np.split(
+        codes, np.cumsum([before.num_rows, before.num_rows, after.num_rows]))
+    n = max(len(ends.dictionary), 1)
+    (old, old_weight), (new, new_weight) = (_pair_codes(source, target, table, n) for table, source, target in (
+        (before, b_source, b_target), (after, a_source, a_target)))
+    common, in_old, in_new = np.intersect1d(old, new, assume_unique=True, return_indices=True)
+    moved = np.concatenate([np.setxor1d(old, new, assume_unique=True),  # added or removed
+                            common[old_weight[in_old] != new_weight[in_new]]])  # reweighted
+    ends_moved = np.unique(np.concatenate([moved // n, moved % n]))
+    return np.asarray(ends.dictionary.take(pa.array(ends_moved, pa.int64())).to_pylist(), dtype=object)
+
+
+def _pair_codes(source: np.ndarray, target: np.ndarray, edges: pa.Table, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each undirected pair's code (lo * n + hi), sorted, and its weight (-1 for "no weight",
+    never a stored one: those are >= 0), one per pair (``one_row_per_pair``)."""
+    weight = edges.column("weight").fill_null(-1.0).to_numpy(zero_copy_only=False)
+    nodes = np.empty(n, dtype=object)
+    pairs = one_row_per_pair(SubGraph(nodes, nodes, None, source, target, weight))
+    code = np.minimum(pairs.source, pairs.target) * n + np.maximum(pairs.source, pairs.target)
+    order = np.argsort(code)
+    return code[order], pairs.weight[order]
+
+
 def with_user_edges(graph: SubGraph, user: pa.Table, spec: GraphSpec) -> SubGraph:
     """``graph`` (a store's similarity graph, one row per pair) with the user's edges
     ``user`` (``EDGE_SCHEMA``, by key) in: instead of the similarity edges for kind

@@ -75,12 +75,13 @@ def test_the_parser_rejects_broken_cypher():
 
 # Statements with no Neo4j meaning: Kùzu's CHECKPOINT (the server manages its own), and the
 # existing-pairs check of Kùzu's add_edges (Neo4j's MERGE batches need none).
-# ingest-edges loads the user's edges into the embedded store only (on Neo4j they are the user's)
+# ingest-edges loads the user's edges into the embedded store only, marking the ends of changed ones
+# (on Neo4j they are the user's)
 # Kùzu's bulk paths: new nodes COPYed after a check of which exist (Neo4j MERGEs in UNWIND
 # batches), the SIMILAR table dropped when it is one dataset's (Neo4j deletes in batches), the
 # features read a slice of table offsets at a time.
-KUZU_ONLY = {"checkpoint", "existing_edges", "delete_user_edges", "insert_user_edges", "existing_nodes",
-             "insert_nodes", "count_other_edges", "drop_similar", "read_features", "node_offsets"}
+KUZU_ONLY = {"checkpoint", "existing_edges", "delete_user_edges", "insert_user_edges", "mark_changed",
+             "existing_nodes", "insert_nodes", "count_other_edges", "drop_similar", "read_features", "node_offsets"}
 
 
 def test_every_kuzu_query_has_a_neo4j_counterpart():
@@ -152,6 +153,7 @@ def _kuzu_parameters(name: str) -> dict:
         "insert_nodes": {"rows": node_rows.append_column("updated_at", pa.array([now], pa.timestamp("us")))},
         "existing_nodes": {"rows": node_rows.select(["uid"])},
         "node_offsets": {"rows": node_rows.select(["uid"])},
+        "mark_changed": {"rows": node_rows.select(["uid"]), "now": now},
         "write_predictions": {"rows": predictions.append_column("uid", pa.array(["d:a"]))},
         "insert_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "weight": [1.0],
                                             "dataset": ["d"]})},

@@ -592,7 +592,7 @@ def user_edges(store, dataset, edge_type, rows) -> None:
     if store.dialect != "neo4j":
         table = pa.table({"source": [r[0] for r in rows], "target": [r[1] for r in rows],
                           "weight": pa.array([r[2] for r in rows], pa.float64())})
-        assert store.write_user_edges(dataset, edge_type, table) == len(rows)
+        assert store.write_user_edges(dataset, edge_type, table).stored == len(rows)
         return
     store._driver.execute_query(
         f"UNWIND $rows AS row MATCH (a:Entity {{dataset: $ds, key: row[0]}}), (b:Entity {{dataset: $ds, key: row[1]}})"
