@@ -552,6 +552,7 @@ def query(
             _fail(str(error))
         except RuntimeError as error:
             _fail(f"query failed: {error}")
+        hints = _no_rows_hints(graph_store, parameters) if frame.empty else []
     if output == "csv":
         from labelling.reporting import query_csv_frame
 
@@ -566,6 +567,26 @@ def query(
 
         console.print(query_table(frame))
         console.print(counted(len(frame), "row"), highlight=False)
+    for hint in hints:  # on stderr: a csv or json stdout stays the rows alone
+        err.print(f"note: {hint}", highlight=False)
+
+
+def _no_rows_hints(graph_store, parameters: dict) -> list[str]:
+    """Why a query with parameters may have matched nothing, for the two slips a newcomer
+    walk made: ``-p key=1660`` sends the number 1660 where keys are text, and a dataset
+    name with a typo matches no node. Hints only: the query itself was valid."""
+    from graphstore.schemas import DATASET_NAME
+
+    hints = []
+    for name, value in parameters.items():
+        if isinstance(value, bool | int | float):
+            kind = "a boolean" if isinstance(value, bool) else "a number"
+            hints.append(f"-p {name}={json.dumps(value)} was sent as {kind}: a text value"
+                         f" (keys are text) is -p '{name}=\"{value}\"'")
+    dataset = parameters.get("dataset")
+    if isinstance(dataset, str) and DATASET_NAME.fullmatch(dataset) and not graph_store.count_nodes(dataset):
+        hints.append(f"no node belongs to dataset {dataset!r}")
+    return hints
 
 
 @app.command()
@@ -669,13 +690,19 @@ def explain(
     else its predicted one.
     """
     from graphstore import open_store
+    from graphstore.errors import NotFound
     from labelling.records import key_text
     from labelling.reporting import explanation_renderables
 
     key = key_text(key) or key  # the key as ingest stored it (" 7 " and "7.0" are "7")
     with _one_line_errors():
         with open_store(store) as graph_store:
-            node, neighbours = graph_store.explain(dataset, key, limit)
+            try:
+                node, neighbours = graph_store.explain(dataset, key, limit)
+            except NotFound:
+                if not graph_store.count_nodes(dataset):  # a typo in the dataset, not in the key
+                    raise NotFound(f"no dataset {dataset!r} in the store (no node belongs to it)") from None
+                raise
             if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
                 node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
             users = (graph_store.read_graph_build(dataset) or {}).get("edges_type")

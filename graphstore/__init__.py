@@ -14,6 +14,7 @@ errors quote URIs through ``redact_uri``.
 from __future__ import annotations
 
 import os
+import re
 
 from .errors import StoreLocked, StoreNotFound, StoreSetupError, StoreUnavailable
 from .port import BuiltGraph, GraphStore
@@ -25,6 +26,8 @@ DEFAULT_STORE = ".graphlabel"
 NEO4J_SCHEMES = ("neo4j://", "neo4j+s://", "neo4j+ssc://", "bolt://", "bolt+s://", "bolt+ssc://")
 #: The embedded engines' schemes (graphstore/kuzu_store.py ENGINES).
 EMBEDDED_SCHEMES = ("kuzu://", "ladybug://")
+#: A store named HOST:PORT with no scheme: a server's address that lost its bolt://.
+HOST_AND_PORT = re.compile(r"(localhost|\d{1,3}(\.\d{1,3}){3}|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+):\d{1,5}")
 
 
 def default_store_uri() -> str:
@@ -55,6 +58,10 @@ def embedded_folder(uri: str) -> tuple[str | None, str]:
     a folder."""
     scheme, sep, rest = uri.partition("://")
     if not sep:
+        if HOST_AND_PORT.fullmatch(uri) and not os.path.exists(uri):
+            # a newcomer's --store 127.0.0.1:7687 became a new folder of that name
+            raise ValueError(f"store {uri!r} looks like a server's address: a Neo4j store is bolt://{uri}"
+                             f" (or neo4j://{uri}); an embedded store's folder of that name is kuzu://{uri}")
         return None, uri
     if f"{scheme}://" not in EMBEDDED_SCHEMES:
         raise ValueError(f"unsupported store URI {redact_uri(uri)}: use a folder, "

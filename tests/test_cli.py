@@ -48,6 +48,14 @@ def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
     assert result.exit_code == 0
     assert "p" in result.output
     assert "1 row" in result.output
+    # no row: the hints name a number sent where keys are text, and a dataset no node has
+    result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.dataset = $dataset AND e.key = $key"
+                                 " RETURN e.key", "-p", "dataset=tyo", "-p", "key=1.5", "--store", store_path])
+    assert result.exit_code == 0
+    out = " ".join(result.output.split())
+    assert "0 rows" in out
+    assert """note: -p key=1.5 was sent as a number: a text value (keys are text) is -p 'key="1.5"'""" in out
+    assert "note: no node belongs to dataset 'tyo'" in out
 
 
 def test_ingest_with_nothing_valid_exits_non_zero_and_writes_rejects(tmp_path, store_path):

@@ -130,6 +130,9 @@ def test_explain_command_shows_the_neighbours_and_class_shares(store_with_runs):
     result = invoke("explain", "zz", "--dataset", "toy", "--store", store_with_runs)
     assert result.exit_code == 1
     assert "no node with key 'zz' in dataset 'toy'" in result.output
+    result = invoke("explain", "a", "--dataset", "tyo", "--store", store_with_runs)  # a typo in the dataset
+    assert result.exit_code == 1
+    assert "no dataset 'tyo' in the store (no node belongs to it)" in result.output
 
 
 def test_serve_check_validates_and_lists_without_serving(tmp_path):

@@ -63,6 +63,18 @@ def test_unknown_store_schemes_are_refused_not_made_into_folders(uri, tmp_path, 
     assert list(tmp_path.iterdir()) == []  # no Kùzu folder named after the URI
 
 
+@pytest.mark.parametrize("uri", ["127.0.0.1:7687", "localhost:7687", "db.example.org:7687"])
+def test_a_server_address_without_its_scheme_is_refused_not_made_into_a_folder(uri, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=f"looks like a server's address: a Neo4j store is bolt://{uri}"):
+        open_store(uri, create=True)
+    assert list(tmp_path.iterdir()) == []
+    with open_store(f"kuzu://{uri}", create=True) as store:  # a folder of that name, said so
+        assert store.count_nodes("toy") == 0
+    with open_store(uri) as store:  # and once it exists, by its name too
+        assert store.count_nodes("toy") == 0
+
+
 def test_kuzu_uris_and_plain_folders_still_open(tmp_path):
     for uri in (f"kuzu://{tmp_path / 'a'}", str(tmp_path / "b@2024")):  # '@' is fine in a folder name
         with open_store(uri, create=True) as store:
