@@ -181,6 +181,16 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
     return summary
 
 
+#: The key of a ``GraphBuild`` record written before a build, and replaced when it finishes.
+UNFINISHED = "unfinished"
+
+
+def build_unfinished(store: GraphStore, dataset: str) -> bool:
+    """Whether the dataset's last graph build started and never finished (killed, or failed
+    half way): its relationships may be partly deleted or partly written."""
+    return bool((store.read_graph_build(dataset) or {}).get(UNFINISHED))
+
+
 def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageClock) -> tuple[int, list[str]]:
     """The build-edges stage: the store builds the graph (GDS on Neo4j, ``similarity`` on
     the embedded store) with k capped at n - 1, and the graph is recorded with the σ it
@@ -192,6 +202,9 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
             n_user = count_user_edges(store, dataset, spec)
         notes.append(f"labelling over {n_user:,} of the user's {spec.edges_type} relationships"
                      + ("" if spec.similarity_kind is None else f" added to the {spec.kind} graph"))
+    # recorded unfinished first: a build killed or failed half way may have deleted the old
+    # relationships, and the next run must rebuild, not label incrementally over what is left
+    store.write_graph_build(dataset, {**spec.as_record(), UNFINISHED: True})
     with clock("build_edges"), stage_progress() as steps:
         built = build_edges_task(store, dataset, spec, steps)
     spec = spec.with_sigma(built.sigma).with_encoding(built.encoding)
@@ -695,8 +708,16 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     notes: list[str] = []
     solver, spec = options.solver, request.spec()
     asked = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
-    reason = ("a run scored on a holdout is always full" if options.holdout_fraction else asked) \
-        if options.full else change_since_last_run(store, dataset, run_id, solver, options.solver_params)
+    rebuild = options.build_graph or build_unfinished(store, dataset)
+    reason: str | None
+    if rebuild and not options.build_graph:
+        reason = (f"the last build of the similarity graph of {dataset!r} did not finish (interrupted or failed):"
+                  f" it is built again ({spec.describe()}; build-graph --dataset {dataset} builds it with other"
+                  " parameters) and every node relabelled")
+    elif options.full:
+        reason = "a run scored on a holdout is always full" if options.holdout_fraction else asked
+    else:
+        reason = change_since_last_run(store, dataset, run_id, solver, options.solver_params)
     if not options.full and reason is None:
         reasons: list[str] = []
         with clock("incremental"):
@@ -724,13 +745,13 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if not options.full:
         _name_the_run("full")
     run_logger().info("full run: %s", reason)
-    if options.build_graph:
+    if rebuild:
         extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
         notes += built
     with clock("export"), progress("export", None, "nodes") as meter:
         exported = export_problem(store, dataset)
         meter.to(exported.problem.n_nodes)
-    if not options.build_graph and exported.problem.W.nnz == 0:
+    if not rebuild and exported.problem.W.nnz == 0:
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
         store.check_edge_builder(spec)

@@ -489,6 +489,41 @@ def test_a_graph_rebuilt_since_the_last_run_is_a_full_run(store_95):
     assert "(same parameters)" in same["metrics"]["full_run_reason"]
 
 
+@pytestmark_prefect
+def test_a_graph_build_that_did_not_finish_is_built_again(store_95, monkeypatch):
+    """A build stopped half way (a newcomer's walk on Neo4j: build-graph killed) left the
+    dataset without its relationships, and the next `label` was "incremental, 0 changed"
+    over what was left, without a word. The next run now builds the graph again, relabels
+    every node, and says why. The stop is a failure after the old relationships were
+    deleted (the build's own first step), on the real store and flow."""
+    import flows.labelling as labelling
+    from flows.labelling import build_graph_flow
+    from graphstore.schemas import EDGE_SCHEMA
+
+    def stops_half_way(store, dataset, spec, steps):
+        store.replace_edges(dataset, EDGE_SCHEMA.empty_table())
+        raise RuntimeError("the build's process was killed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(labelling, "build_edges_task", stops_half_way)
+        with pytest.raises(RuntimeError, match="killed"):
+            build_graph_flow(DATASET, store_uri=store_95, k=5, scale="none")
+    summary = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False, scale="none")
+    metrics = summary["metrics"]
+    assert not metrics["incremental"]
+    assert metrics["full_run_reason"] == (
+        f"the last build of the similarity graph of {DATASET!r} did not finish (interrupted or failed): it is"
+        f" built again ({K}-NN, euclidean, gaussian weights, scale none; build-graph --dataset {DATASET} builds it"
+        " with other parameters) and every node relabelled")
+    assert metrics["n_edges_built"] >= summary["n_nodes"] * K // 2
+    with open_store(store_95) as store:
+        runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
+        assert "unfinished" not in store.read_graph_build(DATASET)
+    assert runs["run"].tolist() == [summary["run_id"]]
+    again = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False)
+    assert again["metrics"]["incremental"], again["metrics"].get("full_run_reason")
+
+
 # -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------
 
 

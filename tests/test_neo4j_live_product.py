@@ -327,6 +327,49 @@ def test_incremental_runs_on_neo4j_use_gds_filtered_knn(neo4j_env, dataset, tmp_
         assert run["metrics"]["n_unreachable"] >= 2
 
 
+def test_a_graph_build_killed_half_way_is_built_again_on_neo4j(neo4j_env, dataset, tmp_path):
+    """`build-graph` killed while GDS builds (a newcomer's walk: the next `label` was
+    "incremental, 0 changed" over whatever relationships were left, without a word): the
+    command's process is killed once the build has begun, and the next run rebuilds the
+    graph and relabels every node, saying why."""
+    import time
+
+    from prefect.settings import PREFECT_API_URL
+
+    from graphstore import open_store
+
+    frame, _, _ = digits_frame(1797, every=10)
+    csv = tmp_path / "digits.csv"
+    frame.to_csv(csv, index=False)
+    cli("ingest", csv, "--dataset", dataset, "--key", "id", "--features", "p*", "--label", "label",
+        "--store", neo4j_env)
+    cli("label", "--dataset", dataset, "--scale", "none", "--store", neo4j_env)
+    env = {**os.environ, "COLUMNS": "200", "PREFECT_API_URL": PREFECT_API_URL.value()}
+    build = subprocess.Popen([str(GRAPHLABEL), "build-graph", "--dataset", dataset, "--k", "5", "--scale", "none",
+                              "--store", neo4j_env], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with open_store(neo4j_env) as store:
+            deadline = time.monotonic() + 120
+            while not (store.read_graph_build(dataset) or {}).get("unfinished"):
+                assert build.poll() is None, "the build finished before it could be killed"
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+    finally:
+        build.kill()
+        build.wait()
+    out = " ".join(cli("label", "--dataset", dataset, "--store", neo4j_env).output.split())
+    assert (f"full run: the last build of the similarity graph of '{dataset}' did not finish (interrupted or"
+            f" failed): it is built again (10-NN, euclidean, gaussian weights; build-graph") in out
+    with open_store(neo4j_env) as store:
+        assert "unfinished" not in store.read_graph_build(dataset)
+        runs = store.query("MATCH (e:Entity {dataset: $ds}) RETURN e.label_run_id AS run, count(*) AS n",
+                           {"ds": dataset})
+    assert runs["run"].tolist() == [run_id_of(out)]
+    assert runs["n"].tolist() == [1797]
+    again = cli("label", "--dataset", dataset, "--store", neo4j_env).output
+    assert "incremental run: 0 changed nodes" in again
+
+
 def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_live, monkeypatch):
     """Nodes created the way a user would (label Customer_…, key cid, an embedding list, a
     `segment` category on some), labelled through GRAPHLABEL_NEO4J_* settings into the
