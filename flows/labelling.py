@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ from labelling.records import (
     ParsedRecords,
     first_reasons,
     in_input_order,
+    missing_like_labels,
+    missing_like_note,
     no_valid_records,
     reject_counts,
 )
@@ -69,8 +72,10 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
     (nothing stored) when no record of ``source`` is valid."""
     parts: list[pd.DataFrame] = []
     stored = 0
+    missing_like: Counter[str] = Counter()
     if isinstance(records, ParsedRecords):
         stored, parts = ingest_records(store, dataset, records.nodes), [records.rejects]
+        missing_like.update(missing_like_labels(records.nodes))
     else:
         parts.append(records.line_rejects)
         pending: list[pa.Table] = []
@@ -82,6 +87,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
             checked.advance(len(records.line_rejects))
             for batch in records:  # parsed a batch at a time
                 pending.append(batch.nodes)
+                missing_like.update(missing_like_labels(batch.nodes))
                 parts.append(batch.rejects)
                 checked.advance(batch.n_valid + len(batch.rejects))
                 valid -= len(batch.rejects)
@@ -103,8 +109,12 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
     # dataset_nodes: the dataset's nodes after this ingest, so that adding a file to a dataset
     # that already holds other records says so (a newcomer's second try added 1,797 digits to
     # the 1,797 of the first, silently)
+    # missing_like_labels: given labels pandas reads as missing (NA, null...), kept as classes
     summary = {"dataset": dataset, "stored": stored, "rejected": len(rejected),
-               "reject_reasons": counts, "rejects_file": None, "dataset_nodes": store.count_nodes(dataset)}
+               "reject_reasons": counts, "rejects_file": None, "dataset_nodes": store.count_nodes(dataset),
+               "missing_like_labels": dict(missing_like)}
+    if missing_like:
+        run_logger().warning("%s", missing_like_note(missing_like))
     if len(rejected) and rejects_path is not None:
         rejects_path.parent.mkdir(parents=True, exist_ok=True)
         rejected.to_csv(rejects_path, index=False)
@@ -670,6 +680,8 @@ GRAPH_DESCRIBED = ("graph", "k", "metric", "weights", "sigma", "scale", "edges_t
 
 
 def _shown(value: Any) -> str:
+    if value is None:  # "edges_type None → CO" read as Python, not as a sentence (a files walk)
+        return "none"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 

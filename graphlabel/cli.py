@@ -321,6 +321,10 @@ def ingest(
     also = (f", which also holds {counted(others, 'node')} of earlier ingests (keys this file does not have)"
             if others > 0 else "")
     console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}{also}")
+    if summary["missing_like_labels"]:
+        from labelling.records import missing_like_note
+
+        err.print(f"[yellow]note:[/] {_escape(missing_like_note(summary['missing_like_labels']))}")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 
@@ -491,6 +495,8 @@ def label(
                                keep_runs=keep_runs)
     _print_warnings(summary)
     metrics, run_id, flagged = summary["metrics"], summary["run_id"], f"{summary['n_flagged']:,} flagged as noisy"
+    if metrics.get("auto_chosen"):  # "with auto" did not say which solver labelled the nodes
+        solver = f"auto's choice, {metrics['auto_chosen']}"
     if metrics.get("incremental"):
         # the run wrote only the nodes around what changed: its counts are of those, said so
         # (an incremental run with nothing to do read "labelled 0 nodes ... (0 given labels")
@@ -947,11 +953,11 @@ def drop_dataset(
                 _fail(f"no dataset {dataset!r} in the store")
             if not yes:
                 if not sys.stdin.isatty():
-                    _fail(f"drop-dataset deletes {nodes:,} nodes and {len(runs):,} runs of {dataset!r}: add --yes"
-                          " to do it without a terminal to ask on")
-                if not typer.confirm(f"delete dataset {dataset!r}: {nodes:,} nodes, their relationships,"
-                                     f" {len(runs):,} runs and the review decisions?", default=False):
+                    _fail(f"drop-dataset deletes {counted(nodes, 'node')} and {counted(len(runs), 'run')} of"
+                          f" {dataset!r}: add --yes to do it without a terminal to ask on")
+                if not typer.confirm(f"delete dataset {dataset!r}: {counted(nodes, 'node')}, their relationships,"
+                                     f" {counted(len(runs), 'run')} and the review decisions?", default=False):
                     _fail("nothing deleted")
             counts = graph_store.drop_dataset(dataset)
-    console.print(f"deleted dataset {dataset!r}: {counts['nodes']:,} nodes, {counts['runs']:,} runs,"
-                  f" {counts['decisions']:,} review decisions", highlight=False)
+    console.print(f"deleted dataset {dataset!r}: {counted(counts['nodes'], 'node')}, {counted(counts['runs'], 'run')},"
+                  f" {counted(counts['decisions'], 'review decision')}", highlight=False)

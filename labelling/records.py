@@ -81,11 +81,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphstore.schemas import NODE_SCHEMA
 
 from .arfffiles import read_arff_table
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
+from .wording import counted
 
 MISSING_KEY = "missing key"
 NON_NUMERIC = "non-numeric feature"
@@ -108,6 +110,24 @@ REJECT_KINDS = (MALFORMED_LINE, UNDECODABLE, MISSING_KEY, NON_NUMERIC, MISSING_F
 # kept for feature columns only: in key and label columns they are ordinary text.
 CSV_NA_TEXT = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
                "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
+
+
+def missing_like_labels(nodes: pa.Table) -> dict[str, int]:
+    """The given labels of ``nodes`` that pandas would read as missing (``CSV_NA_TEXT``:
+    ``NA``, ``null``, ``None``...), with their counts. They are classes here (only an empty
+    cell is no label); ingest says so, as a file whose "NA" means "unknown" would otherwise
+    get an "NA" class silently (a files walk)."""
+    labels = nodes.column("label")
+    marked = pc.filter(labels, pc.is_in(labels, value_set=pa.array(CSV_NA_TEXT[1:], pa.string())))
+    counts = pc.value_counts(marked).to_pylist() if len(marked) else []
+    return {count["values"]: count["counts"] for count in counts}
+
+
+def missing_like_note(counts: dict[str, int]) -> str:
+    """The line ingest prints for ``missing_like_labels``' counts."""
+    shown = ", ".join(f"{label!r} ({counted(n, 'row')})" for label, n in sorted(counts.items()))
+    return (f"given labels {shown} are kept as classes: only an empty cell is no label; if they mean"
+            " unknown, empty them in the file and ingest again")
 
 
 class NoValidRecords(ValueError):

@@ -102,6 +102,22 @@ def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path,
     assert "--classes takes non-empty labels" in result.output
 
 
+def test_labels_pandas_reads_as_missing_are_classes_and_ingest_says_so(tmp_path, store_path):
+    """"NA" is a class (a country code, a product line: only an empty cell is no label), but
+    not silently: a file whose NA meant "unknown" got an NA class without a word (a files walk)."""
+    rows = [["n1", 1, 1, "p"], ["n2", 2, 2, "NA"], ["n3", 3, 3, ""], ["n4", 4, 4, "NA"], ["n5", 5, 5, "null"]]
+    csv = write_csv(tmp_path / "in.csv", rows)
+    result = runner.invoke(app, ["ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b",
+                                 "--label", "label", "--store", store_path])
+    assert result.exit_code == 0, result.output
+    assert ("note: given labels 'NA' (2 rows), 'null' (1 row) are kept as classes: only an empty cell is no"
+            " label; if they mean unknown, empty them in the file and ingest again") in " ".join(result.output.split())
+    clean = write_csv(tmp_path / "clean.csv", [["m1", 1, 1, "p"], ["m2", 2, 2, ""]])
+    result = runner.invoke(app, ["ingest", clean, "--dataset", "toy2", "--key", "id", "--features", "a,b",
+                                 "--label", "label", "--store", store_path])
+    assert "kept as classes" not in result.output
+
+
 def test_python_dash_m_graphlabel_is_the_graphlabel_command():
     result = subprocess.run([sys.executable, "-m", "graphlabel", "--help"], capture_output=True, text=True,
                             timeout=120)

@@ -86,6 +86,7 @@ def test_solver_auto_records_its_choice_in_the_run(digits_csv, store_path):
     metrics = run["metrics"]
     assert metrics["auto_chosen"] in metrics["auto_scores"]
     assert metrics["auto_scoring"] == "held-out accuracy on the given labels"
+    assert f"with auto's choice, {metrics['auto_chosen']} (" in " ".join(result.output.split())
     assert len(metrics["auto_scores"]) == 4
     report = runner.invoke(app, ["report", "--run", run["run_id"], "--store", store_path])
     assert report.exit_code == 0
