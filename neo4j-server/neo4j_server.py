@@ -234,6 +234,12 @@ def start(settings: Settings) -> int:
     its process id. A server already running on this home is left as it is."""
     pid = running_pid(settings.home)
     if pid is not None:
+        running = configured_ports(settings.home)
+        if running not in (None, (settings.bolt_port, settings.http_port)):
+            # else the wait below polls ports nothing listens on until its timeout (a newcomer's walk)
+            raise CannotStart(f"a Neo4j of {settings.home} already runs (pid {pid}) on bolt port {running[0]} and"
+                              f" http port {running[1]}: use those (--bolt-port {running[0]} --http-port"
+                              f" {running[1]}), or stop it first (down)")
         return pid
     for port in (settings.bolt_port, settings.http_port):
         if port_in_use(port):  # else the wait below would take another server's answer for ours
@@ -250,6 +256,17 @@ def start(settings: Settings) -> int:
     )
     pid_file(home).write_text(str(process.pid))
     return process.pid
+
+
+def configured_ports(home: Path) -> tuple[int, int] | None:
+    """The bolt and http ports the home's conf/neo4j.conf names (its running server's, as
+    ``configuration`` wrote them at its start); None without a readable conf."""
+    try:
+        text = (home / "conf" / "neo4j.conf").read_text()
+    except OSError:
+        return None
+    ports = dict(re.findall(r"^server\.(bolt|http)\.listen_address=[^:\n]*:(\d+)$", text, re.MULTILINE))
+    return (int(ports["bolt"]), int(ports["http"])) if {"bolt", "http"} <= ports.keys() else None
 
 
 def port_in_use(port: int) -> bool:
@@ -291,6 +308,13 @@ def wait_ready(settings: Settings, pid: int, timeout: float) -> str:
             raise CannotStart(f"the Neo4j process exited during start-up; {log_tail(settings.home)}") from None
         try:
             return str(query(settings, statement)[0][0])
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401:  # up and answering: the password is wrong, and waiting will not change it
+                raise CannotStart(
+                    f"Neo4j at http://127.0.0.1:{settings.http_port} refused the password: a server folder keeps"
+                    f" the password it was first started with ({settings.home / 'data' / 'dbms' / 'auth.ini'});"
+                    " give that one (NEO4J_PASSWORD or --password), or another --home for a new server") from None
+            last = str(exc)
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, RuntimeError) as exc:
             last = str(exc)
         time.sleep(0.5)

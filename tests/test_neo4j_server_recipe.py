@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
 import yaml
-from live_neo4j import ROOT, server_module
+from live_neo4j import ROOT, SERVER_SCRIPT, server_module
 
 POM = "{http://maven.apache.org/POM/4.0.0}"
 
@@ -53,3 +54,44 @@ def test_the_server_listens_on_loopback_only_with_gds_allowed():
     assert "server.https.enabled=false" in conf
     assert "dbms.usage_report.enabled=false" in conf
     assert "dbms.security.procedures.unrestricted=gds.*" in conf
+
+
+@pytest.mark.neo4j
+def test_up_on_the_folder_of_a_running_server_says_at_once_what_differs(neo4j_live, tmp_path):
+    """`up` on the folder of a running server with another password, or other ports, waited
+    out its whole timeout (180 s) and ended "did not answer" (a newcomer's walk): the folder
+    keeps the password it was first started with, and one folder runs one server."""
+    import subprocess
+    import sys
+    import time
+
+    from live_neo4j import LiveNeo4j
+
+    server = neo4j_live if neo4j_live.controllable else LiveNeo4j.start()
+    settings = server.settings
+
+    def up(*options: str) -> tuple[int, str, float]:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, str(SERVER_SCRIPT), "up", "--home", str(settings.home),
+                               "--timeout", "120", *options], capture_output=True, text=True, timeout=180)
+        return done.returncode, " ".join(done.stderr.split()), time.monotonic() - started
+
+    ports = ("--bolt-port", str(settings.bolt_port), "--http-port", str(settings.http_port))
+    try:
+        code, said, took = up(*ports, "--password", settings.password + "-other")
+        assert code == 3
+        assert f"Neo4j at http://127.0.0.1:{settings.http_port} refused the password: a server folder keeps the" \
+               " password it was first started with" in said
+        assert took < 20
+        other = server_module().free_port()
+        code, said, took = up("--bolt-port", str(other), "--http-port", str(settings.http_port),
+                              "--password", settings.password)
+        assert code == 3
+        assert (f"a Neo4j of {settings.home} already runs (pid {server.pid}) on bolt port {settings.bolt_port} and"
+                f" http port {settings.http_port}: use those") in said
+        assert took < 20
+        code, said, _ = up(*ports, "--password", settings.password)  # the same settings: it is found, as before
+        assert code == 0, said
+    finally:
+        if server is not neo4j_live:
+            server.stop()
