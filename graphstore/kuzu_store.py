@@ -7,8 +7,10 @@ process, because their database files are not compatible (each refuses the other
 "not a valid Kuzu/Lbug database file"): each keeps its own file in the store folder
 (``graph.kuzu`` / ``graph.lbug``), a plain folder opens whichever is there, and a URI says
 which one to create or insist on (``kuzu://FOLDER``, ``ladybug://FOLDER``; ``open_store``).
-A new store without a scheme gets ``DEFAULT_ENGINE``, the faster one
-(``python -m bench store`` measures both in the same run; README "The embedded engine").
+A new store without a scheme gets ``$GRAPHLABEL_ENGINE``, else ``DEFAULT_ENGINE``, the
+faster one (``python -m bench store`` measures both in the same run; README "The embedded
+engine", which also says what kuzu 0.11.3's string-column defect is and why ladybug avoids
+it: tests/engine_defect.py).
 
 The two engines cannot share a process: both register the same native (pybind11) types,
 so loading the second fails ("generic_type: type "Database" is already registered!") and
@@ -107,6 +109,19 @@ WRITE_SLICE = 100_000
 #: COPY 1M relationships, 1.8x to delete them; 100k nodes, medians of 2 rounds each).
 DEFAULT_ENGINE = "kuzu"
 DATABASE_FILE = ENGINES[DEFAULT_ENGINE]
+#: The environment variable that names the engine of a new store opened without a scheme,
+#: for all of a user's stores: ``ladybug`` keeps clear of kuzu 0.11.3's string-column
+#: defect (README "The embedded engine").
+ENGINE_ENV = "GRAPHLABEL_ENGINE"
+
+
+def default_engine() -> str:
+    """The engine of a new store opened without a scheme: ``$GRAPHLABEL_ENGINE``, else
+    ``DEFAULT_ENGINE``."""
+    engine = os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+    if engine not in ENGINES:
+        raise ValueError(f"{ENGINE_ENV} must be one of {', '.join(ENGINES)}, got {engine!r}")
+    return engine
 #: The native module each engine loads; the other engine cannot load while it is there.
 NATIVE_MODULES = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
 INSTALL_HINTS = {"kuzu": "pip install graphlabel (kuzu is a dependency)",
@@ -366,8 +381,8 @@ class KuzuStore(GraphStore):
         Folder of the store; the database file is ``path/graph.kuzu`` (``graph.lbug`` for
         ladybug).
     engine : {"kuzu", "ladybug"}, optional
-        The engine; by default the one whose file the folder holds, ``DEFAULT_ENGINE`` for
-        a new store. A folder holding the other engine's file is refused (the files are
+        The engine; by default the one whose file the folder holds, ``default_engine()``
+        for a new store. A folder holding the other engine's file is refused (the files are
         not compatible), as is a folder holding both without ``engine``.
     create : bool, default False
         Create the store when the folder holds none. Without it a missing store raises
@@ -396,7 +411,7 @@ class KuzuStore(GraphStore):
                 raise StoreSetupError(f"the store folder {self.path} holds a database of each engine"
                                       f" ({', '.join(ENGINES[e] for e in present)}): say which with"
                                       f" {' or '.join(f'{e}://{self.path}' for e in present)}")
-            engine = present[0] if present else DEFAULT_ENGINE
+            engine = present[0] if present else default_engine()
         elif present and engine not in present:
             raise StoreSetupError(f"the store {self.path} is a {present[0]} store ({ENGINES[present[0]]}), not a"
                                   f" {engine} one (their files are not compatible): open it as"

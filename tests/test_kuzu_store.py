@@ -162,6 +162,56 @@ def test_the_two_engines_are_never_loaded_in_one_process(tmp_path, first, second
     assert not (tmp_path / "two").exists()
 
 
+NEW_STORE_ENGINE = """
+import sys
+from graphstore import open_store
+try:
+    with open_store(sys.argv[1], create=True) as store:
+        print(store.engine)
+except ValueError as error:
+    print(error)
+"""
+
+
+def test_graphlabel_engine_names_the_engine_of_every_new_store_without_a_scheme(tmp_path):
+    """GRAPHLABEL_ENGINE=ladybug (README: kuzu 0.11.3's defect): a new folder gets ladybug's
+    file; an existing kuzu store still opens as kuzu; a bad value is said."""
+    import os
+    import subprocess
+    import sys
+
+    def opened(folder, engine: str) -> str:
+        done = subprocess.run([sys.executable, "-c", NEW_STORE_ENGINE, str(folder)], capture_output=True, text=True,
+                              timeout=120, cwd=Path(__file__).resolve().parent.parent,
+                              env={**os.environ, "GRAPHLABEL_ENGINE": engine})
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip()
+
+    assert opened(tmp_path / "new", "ladybug") == "ladybug"
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["graph.lbug", "graphlabel.lock"]
+    with open_store(str(tmp_path / "old"), create=True):  # a kuzu store from before
+        pass
+    assert opened(tmp_path / "old", "ladybug") == "kuzu"
+    assert opened(tmp_path / "other", "sqlite") == "GRAPHLABEL_ENGINE must be one of kuzu, ladybug, got 'sqlite'"
+
+
+@pytest.mark.parametrize("engine", ["kuzu", "ladybug"])
+def test_kuzus_string_column_defect_and_ladybug_without_it(engine, tmp_path):
+    """The README's reduction of the defect that made a store of five datasets unreadable:
+    kuzu 0.11.3 ends the process with a segmentation fault reading the column; ladybug
+    reads it (25 values of 26 nodes). Should kuzu ever read it, the README is wrong."""
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(Path(__file__).parent / "engine_defect.py"), engine, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    if engine == "kuzu":
+        assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stdout, done.stderr[-2000:])
+    else:
+        assert (done.returncode, done.stdout.strip()) == (0, "[25, 26]"), done.stderr[-2000:]
+
+
 def test_the_page_pool_grows_with_the_store_and_keeps_its_data(store_path, monkeypatch):
     """Kùzu's pool is bounded (its default of 80% of the memory kept every page resident)
     and grows with the database file: a store reopens its database with a larger pool once
