@@ -329,6 +329,15 @@ def ingest(
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
 
 
+def _store_option(store: str | None) -> str:
+    """`` --store URI`` for a follow-up command the output suggests, when the command was
+    given one (the suggestions without it pointed a Neo4j walk at the default store), with
+    any password in it left out."""
+    from graphstore import redact_uri
+
+    return f" --store {redact_uri(store)}" if store else ""
+
+
 def _print_rejects(count: int, path, reasons: dict | None = None) -> None:
     """The line after a command that rejected rows: how many, of which kinds, and where the
     reasons are."""
@@ -634,9 +643,10 @@ def report(
             console.print(f"[bold red]{run_id} failed:[/] {_escape(message)}", highlight=False)
         # the id's end, as the table shows it: a schedule's runs share their ids' start
         newest = short_run_id(runs["run_id"].iloc[0]).removeprefix("…")
-        # in 80 columns: "a run's summary: ... (any unique start or end of its id)" wrapped
-        console.print(f"one run: graphlabel report --run {newest} (a unique start or end of its id)",
-                      highlight=False)
+        # in 80 columns: "a run's summary: ... (any unique start or end of its id)" wrapped; the
+        # command on a line of its own, to copy
+        console.print(f"one run (a unique start or end of its id):\n  graphlabel report --run {newest}"
+                      f"{_store_option(store)}", highlight=False)
         return
     if dataset is not None and summary["dataset"] != dataset:
         _fail(f"run {run!r} belongs to dataset {summary['dataset']!r}, not {dataset!r}")
@@ -719,8 +729,9 @@ def explain(
                       f" over the user's {users} edges as well (--graph), which explain does not list",
                       highlight=False)
     elif not node["n_neighbours"]:
-        console.print(f"{key!r} has no similarity relationships: build the graph (graphlabel build-graph)"
-                      " or label it with an inductive solver (maxmargin)", highlight=False)
+        console.print(f"{key!r} has no similarity relationships: build the graph (graphlabel build-graph --dataset"
+                      f" {dataset}{_store_option(store)}) or label it with an inductive solver (maxmargin)",
+                      highlight=False)
 
 
 @app.command()
@@ -886,8 +897,8 @@ def review(
         return
     for renderable in review_renderables(rows, explained):
         console.print(renderable)
-    console.print(f"decide: graphlabel accept KEY --dataset {dataset}\n    or: graphlabel correct KEY"
-                  f" --dataset {dataset} --label L", highlight=False)
+    console.print(f"decide: graphlabel accept KEY --dataset {dataset}{_store_option(store)}\n    or: graphlabel"
+                  f" correct KEY --dataset {dataset} --label L{_store_option(store)}", highlight=False)
 
 
 def _decide(key: str, dataset: str, decision: str, label: str | None, reviewer: str | None,
