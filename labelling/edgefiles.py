@@ -166,7 +166,7 @@ def parse_edges(source: str | Path | pd.DataFrame, *, source_column: str, target
     bad_rows = np.flatnonzero(~valid)
     found = pd.DataFrame({
         "row": table.rows[bad_rows].astype(np.int64),
-        "key": [f"{src[i]}->{dst[i]}" for i in bad_rows],
+        "key": [f"{src[i] or ''}->{dst[i] or ''}" for i in bad_rows],  # an empty key shows as nothing, not None
         "kind": ["; ".join(dict.fromkeys(kind for kind, _ in reasons[int(i)])) for i in bad_rows],
         "reason": ["; ".join(why for _, why in reasons[int(i)]) for i in bad_rows],
     })

@@ -120,6 +120,7 @@ def test_every_bad_edge_row_is_rejected_with_its_reason_and_none_is_lost(tmp_pat
     assert "no node 'zz'" in rejects.loc[4, "reason"]
     assert rejects.loc[5, "kind"] == MISSING_KEY
     assert "empty source 'src'" in rejects.loc[5, "reason"]
+    assert rejects.loc[5, "key"] == "->c"  # the empty end as nothing, not Python's None
     assert rejects.loc[6, "kind"] == SELF_LOOP
     assert rejects.loc[7, "reason"] == "weight 'heavy' is not a number"
     assert rejects.loc[8, "reason"] == "weight '-1' is negative (weights are >= 0)"
