@@ -7,6 +7,7 @@ from labelling.components import batch_problem, merge_predictions
 from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
 from solvers import Prediction
+from solvers.harmonic import class_mass_rule
 
 from .direct import run_logger
 from .tasks import plan_components, solve_problem
@@ -30,6 +31,8 @@ def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Predic
     problem, solver, params = exported.problem, options.solver, options.solver_params
     if not options.split_components or solver in WHOLE_GRAPH_SOLVERS:
         return solve_problem(problem, solver, params)
+    if solver == "harmonic":  # one class-mass rule for the run's batches (solvers.harmonic.class_mass_rule)
+        params = {**params, "class_mass": class_mass_rule(problem, params.get("class_mass", "auto"))}
     plan = plan_components(problem, options.batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
     run_logger().info("%s: %s; %s nodes in one-class components (no solve needed); %s without a label",

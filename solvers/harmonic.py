@@ -91,9 +91,10 @@ Decisions the papers leave open, and what this module does
   protocol, 20 draws) the unscaled flags lost 1.3 to 2.0 points to the smoothed masses on
   wine, iris and digits; on the smoothed scale 0.1, 0.1 and 0.7. The unscaled flags did
   better on glass at 10% (−0.005 against the best peer, −0.026 now), not enough to pay
-  for that. A batch of components counts the run's labelled classes
-  (``LabelProblem.class_label_counts``) and its own labelled share; an incremental region
-  is solved without class masses (``labelling/regions.py`` says why).
+  for that. A run solved in batches of components resolves "auto" once, on the whole
+  graph (``class_mass_rule``: flows/solving.py), so that a component's rule does not
+  depend on the components packed with it; an incremental region is solved without class
+  masses (``labelling/regions.py`` says why).
 - Fading prior (``class_mass="fading"``, an option): class masses in the ratio (1 − λ)
   n_c / n_l + λ / C, n_l all given labels, C the labelled classes, λ = r / (r + 10) and r
   the unlabelled nodes per given label (λ = 0.91 at 1% labelled, 0.47 at 10%, 0.09 at 50%,
@@ -1355,6 +1356,16 @@ def _mass_rule(class_mass: str, n_labelled_classes: int, labelled_share: float) 
         dense = n_labelled_classes >= AUTO_CENTER_MIN_CLASSES and labelled_share >= AUTO_CENTER_MIN_SHARE
         return "center" if dense else "smoothed"
     return class_mass
+
+
+def class_mass_rule(problem: LabelProblem, class_mass: str = "auto") -> str:
+    """The rule ``class_mass`` names on the whole of ``problem``, for a caller that solves
+    it in parts (a run's batches of connected components): passed to each part, it keeps
+    one rule for the run, where "auto" would read each batch's own labelled share, and so
+    depend on which components were packed together."""
+    labelled = int(np.count_nonzero(problem.labeled))
+    return _mass_rule(class_mass, int(np.count_nonzero(problem.class_label_counts)),
+                      labelled / max(problem.n_nodes, 1))
 
 
 def _flag_mass_rule(class_mass: str) -> str:

@@ -245,3 +245,31 @@ def test_far_outliers_of_every_batch_are_named_by_their_node_in_the_whole_proble
     assert sorted(merged.info["faint_nodes"].tolist()) == far
     assert merged.info["n_faint"] == 3
     assert (merged.labels[far] >= 0).all()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_run_in_batches_takes_one_class_mass_rule_for_all_of_them():
+    """harmonic's class_mass="auto" reads the labelled share: each batch read its own, so a
+    component's rule depended on the components packed with it. The run resolves it once,
+    on the whole graph: here 16 labels of 240 nodes (6.7%, the smoothed masses), of which
+    10 in the first island (17%, which alone would be centred)."""
+    from prefect import flow
+
+    from flows.solving import solve_by_component
+    from labelling.options import RunOptions
+    from labelling.problems import ExportedProblem
+    from solvers.harmonic import class_mass_rule
+
+    W, y_true, _ = islands(4, 60, seed=2)
+    y = np.full(240, -1)
+    for island, count in enumerate((10, 2, 2, 2)):
+        y[island * 60 + np.arange(count) * 5] = y_true[island * 60 + np.arange(count) * 5]
+    problem = LabelProblem(W, y, n_classes=3)
+    plan = plan_components(problem, batch_nodes=60)
+    first = batch_problem(problem, plan.batches[0]).problem
+    assert (class_mass_rule(problem), class_mass_rule(first)) == ("smoothed", "center")
+    exported = ExportedProblem(problem, np.array([f"n{i}" for i in range(240)], dtype=object), np.arange(3))
+    split = flow(solve_by_component)(exported, RunOptions(solver="harmonic", batch_nodes=60))
+    assert split.params["class_mass"] == "smoothed"
+    _, expected = solve_split(problem, "harmonic", 60, class_mass="smoothed")
+    np.testing.assert_array_equal(split.labels, expected.labels)
