@@ -565,8 +565,8 @@ def query(
             frame = graph_store.query(user_query_text(cypher, graph_store.dialect), parameters, write=write)
         except ValueError as error:  # several statements, an unbound parameter, a refused write
             _fail(str(error))
-        except RuntimeError as error:
-            _fail(f"query failed: {error}")
+        except RuntimeError as error:  # ladybug casts a text key to a -p number, and fails: say why too
+            _fail("; note: ".join([f"query failed: {error}", *_number_hints(parameters)]))
         hints = _no_rows_hints(graph_store, parameters) if frame.empty else []
     if output == "csv":
         from labelling.reporting import query_csv_frame
@@ -586,18 +586,24 @@ def query(
         err.print(f"note: {hint}", highlight=False)
 
 
-def _no_rows_hints(graph_store, parameters: dict) -> list[str]:
-    """Why a query with parameters may have matched nothing, for the two slips a newcomer
-    walk made: ``-p key=1660`` sends the number 1660 where keys are text, and a dataset
-    name with a typo matches no node. Hints only: the query itself was valid."""
-    from graphstore.schemas import DATASET_NAME
-
+def _number_hints(parameters: dict) -> list[str]:
+    """A note per ``-p`` value sent as a number or a boolean (keys are text)."""
     hints = []
     for name, value in parameters.items():
         if isinstance(value, bool | int | float):
             kind = "a boolean" if isinstance(value, bool) else "a number"
             hints.append(f"-p {name}={json.dumps(value)} was sent as {kind}: a text value"
                          f" (keys are text) is -p '{name}=\"{value}\"'")
+    return hints
+
+
+def _no_rows_hints(graph_store, parameters: dict) -> list[str]:
+    """Why a query with parameters may have matched nothing, for the two slips a newcomer
+    walk made: ``-p key=1660`` sends the number 1660 where keys are text, and a dataset
+    name with a typo matches no node. Hints only: the query itself was valid."""
+    from graphstore.schemas import DATASET_NAME
+
+    hints = _number_hints(parameters)
     dataset = parameters.get("dataset")
     if isinstance(dataset, str) and DATASET_NAME.fullmatch(dataset) and not graph_store.count_nodes(dataset):
         hints.append(f"no node belongs to dataset {dataset!r}")

@@ -56,6 +56,18 @@ def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
     assert "0 rows" in out
     assert """note: -p key=1.5 was sent as a number: a text value (keys are text) is -p 'key="1.5"'""" in out
     assert "note: no node belongs to dataset 'tyo'" in out
+    # ladybug casts the text keys to the number and fails the query: the note comes with the error
+    from test_bad_input import cli_process
+
+    lady = f"ladybug://{tmp_path / 'lady'}"
+    assert cli_process("ingest", csv, "--dataset", "toy", "--key", "id", "--features", "a,b", "--store", lady,
+                       cwd=tmp_path).returncode == 0
+    done = cli_process("query", "MATCH (e:Entity) WHERE e.key = $key RETURN e.key", "-p", "key=1.5", "--store", lady,
+                       cwd=tmp_path)
+    assert done.returncode == 1
+    said = " ".join(done.stderr.split())
+    assert said.startswith("error: query failed: ")
+    assert """; note: -p key=1.5 was sent as a number: a text value (keys are text) is -p 'key="1.5"'""" in said
 
 
 def test_ingest_with_nothing_valid_exits_non_zero_and_writes_rejects(tmp_path, store_path):
