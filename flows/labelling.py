@@ -644,12 +644,11 @@ def change_since_last_run(store: GraphStore, dataset: str, run_id: str, solver: 
                           solver_params: dict[str, Any]) -> str | None:
     """Why this run must relabel every node: the dataset's last completed run held out given
     labels (``--holdout``), its solver or solver parameters differ from this run's, or the
-    similarity graph was rebuilt since that run
-    (``build-graph``: its ``GraphBuild`` record is newer than the one the run recorded; a
-    reload of the user's edges marks the ends of the edges that changed instead,
-    ``GraphStore.write_user_edges``). An incremental run would keep the old labels outside the changed
-    region, computed with another solver or on another graph. None when nothing of these
-    changed, or there is no completed run."""
+    similarity graph was rebuilt since that run (``build-graph``: its ``GraphBuild`` record
+    is newer than the one the run recorded; a reload of the user's edges marks the ends of
+    the edges that changed instead, ``GraphStore.write_user_edges``). An incremental run
+    would keep the old labels outside the changed region, computed with another solver or
+    on another graph. None when nothing of these changed, or there is no completed run."""
     runs = store.read_runs(dataset=dataset, limit=20)
     runs = runs[(runs["status"] == "completed") & (runs["run_id"] != run_id)]
     if runs.empty:

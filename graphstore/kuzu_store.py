@@ -122,6 +122,8 @@ def default_engine() -> str:
     if engine not in ENGINES:
         raise ValueError(f"{ENGINE_ENV} must be one of {', '.join(ENGINES)}, got {engine!r}")
     return engine
+
+
 #: The native module each engine loads; the other engine cannot load while it is there.
 NATIVE_MODULES = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
 INSTALL_HINTS = {"kuzu": "pip install graphlabel (kuzu is a dependency)",
@@ -570,16 +572,16 @@ class KuzuStore(GraphStore):
         self._check_endpoints(dataset, edges)  # before the type's old edges are deleted
         before = self._run("read_user_edges", {"dataset": dataset, "edge_type": edge_type}).get_as_arrow()
         changed = changed_endpoints(before.cast(EDGE_SCHEMA), edges)
+        if len(changed):  # marked first: a write stopped half way then relabels too much, never too little
+            now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
+            uids = _uids(dataset, pa.array(changed.tolist(), pa.string()))
+            self._bulk("mark_changed", {"rows": pa.table({"uid": uids}), "now": now})
         self._bulk("delete_user_edges", {"dataset": dataset, "edge_type": edge_type})
         if edges.num_rows:
             rows = self._edge_rows(dataset, edges)
             rows = rows.add_column(2, "type", pa.repeat(pa.scalar(edge_type, pa.string()), edges.num_rows))
             self._fit_pool(rows.num_rows)
             self._bulk("insert_user_edges", {"edges": rows})
-        if len(changed):
-            now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
-            uids = _uids(dataset, pa.array(changed.tolist(), pa.string()))
-            self._bulk("mark_changed", {"rows": pa.table({"uid": uids}), "now": now})
         return UserEdgesWritten(stored=edges.num_rows, changed_nodes=len(changed))
 
     def read_label_state(self, dataset: str) -> pa.Table:
