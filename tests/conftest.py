@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# the suite's stores are kuzu's (tests that ask for ladybug say so, in a process of their
+# own): a user's GRAPHLABEL_ENGINE=ladybug must not turn them into the other engine
+os.environ.pop("GRAPHLABEL_ENGINE", None)
 
 
 @pytest.fixture(scope="session")
