@@ -41,8 +41,9 @@ def ingest_edges_flow(source: str, dataset: str, source_column: str, target_colu
     The nodes at either end of an edge added, removed or reweighted are marked changed
     (``GraphStore.write_user_edges``), so the next incremental run relabels around them.
 
-    Returns ``dataset``, ``edge_type``, ``stored``, ``changed_nodes``, ``rejected``,
-    ``reject_reasons`` and ``rejects_file``."""
+    Returns ``dataset``, ``edge_type``, ``stored``, ``changed_nodes`` (0 before the
+    dataset's first run, which labels every node), ``rejected``, ``reject_reasons`` and
+    ``rejects_file``."""
     check_dataset_name(dataset)
     check_identifier(edge_type, "edge type (--type)")
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.edge-rejects.csv")
@@ -61,13 +62,15 @@ def ingest_edges_flow(source: str, dataset: str, source_column: str, target_colu
             raise NoValidEdges(f"no valid edge in {source}: all {len(parsed.rejects)} rows rejected"
                                + (f", reasons in {rejects}" if len(parsed.rejects) else ""), parsed.rejects)
         written = store.write_user_edges(dataset, edge_type, parsed.edges)
+        # said only when a run will extend the labels: a dataset's first run labels every node
+        labelled = not store.read_runs(dataset=dataset, limit=1).empty
     stored = written.stored
-    summary = {"dataset": dataset, "edge_type": edge_type, "stored": stored, "changed_nodes": written.changed_nodes,
-               "rejected": len(parsed.rejects),
+    summary = {"dataset": dataset, "edge_type": edge_type, "stored": stored,
+               "changed_nodes": written.changed_nodes if labelled else 0, "rejected": len(parsed.rejects),
                "reject_reasons": parsed.reject_counts, "rejects_file": str(rejects) if len(parsed.rejects) else None}
     run_logger().info("stored %s %s edges in dataset %r, rejected %s rows", f"{stored:,}", edge_type, dataset,
                       f"{len(parsed.rejects):,}")
-    if written.changed_nodes:
+    if summary["changed_nodes"]:
         run_logger().info("%s nodes at the ends of added, removed or reweighted edges marked changed: the next"
                           " label run relabels around them", f"{written.changed_nodes:,}")
     if len(parsed.rejects):

@@ -356,7 +356,9 @@ def test_reloaded_edges_relabel_the_region_around_those_that_changed(digits_file
     # one row per pair, as the store keeps them after the repeats are rejected
     pd.read_csv(files["edges"]).rename(columns={"a": "source", "b": "target", "strength": "weight"}) \
         .to_csv(tmp_path / "edges.csv", index=False)
-    cli(*load)
+    first = cli(*load).output
+    assert "stored" in first
+    assert "nodes at the ends of" not in first  # before the first run, which labels every node anyway
     with open_store(store_path) as store:
         stored = store.read_user_edges("dg", "CO", "weight").to_pandas()
     cli("label", "--dataset", "dg", "--graph", "knn+edges:CO:weight", "--store", store_path)
