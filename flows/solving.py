@@ -3,6 +3,8 @@ batch of connected components (``labelling.components``), merged into one predic
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from labelling.components import batch_problem, merge_predictions
 from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
@@ -31,6 +33,7 @@ def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Predic
     problem, solver, params = exported.problem, options.solver, options.solver_params
     if not options.split_components or solver in WHOLE_GRAPH_SOLVERS:
         return solve_problem(problem, solver, params)
+    asked = params
     if solver == "harmonic":  # one class-mass rule for the run's batches (solvers.harmonic.class_mass_rule)
         params = {**params, "class_mass": class_mass_rule(problem, params.get("class_mass", "auto"))}
     plan = plan_components(problem, options.batch_nodes)
@@ -40,4 +43,9 @@ def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Predic
                       f"{len(plan.single_class_nodes):,}", _counted(plan.n_unlabeled_components, "component"))
     names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
     predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
-    return merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
+    merged = merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
+    if params is asked:
+        return merged
+    # the run's parameters are those asked for ("auto"); the rule it resolved to, as a whole solve says it
+    return replace(merged, params={**merged.params, "class_mass": asked.get("class_mass", "auto")},
+                   info={**merged.info, "class_mass": params["class_mass"]})

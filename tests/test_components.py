@@ -270,6 +270,6 @@ def test_a_run_in_batches_takes_one_class_mass_rule_for_all_of_them():
     assert (class_mass_rule(problem), class_mass_rule(first)) == ("smoothed", "center")
     exported = ExportedProblem(problem, np.array([f"n{i}" for i in range(240)], dtype=object), np.arange(3))
     split = flow(solve_by_component)(exported, RunOptions(solver="harmonic", batch_nodes=60))
-    assert split.params["class_mass"] == "smoothed"
+    assert (split.params["class_mass"], split.info["class_mass"]) == ("auto", "smoothed")  # asked, applied
     _, expected = solve_split(problem, "harmonic", 60, class_mass="smoothed")
     np.testing.assert_array_equal(split.labels, expected.labels)
