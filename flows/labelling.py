@@ -213,7 +213,10 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
         notes.append(f"labelling over {n_user:,} of the user's {spec.edges_type} relationships"
                      + ("" if spec.similarity_kind is None else f" added to the {spec.kind} graph"))
     # recorded unfinished first: a build killed or failed half way may have deleted the old
-    # relationships, and the next run must rebuild, not label incrementally over what is left
+    # relationships, and the next run must rebuild, not label incrementally over what is left;
+    # a store that cannot build the spec (GDS missing, a user's relationship type) says so
+    # before that write
+    store.check_edge_builder(spec, dataset)
     store.write_graph_build(dataset, {**spec.as_record(), UNFINISHED: True})
     with clock("build_edges"), stage_progress() as steps:
         built = build_edges_task(store, dataset, spec, steps)

@@ -648,9 +648,11 @@ class Neo4jStore(GraphStore):
         graph is built locally (the port's default)."""
         return self.config.edge_builder == "gds" and spec.kind == "knn"
 
-    def check_edge_builder(self, spec: GraphSpec) -> None:
+    def check_edge_builder(self, spec: GraphSpec, dataset: str | None = None) -> None:
         if self._gds_builds(spec):
             neo4j_gds.gds_version(self)
+        if dataset is not None and spec.similarity_kind is not None:
+            self.check_edges_owned(dataset)
 
     def build_edges(self, dataset: str, spec: GraphSpec, on_progress: OnProgress | None = None) -> BuiltGraph:
         if not self._gds_builds(spec):

@@ -199,10 +199,11 @@ class GraphStore(ABC):
 
     # -- similarity relationships ---------------------------------------------------------
 
-    def check_edge_builder(self, spec: GraphSpec) -> None:
+    def check_edge_builder(self, spec: GraphSpec, dataset: str | None = None) -> None:
         """Raise ``StoreSetupError`` when this store cannot build ``spec`` as configured
-        (Neo4j's GDS builder without the plugin); the flows ask before they write
-        anything. The local builder (this default) always can."""
+        (Neo4j's GDS builder without the plugin), or, given ``dataset``, cannot replace its
+        relationships (Neo4j: a relationship type holding a user's own); the flows ask
+        before they write anything. The local builder (this default) always can."""
         return None
 
     def build_edges(self, dataset: str, spec: GraphSpec, on_progress: OnProgress | None = None) -> BuiltGraph:
