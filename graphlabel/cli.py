@@ -723,7 +723,7 @@ def explain(
                 node, neighbours = graph_store.explain(dataset, key, limit)
             except NotFound:
                 if not graph_store.count_nodes(dataset):  # a typo in the dataset, not in the key
-                    raise NotFound(f"no dataset {dataset!r} in the store (no node belongs to it)") from None
+                    raise NotFound.dataset(dataset) from None
                 raise
             if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
                 node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))

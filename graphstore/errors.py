@@ -52,3 +52,8 @@ class NotFound(LookupError):
     """A run or node the caller named is not in the store (the message names it).
 
     A LookupError but not a KeyError, whose ``str()`` would print the message in quotes."""
+
+    @classmethod
+    def dataset(cls, dataset: str) -> NotFound:
+        """The dataset itself is unknown: no node belongs to it (a typo, or not ingested)."""
+        return cls(f"no dataset {dataset!r} in the store (no node belongs to it)")

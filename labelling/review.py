@@ -55,7 +55,7 @@ def flagged(store: GraphStore, dataset: str, limit: int = 20) -> pd.DataFrame:
     limit = check_limit(limit, "limit")
     table = store.read_export(dataset)
     if not table.num_rows:
-        raise NotFound(f"no dataset {dataset!r} in the store (no node belongs to it)")
+        raise NotFound.dataset(dataset)
     accepted = pc.fill_null(pc.equal(table.column("label_accepted"), table.column("given_label")), False)
     keep = pc.and_(pc.fill_null(table.column("label_noise"), False), pc.invert(accepted))
     frame = table.filter(keep).select(list(FLAGGED_COLUMNS)).to_pandas()
