@@ -33,19 +33,19 @@ def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Predic
     problem, solver, params = exported.problem, options.solver, options.solver_params
     if not options.split_components or solver in WHOLE_GRAPH_SOLVERS:
         return solve_problem(problem, solver, params)
-    asked = params
+    batch_params = params
     if solver == "harmonic":  # one class-mass rule for the run's batches (solvers.harmonic.class_mass_rule)
-        params = {**params, "class_mass": class_mass_rule(problem, params.get("class_mass", "auto"))}
+        batch_params = {**params, "class_mass": class_mass_rule(problem, params.get("class_mass", "auto"))}
     plan = plan_components(problem, options.batch_nodes)
     parts = [batch_problem(problem, nodes) for nodes in plan.batches]
     run_logger().info("%s: %s; %s nodes in one-class components (no solve needed); %s without a label",
                       _counted(plan.n_components, "connected component"), _counted(len(parts), "solver batch"),
                       f"{len(plan.single_class_nodes):,}", _counted(plan.n_unlabeled_components, "component"))
     names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
-    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, params)
+    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, batch_params)
     merged = merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
-    if params is asked:
+    if solver != "harmonic":
         return merged
     # the run's parameters are those asked for ("auto"); the rule it resolved to, as a whole solve says it
-    return replace(merged, params={**merged.params, "class_mass": asked.get("class_mass", "auto")},
-                   info={**merged.info, "class_mass": params["class_mass"]})
+    return replace(merged, params={**merged.params, "class_mass": params.get("class_mass", "auto")},
+                   info={**merged.info, "class_mass": batch_params["class_mass"]})
