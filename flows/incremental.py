@@ -92,7 +92,7 @@ from labelling.regions import (
     restrict_to_region,
     select_region,
 )
-from similarity.spec import GraphRequest, GraphSpec
+from similarity.spec import REQUESTED, GraphRequest, GraphSpec
 from solvers import LabelProblem, Prediction
 
 from .clock import StageClock
@@ -124,12 +124,13 @@ def read_changes(store: GraphStore, dataset: str) -> ChangeSet:
     return ChangeSet(graph, changed, labelled, predicted, read_at, own_degree)
 
 
-def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec) -> dict[str, Any]:
+def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec, request: GraphRequest) -> dict[str, Any]:
     """Record the graph a dataset's similarity relationships were just built with, ``spec``
-    with the σ actually used (``BuiltGraph.sigma``); returns the record written. When σ
-    is unknown (a graph recorded before σ was), the next incremental run reads it back
-    from the stored weights."""
-    build = spec.as_record()
+    with the σ actually used (``BuiltGraph.sigma``), and the options ``request`` asked for
+    (what a rebuild asks for again); returns the record written. When σ is unknown (a
+    graph recorded before σ was), the next incremental run reads it back from the stored
+    weights."""
+    build = {**spec.as_record(), REQUESTED: request.asked()}
     build["sigma_source"] = "recorded" if build["sigma"] is not None else None
     store.write_graph_build(dataset, build)
     return build

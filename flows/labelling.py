@@ -47,7 +47,7 @@ from labelling.records import (
 from labelling.reporting import headline_text, statistics_warnings
 from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliability, lone_labels_note, run_metrics
 from labelling.run_model import keep_run_model
-from similarity.spec import GraphRequest, GraphSpec
+from similarity.spec import REQUESTED, GraphRequest
 from solvers import GRAPH_ONLY_METHODS, Prediction, SolverTimeLimit
 
 from .clock import StageClock
@@ -201,12 +201,13 @@ def build_unfinished(store: GraphStore, dataset: str) -> bool:
     return bool((store.read_graph_build(dataset) or {}).get(UNFINISHED))
 
 
-def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageClock) -> tuple[int, list[str]]:
-    """The build-edges stage: the store builds the graph (GDS on Neo4j, ``similarity`` on
-    the embedded store) with k capped at n - 1, and the graph is recorded with the σ it
-    used, for incremental runs. Returns the relationship count and warnings (k capped;
+def build_edges(store: GraphStore, dataset: str, request: GraphRequest, clock: StageClock) -> tuple[int, list[str]]:
+    """The build-edges stage: the store builds ``request.spec()`` (GDS on Neo4j,
+    ``similarity`` on the embedded store) with k capped at n - 1, and the graph is recorded
+    with the σ it used, for incremental runs, and with the options asked for, for the next
+    rebuild (``GraphRequest.over``). Returns the relationship count and warnings (k capped;
     weights that carry no information)."""
-    spec, notes = spec.capped(store.count_nodes(dataset), dataset)
+    spec, notes = request.spec().capped(store.count_nodes(dataset), dataset)
     if spec.edges_type is not None:
         with clock("read_user_edges"):  # checked before graphlabel's own graph is replaced
             n_user = count_user_edges(store, dataset, spec)
@@ -217,11 +218,11 @@ def build_edges(store: GraphStore, dataset: str, spec: GraphSpec, clock: StageCl
     # a store that cannot build the spec (GDS missing, a user's relationship type) says so
     # before that write
     store.check_edge_builder(spec, dataset)
-    store.write_graph_build(dataset, {**spec.as_record(), UNFINISHED: True})
+    store.write_graph_build(dataset, {**spec.as_record(), REQUESTED: request.asked(), UNFINISHED: True})
     with clock("build_edges"), stage_progress() as steps:
         built = build_edges_task(store, dataset, spec, steps)
     spec = spec.with_sigma(built.sigma).with_encoding(built.encoding)
-    record_graph_build(store, dataset, spec)
+    record_graph_build(store, dataset, spec, request)
     run_logger().info("built the %s graph of %r: %s edges (%s%s)", spec.kind, dataset, f"{built.n_edges:,}",
                       spec.describe(), "" if built.sigma is None else f", sigma={built.sigma:.4g}")
     return built.n_edges, [*notes, *built.warnings]
@@ -266,12 +267,13 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
     user's edges in ``graph`` (``edges:TYPE``, ``knn+edges:TYPE``), check those and record
     them as the graph to label over (graphstore/user_edges.py)."""
     check_dataset_name(dataset)
-    spec = GraphSpec.from_options(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale,
-                                  search=search)
+    request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale,
+                           search=search)
     clock = StageClock()
     with open_store(store_uri) as store:
-        edges, notes = build_edges(store, dataset, spec, clock)
-    return {"dataset": dataset, "edges": edges, "spec": spec, "timings": clock.seconds, "warnings": _warn(notes)}
+        edges, notes = build_edges(store, dataset, request, clock)
+    return {"dataset": dataset, "edges": edges, "spec": request.spec(), "timings": clock.seconds,
+            "warnings": _warn(notes)}
 
 
 def _scalars(info: dict[str, Any]) -> dict[str, Any]:
@@ -720,9 +722,12 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     makes ``request.spec()``; an incremental run compares ``request`` with the recorded
     build."""
     notes: list[str] = []
-    solver, spec = options.solver, request.spec()
+    solver = options.solver
     asked = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
     rebuild = options.build_graph or build_unfinished(store, dataset)
+    if rebuild:  # the same recipe again, but for the options given (GraphRequest.over)
+        request = request.over(store.read_graph_build(dataset))
+    spec = request.spec()
     reason: str | None
     if rebuild and not options.build_graph:
         reason = (f"the last build of the similarity graph of {dataset!r} did not finish (interrupted or failed):"
@@ -760,7 +765,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         _name_the_run("full")
     run_logger().info("full run: %s", reason)
     if rebuild:
-        extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
+        extra["n_edges_built"], built = build_edges(store, dataset, request, clock)
         notes += built
     with clock("export"), progress("export", None, "nodes") as meter:
         exported = export_problem(store, dataset)
@@ -769,7 +774,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
         store.check_edge_builder(spec)
-        extra["n_edges_built"], built = build_edges(store, dataset, spec, clock)
+        extra["n_edges_built"], built = build_edges(store, dataset, request, clock)
         notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({spec.describe()};"
                   f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
         with clock("export"):

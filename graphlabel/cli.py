@@ -433,12 +433,14 @@ def label(
     solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto "
                                                 "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
-    rebuild_graph: bool = typer.Option(False, help="Rebuild the kNN graph first (a full run)."),
+    rebuild_graph: bool = typer.Option(False, help="Rebuild the similarity graph first (a full run), as its last"
+                                                    " build was asked for but for the graph options given."),
     graph: str | None = typer.Option(None, help="Build this graph first (as build-graph --graph; implies"
                                           " --rebuild-graph), e.g. edges:CO_PURCHASED or knn+edges:TYPE:WEIGHT."),
     edges_weight: float | None = typer.Option(None, help="Factor of the user's edges in KIND+edges:TYPE"
                                                           " (default 1)."),
-    k: int | None = typer.Option(None, help="Neighbours per node when rebuilding (default 10); without"
+    k: int | None = typer.Option(None, help="Neighbours per node when rebuilding (default: as the graph was last"
+                                    " asked for, else 10); without"
                                     " --rebuild-graph the graph is used as it was built."),
     scale: str | None = typer.Option(None, help="Feature scaling when rebuilding: standard (the default),"
                                      " robust or none; without --rebuild-graph, as the graph was built."),

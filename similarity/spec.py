@@ -335,10 +335,13 @@ class GraphSpec:
 class GraphRequest:
     """The graph options a caller gave; None is "not given".
 
-    A rebuild makes ``spec()``: the given options with the defaults for the rest. An
-    incremental run keeps the graph as recorded and only checks that nothing given
-    disagrees with the record (``flows.incremental.graph_parameters``). Validated on
-    construction, so a bad option fails before any work.
+    A rebuild makes ``spec()``: the given options with the defaults for the rest. A
+    rebuild of a recorded graph (``label --rebuild-graph``, or the rebuild after a build
+    that did not finish) first fills what is not given from the options the last build
+    was asked for (``over``): rebuilding means the same recipe again. An incremental run
+    keeps the graph as recorded and only checks that nothing given disagrees with the
+    record (``flows.incremental.graph_parameters``). Validated on construction, so a bad
+    option fails before any work.
     """
 
     graph: str | None = None
@@ -359,14 +362,35 @@ class GraphRequest:
         return GraphSpec.from_options(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma,
                                       edges_weight=self.edges_weight, scale=self.scale, search=self.search)
 
+    def asked(self) -> dict[str, Any]:
+        """The options given, by name, as a ``GraphBuild`` record keeps them (``REQUESTED``):
+        what a rebuild asks for again. Not the spec: that holds k capped at n - 1 and the σ
+        chosen, which a rebuild of a grown dataset or of changed features must choose anew."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+    def over(self, record: dict[str, Any] | None) -> GraphRequest:
+        """These options, and for those not given the ones a ``GraphBuild`` record's build
+        was asked for (none for a record written before they were kept: the defaults)."""
+        asked = {name: value for name, value in ((record or {}).get(REQUESTED) or {}).items()
+                 if name in REQUEST_FIELDS}
+        if self.graph is not None and self.graph != asked.get("graph"):
+            asked.pop("edges_weight", None)  # the factor of other user edges, or of none
+        return GraphRequest(**{**asked, **self.asked()})
+
     def given(self) -> dict[str, Any]:
         """The options given, by name; a ``graph`` naming the user's edges as the spec's
         fields (``graph`` the kind, ``edges_type``, ``edges_property``, ``edges_weight``),
         which is how a ``GraphBuild`` record has them."""
-        given = {name: value for name, value in asdict(self).items() if value is not None}
+        given = self.asked()
         if self.graph is not None:
             spec = self.spec()
             given.update(graph=spec.kind, edges_type=spec.edges_type, edges_property=spec.edges_property,
                          edges_weight=spec.edges_weight)
         return given
 
+
+
+#: The key of a ``GraphBuild`` record that keeps the options its build was asked for
+#: (``GraphRequest.asked``), beside the spec it was built with.
+REQUESTED = "requested"
+REQUEST_FIELDS = tuple(GraphRequest.__dataclass_fields__)

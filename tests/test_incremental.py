@@ -406,7 +406,7 @@ def test_other_graph_parameters_need_a_full_run(store_95, digits_split):
     frame, _, new = digits_split
     with open_store(store_95, create=True) as store:
         store.write_nodes(DATASET, parse_records(frame[new], key="key", features="pixel_*", label="label").nodes)
-        record_graph_build(store, DATASET, GraphSpec(k=K, sigma=12.5))
+        record_graph_build(store, DATASET, GraphSpec(k=K, sigma=12.5), GraphRequest(k=K, sigma=12.5))
         changes = read_changes(store, DATASET)
         # each says which (it said "not a kNN graph, or built with other parameters than ..." for all)
         for request, reason in ((GraphRequest("knn", K + 1), f"k {K + 1} was asked for and the graph was built"
@@ -508,20 +508,57 @@ def test_a_graph_build_that_did_not_finish_is_built_again(store_95, monkeypatch)
         patched.setattr(labelling, "build_edges_task", stops_half_way)
         with pytest.raises(RuntimeError, match="killed"):
             build_graph_flow(DATASET, store_uri=store_95, k=5, scale="none")
-    summary = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False, scale="none")
+    # no graph option given: the build is done again as the killed one was asked for (k 5, unscaled)
+    summary = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False)
     metrics = summary["metrics"]
     assert not metrics["incremental"]
     assert metrics["full_run_reason"] == (
         f"the last build of the similarity graph of {DATASET!r} did not finish (interrupted or failed): it is"
-        f" built again ({K}-NN, euclidean, gaussian weights, scale none; build-graph --dataset {DATASET} builds it"
+        f" built again (5-NN, euclidean, gaussian weights, scale none; build-graph --dataset {DATASET} builds it"
         " with other parameters) and every node relabelled")
-    assert metrics["n_edges_built"] >= summary["n_nodes"] * K // 2
+    assert metrics["n_edges_built"] >= summary["n_nodes"] * 5 // 2
     with open_store(store_95) as store:
         runs = store.query("MATCH (e:Entity) RETURN e.label_run_id AS run, count(*) AS n")
         assert "unfinished" not in store.read_graph_build(DATASET)
     assert runs["run"].tolist() == [summary["run_id"]]
     again = labelling_flow(DATASET, store_uri=store_95, build_graph=False, publish=False)
     assert again["metrics"]["incremental"], again["metrics"].get("full_run_reason")
+
+
+def test_a_rebuild_asks_again_for_what_the_last_build_was_asked_for():
+    """The record's asked options fill what a rebuild does not give: not the built spec's
+    capped k or chosen σ; other user edges (or none) drop the old edges' factor."""
+    record = {"k": 3, "sigma": 2.5, "requested": {"k": 5, "metric": "cosine", "graph": "knn+edges:T",
+                                                  "edges_weight": 0.5, "unknown": 1}}
+    assert GraphRequest().over(record).spec() == GraphSpec.from_options("knn+edges:T", 5, "cosine",
+                                                                        edges_weight=0.5)
+    assert GraphRequest(k=7).over(record) == GraphRequest("knn+edges:T", 7, "cosine", edges_weight=0.5)
+    assert GraphRequest("knn").over(record) == GraphRequest("knn", 5, "cosine")
+    assert GraphRequest("knn").over(record).spec().edges_type is None
+    # a record from before the asked options were kept, or none: the defaults
+    assert GraphRequest(k=7).over({"k": 3}) == GraphRequest(k=7)
+    assert GraphRequest().over(None).spec() == GraphSpec.from_options()
+
+
+@pytestmark_prefect
+def test_label_rebuild_graph_keeps_the_recipe_of_build_graph(store_95):
+    """`label --rebuild-graph` after `build-graph --k 5 --metric cosine` rebuilt a 10-NN
+    Euclidean graph (the defaults): a rebuild is now the same recipe, but for what is
+    given; `build-graph` itself starts from the defaults."""
+    from flows.labelling import build_graph_flow
+
+    def built() -> dict:
+        with open_store(store_95) as store:
+            return store.read_graph_build(DATASET)
+
+    build_graph_flow(DATASET, store_uri=store_95, k=5, metric="cosine", scale="none")
+    labelling_flow(DATASET, store_uri=store_95, build_graph=True, publish=False)
+    assert (built()["k"], built()["metric"], built()["scale"]) == (5, "cosine", "none")
+    labelling_flow(DATASET, store_uri=store_95, build_graph=True, k=7, publish=False)
+    assert (built()["k"], built()["metric"], built()["scale"]) == (7, "cosine", "none")
+    assert built()["requested"]["k"] == 7
+    build_graph_flow(DATASET, store_uri=store_95)
+    assert (built()["k"], built()["metric"], built()["scale"]) == (K, "euclidean", "standard")
 
 
 # -- Neo4j: filtered kNN, edges added, change state, against the recording fakes -----------

@@ -331,7 +331,8 @@ def test_a_graph_build_killed_half_way_is_built_again_on_neo4j(neo4j_env, datase
     """`build-graph` killed while GDS builds (a newcomer's walk: the next `label` was
     "incremental, 0 changed" over whatever relationships were left, without a word): the
     command's process is killed once the build has begun, and the next run rebuilds the
-    graph and relabels every node, saying why."""
+    graph as the killed build was asked for (k 5, unscaled) and relabels every node, saying
+    why."""
     import time
 
     from prefect.settings import PREFECT_API_URL
@@ -359,7 +360,7 @@ def test_a_graph_build_killed_half_way_is_built_again_on_neo4j(neo4j_env, datase
         build.wait()
     out = " ".join(cli("label", "--dataset", dataset, "--store", neo4j_env).output.split())
     assert (f"full run: the last build of the similarity graph of '{dataset}' did not finish (interrupted or"
-            f" failed): it is built again (10-NN, euclidean, gaussian weights; build-graph") in out
+            f" failed): it is built again (5-NN, euclidean, gaussian weights, scale none; build-graph") in out
     with open_store(neo4j_env) as store:
         assert "unfinished" not in store.read_graph_build(dataset)
         runs = store.query("MATCH (e:Entity {dataset: $ds}) RETURN e.label_run_id AS run, count(*) AS n",
