@@ -18,6 +18,11 @@ class StoreSetupError(RuntimeError):
     half built. An expected condition with a message that says what to do, not a bug."""
 
 
+class StoreOutOfMemory(StoreSetupError):
+    """The embedded engine's page cache (its buffer pool) could not hold what a statement
+    needed: said in one line with what to do, not as the engine's traceback."""
+
+
 WRITE_REFUSED = ("this query writes to the store, and queries are read-only unless asked to write"
                  " (graphlabel query --write)")
 

@@ -29,7 +29,8 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -44,7 +45,15 @@ from .changes import (
     graph_build_json,
     label_state_table,
 )
-from .errors import NotFound, QueryFailed, StoreLocked, StoreNotFound, StoreSetupError, WriteRefused
+from .errors import (
+    NotFound,
+    QueryFailed,
+    StoreLocked,
+    StoreNotFound,
+    StoreOutOfMemory,
+    StoreSetupError,
+    WriteRefused,
+)
 from .explain import explanation, run_classes
 from .port import GraphStore, UserEdgesWritten
 from .queries import load_query, split_statements, user_statement
@@ -104,6 +113,10 @@ def buffer_pool_bytes(database: Path, relationships: int = 0) -> int:
 #: Prediction rows one SET statement writes (``write_predictions``): 1M rows did not fit in
 #: a 1 GiB pool; per 100k the writes took as long as in one statement (kuzu 0.11.3).
 WRITE_SLICE = 100_000
+#: How both engines' errors begin when the buffer pool cannot hold a statement's pages
+#: (``StoreOutOfMemory``): an 8 MiB pool reading 60k nodes of 32 features, and the reads
+#: of a store hit by kuzu 0.11.3's string-column defect (README, The embedded engine).
+POOL_FULL = "Buffer manager exception"
 #: The engine of a new store opened without a scheme: the faster of the two in
 #: bench/results/store.md (ladybug took 1.0x kuzu's time to export the subgraph, 1.25x to
 #: COPY 1M relationships, 1.8x to delete them; 100k nodes, medians of 2 rounds each).
@@ -438,7 +451,29 @@ class KuzuStore(GraphStore):
         self.ensure_schema()
 
     def _run(self, name: str, parameters: dict[str, Any] | None = None):
-        return self._conn.execute(load_query(name, self.cypher_dialect), parameters or {})
+        with self._pool_errors(name):
+            return self._conn.execute(load_query(name, self.cypher_dialect), parameters or {})
+
+    def _rows(self, name: str, parameters: dict[str, Any] | None = None) -> pa.Table:
+        """A query's result as one Arrow table (where the engine reads most of the pages)."""
+        with self._pool_errors(name):
+            return self._conn.execute(load_query(name, self.cypher_dialect), parameters or {}).get_as_arrow()
+
+    @contextmanager
+    def _pool_errors(self, name: str) -> Iterator[None]:
+        """The engine's "buffer pool is full" as ``StoreOutOfMemory``, one line with what to
+        do; any other engine error is a bug of a query of ours and keeps its traceback."""
+        try:
+            yield
+        except RuntimeError as error:
+            if not str(error).startswith(POOL_FULL):
+                raise
+            defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
+                      " (README, The embedded engine): keep new datasets in a ladybug store"
+                      " (GRAPHLABEL_ENGINE=ladybug)") if self.engine == "kuzu" else ""
+            raise StoreOutOfMemory(
+                f"the {self.engine} store {self.path} ran out of its page cache ({self._pool_bytes >> 20:,} MiB)"
+                f" in {name}: {error} Close other programs and try again{defect}") from None
 
     def _bulk(self, name: str, parameters: dict[str, Any]):
         """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why);
@@ -449,7 +484,7 @@ class KuzuStore(GraphStore):
 
     def _check_endpoints(self, dataset: str, edges: pa.Table) -> None:
         if edges.num_rows:
-            check_endpoints(dataset, edges, self._run("node_keys", {"dataset": dataset}).get_as_arrow().column("key"))
+            check_endpoints(dataset, edges, self._rows("node_keys", {"dataset": dataset}).column("key"))
 
     def ensure_schema(self) -> None:
         for statement in split_statements(load_query("schema", self.cypher_dialect)):
@@ -468,7 +503,7 @@ class KuzuStore(GraphStore):
             "content_hash": pa.array(content_hashes(nodes), pa.int64())})
         # updated_at: only for new rows and rows whose hash differs (upsert_nodes.kuzu.cypher)
         now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
-        stored = self._run("existing_nodes", {"rows": rows.select(["uid"])}).get_as_arrow().column("uid")
+        stored = self._rows("existing_nodes", {"rows": rows.select(["uid"])}).column("uid")
         # a uid twice in the table (a caller's, not ingest's: parse_records keeps one row per key)
         # would fail the COPY: it is MERGEd in order, the last row winning, as before the COPY
         counts = pa.compute.value_counts(rows.column("uid")).flatten()
@@ -543,7 +578,7 @@ class KuzuStore(GraphStore):
         rows = self._edge_rows(dataset, edges)
         # pairs already stored (a retried call) are MERGEd, the others bulk-loaded (see
         # existing_edges.kuzu.cypher for the timings behind the split)
-        stored = self._run("existing_edges", {"edges": rows}).get_as_arrow()
+        stored = self._rows("existing_edges", {"edges": rows})
         if stored.num_rows:
             pairs = pd.MultiIndex.from_arrays([rows.column("from").to_pandas(), rows.column("to").to_pandas()])
             known = pairs.isin(pd.MultiIndex.from_arrays([stored.column("from").to_pandas(),
@@ -561,7 +596,7 @@ class KuzuStore(GraphStore):
         if weight_property not in (None, USER_WEIGHT):
             raise ValueError(f"the embedded store keeps one weight per user edge, {USER_WEIGHT!r} (ingest-edges"
                              f" --weight COL), not {weight_property!r}: use --graph edges:{edge_type}:{USER_WEIGHT}")
-        table = self._run("read_user_edges", {"dataset": dataset, "edge_type": edge_type}).get_as_arrow()
+        table = self._rows("read_user_edges", {"dataset": dataset, "edge_type": edge_type})
         return checked_weights(table.column("source").to_pylist(), table.column("target").to_pylist(),
                                None if weight_property is None else table.column("weight").to_pylist(),
                                edge_type, weight_property, dataset)
@@ -570,7 +605,7 @@ class KuzuStore(GraphStore):
         check_dataset_name(dataset)
         edges = conform_table(edges, EDGE_SCHEMA, "edge")
         self._check_endpoints(dataset, edges)  # before the type's old edges are deleted
-        before = self._run("read_user_edges", {"dataset": dataset, "edge_type": edge_type}).get_as_arrow()
+        before = self._rows("read_user_edges", {"dataset": dataset, "edge_type": edge_type})
         changed = changed_endpoints(before.cast(EDGE_SCHEMA), edges)
         if len(changed):  # marked first: a write stopped half way then relabels too much, never too little
             now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
@@ -586,13 +621,13 @@ class KuzuStore(GraphStore):
 
     def read_label_state(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)
-        table = self._run("read_label_state", {"dataset": dataset}).get_as_arrow()
+        table = self._rows("read_label_state", {"dataset": dataset})
         return label_state_table(table.column("key"), table.column("changed"), table.column("labelled"),
                                  table.column("predicted_label"))
 
     def read_predictions(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)
-        return self._run("read_predictions", {"dataset": dataset}).get_as_arrow().cast(READ_PREDICTION_SCHEMA)
+        return self._rows("read_predictions", {"dataset": dataset}).cast(READ_PREDICTION_SCHEMA)
 
     def write_graph_build(self, dataset: str, spec: dict[str, Any]) -> None:
         check_dataset_name(dataset)
@@ -602,7 +637,7 @@ class KuzuStore(GraphStore):
 
     def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
         check_dataset_name(dataset)
-        rows = self._run("read_graph_build", {"dataset": dataset}).get_as_arrow().to_pylist()
+        rows = self._rows("read_graph_build", {"dataset": dataset}).to_pylist()
         if not rows:
             return None
         spec = graph_build_from_json(rows[0]["spec"])
@@ -611,7 +646,7 @@ class KuzuStore(GraphStore):
 
     def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)
-        nodes = self._run("read_nodes", {"dataset": dataset}).get_as_arrow()
+        nodes = self._rows("read_nodes", {"dataset": dataset})
         # in key order (labelling.problems.in_key_order's), so the features are read into
         # their final rows and never copied to sort them (256 MB at 1M nodes of 32)
         order = pa.compute.sort_indices(nodes.column("key"))
@@ -635,8 +670,8 @@ class KuzuStore(GraphStore):
         weights, ``READ_SLICE`` source offsets at a time (read_edges.kuzu.cypher)."""
         parts = []
         for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
-            part = self._run("read_edges", {"dataset": dataset, "first": first,
-                                            "last": first + READ_SLICE}).get_as_arrow()
+            part = self._rows("read_edges", {"dataset": dataset, "first": first,
+                                            "last": first + READ_SLICE})
             parts.append((_row_positions(position, part.column("source")),
                           _row_positions(position, part.column("target")),
                           part.column("weight").to_numpy().astype(np.float64, copy=False)))
@@ -655,8 +690,8 @@ class KuzuStore(GraphStore):
         matrix: np.ndarray | None = None
         mixed = False
         for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
-            part = self._run("read_features", {"dataset": dataset, "first": first,
-                                               "last": first + READ_SLICE}).get_as_arrow()
+            part = self._rows("read_features", {"dataset": dataset, "first": first,
+                                               "last": first + READ_SLICE})
             rows = position[part.column("node").to_numpy()]
             blobs = part.column("features").combine_chunks().cast(pa.large_binary())
             sizes = pa.compute.binary_length(blobs).fill_null(0).to_numpy(zero_copy_only=False) // 8
@@ -676,7 +711,7 @@ class KuzuStore(GraphStore):
 
     def feature_lengths(self, dataset: str) -> dict[int, int]:
         check_dataset_name(dataset)
-        rows = self._run("feature_lengths", {"dataset": dataset}).get_as_arrow().to_pylist()
+        rows = self._rows("feature_lengths", {"dataset": dataset}).to_pylist()
         return {int(row["length"]): int(row["nodes"]) for row in rows if row["length"] is not None}
 
     def count_nodes(self, dataset: str) -> int:
@@ -693,7 +728,7 @@ class KuzuStore(GraphStore):
         rows = rows.set_column(index, "label_scores", _nullable_blob(rows.column("label_scores")))
         # in the nodes' table order (node_offsets.kuzu.cypher says why); a row whose uid is
         # no node matches nothing, as before
-        found = self._run("node_offsets", {"rows": rows.select(["uid"])}).get_as_arrow()
+        found = self._rows("node_offsets", {"rows": rows.select(["uid"])})
         in_order = found.column("uid").take(pa.compute.sort_indices(found.column("node")))
         rows = rows.take(pa.compute.index_in(in_order, value_set=rows.column("uid")))
         # a statement per WRITE_SLICE rows: a SET keeps the old values of its whole
@@ -715,9 +750,9 @@ class KuzuStore(GraphStore):
             check_dataset_name(dataset)
         limit = check_limit(limit, "limit")
         # '' for a filter not given (read_runs.kuzu.cypher says why not null)
-        rows = self._run("read_runs", {"dataset": dataset or "", "run_id": "" if run_id is None else str(run_id),
-                                       "max_rows": limit, "status": check_status(status) or ""})
-        return runs_frame(rows.get_as_arrow().to_pylist())
+        rows = self._rows("read_runs", {"dataset": dataset or "", "run_id": "" if run_id is None else str(run_id),
+                                        "max_rows": limit, "status": check_status(status) or ""})
+        return runs_frame(rows.to_pylist())
 
     def interrupt_run(self, run_id: str, seen: Any, error: str) -> bool:
         marked = self._run("interrupt_run", {"run_id": run_id, "seen": naive_utc(seen), "error": error})
@@ -725,7 +760,7 @@ class KuzuStore(GraphStore):
 
     def prune_runs(self, dataset: str, keep_last: int) -> int:
         check_dataset_name(dataset)
-        doomed = runs_to_prune(self._run("run_history", {"dataset": dataset}).get_as_arrow().to_pandas(),
+        doomed = runs_to_prune(self._rows("run_history", {"dataset": dataset}).to_pandas(),
                                keep_last)
         if not doomed:
             return 0
@@ -768,19 +803,19 @@ class KuzuStore(GraphStore):
             raise TypeError(f"key must be a string, got {type(key).__name__}")
         limit = check_limit(limit, "limit")
         uid = f"{dataset}:{key}"  # the primary key, as _uids builds it
-        found = self._run("explain_node", {"uid": uid}).get_as_arrow()
+        found = self._rows("explain_node", {"uid": uid})
         # the neighbours' scores are float64 BLOBs: read as lists, as a query reads them
         node = found.set_column(found.column_names.index("neighbours"), "neighbours",
                                 _float_blobs_decoded(found.column("neighbours").combine_chunks())).to_pylist()
         if not node:
             return explanation(None, [], dataset, key)  # raises NotFound naming key and dataset
-        neighbours = self._run("explain_neighbours", {"uid": uid, "max_rows": limit}).get_as_arrow().to_pylist()
+        neighbours = self._rows("explain_neighbours", {"uid": uid, "max_rows": limit}).to_pylist()
         row = node[0]
         return explanation(row, neighbours, dataset, key, run_classes(row, self.read_runs))
 
     def node_features(self, dataset: str, key: str) -> np.ndarray | None:
         check_dataset_name(dataset)
-        rows = self._run("node_features", {"uid": f"{dataset}:{key}"}).get_as_arrow()
+        rows = self._rows("node_features", {"uid": f"{dataset}:{key}"})
         if not rows.num_rows:
             raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
         if rows.column("features")[0].as_py() is None:
@@ -789,14 +824,14 @@ class KuzuStore(GraphStore):
 
     def read_export(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)
-        table = self._run("read_export", {"dataset": dataset}).get_as_arrow()
+        table = self._rows("read_export", {"dataset": dataset})
         index = table.column_names.index("label_scores")
         scores = _blob_to_features(table.column("label_scores"))
         return table.set_column(index, "label_scores", scores).cast(EXPORT_SCHEMA)
 
     def given_classes(self, dataset: str) -> list[str]:
         check_dataset_name(dataset)
-        rows = self._run("given_classes", {"dataset": dataset}).get_as_arrow().column("label").to_pylist()
+        rows = self._rows("given_classes", {"dataset": dataset}).column("label").to_pylist()
         return sorted(rows)
 
     def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
@@ -804,13 +839,13 @@ class KuzuStore(GraphStore):
         check_dataset_name(dataset)
         check_decision(decision, label)
         uid = f"{dataset}:{key}"
-        node = self._run("explain_node", {"uid": uid}).get_as_arrow().to_pylist()
+        node = self._rows("explain_node", {"uid": uid}).to_pylist()
         if not node:
             raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
-        rows = self._run("record_decision", {
+        rows = self._rows("record_decision", {
             "uid": uid, "previous": node[0]["given_label"], "dataset": dataset, "decision": decision, "label": label,
             "reviewer": str(reviewer), "decided_at": naive_utc(decided_at),
-            "decision_id": decision_id}).get_as_arrow().to_pylist()
+            "decision_id": decision_id}).to_pylist()
         if not rows:
             raise NotFound(f"no node with key {key!r} in dataset {dataset!r}")
         return rows[0]

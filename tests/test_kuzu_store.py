@@ -244,6 +244,33 @@ def test_the_page_pool_grows_with_the_store_and_keeps_its_data(store_path, monke
         assert store._pool_bytes == sized(store._file) > kuzu_store.BUFFER_POOL_BYTES
 
 
+def test_a_page_pool_too_small_for_a_read_is_one_line_with_what_to_do(store_path, monkeypatch, tmp_path):
+    """The engine's "buffer pool is full" (a walk's export on a store hit by kuzu 0.11.3's
+    defect) printed a traceback; it is one line naming the store, the pool and the advice.
+    Made real here with an 8 MiB pool reading 60k nodes of 32 features."""
+    import numpy as np
+    from typer.testing import CliRunner
+
+    import graphstore.kuzu_store as kuzu_store
+    from graphlabel.cli import app
+
+    rng = np.random.default_rng(0)
+    with open_store(store_path, create=True) as store:
+        store.write_nodes("big", pa.table({"key": [f"k{i}" for i in range(60_000)],
+                                           "features": list(rng.normal(size=(60_000, 32))),
+                                           "label": ["a"] * 60_000}, schema=NODE_SCHEMA))
+    monkeypatch.setattr(kuzu_store, "buffer_pool_bytes", lambda file, relationships=0: 8 << 20)
+    result = CliRunner().invoke(app, ["export", "--dataset", "big", "--output", str(tmp_path / "big.csv"),
+                                      "--store", store_path])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert said.startswith(f"error: the kuzu store {store_path} ran out of its page cache (8 MiB) in read_export:"
+                           " Buffer manager exception"), said
+    assert "GRAPHLABEL_ENGINE=ladybug" in said
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "big.csv").exists()
+
+
 def test_the_page_pool_grows_before_a_copy_of_relationships_that_needs_it(store_path, monkeypatch):
     """A COPY of many relationships needs pool in proportion to them (67M at 10M nodes
     failed in the pool the stored nodes called for): the store reopens with the larger pool
