@@ -64,7 +64,7 @@ bench: $(STAMP) data
 # needs its own (`make test-all` installs and tests it on each).
 lock: $(STAMP)
 	$(BIN)/pip install --quiet uv
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra ladybug --extra text --universal --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra text --universal --python-version 3.11 -o requirements.lock
 
 clean:
 	rm -rf $(VENV) .venv-3.* .graphlabel .pytest_cache neo4j-server/target $(DATA)

@@ -60,8 +60,11 @@ def embedded_folder(uri: str) -> tuple[str | None, str]:
     if not sep:
         if HOST_AND_PORT.fullmatch(uri) and not os.path.exists(uri):
             # a newcomer's --store 127.0.0.1:7687 became a new folder of that name
+            from .kuzu_store import default_engine
+
             raise ValueError(f"store {uri!r} looks like a server's address: a Neo4j store is bolt://{uri}"
-                             f" (or neo4j://{uri}); an embedded store's folder of that name is kuzu://{uri}")
+                             f" (or neo4j://{uri}); an embedded store's folder of that name is"
+                             f" {default_engine()}://{uri}")
         return None, uri
     if f"{scheme}://" not in EMBEDDED_SCHEMES:
         raise ValueError(f"unsupported store URI {redact_uri(uri)}: use a folder, "

@@ -1,22 +1,23 @@
 """The embedded store: Kùzu, in-process, Cypher, Arrow in and out, on one of two engines.
 
-Engines (``ENGINES``): ``kuzu`` 0.11.3, the last release of an archived project, and
-``ladybug``, its maintained fork with the same Python API and Cypher (installed with
-``pip install 'graphlabel[ladybug]'``). The engine is a property of the store, not of the
+Engines (``ENGINES``): ``ladybug``, Kùzu's maintained fork with the same Python API and
+Cypher, and ``kuzu`` 0.11.3, the last release of an archived project (both dependencies).
+The engine is a property of the store, not of the
 process, because their database files are not compatible (each refuses the other's:
 "not a valid Kuzu/Lbug database file"): each keeps its own file in the store folder
 (``graph.kuzu`` / ``graph.lbug``), a plain folder opens whichever is there, and a URI says
 which one to create or insist on (``kuzu://FOLDER``, ``ladybug://FOLDER``; ``open_store``).
-A new store without a scheme gets ``$GRAPHLABEL_ENGINE``, else ``DEFAULT_ENGINE``, the
-faster one (``python -m bench store`` measures both in the same run; README "The embedded
-engine", which also says what kuzu 0.11.3's string-column defect is and why ladybug avoids
-it: tests/engine_defect.py).
+A new store without a scheme gets ``$GRAPHLABEL_ENGINE``, else ``DEFAULT_ENGINE``,
+ladybug, which keeps clear of kuzu 0.11.3's string-column defect at 1.11x kuzu's time end
+to end at 1M (README "The embedded engine"; tests/engine_defect.py; ``python -m bench e2e_engines``
+and ``python -m bench store`` measure both in the same run).
 
 The two engines cannot share a process: both register the same native (pybind11) types,
 so loading the second fails ("generic_type: type "Database" is already registered!") and
 the process then crashes on exit. Each engine is imported only when a store of its kind is
 opened, and opening the other kind in the same process is refused with a message instead
-(``check_engine_free``); the tests run the contract suite on ladybug in a process of its own.
+(``check_engine_free``); the tests run the engine's own tests and the store contract on
+kuzu in a process of its own (tests/engines.py).
 """
 
 from __future__ import annotations
@@ -117,14 +118,15 @@ WRITE_SLICE = 100_000
 #: (``StoreOutOfMemory``): an 8 MiB pool reading 60k nodes of 32 features, and the reads
 #: of a store hit by kuzu 0.11.3's string-column defect (README, The embedded engine).
 POOL_FULL = "Buffer manager exception"
-#: The engine of a new store opened without a scheme: the faster of the two in
-#: bench/results/store.md (ladybug took 1.0x kuzu's time to export the subgraph, 1.25x to
-#: COPY 1M relationships, 1.8x to delete them; 100k nodes, medians of 2 rounds each).
-DEFAULT_ENGINE = "kuzu"
+#: The engine of a new store opened without a scheme: ladybug, which keeps clear of kuzu
+#: 0.11.3's string-column defect (README "The embedded engine"; tests/engine_defect.py) at
+#: 1.11x kuzu's time end to end (1M entities: 103.2 s against 92.5 s, medians of 2 rounds
+#: in one run, bench/results/e2e_engines_full.md); a folder that holds a kuzu store still
+#: opens as kuzu.
+DEFAULT_ENGINE = "ladybug"
 DATABASE_FILE = ENGINES[DEFAULT_ENGINE]
 #: The environment variable that names the engine of a new store opened without a scheme,
-#: for all of a user's stores: ``ladybug`` keeps clear of kuzu 0.11.3's string-column
-#: defect (README "The embedded engine").
+#: for all of a user's stores (``kuzu`` for a user who needs kuzu's files).
 ENGINE_ENV = "GRAPHLABEL_ENGINE"
 
 
@@ -139,8 +141,7 @@ def default_engine() -> str:
 
 #: The native module each engine loads; the other engine cannot load while it is there.
 NATIVE_MODULES = {"kuzu": "kuzu._kuzu", "ladybug": "ladybug._lbug"}
-INSTALL_HINTS = {"kuzu": "pip install graphlabel (kuzu is a dependency)",
-                 "ladybug": "pip install 'graphlabel[ladybug]'"}
+INSTALL_HINTS = {engine: f"pip install graphlabel ({engine} is a dependency)" for engine in ENGINES}
 #: The folder of the runs' models in the store folder (``KuzuStore.write_model``), one
 #: ``RUN_ID.npz`` each.
 MODELS_FOLDER = "models"
@@ -393,8 +394,8 @@ class KuzuStore(GraphStore):
     Parameters
     ----------
     path : str or Path
-        Folder of the store; the database file is ``path/graph.kuzu`` (``graph.lbug`` for
-        ladybug).
+        Folder of the store; the database file is ``path/graph.lbug`` (``graph.kuzu`` for
+        kuzu).
     engine : {"kuzu", "ladybug"}, optional
         The engine; by default the one whose file the folder holds, ``default_engine()``
         for a new store. A folder holding the other engine's file is refused (the files are

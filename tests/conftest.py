@@ -1,5 +1,5 @@
 """Shared fixtures: a real Prefect (test harness: a temporary server and database for the
-session), a fresh real Kùzu store per test, and the live Neo4j + GDS server of the
+session), a fresh real embedded store per test, and the live Neo4j + GDS server of the
 ``neo4j`` tests (started here for the session when they are selected; tests/live_neo4j.py)."""
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-# the suite's stores are kuzu's (tests that ask for ladybug say so, in a process of their
-# own): a user's GRAPHLABEL_ENGINE=ladybug must not turn them into the other engine
+# the suite's stores are the default engine's, or in a process that runs a file on the
+# other engine (tests/engines.py), that engine's: a user's GRAPHLABEL_ENGINE must not
+# turn them into another
 os.environ.pop("GRAPHLABEL_ENGINE", None)
+if os.environ.get("GRAPHLABEL_TEST_ENGINE"):
+    os.environ["GRAPHLABEL_ENGINE"] = os.environ["GRAPHLABEL_TEST_ENGINE"]
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +34,7 @@ def store_path(tmp_path):
 
 
 @pytest.fixture
-def kuzu_store(store_path):
+def embedded_store(store_path):
     from graphstore import open_store
 
     with open_store(store_path, create=True) as store:

@@ -856,21 +856,21 @@ def test_08_the_liveness_rule(monkeypatch):
         stale_after()
 
 
-def test_08_interrupting_is_conditional_on_the_last_sign_of_life(kuzu_store):
+def test_08_interrupting_is_conditional_on_the_last_sign_of_life(embedded_store):
     from graphstore import LabelRunRecord
 
     t0 = pd.Timestamp("2026-06-01 12:00")
     run = LabelRunRecord("r1", "toy", "harmonic", {}, {}, {}, t0, None, 0, 0, 0, status="running",
                          process={"host": "h", "pid": 1, "started": 0.0}, heartbeat_at=t0 + pd.Timedelta(minutes=5))
-    kuzu_store.write_run(run)
-    assert not kuzu_store.interrupt_run("r1", t0, "interrupted: stale view")  # it wrote again since
-    assert kuzu_store.read_runs(status="running")["run_id"].tolist() == ["r1"]
-    assert kuzu_store.interrupt_run("r1", run.heartbeat_at, "interrupted: gone")
-    row = kuzu_store.read_runs(run_id="r1").iloc[0]
+    embedded_store.write_run(run)
+    assert not embedded_store.interrupt_run("r1", t0, "interrupted: stale view")  # it wrote again since
+    assert embedded_store.read_runs(status="running")["run_id"].tolist() == ["r1"]
+    assert embedded_store.interrupt_run("r1", run.heartbeat_at, "interrupted: gone")
+    row = embedded_store.read_runs(run_id="r1").iloc[0]
     assert (row["status"], row["error"], row["finished_at"]) == ("failed", "interrupted: gone", run.heartbeat_at)
     assert row["process"] == {"host": "h", "pid": 1, "started": 0.0}
-    assert kuzu_store.read_runs(status="running").empty
-    assert not kuzu_store.interrupt_run("r1", run.heartbeat_at, "again")  # failed runs stay as they are
+    assert embedded_store.read_runs(status="running").empty
+    assert not embedded_store.interrupt_run("r1", run.heartbeat_at, "again")  # failed runs stay as they are
 
 
 def test_08_the_neo4j_adapter_interrupts_conditionally():

@@ -306,7 +306,7 @@ def test_query_runs_an_example_by_name_or_file_from_any_folder(store_with_runs, 
     assert json.loads(result.output) == [{"n": 3}], result.output
     neo4j_only = invoke("query", "changed_between_runs", "--store", store_with_runs)
     assert neo4j_only.exit_code == 1
-    assert "the example 'changed_between_runs' is for neo4j only, not this store (kuzu)" in neo4j_only.output
+    assert "the example 'changed_between_runs' is for neo4j only, not this store (ladybug)" in neo4j_only.output
     checkpoint = invoke("query", "CHECKPOINT", "--write", "--store", store_with_runs)
     assert checkpoint.exit_code == 0, checkpoint.output  # a one-word statement is still one
     unknown = invoke("query", "low_confidense", "--store", store_with_runs)

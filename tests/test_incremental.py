@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import shutil
 
-import kuzu
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 import scipy.sparse as sp
+from engines import DATABASE_FILE, ENGINE
 from prefect import flow
 from scipy.spatial.distance import cdist
 
@@ -21,7 +21,7 @@ from flows.incremental import graph_parameters, label_changed, read_changes, rec
 from flows.labelling import labelling_flow
 from graphstore import open_store
 from graphstore.changes import content_hashes
-from graphstore.kuzu_store import DATABASE_FILE
+from graphstore.kuzu_store import engine_module
 from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 from labelling.options import RunOptions
 from labelling.problems import ExportedProblem, prediction_rows
@@ -76,8 +76,9 @@ def test_a_store_created_before_change_tracking_keeps_working(tmp_path):
     adds them (ALTER TABLE ... ADD IF NOT EXISTS); old nodes count as changed once."""
     path = tmp_path / "old"
     path.mkdir()
-    db = kuzu.Database(str(path / DATABASE_FILE))
-    conn = kuzu.Connection(db)
+    engine = engine_module(ENGINE)
+    db = engine.Database(str(path / DATABASE_FILE))
+    conn = engine.Connection(db)
     conn.execute("CREATE NODE TABLE Entity(uid STRING, dataset STRING, key STRING, features BLOB,"
                  " given_label STRING, predicted_label STRING, label_confidence DOUBLE,"
                  " label_noise BOOLEAN, label_run_id STRING, label_solver STRING,"

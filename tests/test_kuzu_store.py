@@ -1,15 +1,23 @@
-"""What only the embedded store has, on a real Kùzu database (a fresh one per test): its
-folder and database file, the upgrade of stores made by older versions, the engine setting.
-The promises every store keeps are checked in tests/test_store_contract.py."""
+"""What only the embedded store has, on a real database (a fresh one per test) of the
+engine this process runs on, ladybug by default, and this whole file again on kuzu in a
+process of its own (tests/engines.py): its folder and database file, the upgrade of stores
+made by older versions, the engine setting, the page pool. The promises every store keeps
+are checked in tests/test_store_contract.py."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pytest
+from engines import DATABASE_FILE, ENGINE, IN_DEFAULT_PROCESS, run_on_the_other_engine
 
 from graphstore import LabelRunRecord, open_store
+from graphstore.kuzu_store import DEFAULT_ENGINE, ENGINES, engine_module
 from graphstore.schemas import NODE_SCHEMA
+
+#: The engine this process does not run on.
+OTHER = next(engine for engine in ENGINES if engine != ENGINE)
 
 
 def nodes(keys, labels, dim=3, offset=0.0):
@@ -20,19 +28,19 @@ def nodes(keys, labels, dim=3, offset=0.0):
 def test_store_reopens_with_its_data(store_path):
     with open_store(store_path, create=True) as store:
         store.write_nodes("toy", nodes(["a"], ["x"]))
-    with open_store(f"kuzu://{store_path}", create=True) as store:
+    with open_store(f"{ENGINE}://{store_path}", create=True) as store:
         assert store.count_nodes("toy") == 1
 
 
 @pytest.mark.parametrize("name", ["", "1abc", "a:b", "a b", "x" * 65, "a'; DROP"])
-def test_bad_dataset_names_are_refused(kuzu_store, name):
+def test_bad_dataset_names_are_refused(embedded_store, name):
     with pytest.raises(ValueError, match="invalid dataset name"):
-        kuzu_store.write_nodes(name, nodes(["a"], ["x"]))
+        embedded_store.write_nodes(name, nodes(["a"], ["x"]))
 
 
-def test_missing_columns_are_named(kuzu_store):
+def test_missing_columns_are_named(embedded_store):
     with pytest.raises(ValueError, match=r"lacks columns \['label'\]"):
-        kuzu_store.write_nodes("toy", pa.table({"key": ["a"], "features": [[1.0]]}))
+        embedded_store.write_nodes("toy", pa.table({"key": ["a"], "features": [[1.0]]}))
 
 
 # -- runs: stores made before run provenance -------------------------------------------------
@@ -50,11 +58,10 @@ def run_record(run_id, hours, status="completed", dataset="toy", **extra):
 def test_a_store_created_before_run_provenance_gains_the_columns(store_path):
     """A store whose LabelRun table predates status/versions/error opens, reads its old runs
     as completed ones without versions, and takes new runs."""
-    import kuzu
-
+    engine = engine_module(ENGINE)
     Path(store_path).mkdir(parents=True)
-    db = kuzu.Database(str(Path(store_path) / "graph.kuzu"))
-    conn = kuzu.Connection(db)
+    db = engine.Database(str(Path(store_path) / DATABASE_FILE))
+    conn = engine.Connection(db)
     conn.execute("CREATE NODE TABLE LabelRun(run_id STRING, dataset STRING, solver STRING, parameters STRING,"
                  " metrics STRING, timings STRING, started_at TIMESTAMP, finished_at TIMESTAMP, n_nodes INT64,"
                  " n_labeled INT64, n_flagged INT64, PRIMARY KEY(run_id))")
@@ -76,13 +83,12 @@ def test_a_store_created_before_run_provenance_gains_the_columns(store_path):
 def test_a_store_created_before_per_class_scores_gains_their_columns(store_path):
     """A store whose Entity table predates label_scores, label_runner_up, label_margin and
     label_accepted (and LabelRun.classes) opens, takes a run's scores and exports them."""
-    import kuzu
-
     from labelling.export import export_frame
 
+    engine = engine_module(ENGINE)
     Path(store_path).mkdir(parents=True)
-    db = kuzu.Database(str(Path(store_path) / "graph.kuzu"))
-    conn = kuzu.Connection(db)
+    db = engine.Database(str(Path(store_path) / DATABASE_FILE))
+    conn = engine.Connection(db)
     conn.execute("CREATE NODE TABLE Entity(uid STRING, dataset STRING, key STRING, features BLOB,"
                  " given_label STRING, predicted_label STRING, label_confidence DOUBLE, label_noise BOOLEAN,"
                  " label_noise_score DOUBLE, label_run_id STRING, label_solver STRING, labelled_at TIMESTAMP,"
@@ -110,23 +116,24 @@ def test_the_engine_is_the_stores_and_a_uri_may_name_it(tmp_path):
     from graphstore.kuzu_store import KuzuStore
 
     folder = tmp_path / "store"
-    with open_store(str(folder), create=True) as store:  # a new store: the default engine
-        assert (store.dialect, store.engine) == ("kuzu", "kuzu")
+    with open_store(str(folder), create=True) as store:  # a new store: the engine of new stores
+        assert (store.dialect, store.engine, store.cypher_dialect) == (ENGINE, ENGINE, "kuzu")
         store.write_nodes("toy", nodes(["a"], ["x"]))
-    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu", "graphlabel.lock"]
-    with open_store(f"kuzu://{folder}") as store:
+    assert sorted(p.name for p in folder.iterdir()) == [DATABASE_FILE, "graphlabel.lock"]
+    with open_store(f"{ENGINE}://{folder}") as store:
         assert store.count_nodes("toy") == 1
     # the files are not compatible: a URI naming the other engine is refused, not answered
-    # from a second, empty database made beside the first (checked before ladybug loads)
-    with pytest.raises(StoreSetupError, match=r"is a kuzu store \(graph.kuzu\), not a ladybug one"):
-        open_store(f"ladybug://{folder}", create=True)
-    assert sorted(p.name for p in folder.iterdir()) == ["graph.kuzu", "graphlabel.lock"]
+    # from a second, empty database made beside the first (checked before the other loads)
+    refused = rf"is a {ENGINE} store \({re.escape(DATABASE_FILE)}\), not a {OTHER} one"
+    with pytest.raises(StoreSetupError, match=refused):
+        open_store(f"{OTHER}://{folder}", create=True)
+    assert sorted(p.name for p in folder.iterdir()) == [DATABASE_FILE, "graphlabel.lock"]
     with pytest.raises(StoreNotFound, match="no store at"):
-        open_store(f"ladybug://{tmp_path / 'none'}")
-    (folder / "graph.lbug").write_bytes(b"")  # a folder with both: the URI must say which
+        open_store(f"{OTHER}://{tmp_path / 'none'}")
+    (folder / ENGINES[OTHER]).write_bytes(b"")  # a folder with both: the URI must say which
     with pytest.raises(StoreSetupError, match="holds a database of each engine"):
         open_store(str(folder))
-    with open_store(f"kuzu://{folder}") as store:
+    with open_store(f"{ENGINE}://{folder}") as store:
         assert store.count_nodes("toy") == 1
     with pytest.raises(ValueError, match="embedded engine must be one of"):
         KuzuStore(folder, engine="sqlite")
@@ -174,24 +181,27 @@ except ValueError as error:
 
 
 def test_graphlabel_engine_names_the_engine_of_every_new_store_without_a_scheme(tmp_path):
-    """GRAPHLABEL_ENGINE=ladybug (README: kuzu 0.11.3's defect): a new folder gets ladybug's
-    file; an existing kuzu store still opens as kuzu; a bad value is said."""
+    """A new folder gets ladybug's file by default, kuzu's with GRAPHLABEL_ENGINE=kuzu; an
+    existing store opens with its own engine whatever the setting; a bad value is said."""
     import os
     import subprocess
     import sys
 
-    def opened(folder, engine: str) -> str:
+    def opened(folder, engine: str | None) -> str:
+        environment = {name: value for name, value in os.environ.items() if name != "GRAPHLABEL_ENGINE"}
         done = subprocess.run([sys.executable, "-c", NEW_STORE_ENGINE, str(folder)], capture_output=True, text=True,
                               timeout=120, cwd=Path(__file__).resolve().parent.parent,
-                              env={**os.environ, "GRAPHLABEL_ENGINE": engine})
+                              env={**environment, **({"GRAPHLABEL_ENGINE": engine} if engine else {})})
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.strip()
 
-    assert opened(tmp_path / "new", "ladybug") == "ladybug"
+    assert DEFAULT_ENGINE == "ladybug"
+    assert opened(tmp_path / "new", None) == "ladybug"
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["graph.lbug", "graphlabel.lock"]
-    with open_store(str(tmp_path / "old"), create=True):  # a kuzu store from before
-        pass
-    assert opened(tmp_path / "old", "ladybug") == "kuzu"
+    assert opened(tmp_path / "old", "kuzu") == "kuzu"  # a kuzu store, as every store was before
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["graph.kuzu", "graphlabel.lock"]
+    assert opened(tmp_path / "old", None) == "kuzu"
+    assert opened(tmp_path / "new", "kuzu") == "ladybug"
     assert opened(tmp_path / "other", "sqlite") == "GRAPHLABEL_ENGINE must be one of kuzu, ladybug, got 'sqlite'"
 
 
@@ -264,9 +274,9 @@ def test_a_page_pool_too_small_for_a_read_is_one_line_with_what_to_do(store_path
                                       "--store", store_path])
     assert result.exit_code == 1, result.output
     said = " ".join(result.output.split())
-    assert said.startswith(f"error: the kuzu store {store_path} ran out of its page cache (8 MiB) in read_export:"
-                           " Buffer manager exception"), said
-    assert "GRAPHLABEL_ENGINE=ladybug" in said
+    assert said.startswith(f"error: the {ENGINE} store {store_path} ran out of its page cache (8 MiB) in"
+                           " read_export: Buffer manager exception"), said
+    assert ("GRAPHLABEL_ENGINE=ladybug" in said) == (ENGINE == "kuzu")  # kuzu's defect, named on kuzu alone
     assert "Traceback" not in result.output
     assert not (tmp_path / "big.csv").exists()
 
@@ -329,3 +339,16 @@ def test_another_process_cannot_take_the_store_while_it_reopens_its_database(sto
     store._reopen(store._pool_bytes)
     store.close()
     assert other_process() == "opened"
+
+
+# -- the other engine ------------------------------------------------------------------------
+
+if IN_DEFAULT_PROCESS:
+    def test_this_file_holds_on_the_other_embedded_engine():
+        """Runs this file on kuzu (the engine of the stores made before ladybug was the
+        default) in a new Python process: the engines cannot share a process."""
+        run_on_the_other_engine(__file__, min_passed=15)
+else:  # tests that start processes of their own for each engine: run once, in the default process
+    del test_the_two_engines_are_never_loaded_in_one_process
+    del test_graphlabel_engine_names_the_engine_of_every_new_store_without_a_scheme
+    del test_kuzus_string_column_defect_and_ladybug_without_it

@@ -116,7 +116,7 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
         run = store.read_runs(run_id=result["run_id"]).iloc[0]
     assert run["status"] == "completed"
     assert run["metrics"]["holdout_accuracy"] == metrics["holdout_accuracy"]
-    assert {"graphlabel", "prefect", "kuzu", "numpy"} <= set(run["versions"])
+    assert {"graphlabel", "prefect", "ladybug", "numpy"} <= set(run["versions"])
 
 
 class FlakyStore(KuzuStore):

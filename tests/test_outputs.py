@@ -103,7 +103,7 @@ def test_drop_dataset_asks_on_a_terminal(tmp_path, store_path):
     assert "deleted dataset 'wine': 178 nodes, 0 runs, 0 review decisions" in output
 
 
-def test_export_maps_each_runs_scores_to_its_classes(kuzu_store):
+def test_export_maps_each_runs_scores_to_its_classes(embedded_store):
     """Nodes labelled by two runs with different classes (a class the later run knew): each
     node's scores go to its own run's classes, and a class its run did not know is empty."""
     import pandas as pd
@@ -113,22 +113,22 @@ def test_export_maps_each_runs_scores_to_its_classes(kuzu_store):
     from graphstore.schemas import NODE_SCHEMA
     from labelling.export import export_frame
 
-    kuzu_store.write_nodes("toy", pa.table({"key": ["a", "b"], "features": [[0.0], [1.0]],
+    embedded_store.write_nodes("toy", pa.table({"key": ["a", "b"], "features": [[0.0], [1.0]],
                                             "label": ["x", "z"]}).cast(NODE_SCHEMA))
     at = pd.Timestamp("2026-03-01").to_pydatetime()
     for run_id, key, scores, classes in (("r1", "a", [0.8, 0.2], ["x", "y"]),
                                          ("r2", "b", [0.1, 0.3, 0.6], ["x", "y", "z"])):
-        kuzu_store.write_predictions("toy", pa.table({
+        embedded_store.write_predictions("toy", pa.table({
             "key": [key], "predicted_label": [classes[int(np.argmax(scores))]], "label_confidence": [0.5],
             "label_noise": [False], "label_run_id": [run_id], "label_solver": ["harmonic"], "labelled_at": [at],
             "label_scores": [scores], "label_runner_up": ["y"], "label_margin": [0.1]}))
-        kuzu_store.write_run(LabelRunRecord(run_id, "toy", "harmonic", {}, {}, {}, pd.Timestamp(at, tz="UTC"),
+        embedded_store.write_run(LabelRunRecord(run_id, "toy", "harmonic", {}, {}, {}, pd.Timestamp(at, tz="UTC"),
                                             pd.Timestamp(at, tz="UTC"), 1, 1, 0, classes=classes))
-    frame = export_frame(kuzu_store, "toy").set_index("key")
+    frame = export_frame(embedded_store, "toy").set_index("key")
     scores = frame[["score_x", "score_y", "score_z"]]
     np.testing.assert_allclose(scores.loc["a"].to_numpy(), [0.8, 0.2, np.nan])
     np.testing.assert_allclose(scores.loc["b"].to_numpy(), [0.1, 0.3, 0.6])
-    only = export_frame(kuzu_store, "toy", run="r1")
+    only = export_frame(embedded_store, "toy", run="r1")
     assert only["key"].tolist() == ["a"]
     assert [c for c in only.columns if c.startswith("score_")] == ["score_x", "score_y"]
 

@@ -118,54 +118,54 @@ def test_terminal_and_markdown_show_the_same_cells():
                 assert cell.replace("|", "\\|") in markdown, cell
 
 
-def test_run_summary_reads_the_run_from_a_store(kuzu_store):
-    kuzu_store.write_run(record())
-    kuzu_store.write_run(record(run_id="run-8", status="running", finished_at=None))
-    summary = run_summary(kuzu_store, "run-7")
+def test_run_summary_reads_the_run_from_a_store(embedded_store):
+    embedded_store.write_run(record())
+    embedded_store.write_run(record(run_id="run-8", status="running", finished_at=None))
+    summary = run_summary(embedded_store, "run-7")
     assert summary == summarise_run(record())
-    running = run_summary(kuzu_store, "run-8")
+    running = run_summary(embedded_store, "run-8")
     assert running["status"] == "running"
     assert running["duration_seconds"] is None
     with pytest.raises(NotFound, match="no run 'nope'"):
-        run_summary(kuzu_store, "nope")
+        run_summary(embedded_store, "nope")
 
 
-def test_run_ids_are_shown_by_their_random_end_and_found_by_either_end(kuzu_store):
+def test_run_ids_are_shown_by_their_random_end_and_found_by_either_end(embedded_store):
     # Prefect's scheduler gives its runs UUID 7 ids: the first 8 digits are the creation
     # time, the same for runs created together
     ids = ["01a20f3e-9e75-7fca-8a9c-1b344d4c4a17", "01a20f3e-9e75-721a-97e4-36eb783bafce"]
     for i, run_id in enumerate(ids):
-        kuzu_store.write_run(record(run_id=run_id, started_at=STARTED + pd.Timedelta(minutes=i)))
+        embedded_store.write_run(record(run_id=run_id, started_at=STARTED + pd.Timedelta(minutes=i)))
     assert short_run_id(ids[0]) == "…4d4c4a17"
     assert short_run_id("run-7") == "run-7"
-    table = runs_table(kuzu_store.read_runs("digits"))
+    table = runs_table(embedded_store.read_runs("digits"))
     console = Console(record=True, width=80)
     console.print(table)
     text = console.export_text()
     assert "…783bafce" in text
     assert "…4d4c4a17" in text
     assert "01a20f3e" not in text
-    assert run_summary(kuzu_store, "4d4c4a17")["run_id"] == ids[0]
-    assert run_summary(kuzu_store, "…4d4c4a17")["run_id"] == ids[0]
-    assert run_summary(kuzu_store, "01a20f3e-9e75-721")["run_id"] == ids[1]
+    assert run_summary(embedded_store, "4d4c4a17")["run_id"] == ids[0]
+    assert run_summary(embedded_store, "…4d4c4a17")["run_id"] == ids[0]
+    assert run_summary(embedded_store, "01a20f3e-9e75-721")["run_id"] == ids[1]
     with pytest.raises(NotFound, match="is the start or end of 2 runs"):
-        run_summary(kuzu_store, "01a20f3e")
+        run_summary(embedded_store, "01a20f3e")
     assert run_report_markdown(record(run_id=ids[0])).startswith("# digits · harmonic, completed (run `…4d4c4a17`)")
 
 
-def test_the_runs_table_fits_80_columns_with_its_widest_row(kuzu_store):
+def test_the_runs_table_fits_80_columns_with_its_widest_row(embedded_store):
     # a 200,000-node run of 49.3 s was shown as "49.3…" in a pipe's 80 columns
-    kuzu_store.write_run(record(run_id="01a20f3e-9e75-7fca-8a9c-1b344d4c4a17", solver="maxmargin",
+    embedded_store.write_run(record(run_id="01a20f3e-9e75-7fca-8a9c-1b344d4c4a17", solver="maxmargin",
                                 metrics={"incremental": True, "holdout_accuracy": 0.934}, n_nodes=1_000_000,
                                 n_flagged=12_345, finished_at=STARTED + pd.Timedelta(seconds=1234.5)))
     console = Console(record=True, width=80)
-    console.print(runs_table(kuzu_store.read_runs("digits")))
+    console.print(runs_table(embedded_store.read_runs("digits")))
     row = console.export_text().splitlines()[-1]
     assert row.split() == ["…4d4c4a17", "02-03", "04:05", "completed", "maxmargin", "incr.", "1,000,000", "12,345",
                            "0.934", "1234.5", "s"]
 
 
-def test_a_run_whose_process_was_found_gone_lasted_at_least_to_its_last_sign_of_life(kuzu_store):
+def test_a_run_whose_process_was_found_gone_lasted_at_least_to_its_last_sign_of_life(embedded_store):
     """Killed during its first stage, such a run showed "0.0 s": its finished_at is its last
     sign of life (labelling.liveness), so its duration is a lower bound."""
     from labelling.liveness import why_interrupted
@@ -176,10 +176,10 @@ def test_a_run_whose_process_was_found_gone_lasted_at_least_to_its_last_sign_of_
     stopped = record(run_id="run-ctrl-c", status="failed", error="interrupted (Ctrl-C, or SIGINT from another process)")
     assert summarise_run(killed)["duration_at_least"] is True
     assert summarise_run(stopped)["duration_at_least"] is False  # stopped by itself: its end was seen
-    kuzu_store.write_run(killed)
-    kuzu_store.write_run(stopped)
+    embedded_store.write_run(killed)
+    embedded_store.write_run(stopped)
     console = Console(record=True, width=80)
-    console.print(runs_table(kuzu_store.read_runs("digits")))
+    console.print(runs_table(embedded_store.read_runs("digits")))
     times = {line.split()[0].lstrip("…"): line.split()[-2] for line in console.export_text().splitlines()[-2:]}
     assert times == {"run-gone": "≥3.0", "n-ctrl-c": "90.0"}
     console = Console(record=True, width=200)

@@ -1,9 +1,10 @@
 """The store contract: each promise of ``graphstore.port.GraphStore``, checked once, on every
 store.
 
-The stores: the embedded store on Kùzu (always), on ladybug (Kùzu's maintained fork, in a
-Python process of its own: the two engines cannot share one, graphstore/kuzu_store.py
-says why; ``test_the_contract_holds_on_ladybug`` runs this file there), and Neo4j 5.26 +
+The stores: the embedded store on ladybug (the default engine) and on kuzu (the engine of
+stores made before, in a Python process of its own: the two engines cannot share one,
+graphstore/kuzu_store.py says why; ``test_the_contract_holds_on_the_other_embedded_engine``
+runs this file there, tests/engines.py), and Neo4j 5.26 +
 GDS 2.13, live (marker ``neo4j``; tests/live_neo4j.py starts the server). Every test takes
 the ``store`` fixture, parametrised over them, and works in datasets of its own (random
 names, deleted after on Neo4j, whose database the live suite shares).
@@ -16,18 +17,14 @@ users' relationships) is tested in tests/test_kuzu_store.py, tests/test_neo4j_st
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import uuid
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from engines import ENGINE, IN_DEFAULT_PROCESS, run_on_the_other_engine
 
 from graphstore import LabelRunRecord, open_store
 from graphstore.errors import NotFound, QueryFailed, WriteRefused
@@ -36,9 +33,8 @@ from graphstore.runs import RUN_COLUMNS
 from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA, READ_PREDICTION_SCHEMA
 from similarity.spec import GraphSpec
 
-#: Which embedded engine this process runs the contract on (the ladybug run sets it).
-ENGINE_VARIABLE = "GRAPHLABEL_CONTRACT_ENGINE"
-EMBEDDED = os.environ.get(ENGINE_VARIABLE, "kuzu")
+#: Which embedded engine this process runs the contract on (tests/engines.py).
+EMBEDDED = ENGINE
 
 
 @pytest.fixture(params=[EMBEDDED, pytest.param("neo4j", marks=pytest.mark.neo4j)])
@@ -776,24 +772,13 @@ def test_add_knn_edges_connects_new_nodes_with_the_recorded_sigma(store, dataset
     assert len(wanted & set(fresh)) / len(wanted) >= MIN_RECALL[store.dialect]
 
 
-# -- ladybug: the same contract in a process of its own -------------------------------------
+# -- the other embedded engine: the same contract in a process of its own --------------------
 
-if EMBEDDED == "kuzu":
-    def test_the_contract_holds_on_ladybug():
-        """Runs this file with ``GRAPHLABEL_CONTRACT_ENGINE=ladybug`` in a new Python process
-        (kuzu is loaded in this one, and the engines cannot share a process); every test it
-        collects must pass."""
-        environment = {**os.environ, ENGINE_VARIABLE: "ladybug"}
-        root = Path(__file__).resolve().parent.parent
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not neo4j",
-                               "-W", "error::pytest.PytestUnraisableExceptionWarning", __file__],
-                              cwd=root, env=environment, capture_output=True, text=True, timeout=900)
-        summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-        assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-        passed = re.search(r"(\d+) passed", summary)
-        assert passed, summary
-        assert int(passed.group(1)) >= 20, summary
-        assert not re.search(r"failed|error|skipped|xfail", summary), summary
+if IN_DEFAULT_PROCESS:
+    def test_the_contract_holds_on_the_other_embedded_engine():
+        """Runs this file on kuzu (the engine of the stores made before ladybug was the
+        default) in a new Python process: the engines cannot share a process."""
+        run_on_the_other_engine(__file__, min_passed=20)
 
 
 # -- outputs and review (issue 17) ------------------------------------------------------------

@@ -10,8 +10,10 @@ import datetime as dt
 
 import pyarrow as pa
 import pytest
+from engines import ENGINE
 
 from graphstore import open_store
+from graphstore.kuzu_store import DEFAULT_ENGINE
 from graphstore.schemas import EDGE_SCHEMA, NODE_SCHEMA, PREDICTION_SCHEMA
 
 HOSTILE_DATASETS = ["", "a:b", "x' OR 1=1 //", "1st", "a b", "ds`) DETACH DELETE e //", "a" * 65, "../x",
@@ -33,8 +35,8 @@ class RecordingConnection:
         return getattr(self.connection, name)
 
 
-def test_hostile_dataset_names_never_reach_kuzu(kuzu_store):
-    recorder = kuzu_store._conn = RecordingConnection(kuzu_store._conn)
+def test_hostile_dataset_names_never_reach_kuzu(embedded_store):
+    recorder = embedded_store._conn = RecordingConnection(embedded_store._conn)
     nodes = pa.table({"key": ["a", "b"], "features": [[1.0], [2.0]], "label": ["x", None]}).cast(NODE_SCHEMA)
     edges = pa.table({"source": ["a"], "target": ["b"], "weight": [1.0]}).cast(EDGE_SCHEMA)
     rows = pa.table({"key": ["a"], "predicted_label": ["x"], "label_confidence": [1.0], "label_noise": [False],
@@ -45,11 +47,11 @@ def test_hostile_dataset_names_never_reach_kuzu(kuzu_store):
     for bad in HOSTILE_DATASETS:
         for method, args in calls:
             with pytest.raises(ValueError, match="invalid dataset name"):
-                getattr(kuzu_store, method)(bad, *args)
+                getattr(embedded_store, method)(bad, *args)
     assert recorder.executed == []
     # the recorder does see queries: a good name goes through, and stores the nodes
-    assert kuzu_store.write_nodes("fine.name-1", nodes) == 2
-    assert kuzu_store.count_nodes("fine.name-1") == 2
+    assert embedded_store.write_nodes("fine.name-1", nodes) == 2
+    assert embedded_store.count_nodes("fine.name-1") == 2
     assert recorder.executed
 
 
@@ -66,16 +68,18 @@ def test_unknown_store_schemes_are_refused_not_made_into_folders(uri, tmp_path, 
 @pytest.mark.parametrize("uri", ["127.0.0.1:7687", "localhost:7687", "db.example.org:7687"])
 def test_a_server_address_without_its_scheme_is_refused_not_made_into_a_folder(uri, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match=f"looks like a server's address: a Neo4j store is bolt://{uri}"):
+    with pytest.raises(ValueError, match=f"looks like a server's address: a Neo4j store is bolt://{uri}"
+                                         rf" \(or neo4j://{uri}\); an embedded store's folder of that name is"
+                                         f" {DEFAULT_ENGINE}://{uri}"):
         open_store(uri, create=True)
     assert list(tmp_path.iterdir()) == []
-    with open_store(f"kuzu://{uri}", create=True) as store:  # a folder of that name, said so
+    with open_store(f"{ENGINE}://{uri}", create=True) as store:  # a folder of that name, said so
         assert store.count_nodes("toy") == 0
     with open_store(uri) as store:  # and once it exists, by its name too
         assert store.count_nodes("toy") == 0
 
 
-def test_kuzu_uris_and_plain_folders_still_open(tmp_path):
-    for uri in (f"kuzu://{tmp_path / 'a'}", str(tmp_path / "b@2024")):  # '@' is fine in a folder name
+def test_engine_uris_and_plain_folders_still_open(tmp_path):
+    for uri in (f"{ENGINE}://{tmp_path / 'a'}", str(tmp_path / "b@2024")):  # '@' is fine in a folder name
         with open_store(uri, create=True) as store:
             assert store.count_nodes("toy") == 0
