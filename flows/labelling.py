@@ -719,15 +719,18 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
            run_id: str):
     """The run's stages; returns the exported problem, the prediction, the holdout and
     extra metrics. Only the nodes of the exported problem are written back. A rebuild
-    makes ``request.spec()``; an incremental run compares ``request`` with the recorded
+    makes ``recipe.spec()``, ``request`` over the options the last build was asked for
+    (``GraphRequest.over``); an incremental run compares ``request`` with the recorded
     build."""
     notes: list[str] = []
     solver = options.solver
     asked = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
     rebuild = options.build_graph or build_unfinished(store, dataset)
-    if rebuild:  # the same recipe again, but for the options given (GraphRequest.over)
-        request = request.over(store.read_graph_build(dataset))
-    spec = request.spec()
+    # a build makes the same recipe again, but for the options given; an incremental run
+    # checks the given options alone against the graph as built (a recorded k of 20 capped
+    # at 9 for a small dataset is no reason to rebuild)
+    recipe = request.over(store.read_graph_build(dataset))
+    spec = recipe.spec()
     reason: str | None
     if rebuild and not options.build_graph:
         reason = (f"the last build of the similarity graph of {dataset!r} did not finish (interrupted or failed):"
@@ -765,7 +768,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         _name_the_run("full")
     run_logger().info("full run: %s", reason)
     if rebuild:
-        extra["n_edges_built"], built = build_edges(store, dataset, request, clock)
+        extra["n_edges_built"], built = build_edges(store, dataset, recipe, clock)
         notes += built
     with clock("export"), progress("export", None, "nodes") as meter:
         exported = export_problem(store, dataset)
@@ -774,7 +777,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
         store.check_edge_builder(spec)
-        extra["n_edges_built"], built = build_edges(store, dataset, request, clock)
+        extra["n_edges_built"], built = build_edges(store, dataset, recipe, clock)
         notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({spec.describe()};"
                   f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
         with clock("export"):

@@ -526,6 +526,27 @@ def test_a_graph_build_that_did_not_finish_is_built_again(store_95, monkeypatch)
     assert again["metrics"]["incremental"], again["metrics"].get("full_run_reason")
 
 
+@pytestmark_prefect
+def test_a_k_capped_for_a_small_dataset_is_no_reason_to_rebuild(store_path, digits_split):
+    """The record keeps k = 40 asked for and k = 29 built for 30 nodes. An incremental run
+    (the flow's default, build_graph=True) compares what it was given, not the asked
+    recipe, with the built graph: nothing changed is an incremental run, not a rebuild."""
+    from flows.labelling import build_graph_flow
+
+    frame, _, _ = digits_split
+    with open_store(store_path, create=True) as store:
+        store.write_nodes("small", parse_records(frame.head(30), key="key", features="pixel_*",
+                                                 label="label").nodes)
+    build_graph_flow("small", store_uri=store_path, k=40, scale="none")
+    first = labelling_flow("small", store_uri=store_path, build_graph=False, publish=False)
+    assert not first["metrics"]["incremental"]  # the first run
+    again = labelling_flow("small", store_uri=store_path, publish=False)  # build_graph=True, full=False
+    assert again["metrics"]["incremental"], again["metrics"].get("full_run_reason")
+    with open_store(store_path) as store:
+        built = store.read_graph_build("small")
+    assert (built["k"], built["requested"]["k"]) == (29, 40)
+
+
 def test_a_rebuild_asks_again_for_what_the_last_build_was_asked_for():
     """The record's asked options fill what a rebuild does not give: not the built spec's
     capped k or chosen σ; other user edges (or none) drop the old edges' factor."""
