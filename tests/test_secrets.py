@@ -235,7 +235,17 @@ def test_cli_connection_failure_shows_a_redacted_line(clean_env):
     assert PASSWORD not in result.output
 
 
-@pytest.mark.usefixtures("prefect_harness")
+@pytest.fixture
+def prefect_logging():
+    """Prefect's logging set up before the test's call: its first set-up replaces the root
+    logger's handlers, pytest's log capture among them, so that run alone the test read an
+    empty caplog (and its "nothing leaked" checks passed on nothing)."""
+    from prefect.logging.configuration import setup_logging
+
+    setup_logging()
+
+
+@pytest.mark.usefixtures("prefect_harness", "prefect_logging")
 def test_cli_ingest_failing_to_connect_leaks_nothing_to_output_logs_or_prefect(tmp_path, clean_env,
                                                                                leaky_driver, caplog):
     from prefect import get_client
