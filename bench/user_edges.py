@@ -63,7 +63,7 @@ def main(argv: list[str]) -> None:
         with open_store(str(Path(folder) / "store"), create=True) as store:
             store.write_nodes("b", pa.table({"key": keys, "features": np.zeros((n, 1)).tolist(),
                                              "label": [None] * n}).cast(NODE_SCHEMA))
-            valid = parsed.edges
+            valid, engine = parsed.edges, store.engine
             own, _ = _timed(lambda: store.replace_edges("b", valid))
             user, _ = _timed(lambda: store.write_user_edges("b", "CO", valid))
             rows.append({"stage": "store them", "graphlabel s": user,
@@ -90,5 +90,5 @@ def main(argv: list[str]) -> None:
     frame["ratio"] = frame["graphlabel s"] / frame["peer s"]
     report.table(f"seconds, one round each ({len(parsed.edges):,} valid edges of {m:,} rows;"
                  f" {len(parsed.rejects):,} rejected: {parsed.reject_counts})", frame)
-    report.note(f"The summed graph has {len(graph.source):,} undirected pairs. Engine kuzu, default settings.")
+    report.note(f"The summed graph has {len(graph.source):,} undirected pairs. Engine {engine}, default settings.")
     report.save()
