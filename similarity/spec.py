@@ -370,11 +370,16 @@ class GraphRequest:
 
     def over(self, record: dict[str, Any] | None) -> GraphRequest:
         """These options, and for those not given the ones a ``GraphBuild`` record's build
-        was asked for (none for a record written before they were kept: the defaults)."""
+        was asked for (none for a record written before they were kept: the defaults).
+        Another kind of graph is another recipe: only the feature scaling carries over
+        (a kNN build's metric is no δ-graph's or mincut graph's); the same kind with other
+        user edges, or none, drops the old edges' factor."""
         asked = {name: value for name, value in ((record or {}).get(REQUESTED) or {}).items()
                  if name in REQUEST_FIELDS}
         if self.graph is not None and self.graph != asked.get("graph"):
-            asked.pop("edges_weight", None)  # the factor of other user edges, or of none
+            if parse_graph(self.graph)[0] != parse_graph(asked.get("graph") or "knn")[0]:
+                asked = {name: asked[name] for name in ("scale",) if name in asked}
+            asked.pop("edges_weight", None)
         return GraphRequest(**{**asked, **self.asked()})
 
     def given(self) -> dict[str, Any]:

@@ -557,6 +557,10 @@ def test_a_rebuild_asks_again_for_what_the_last_build_was_asked_for():
     assert GraphRequest(k=7).over(record) == GraphRequest("knn+edges:T", 7, "cosine", edges_weight=0.5)
     assert GraphRequest("knn").over(record) == GraphRequest("knn", 5, "cosine")
     assert GraphRequest("knn").over(record).spec().edges_type is None
+    # another kind of graph: another recipe, but for the feature scaling
+    scaled = {"requested": {**record["requested"], "scale": "none"}}
+    assert GraphRequest("mincut3").over(scaled) == GraphRequest("mincut3", scale="none")
+    assert GraphRequest("delta", delta=0.5).over(scaled) == GraphRequest("delta", delta=0.5, scale="none")
     # a record from before the asked options were kept, or none: the defaults
     assert GraphRequest(k=7).over({"k": 3}) == GraphRequest(k=7)
     assert GraphRequest().over(None).spec() == GraphSpec.from_options()
