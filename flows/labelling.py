@@ -728,8 +728,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     rebuild = options.build_graph or build_unfinished(store, dataset)
     # a build makes the same recipe again, but for the options given; an incremental run
     # checks the given options alone against the graph as built (a recorded k of 20 capped
-    # at 9 for a small dataset is no reason to rebuild)
-    recipe = request.over(store.read_graph_build(dataset))
+    # at 9 for a small dataset is no reason to rebuild), and makes no recipe it will not use
+    recipe = request.over(store.read_graph_build(dataset)) if rebuild else request
     spec = recipe.spec()
     reason: str | None
     if rebuild and not options.build_graph:
@@ -776,6 +776,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if not rebuild and exported.problem.W.nnz == 0:
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
+        recipe = request.over(store.read_graph_build(dataset))
+        spec = recipe.spec()
         store.check_edge_builder(spec)
         extra["n_edges_built"], built = build_edges(store, dataset, recipe, clock)
         notes += [f"dataset {dataset!r} had no similarity relationships: built them first ({spec.describe()};"
