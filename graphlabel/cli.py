@@ -442,8 +442,9 @@ def label(
     k: int | None = typer.Option(None, help="Neighbours per node when rebuilding (default: as the graph was last"
                                     " asked for, else 10); without"
                                     " --rebuild-graph the graph is used as it was built."),
-    scale: str | None = typer.Option(None, help="Feature scaling when rebuilding: standard (the default),"
-                                     " robust or none; without --rebuild-graph, as the graph was built."),
+    scale: str | None = typer.Option(None, help="Feature scaling when rebuilding: standard, robust or none"
+                                     " (default: as the graph was last asked for, else standard); without"
+                                     " --rebuild-graph, as the graph was built."),
     search: str | None = SearchOption,
     full: bool = typer.Option(False, "--full", help="Relabel every node (default: only what changed"
                               " since the nodes were last labelled; the first run is always full)."),
