@@ -195,12 +195,6 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
 UNFINISHED = "unfinished"
 
 
-def build_unfinished(store: GraphStore, dataset: str) -> bool:
-    """Whether the dataset's last graph build started and never finished (killed, or failed
-    half way): its relationships may be partly deleted or partly written."""
-    return bool((store.read_graph_build(dataset) or {}).get(UNFINISHED))
-
-
 def build_edges(store: GraphStore, dataset: str, request: GraphRequest, clock: StageClock) -> tuple[int, list[str]]:
     """The build-edges stage: the store builds ``request.spec()`` (GDS on Neo4j,
     ``similarity`` on the embedded store) with k capped at n - 1, and the graph is recorded
@@ -725,11 +719,14 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     notes: list[str] = []
     solver = options.solver
     asked = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
-    rebuild = options.build_graph or build_unfinished(store, dataset)
+    recorded = store.read_graph_build(dataset)
+    # a build the record says started and never finished (killed, or failed half way) may
+    # have left the relationships partly deleted or partly written: built again
+    rebuild = options.build_graph or bool((recorded or {}).get(UNFINISHED))
     # a build makes the same recipe again, but for the options given; an incremental run
     # checks the given options alone against the graph as built (a recorded k of 20 capped
     # at 9 for a small dataset is no reason to rebuild), and makes no recipe it will not use
-    recipe = request.over(store.read_graph_build(dataset)) if rebuild else request
+    recipe = request.over(recorded) if rebuild else request
     spec = recipe.spec()
     reason: str | None
     if rebuild and not options.build_graph:
@@ -776,7 +773,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if not rebuild and exported.problem.W.nnz == 0:
         # a dataset without a single relationship would get no prediction but on its given
         # labels: the graph is built first, as `label --rebuild-graph` would
-        recipe = request.over(store.read_graph_build(dataset))
+        recipe = request.over(recorded)
         spec = recipe.spec()
         store.check_edge_builder(spec)
         extra["n_edges_built"], built = build_edges(store, dataset, recipe, clock)

@@ -457,8 +457,9 @@ class KuzuStore(GraphStore):
 
     def _rows(self, name: str, parameters: dict[str, Any] | None = None) -> pa.Table:
         """A query's result as one Arrow table (where the engine reads most of the pages)."""
+        result = self._run(name, parameters)
         with self._pool_errors(name):
-            return self._conn.execute(load_query(name, self.cypher_dialect), parameters or {}).get_as_arrow()
+            return result.get_as_arrow()
 
     @contextmanager
     def _pool_errors(self, name: str) -> Iterator[None]:
@@ -672,7 +673,7 @@ class KuzuStore(GraphStore):
         parts = []
         for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
             part = self._rows("read_edges", {"dataset": dataset, "first": first,
-                                            "last": first + READ_SLICE})
+                                             "last": first + READ_SLICE})
             parts.append((_row_positions(position, part.column("source")),
                           _row_positions(position, part.column("target")),
                           part.column("weight").to_numpy().astype(np.float64, copy=False)))
@@ -692,7 +693,7 @@ class KuzuStore(GraphStore):
         mixed = False
         for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
             part = self._rows("read_features", {"dataset": dataset, "first": first,
-                                               "last": first + READ_SLICE})
+                                                "last": first + READ_SLICE})
             rows = position[part.column("node").to_numpy()]
             blobs = part.column("features").combine_chunks().cast(pa.large_binary())
             sizes = pa.compute.binary_length(blobs).fill_null(0).to_numpy(zero_copy_only=False) // 8
