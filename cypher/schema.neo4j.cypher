@@ -8,3 +8,8 @@ CREATE CONSTRAINT ${key_constraint} IF NOT EXISTS
 FOR (e:${node_label}) REQUIRE ${key_properties} IS UNIQUE;
 CREATE CONSTRAINT ${run_constraint} IF NOT EXISTS
 FOR (r:${run_label}) REQUIRE r.run_id IS UNIQUE
+;
+// One lease per dataset (graphstore/neo4j_lease.py): the constraint makes two runs that
+// MERGE the same dataset's lease at once meet on one node.
+CREATE CONSTRAINT `graphlabel_lease_dataset` IF NOT EXISTS
+FOR (l:`GraphlabelLease`) REQUIRE l.dataset IS UNIQUE

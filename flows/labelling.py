@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,11 @@ from graphstore import (
     check_dataset_name,
     open_store,
 )
+from graphstore.processes import this_process
 from graphstore.secrets import PASSWORD_ENV, redact
 from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import copy_groups, pool_copies
-from labelling.liveness import mark_interrupted_runs, this_process
+from labelling.liveness import mark_interrupted_runs
 from labelling.options import RunOptions, run_kind
 from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
 from labelling.provenance import versions
@@ -264,7 +266,9 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
     request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale,
                            search=search)
     clock = StageClock()
-    with open_store(store_uri) as store:
+    with open_store(store_uri) as store, ExitStack() as held:
+        with store_log_in_run():  # on Neo4j, one run at a time changes a dataset's graph
+            held.enter_context(store.dataset_lease(dataset, "build-graph"))
         edges, notes = build_edges(store, dataset, request, clock)
     return {"dataset": dataset, "edges": edges, "spec": request.spec(), "timings": clock.seconds,
             "warnings": _warn(notes)}
@@ -359,8 +363,9 @@ def _publish(run: LabelRunRecord, reliability, stages: list[tuple[str, str]]) ->
 
 def _publish_unopened(run_id: str, dataset: str, solver: str, parameters: dict[str, Any],
                       error: BaseException) -> None:
-    """The failed report of a run that could not open its store (locked, down): the run is
-    not in the store, so the report artifact is its only record."""
+    """The failed report of a run that could not open its store (locked, down) or take its
+    dataset (another run held it): the run is not in the store, so the report artifact is
+    its only record."""
     now = pd.Timestamp.now(tz="UTC")
     message = _error_text(error)
     run = LabelRunRecord(run_id=run_id, dataset=dataset, solver=solver, parameters=parameters, metrics={},
@@ -491,7 +496,14 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         if publish:  # no LabelRun can be written, but the dataset's latest report must say it failed
             _publish_unopened(run_id, dataset, solver, parameters, error)
         raise
-    with opened as store:
+    with opened as store, ExitStack() as held:
+        try:  # on Neo4j, one run at a time changes a dataset's graph (graphstore.neo4j_lease)
+            with store_log_in_run():
+                held.enter_context(store.dataset_lease(dataset, f"label run {run_id}"))
+        except StoreLocked as error:
+            if publish:
+                _publish_unopened(run_id, dataset, solver, parameters, error)
+            raise
         if store.count_nodes(dataset) == 0:  # a misspelt name leaves no failed run or artifacts behind
             raise NotEnoughLabels(f"dataset {dataset!r} has no nodes: ingest records first")
         if build_graph:

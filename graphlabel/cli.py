@@ -978,6 +978,7 @@ def drop_dataset(
                 if not typer.confirm(f"delete dataset {dataset!r}: {counted(nodes, 'node')}, their relationships,"
                                      f" {counted(len(runs), 'run')} and the review decisions?", default=False):
                     _fail("nothing deleted")
-            counts = graph_store.drop_dataset(dataset)
+            with graph_store.dataset_lease(dataset, "drop-dataset"):  # not under a run of the dataset (Neo4j)
+                counts = graph_store.drop_dataset(dataset)
     console.print(f"deleted dataset {dataset!r}: {counted(counts['nodes'], 'node')}, {counted(counts['runs'], 'run')},"
                   f" {counted(counts['decisions'], 'review decision')}", highlight=False)

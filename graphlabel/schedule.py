@@ -399,7 +399,8 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
 
     An embedded store is opened by one process at a time, so two jobs on one store (any
     datasets) wait for each other, and a run that waits longer than the lock timeout fails
-    with ``StoreLocked``. On Neo4j, two jobs of one dataset write the same nodes. Two jobs of
+    with ``StoreLocked``. On Neo4j, two jobs of one dataset wait for each other in the same
+    way (the dataset's lease, ``graphstore.neo4j_lease``) and then write the same nodes. Two jobs of
     one dataset and store with different graph settings rebuild each other's graph. Runs of
     one job never overlap (``deployments`` limits each to one at a time); these are the
     overlaps that limit cannot see. A warning, not an error: schedules that never meet
@@ -427,7 +428,8 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
             elif first.dataset == second.dataset:
                 warnings.append(
                     f"jobs {first.name!r} and {second.name!r} both label dataset {first.dataset!r}: when their"
-                    " runs meet, the later one's writes replace the other's; give them schedules that do not meet")
+                    " runs meet, one waits for the other (GRAPHLABEL_LOCK_TIMEOUT, 60 s) and then fails, and the"
+                    " later one's writes replace the other's; give them schedules that do not meet")
     return warnings
 
 

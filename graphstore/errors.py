@@ -49,8 +49,9 @@ class StoreNotFound(FileNotFoundError):
 
 
 class StoreLocked(StoreConnectionError):
-    """Another process holds the store (Kùzu lets one process open a database at a time)
-    and did not let go within the time allowed."""
+    """Another process holds the store (Kùzu lets one process open a database at a time),
+    or another run holds the dataset's graph on Neo4j (``graphstore.neo4j_lease``), and did
+    not let go within the time allowed."""
 
 
 class NotFound(LookupError):

@@ -29,7 +29,6 @@ import logging
 import os
 import re
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,7 +48,6 @@ from .changes import (
 from .errors import (
     NotFound,
     QueryFailed,
-    StoreLocked,
     StoreNotFound,
     StoreOutOfMemory,
     StoreSetupError,
@@ -75,6 +73,7 @@ from .schemas import (
     subgraph_from_positions,
 )
 from .user_edges import changed_endpoints, checked_weights
+from .waiting import lock_timeout_from_env, wait_until_free
 
 #: Engine → its database file in the store folder. The Python package has the engine's name.
 ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
@@ -146,8 +145,6 @@ INSTALL_HINTS = {engine: f"pip install graphlabel ({engine} is a dependency)" fo
 #: ``RUN_ID.npz`` each.
 MODELS_FOLDER = "models"
 MODEL_FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
-LOCK_TIMEOUT_ENV = "GRAPHLABEL_LOCK_TIMEOUT"
-DEFAULT_LOCK_TIMEOUT = 60.0
 #: The file in the store folder whose lock a process holds while the store is open
 #: (``_hold_store``).
 STORE_LOCK_FILE = "graphlabel.lock"
@@ -266,21 +263,6 @@ def _uids(dataset: str, keys: pa.Array) -> pa.Array:
 
 
 
-def lock_timeout_from_env(environ=None) -> float:
-    """Seconds to wait for a store another process holds: ``$GRAPHLABEL_LOCK_TIMEOUT``, else
-    ``DEFAULT_LOCK_TIMEOUT``."""
-    raw = (os.environ if environ is None else environ).get(LOCK_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_LOCK_TIMEOUT
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not seconds >= 0:
-        raise ValueError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds >= 0, got {raw!r}")
-    return seconds
-
-
 def check_engine_free(engine: str) -> None:
     """Raise ``StoreSetupError`` when the other embedded engine is loaded in this process
     (module docstring: loading both crashes the process)."""
@@ -369,23 +351,9 @@ def _release_store(lock_file: Path) -> None:
 
 
 def _waiting(attempt: Callable[[], Any], folder: Path, timeout: float) -> Any:
-    """``attempt()`` until it returns something other than None (the store is free),
-    for up to ``timeout`` seconds; says once that it waits, raises ``StoreLocked`` after."""
-    deadline, delay = None, 0.25
-    while True:
-        opened = attempt()
-        if opened is not None:
-            return opened
-        now = time.monotonic()
-        if deadline is None:
-            deadline = now + timeout
-            logger.warning("the store %s is in use by another process (one process at a time can open it):"
-                           " waiting up to %g s (%s)", folder, timeout, LOCK_TIMEOUT_ENV)
-        if now >= deadline:
-            raise StoreLocked(f"the store {folder} is still in use by another process after {timeout:g} s: let"
-                              f" that process finish, or wait longer with {LOCK_TIMEOUT_ENV}=SECONDS")
-        time.sleep(min(delay, deadline - now))
-        delay = min(2 * delay, 2.0)
+    """``attempt()`` until the store is free (``graphstore.waiting``)."""
+    return wait_until_free(attempt, timeout, lambda: "another process", f"the store {folder}",
+                           note=" (one process at a time can open it)")
 
 
 class KuzuStore(GraphStore):

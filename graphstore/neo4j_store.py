@@ -70,6 +70,9 @@ Open decisions and the choices made here
   only, used as ``sourceNodeFilter``; nothing is deleted) or from ``add_edges`` (MERGE
   batches). The build parameters live on a ``GraphBuild`` node (fixed label, keyed by
   dataset name).
+- Runs of one dataset: a server serves every host's runs, so a build or labelling run
+  holds the dataset's lease (a ``GraphlabelLease`` node, graphstore/neo4j_lease.py) and a
+  second one waits; two builds at once left both graphs in the store.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ import pyarrow as pa
 from similarity.encoding import FeatureEncoding
 from similarity.spec import GraphSpec
 
-from . import neo4j_gds
+from . import neo4j_gds, neo4j_lease
 from .changes import (
     content_hashes,
     graph_build_from_json,
@@ -127,6 +130,7 @@ from .secrets import (
     redact_uri,
 )
 from .user_edges import checked_weights
+from .waiting import lock_timeout_from_env
 
 #: Bounded waits on a dead or unreachable server (the driver's defaults are 30 s each;
 #: Prefect's task retries come on top, flows/tasks.py), and no server notifications: the
@@ -779,6 +783,9 @@ class Neo4jStore(GraphStore):
             return 0
         return neo4j_gds.build_knn_for(self, dataset, keys, k=int(k), metric=metric, weights=weights,
                                        sigma=sigma, knn_options=options, encoding=encoding)
+
+    def dataset_lease(self, dataset: str, holder: str) -> contextlib.AbstractContextManager[None]:
+        return neo4j_lease.dataset_lease(self._single, dataset, holder, lock_timeout_from_env())
 
     def close(self) -> None:
         self._driver.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -402,6 +403,15 @@ class GraphStore(ABC):
         """Delete the dataset's nodes, similarity relationships, ``LabelRun`` nodes,
         ``GraphBuild`` record and review decisions; other datasets are untouched. Returns
         what there was before: ``nodes``, ``runs``, ``decisions``."""
+
+    def dataset_lease(self, dataset: str, holder: str) -> AbstractContextManager[None]:
+        """Hold ``dataset`` for a ``with`` block against every other run that changes its
+        graph (a build; a labelling run, which may rebuild it or add edges): such a run waits
+        until the block ends, for up to ``$GRAPHLABEL_LOCK_TIMEOUT`` (default 60 s), then
+        raises ``StoreLocked`` naming ``holder`` (e.g. ``label run ID``). This default holds
+        nothing: an embedded store is opened by one process at a time (``KuzuStore``), so no
+        two runs meet in it; Neo4j serves many (``graphstore.neo4j_lease``)."""
+        return nullcontext()
 
     def close(self) -> None:
         """Release the connection (this default: a store that holds none)."""

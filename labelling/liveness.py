@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from graphstore import GraphStore
+from graphstore.processes import is_gone
 from graphstore.runs import run_record
 
 #: How the error of a run marked here begins.
@@ -42,13 +43,6 @@ DEFAULT_STALE_HOURS = 6.0
 #: At most this many running runs are checked at once (more would be a store of runaway
 #: schedules: the rest are checked by the next run).
 MAX_RUNNING_CHECKED = 10_000
-
-
-def this_process() -> dict[str, Any]:
-    """What a run records of the process running it (``LabelRunRecord.process``)."""
-    import psutil  # here and in _gone: report and explain open no process table (0.03 s)
-
-    return {"host": socket.gethostname(), "pid": os.getpid(), "started": psutil.Process().create_time()}
 
 
 def stale_after(environ=None) -> pd.Timedelta:
@@ -63,21 +57,6 @@ def stale_after(environ=None) -> pd.Timedelta:
     return pd.Timedelta(hours=hours)
 
 
-def _gone(process: dict[str, Any]) -> bool:
-    """Whether the recorded process no longer runs (on this host)."""
-    import psutil
-
-    try:
-        found = psutil.Process(int(process["pid"]))
-        if found.status() == psutil.STATUS_ZOMBIE:
-            return True
-        return abs(found.create_time() - float(process["started"])) > 1.0  # the pid was reused
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.AccessDenied:  # someone else's live process
-        return False
-
-
 def why_interrupted(run: dict[str, Any], now: pd.Timestamp, silence: pd.Timedelta,
                     host: str | None = None) -> str | None:
     """Why the ``running`` run ``run`` (a row of ``read_runs``) is interrupted, or None
@@ -86,7 +65,7 @@ def why_interrupted(run: dict[str, Any], now: pd.Timestamp, silence: pd.Timedelt
     seen = run.get("heartbeat_at")
     seen = run.get("started_at") if seen is None or pd.isna(seen) else seen
     host = socket.gethostname() if host is None else host
-    if process.get("host") == host and {"pid", "started"} <= set(process) and _gone(process):
+    if process.get("host") == host and {"pid", "started"} <= set(process) and is_gone(process):
         return (f"{INTERRUPTED_PREFIX} its process (pid {process['pid']} on {host}) is gone; last sign of life"
                 f" {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC")
     if seen is not None and not pd.isna(seen) and now - pd.Timestamp(seen) > silence:

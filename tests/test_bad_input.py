@@ -827,7 +827,8 @@ def test_held_a_run_killed_at_any_stage_reruns_to_the_clean_result(tmp_path, sto
 def test_08_the_liveness_rule(monkeypatch):
     import socket
 
-    from labelling.liveness import this_process, why_interrupted
+    from graphstore.processes import this_process
+    from labelling.liveness import why_interrupted
 
     now = pd.Timestamp("2026-06-01 12:00")
     silence = pd.Timedelta(hours=6)

@@ -332,7 +332,7 @@ def test_a_graph_build_killed_half_way_is_built_again_on_neo4j(neo4j_env, datase
     "incremental, 0 changed" over whatever relationships were left, without a word): the
     command's process is killed once the build has begun, and the next run rebuilds the
     graph as the killed build was asked for (k 5, unscaled) and relabels every node, saying
-    why."""
+    why; it takes over the dataset's lease the killed build held, at once."""
     import time
 
     from prefect.settings import PREFECT_API_URL
@@ -359,6 +359,9 @@ def test_a_graph_build_killed_half_way_is_built_again_on_neo4j(neo4j_env, datase
         build.kill()
         build.wait()
     out = " ".join(cli("label", "--dataset", dataset, "--store", neo4j_env).output.split())
+    # the killed build's lease (graphstore/neo4j_lease.py) is taken at once, not after its time
+    assert f"the graph of dataset '{dataset}' was held by build-graph (pid {build.pid} on" in out
+    assert "whose process is gone: taken over" in out
     assert (f"full run: the last build of the similarity graph of '{dataset}' did not finish (interrupted or"
             f" failed): it is built again (5-NN, euclidean, gaussian weights, scale none; build-graph") in out
     with open_store(neo4j_env) as store:

@@ -204,10 +204,11 @@ def test_duplicate_property_settings_and_bad_options_are_refused():
 def test_schema_is_created_idempotently_on_opening():
     store, driver = make_store()
     statements = [call.query for call in driver.calls]
-    assert len(statements) == 2
+    assert len(statements) == schema_statements(store) == 3
     assert all("IF NOT EXISTS" in s for s in statements)
     assert "FOR (e:`Entity`) REQUIRE (e.`dataset`, e.`key`) IS UNIQUE" in statements[0]
     assert "FOR (r:`LabelRun`) REQUIRE r.run_id IS UNIQUE" in statements[1]
+    assert "FOR (l:`GraphlabelLease`) REQUIRE l.dataset IS UNIQUE" in statements[2]
     assert all(call.database == "graphs" and call.routing == "w" for call in driver.calls)
 
 
@@ -418,7 +419,8 @@ def test_read_subgraph_turns_columns_into_the_dense_reference(digits):
     driver.answers[store.cypher("read_nodes")] = [node_columns]
     driver.answers[store.cypher("read_edges")] = [edge_columns]
     graph = store.read_subgraph("digits")
-    assert all(c.routing == "r" and c.parameters == {"dataset": "digits"} for c in driver.calls[2:])
+    reads = driver.calls[schema_statements(store):]
+    assert all(c.routing == "r" and c.parameters == {"dataset": "digits"} for c in reads)
     assert graph.keys.tolist() == keys
     assert graph.labels.tolist() == given
     np.testing.assert_array_equal(graph.features, X)
@@ -482,11 +484,19 @@ def gds_store(config=None, version="2.13.9", written=40, keys=("k0", "k1", "k2")
     return store, driver
 
 
-def queries_sent(store, driver, start=2):
+def schema_statements(store) -> int:
+    """How many calls opening a store makes first (one per schema statement)."""
+    from graphstore.queries import split_statements
+
+    return len(split_statements(store.cypher("schema")))
+
+
+def queries_sent(store, driver, start=None):
     names = {store.cypher(name): name for name in (
         "gds_version", "node_keys", "unowned_edges", "delete_edges", "gds_project", "gds_project_new",
         "gds_knn_write", "gds_knn_filtered_write", "gds_drop", "gds_prune_edges", "gds_edge_scale",
         "gds_set_weights", "keys_with_features", "feature_lengths")}
+    start = schema_statements(store) if start is None else start
     return [names.get(call.query, call.query) for call in driver.calls[start:]]
 
 
@@ -498,7 +508,7 @@ def test_gds_knn_write_is_called_with_its_configuration_and_the_projection_dropp
     assert queries_sent(store, driver) == ["gds_version", "node_keys", "feature_lengths", "unowned_edges",
                                            "delete_edges", "gds_project", "gds_knn_write", "gds_drop",
                                            "gds_set_weights"]
-    project, knn, drop = (driver.calls[i] for i in (7, 8, 9))
+    project, knn, drop = (driver.calls[schema_statements(store) + i] for i in (5, 6, 7))
     assert project.routing == knn.routing == drop.routing == "auto"  # not retried by the driver
     assert project.parameters["dataset"] == "toy"
     assert project.parameters["graph_name"].startswith("graphlabel_toy_")
