@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean test-all data
+.PHONY: demo test test-neo4j neo4j-up neo4j-down bench lock clean test-all data browser
 
 # Weka's example ARFF files (diabetes, ionosphere, vote, segment, ...): the benchmarks and
 # tests on real data read them from here. Debian's `weka` package ships them; only the .deb
@@ -38,8 +38,16 @@ $(WEKA)/.fetched-with-jar:
 	rm -rf $(DATA)/deb
 	touch $@
 
+# Debian's Chromium, for the tests that open the Prefect UI in a real browser
+# (tests/test_prefect_ui.py): installed when missing and this is root (about 10 s); otherwise
+# those tests say in one line that they did not run (and fail in CI).
+browser:
+	@command -v chromium >/dev/null || [ "$$(id -u)" != 0 ] || \
+	  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	  (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null)
+
 # ruff and mypy first (their settings are in pyproject.toml): seconds, and a finding fails the target.
-test: $(STAMP) data
+test: $(STAMP) data browser
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest

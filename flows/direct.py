@@ -153,8 +153,11 @@ class Task:
                 error = state.data if isinstance(state.data, BaseException) else state.result(raise_on_failure=False)
                 return retry_if(error)
 
-            options.update(retries=len(self.retry_delays), retry_delay_seconds=list(self.retry_delays),
-                           retry_jitter_factor=0.5, retry_condition_fn=retry_condition)
+            # one number when the delays are equal: the UI shows a list as "NaNs"
+            delays = self.retry_delays
+            delay = delays[0] if len(set(delays)) == 1 else list(delays)
+            options.update(retries=len(delays), retry_delay_seconds=delay, retry_jitter_factor=0.5,
+                           retry_condition_fn=retry_condition)
         options.update(self._prefect_options() if self._prefect_options else {})
         return task(**options)(self.fn)
 

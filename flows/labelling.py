@@ -704,7 +704,7 @@ def _name_the_run(kind: str) -> None:
     if not in_flow_run():
         return
     from prefect import get_client
-    from prefect.context import FlowRunContext
+    from prefect.context import FlowRunContext, TagsContext
 
     context = FlowRunContext.get()
     if context is None or context.flow_run is None or context.flow_run.name.endswith((" · full", " · incremental")):
@@ -719,6 +719,12 @@ def _name_the_run(kind: str) -> None:
         run_logger().warning("could not name the flow run %r %s: %s", run.name, kind, error)
         return
     run.name, run.tags = name, tags  # the run's logger reads them from here
+    # the task runs from here on take their tags from the tags context, set before the run
+    # knew its kind: the report's task run showed "incremental" on a full run's artifact page
+    current = TagsContext.get().current_tags
+    if current & {"full", "incremental"}:
+        current.difference_update({"full", "incremental"})
+        current.add(kind)
 
 
 def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest, clock: StageClock,

@@ -37,11 +37,14 @@ def _never_cached() -> dict[str, Any]:
     return dict(cache_policy=NO_CACHE)
 
 
-# Store I/O: up to 3 retries after 1, 2 and 4 s (±50% jitter in a flow run) on transient
-# errors only; never cached (reads must see the store as it is now, writes must happen),
-# which also keeps Prefect from hashing the store argument: a Neo4j store holds the
-# driver's locks, and the failed hash logged a 30-line traceback per task on every Neo4j run.
-STORE_RETRIES = dict(retry_delays=(1, 2, 4), retry_if=is_transient, prefect_options=_never_cached)
+# Store I/O: up to 3 retries 2 s apart (±50% jitter in a flow run) on transient errors
+# only; never cached (reads must see the store as it is now, writes must happen), which
+# also keeps Prefect from hashing the store argument: a Neo4j store holds the driver's
+# locks, and the failed hash logged a 30-line traceback per task on every Neo4j run.
+# Equal delays, not a backoff of 1, 2 and 4 s: Prefect's UI shows a list of delays as
+# "Retry Delay: NaNs" on every task run's page (tests/test_prefect_ui.py), and the driver
+# already backs off inside each try (Neo4jStore.from_uri).
+STORE_RETRIES = dict(retry_delays=(2, 2, 2), retry_if=is_transient, prefect_options=_never_cached)
 
 
 @task("ingest", **STORE_RETRIES)

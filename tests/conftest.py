@@ -59,10 +59,32 @@ def rng():
 NEO4J_SUITE = "neo4j"
 
 
+BROWSER_SUITE = "browser"
+
+
+def _without_browser(config, items) -> None:
+    """The Prefect UI tests need Debian's Chromium (``make test`` installs it as root):
+    without it they are deselected and the run says so in one line; in CI, a failure."""
+    from live_neo4j import in_ci
+    from test_prefect_ui import chromium
+
+    browser = [item for item in items if item.get_closest_marker(BROWSER_SUITE)]
+    if not browser or chromium():
+        return
+    line = (f"Prefect UI browser tests NOT RUN ({len(browser)} tests): no chromium on PATH (Debian's chromium:"
+            " make test installs it when run as root)")
+    if in_ci():
+        pytest.exit(f"{line} (CI=true: they must run)", returncode=1)
+    config.stash[_NOT_RUN] = [*config.stash.get(_NOT_RUN, []), line]
+    config.hook.pytest_deselected(items=browser)
+    items[:] = [item for item in items if not item.get_closest_marker(BROWSER_SUITE)]
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: start the server only when needed
 def pytest_collection_modifyitems(session, config, items):
     from live_neo4j import LiveNeo4j, in_ci, server_module
 
+    _without_browser(config, items)
     live = [item for item in items if item.get_closest_marker(NEO4J_SUITE)]
     config.stash[_LIVE] = None
     if not live:
@@ -83,7 +105,7 @@ def pytest_collection_modifyitems(session, config, items):
         line = f"Neo4j live suite NOT RUN ({len(live)} tests): {why}"
         if in_ci():
             pytest.exit(f"{line} (CI=true: the live suite must run)", returncode=1)
-        config.stash[_NOT_RUN] = line
+        config.stash[_NOT_RUN] = [*config.stash.get(_NOT_RUN, []), line]
         config.hook.pytest_deselected(items=live)
         items[:] = [item for item in items if not item.get_closest_marker(NEO4J_SUITE)]
         return
@@ -92,10 +114,8 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    line = config.stash.get(_NOT_RUN, None)
-    if line:
+    for line in config.stash.get(_NOT_RUN, []):
         terminalreporter.write_line(line, yellow=True, bold=True)
-        return
     server = config.stash.get(_LIVE, None)
     if server is None:
         return
