@@ -378,8 +378,9 @@ def _feature_matrix(frame: pd.DataFrame, columns: list[str], expected_dim: int |
                     reasons: Reasons) -> np.ndarray:
     """Float matrix of the feature columns; appends to ``reasons`` why a row cannot be used."""
     n = len(frame)
-    if len(columns) == 1 and frame[columns[0]].map(lambda v: isinstance(v, (list, tuple, np.ndarray))).any():
-        return _list_column(frame[columns[0]], columns[0], expected_dim, reasons)
+    lists = _as_lists(frame[columns[0]]) if len(columns) == 1 else None
+    if lists is not None:
+        return _list_column(lists, columns[0], expected_dim, reasons)
     matrix = np.empty((n, len(columns)))
     for j, column in enumerate(columns):  # a loop over feature columns, vectorised over rows
         raw = frame[column]
@@ -426,6 +427,28 @@ def common_length(lengths: np.ndarray) -> int:
     """The feature-list length rows are held to when the dataset has none yet: the most
     common non-zero length (the smallest on a tie; 1 when no row has a list)."""
     return int(pd.Series(lengths[lengths > 0]).mode().iloc[0]) if (lengths > 0).any() else 1
+
+
+def _as_lists(values: pd.Series) -> pd.Series | None:
+    """The column as feature lists, or None when it holds none: a Parquet list column as
+    it is, and text lists as pandas writes a list column to CSV (``"[0.1, -0.2]"``) or numpy
+    prints an array (``"[0.1 -0.2]"``): numbers between brackets, apart by commas or blanks,
+    split here (``nan`` is a missing value) and checked as numbers by ``_list_column``. A
+    cell that is no list then has no feature list (a rejected row), as in a Parquet list
+    column."""
+    if values.map(lambda v: isinstance(v, (list, tuple, np.ndarray))).any():
+        return values
+    if pd.api.types.is_numeric_dtype(values):
+        return None
+    text = values.astype("string").str.strip()
+    listed = (text.str.startswith("[") & text.str.endswith("]")).fillna(False).to_numpy(dtype=bool)
+    if not listed.any():
+        return None
+    inner = text.str.slice(1, -1).str.strip()
+    # "nan" is how pandas and numpy write a missing value in a list: missing, not text
+    items = inner.str.split(r"[,\s]+", regex=True).map(
+        lambda v: [None if item.lower() == "nan" else item for item in v] if isinstance(v, list) and v != [""] else [])
+    return items.where(listed, None)
 
 
 def _list_column(values: pd.Series, column: str, expected_dim: int | None, reasons: Reasons) -> np.ndarray:

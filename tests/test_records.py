@@ -121,6 +121,29 @@ def test_list_feature_column_with_wrong_lengths(tmp_path):
     ]
 
 
+def test_a_csv_column_of_list_text_is_a_feature_list(tmp_path):
+    """A list column written to CSV by pandas ("[0.5, -1.0, 2.0]") or an array printed by
+    numpy ("[0.5 -1.  2. ]") is read as a feature list; its bad rows are named as a Parquet
+    list column's are. (It was "non-numeric feature" on every row, with the advice to move
+    the column to --categorical.)"""
+    frame = pd.DataFrame({"k": list("abcdefghi"), "vec": [
+        [0.5, -1.0, 2.0], "[0.5 -1.  2. ]", " [1e3,2,3] ", "[1, 2]", "[1, x, 3]", "[nan, 1, 2]", "[]", "", "7"]})
+    path = tmp_path / "lists.csv"
+    frame.to_csv(path, index=False)
+    parsed = parse_records(path, key="k", features="vec")
+    assert parsed.nodes.column("key").to_pylist() == ["a", "b", "c"]
+    assert parsed.nodes.column("features").to_pylist() == [[0.5, -1.0, 2.0], [0.5, -1.0, 2.0], [1000.0, 2.0, 3.0]]
+    reasons = dict(zip(parsed.rejects["row"], parsed.rejects["reason"]))
+    assert reasons == {5: "wrong feature length: got 2, expected 3",  # CSV rows count from 2 (the header is 1)
+                       6: "non-numeric value 'x' at position 1 of feature list vec",
+                       7: "missing (NaN) value at position 0 of feature list vec",
+                       8: "wrong feature length: got 0, expected 3",
+                       9: "wrong feature length: got none, expected 3",
+                       10: "wrong feature length: got none, expected 3"}
+    numbers = pd.DataFrame({"k": ["a", "b"], "x": ["1", "[2]"]})  # one list cell is enough, as in Parquet
+    assert parse_records(numbers, key="k", features="x").nodes.column("features").to_pylist() == [[2.0]]
+
+
 def test_expected_dimension_is_enforced():
     frame = pd.DataFrame({"k": ["a"], "x": [1.0], "y": [2.0]})
     with pytest.raises(NoValidRecords) as caught:
