@@ -6,7 +6,9 @@ after the UI's scripts ran, and read as text.
 - a store task's page: its retry settings ("Retry Delay: NaNs" when a task declared a
   list of delays);
 - the report artifact's page: the markdown rendered as tables, and the tags of the run's
-  kind (a full run's report showed its task run tagged "incremental").
+  kind (a full run's report showed its task run tagged "incremental");
+- a schedule's deployment page, as ``graphlabel serve`` registers it: its schedule, its
+  next run, and one run at a time.
 
 Each page's screenshot is kept beside the test's files for a person to look at. Without
 Chromium (``make test`` installs it as root) these tests are not run, and the run says so
@@ -18,12 +20,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from prefect_server import PrefectServer
+from prefect_server import PrefectServer, stop
 from test_progress_server import flow_run, run_cli
 
 pytestmark = pytest.mark.browser
@@ -164,3 +168,32 @@ def test_the_report_artifact_page_renders_the_report(labelled):
     assert lines[lines.index("coverage") + 1] == "178 of 178 nodes labelled (100.0%)", text
     # the flow run's tags, then the report task's (which said "incremental" before)
     assert tags_on(lines) == [["full", "graphlabel", "harmonic", "wine"]] * 2, text
+
+
+def test_a_served_jobs_deployment_page_shows_its_schedule(labelled):
+    """`graphlabel serve` with one job: its deployment's page shows the job's name, "Every
+    10 minutes", a next run scheduled, the status Ready and a concurrency limit of 1."""
+    server, _, folder = labelled
+    config = folder / "schedule.toml"
+    config.write_text(f'store = "{folder / "store"}"\n\n[[jobs]]\nname = "wine-every-10"\ndataset = "wine"\n'
+                      "interval = 600\n")
+    log = (folder / "serve.log").open("wb")
+    serve = subprocess.Popen([str(Path(sys.executable).with_name("graphlabel")), "serve", "--config", str(config)],
+                             cwd=folder, env=server.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (found := server.post("/deployments/filter", {"deployments": {"name": {"any_": ["wine-every-10"]}}})):
+            assert serve.poll() is None, (folder / "serve.log").read_text()
+            assert time.monotonic() < deadline, (folder / "serve.log").read_text()
+            time.sleep(1)
+        _, text = rendered(f"{server.ui_url}/deployments/deployment/{found[0]['id']}", folder / "deployment.png",
+                           "Every 10 minutes")
+    finally:
+        stop(serve)
+        log.close()
+    lines = text.splitlines()
+    assert "wine-every-10" in lines, text
+    assert "Every 10 minutes" in lines, text
+    assert "Scheduled" in lines, text  # the next run, made by the server's scheduler
+    assert lines[lines.index("Status") + 1] == "Ready", text
+    assert lines[lines.index("Concurrency Limit") + 1] == "1", text
