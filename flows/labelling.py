@@ -49,6 +49,7 @@ from labelling.records import (
 from labelling.reporting import headline_text, statistics_warnings
 from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliability, lone_labels_note, run_metrics
 from labelling.run_model import keep_run_model
+from labelling.wording import counted
 from similarity.spec import REQUESTED, GraphRequest
 from solvers import GRAPH_ONLY_METHODS, Prediction, SolverTimeLimit
 
@@ -811,8 +812,9 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         exported = replace(exported, problem=exported.problem.without_features())
     with clock("solve"), progress(f"solve ({solver})", exported.problem.n_nodes, "nodes"):
         prediction = solve_by_component(exported, options)
-    run_logger().info("solved with %s: %s nodes labelled, %s given labels flagged as noisy", solver,
-                      f"{int((prediction.labels >= 0).sum()):,}", f"{int(prediction.noisy.sum()):,}")
+    run_logger().info("solved with %s: %s labelled, %s flagged as noisy", solver,
+                      counted(int((prediction.labels >= 0).sum()), "node"),
+                      counted(int(prediction.noisy.sum()), "given label"))
     prediction = _pool_copies(exported, prediction, copies, notes)
     with clock("write_back"):
         written = write_back(store, dataset, exported, prediction, run_id, read_at)
