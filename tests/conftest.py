@@ -152,6 +152,22 @@ def neo4j_live(request):
 
 
 @pytest.fixture
+def dataset(neo4j_env):
+    """A dataset name of its own on the live server (tests marked ``neo4j``), deleted after
+    the test with everything of it (``test_neo4j_live.delete_dataset``)."""
+    import uuid
+
+    from test_neo4j_live import delete_dataset
+
+    from graphstore import open_store
+
+    name = f"it-{uuid.uuid4().hex[:10]}"
+    yield name
+    with open_store(neo4j_env) as store:
+        delete_dataset(store._driver, name, store.database)
+
+
+@pytest.fixture
 def neo4j_env(neo4j_live, monkeypatch):
     """The environment a user sets for the CLI and the flows: credentials, no leftover
     GRAPHLABEL_NEO4J_* settings; returns the store URI."""

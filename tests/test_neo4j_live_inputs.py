@@ -10,21 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_inputs import vote_frame, wine_frame
-from test_neo4j_live import delete_dataset
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
-
-
-@pytest.fixture
-def dataset(neo4j_env):
-    import uuid
-
-    from graphstore import open_store
-
-    name = f"in-{uuid.uuid4().hex[:10]}"
-    yield name
-    with open_store(neo4j_env) as store:
-        delete_dataset(store._driver, name, store.database)
 
 
 def _csv(frame: pd.DataFrame, tmp_path, name: str) -> str:

@@ -8,26 +8,15 @@ both graphs in the store, recorded as one of them."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
-import uuid
+from pathlib import Path
 
 import pytest
-from test_neo4j_live import delete_dataset
 from test_neo4j_live_product import GRAPHLABEL, cli, digits_frame
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.usefixtures("prefect_harness")]
-
-
-@pytest.fixture
-def dataset(neo4j_env):
-    name = f"lease-{uuid.uuid4().hex[:10]}"
-    yield name
-    from graphstore import open_store
-
-    with open_store(neo4j_env) as store:
-        delete_dataset(store._driver, name, store.database)
-        store.query("MATCH (l:GraphlabelLease {dataset: $ds}) DELETE l", {"ds": name}, write=True)
 
 
 @pytest.fixture
@@ -46,42 +35,55 @@ def lease_of(store, dataset: str) -> dict | None:
     return rows.iloc[0].to_dict() if len(rows) else None
 
 
-def test_two_builds_at_once_leave_one_graph(neo4j_env, digits):
+def test_two_builds_at_once_leave_one_graph(neo4j_env, digits, tmp_path):
     """A build started while another builds waits for it, then replaces its graph: every
     node ends with the second build's 10 relationships, no pair has two, and the record is
-    the second build's. (Before: 5 + 10 per node, the pairs both found twice, recorded 5-NN.)"""
+    the second build's. (Before: 5 + 10 per node, the pairs both found twice, recorded 5-NN.)
+    The first build's process is stopped (SIGSTOP) once its build has begun and let go on
+    when the second says that it waits, so that the two meet on any machine."""
     from prefect.settings import PREFECT_API_URL
 
     from graphstore import open_store
 
     env = {**os.environ, "COLUMNS": "200", "PREFECT_API_URL": PREFECT_API_URL.value()}
-    first = subprocess.Popen([str(GRAPHLABEL), "build-graph", "--dataset", digits, "--k", "5", "--scale", "none",
-                              "--store", neo4j_env], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True)
+
+    def build(k: int, log: Path) -> subprocess.Popen:
+        with log.open("w") as out:
+            return subprocess.Popen([str(GRAPHLABEL), "build-graph", "--dataset", digits, "--k", str(k), "--scale",
+                                     "none", "--store", neo4j_env], env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    first = build(5, tmp_path / "first.log")
+    with open_store(neo4j_env) as store:
+        deadline = time.monotonic() + 120
+        while not (store.read_graph_build(digits) or {}).get("unfinished"):  # the first is building
+            assert first.poll() is None, (tmp_path / "first.log").read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    os.kill(first.pid, signal.SIGSTOP)
     try:
-        with open_store(neo4j_env) as store:
-            deadline = time.monotonic() + 120
-            while not (store.read_graph_build(digits) or {}).get("unfinished"):  # the first is building
-                assert first.poll() is None, first.communicate()[0]
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-        second = cli("build-graph", "--dataset", digits, "--k", "10", "--scale", "none", "--store", neo4j_env).output
+        second = build(10, tmp_path / "second.log")
+        deadline = time.monotonic() + 120
+        while "is in use by" not in (tmp_path / "second.log").read_text():
+            assert second.poll() is None, (tmp_path / "second.log").read_text()  # it did not wait
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     finally:
-        out, _ = first.communicate(timeout=300)
-    assert first.returncode == 0, out
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait(300) == 0, (tmp_path / "first.log").read_text()
+    assert second.wait(300) == 0, (tmp_path / "second.log").read_text()
     with open_store(neo4j_env) as store:
         per_pair = store.query("MATCH (a:Entity {dataset: $ds})-[r:SIMILAR]->(b) WITH a, b, count(r) AS n"
                                " RETURN max(n) AS most", {"ds": digits})
         degrees = store.query("MATCH (a:Entity {dataset: $ds}) OPTIONAL MATCH (a)-[r:SIMILAR]->()"
                               " WITH a, count(r) AS out RETURN min(out) AS least, max(out) AS most", {"ds": digits})
-        build = store.read_graph_build(digits)
+        build_record = store.read_graph_build(digits)
         assert lease_of(store, digits) is None  # both let go
     assert per_pair["most"].tolist() == [1]
     assert degrees[["least", "most"]].values.tolist() == [[10, 10]]
-    assert build["k"] == 10
-    assert "unfinished" not in build
-    said = " ".join(second.split())
-    assert f"the graph of dataset '{digits}' is in use by build-graph (pid {first.pid} on" in said, second
+    assert build_record["k"] == 10
+    assert "unfinished" not in build_record
+    said = " ".join((tmp_path / "second.log").read_text().split())
+    assert f"the graph of dataset '{digits}' is in use by build-graph (pid {first.pid} on" in said, said
     assert "(one run at a time changes a dataset's graph): waiting up to 60 s (GRAPHLABEL_LOCK_TIMEOUT)" in said
 
 

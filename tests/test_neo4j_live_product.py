@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_neo4j_live import delete_dataset
 
 from labelling.reporting import short_run_id
 
@@ -88,16 +87,6 @@ def stored(store, dataset: str, *names: str) -> pd.DataFrame:
     columns = ", ".join(f"e.{name} AS {name}" for name in names)
     return store.query(f"MATCH (e:Entity) WHERE e.dataset = $ds RETURN e.key AS key, {columns}",
                        {"ds": dataset}).set_index("key")
-
-
-@pytest.fixture
-def dataset(neo4j_env):
-    name = f"it-{uuid.uuid4().hex[:10]}"
-    yield name
-    from graphstore import open_store
-
-    with open_store(neo4j_env) as store:
-        delete_dataset(store._driver, name, store.database)
 
 
 def neighbour_recall(store, dataset: str, X: np.ndarray, k: int, metric: str) -> float:
