@@ -25,3 +25,8 @@ class StageClock:
             self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 4)
         if self.after_stage is not None:
             self.after_stage(stage)
+
+    def rename(self, stage: str, name: str) -> None:
+        """Report the last stage, ``stage``, as ``name``: a stage named by what it turned
+        out to be."""
+        self.seconds[name] = self.seconds.pop(stage)

@@ -760,6 +760,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
         reasons: list[str] = []
         with clock("incremental"):
             changed = label_changed(store, dataset, options, request, reasons=reasons)
+        if changed is None:  # not an incremental run after all: a full run's report showed "incremental"
+            clock.rename("incremental", "check_changes")
         reason = "; ".join(reasons) or None
         if changed is not None:
             prediction = changed.prediction

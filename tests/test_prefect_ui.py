@@ -168,6 +168,9 @@ def test_the_report_artifact_page_renders_the_report(labelled):
     assert lines[lines.index("coverage") + 1] == "178 of 178 nodes labelled (100.0%)", text
     # the flow run's tags, then the report task's (which said "incremental" before)
     assert tags_on(lines) == [["full", "graphlabel", "harmonic", "wine"]] * 2, text
+    # and the time of finding that the run had to be full is not an "incremental" stage
+    assert "check_changes" in lines, text
+    assert "incremental" not in lines, text
 
 
 def test_a_served_jobs_deployment_page_shows_its_schedule(labelled):
