@@ -688,6 +688,10 @@ class KuzuStore(GraphStore):
         check_dataset_name(dataset)
         return int(self._run("count_nodes", {"dataset": dataset}).get_next()[0])
 
+    def has_edges(self, dataset: str) -> bool:
+        check_dataset_name(dataset)
+        return self._run("has_edges", {"dataset": dataset}).has_next()
+
     def write_predictions(self, dataset: str, predictions: pa.Table) -> int:
         check_dataset_name(dataset)
         predictions = conform_table(predictions, WRITTEN_PREDICTION_SCHEMA, "prediction")

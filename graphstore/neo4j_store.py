@@ -503,6 +503,10 @@ class Neo4jStore(GraphStore):
         check_dataset_name(dataset)
         return int(self._single("count_nodes", {"dataset": dataset}, READ)["nodes"])
 
+    def has_edges(self, dataset: str) -> bool:
+        check_dataset_name(dataset)
+        return self._single("has_edges", {"dataset": dataset}, READ) is not None
+
     def feature_lengths(self, dataset: str) -> dict[int, int]:
         check_dataset_name(dataset)
         records = self._execute(self.cypher("feature_lengths"), {"dataset": dataset}, READ).records

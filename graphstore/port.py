@@ -200,6 +200,11 @@ class GraphStore(ABC):
 
     # -- similarity relationships ---------------------------------------------------------
 
+    @abstractmethod
+    def has_edges(self, dataset: str) -> bool:
+        """Whether any similarity relationship joins two of the dataset's nodes (on Neo4j, any
+        of the configured type: a user's own too), found without reading the graph."""
+
     def check_edge_builder(self, spec: GraphSpec, dataset: str | None = None) -> None:
         """Raise ``StoreSetupError`` when this store cannot build ``spec`` as configured
         (Neo4j's GDS builder without the plugin), or, given ``dataset``, cannot replace its

@@ -136,6 +136,12 @@ def test_the_flow_run_page_shows_the_run_its_stages_and_artifacts(labelled):
                   "publish-artifacts"):
         assert stage in lines, (stage, text)
     assert "full run: no node was labelled before (first run)" in lines, text
+    # the graph is built before the one export (the export read every node to find no
+    # relationship, then the graph was built and exported again)
+    exports = server.post("/task_runs/filter", {"flow_runs": {"id": {"any_": [run["id"]]}},
+                                                "task_runs": {"name": {"any_": ["export", "build-edges"]}},
+                                                "sort": "EXPECTED_START_TIME_ASC"})
+    assert [task["name"] for task in exports] == ["build-edges", "export"]
 
 
 def test_a_store_tasks_page_shows_its_retry_delay(labelled):

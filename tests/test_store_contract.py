@@ -267,6 +267,18 @@ def test_relationships_round_trip_and_replace_only_their_dataset(store, names):
     assert pairs(store, one) == {}
 
 
+def test_has_edges_says_whether_the_dataset_has_a_relationship(store, names):
+    one, two = names(), names()
+    for name in (one, two):
+        store.write_nodes(name, nodes(["a", "b", "c"], ["x", None, "y"]))
+    assert not store.has_edges(one)
+    store.replace_edges(two, edges(("a", "b", 0.5)))
+    assert not store.has_edges(one)  # another dataset's relationships are not its
+    assert store.has_edges(two)
+    store.replace_edges(two, edges())
+    assert not store.has_edges(two)
+
+
 def test_relationships_are_stored_as_written_and_read_once_per_pair(store, dataset):
     store.write_nodes(dataset, nodes(["a", "b", "c"], [None] * 3))
     # a pair with a relationship each way is two relationships, read as one pair with the
