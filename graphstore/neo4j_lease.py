@@ -16,9 +16,11 @@ The rule
   token, what holds it (``build-graph``, ``label run ID``), the process
   (``graphstore.processes``), since when and until when (``expires_at``, on the server's
   clock, so no two hosts' clocks are compared).
-- Taking it (``take_lease.neo4j.cypher``) writes the node before it reads the holder: the
-  write takes the node's lock, so two runs cannot both find it free (the Neo4j Cypher
-  manual's advice on concurrent data access: a write lock first, then the read). It is
+- Taking it (``take_lease.neo4j.cypher``) writes the node before it reads the holder: a
+  ``SET`` whose right-hand side reads the property being set takes the node's write lock
+  before the read, so two runs cannot both find it free (Neo4j Operations Manual,
+  "Concurrent data access", Lost updates: under read-committed isolation a write lock on
+  a common node serializes the transactions that take it). It is
   free when nobody holds it, its time ran out, or its holder is a process of this host that
   is gone (``kill -9``: the next run takes it at once instead of after the lease's time).
 - A thread renews it every ``RENEW_SECONDS`` for ``LEASE_SECONDS``: a holder on another
