@@ -78,19 +78,21 @@ def test_up_on_the_folder_of_a_running_server_says_at_once_what_differs(neo4j_li
 
     ports = ("--bolt-port", str(settings.bolt_port), "--http-port", str(settings.http_port))
     try:
-        code, said, took = up(*ports, "--password", settings.password + "-other")
+        # --password=VALUE: the session's random password may begin with "-", which argparse
+        # took for an option (exit 2) when it came as a separate argument
+        code, said, took = up(*ports, f"--password={settings.password}-other")
         assert code == 3
         assert f"Neo4j at http://127.0.0.1:{settings.http_port} refused the password: a server folder keeps the" \
                " password it was first started with" in said
         assert took < 20
         other = server_module().free_port()
         code, said, took = up("--bolt-port", str(other), "--http-port", str(settings.http_port),
-                              "--password", settings.password)
+                              f"--password={settings.password}")
         assert code == 3
         assert (f"a Neo4j of {settings.home} already runs (pid {server.pid}) on bolt port {settings.bolt_port} and"
                 f" http port {settings.http_port}: use those") in said
         assert took < 20
-        code, said, _ = up(*ports, "--password", settings.password)  # the same settings: it is found, as before
+        code, said, _ = up(*ports, f"--password={settings.password}")  # the same settings: it is found, as before
         assert code == 0, said
     finally:
         if server is not neo4j_live:
