@@ -2,5 +2,5 @@
 // or none, without counting them.
 MATCH ()-[r:SIMILAR]->()
 WHERE r.dataset = $dataset
-RETURN r.weight AS weight
+RETURN 1 AS found
 LIMIT 1

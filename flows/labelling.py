@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections import Counter
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,16 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
     return summary
 
 
+@contextmanager
+def _dataset_held(store: GraphStore, dataset: str, holder: str) -> Iterator[None]:
+    """Hold the dataset for the block (on Neo4j one run at a time changes a dataset's graph:
+    ``graphstore.neo4j_lease``); the wait for another run, if any, is said in this run's log."""
+    with ExitStack() as held:
+        with store_log_in_run():
+            held.enter_context(store.dataset_lease(dataset, holder))
+        yield
+
+
 #: The key of a ``GraphBuild`` record written before a build, and replaced when it finishes.
 UNFINISHED = "unfinished"
 
@@ -267,9 +278,7 @@ def build_graph_flow(dataset: str, store_uri: str | None = None, graph: str = "k
     request = GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight=edges_weight, scale=scale,
                            search=search)
     clock = StageClock()
-    with open_store(store_uri) as store, ExitStack() as held:
-        with store_log_in_run():  # on Neo4j, one run at a time changes a dataset's graph
-            held.enter_context(store.dataset_lease(dataset, "build-graph"))
+    with open_store(store_uri) as store, _dataset_held(store, dataset, "build-graph"):
         edges, notes = build_edges(store, dataset, request, clock)
     return {"dataset": dataset, "edges": edges, "spec": request.spec(), "timings": clock.seconds,
             "warnings": _warn(notes)}
@@ -498,9 +507,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             _publish_unopened(run_id, dataset, solver, parameters, error)
         raise
     with opened as store, ExitStack() as held:
-        try:  # on Neo4j, one run at a time changes a dataset's graph (graphstore.neo4j_lease)
-            with store_log_in_run():
-                held.enter_context(store.dataset_lease(dataset, f"label run {run_id}"))
+        try:
+            held.enter_context(_dataset_held(store, dataset, f"label run {run_id}"))
         except StoreLocked as error:
             if publish:
                 _publish_unopened(run_id, dataset, solver, parameters, error)
@@ -795,18 +803,19 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if not options.full:
         _name_the_run("full")
     run_logger().info("full run: %s", reason)
+    # never built and no relationship at all: built before the export, which would read
+    # every node to find none (11.6 s at 100k on Neo4j)
+    missing = not rebuild and recorded is None and not store.has_edges(dataset)
     if rebuild:
         extra["n_edges_built"], built = build_edges(store, dataset, recipe, clock)
         notes += built
-    elif recorded is None and not store.has_edges(dataset):
-        # never built and no relationship at all: built before the export, which would read
-        # every node to find none (11.6 s at 100k on Neo4j)
+    elif missing:
         extra["n_edges_built"], built = _build_missing(store, dataset, request.over(recorded), clock)
         notes += built
     with clock("export"), progress("export", None, "nodes") as meter:
         exported = export_problem(store, dataset)
         meter.to(exported.problem.n_nodes)
-    if "n_edges_built" not in extra and exported.problem.W.nnz == 0:  # a recorded build left none
+    if not (rebuild or missing) and exported.problem.W.nnz == 0:  # a recorded build left none
         extra["n_edges_built"], built = _build_missing(store, dataset, request.over(recorded), clock)
         notes += built
         with clock("export"):

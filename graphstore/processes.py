@@ -34,9 +34,10 @@ def is_gone(process: dict[str, Any]) -> bool:
         return False
 
 
-def gone_from_this_host(process: dict[str, Any] | None) -> bool:
-    """Whether ``process`` (as ``this_process`` recorded it) ran on this host and is gone;
-    False for another host's process, whose state cannot be seen from here."""
+def gone_from_this_host(process: dict[str, Any] | None, host: str | None = None) -> bool:
+    """Whether ``process`` (as ``this_process`` recorded it) ran on this host (``host``,
+    default this machine's name) and is gone; False for another host's process, whose state
+    cannot be seen from here."""
     process = process or {}
-    return (process.get("host") == socket.gethostname() and {"pid", "started"} <= set(process)
-            and is_gone(process))
+    host = socket.gethostname() if host is None else host
+    return process.get("host") == host and {"pid", "started"} <= set(process) and is_gone(process)

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from graphstore import GraphStore
-from graphstore.processes import is_gone
+from graphstore.processes import gone_from_this_host
 from graphstore.runs import run_record
 
 #: How the error of a run marked here begins.
@@ -65,7 +65,7 @@ def why_interrupted(run: dict[str, Any], now: pd.Timestamp, silence: pd.Timedelt
     seen = run.get("heartbeat_at")
     seen = run.get("started_at") if seen is None or pd.isna(seen) else seen
     host = socket.gethostname() if host is None else host
-    if process.get("host") == host and {"pid", "started"} <= set(process) and is_gone(process):
+    if gone_from_this_host(process, host):
         return (f"{INTERRUPTED_PREFIX} its process (pid {process['pid']} on {host}) is gone; last sign of life"
                 f" {pd.Timestamp(seen):%Y-%m-%d %H:%M:%S} UTC")
     if seen is not None and not pd.isna(seen) and now - pd.Timestamp(seen) > silence:
