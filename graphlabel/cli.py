@@ -800,7 +800,7 @@ def serve(
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
     stopped (Prefect serve)."""
     from graphlabel.schedule import ScheduleError, load_schedule, server_problem, shared_store_warnings
-    from graphlabel.schedule import serve as serve_jobs
+    from graphlabel.serving import serve as serve_jobs
     from labelling.reporting import jobs_renderables
 
     try:
@@ -822,7 +822,7 @@ def serve(
     unservable = server_problem()
     if unservable is not None:
         _fail(unservable)
-    serve_jobs(jobs)
+    serve_jobs(jobs, say=lambda line: console.print(_escape(line), highlight=False))
 
 
 def main() -> None:

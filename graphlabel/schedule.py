@@ -518,11 +518,3 @@ def server_problem() -> str | None:
     said = " ".join(str(failure).split()) or type(failure).__name__
     return (f"no Prefect server answers at {PREFECT_API_URL.value()} ({said}): start it (prefect server start)"
             " or set PREFECT_API_URL to the one that runs")
-
-
-def serve(jobs: list[Job]) -> None:  # pragma: no cover - runs until interrupted
-    """Serve the jobs' deployments (``prefect.serve``): each runs on its schedule, and can be
-    started from the Prefect UI, until the process is stopped."""
-    from prefect import serve as prefect_serve
-
-    prefect_serve(*deployments(jobs))

@@ -13,6 +13,7 @@ import pytest
 from prefect.deployments.runner import RunnerDeployment
 
 import graphlabel.schedule as schedule
+import graphlabel.serving as serving
 from flows.labelling import labelling_flow
 from graphlabel.schedule import Job, ScheduleError, deployments, jobs_from_env, load_schedule, parse_schedule
 
@@ -238,7 +239,7 @@ def test_jobs_from_the_environment(tmp_path):
 
 def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
     served = []
-    monkeypatch.setattr(schedule, "serve", served.append)
+    monkeypatch.setattr(serving, "serve", served.append)
     monkeypatch.setenv("LABEL_DATASET", "items")
     monkeypatch.delenv("GRAPHLABEL_SCHEDULE", raising=False)
     spec = importlib.util.spec_from_file_location("serve_labelling", ROOT / "docker" / "serve_labelling.py")

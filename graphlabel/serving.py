@@ -1,0 +1,225 @@
+"""``graphlabel serve``: the jobs' deployments on Prefect's runner, a stop that ends the
+runs in progress, and the runs a serve stopped the hard way left behind.
+
+A stop (SIGTERM or Ctrl-C)
+--------------------------
+``prefect.serve`` (Prefect 3.8.8) answers SIGTERM, what ``systemctl stop`` and ``kill``
+send, by calling its runner's asynchronous ``stop()`` without awaiting it and raising
+``SystemExit`` inside the event loop. Measured with a label run in progress and SIGTERM
+sent to serve's process group, as systemd does: a ``RuntimeWarning`` ("coroutine
+'Runner.astop' was never awaited") and an asyncio traceback; the run's process died
+without a word, and its flow run stayed *Running* on the server for good, holding its
+deployment's one concurrency slot (``deployments`` sets a limit of 1) until the slot's
+lease ran out 300 s later: the job's next runs waited five minutes ("Aborted submission
+... non-pending state 'SCHEDULED'"). ``serve`` here builds the same runner and lets a
+signal start the runner's own ``astop()``, which cancels the runs in progress (their flow
+runs end, their slots are freed) and pauses the schedules, then ends with one line. A
+second signal leaves at once.
+
+Runs left behind
+----------------
+A serve killed outright (``kill -9``, an out-of-memory kill, a machine that went down)
+cannot end its runs. Their flow runs stay *Pending* or *Running*, and when the Prefect
+server restarted meanwhile they hold their slot for ever: the server keeps the slots'
+leases in memory (``prefect.server.concurrency.lease_storage.memory``), so no lease
+expires to free it. Before it serves, ``serve`` therefore ends each such flow run of its
+jobs as *Crashed*, which frees the slot (Prefect's ``ReleaseFlowConcurrencySlots``),
+when it is sure the run is over:
+
+1. its ``LabelRun`` (whose id is the flow run's) names a process of this host that is
+   gone (``graphstore.processes``), or says it was interrupted (``labelling.liveness``,
+   which also covers other hosts' runs silent for hours); or
+2. it has no ``LabelRun`` and has been in its state for more than
+   ``UNRECORDED_SECONDS``: a served run records its ``LabelRun`` in its first task, a
+   second after it starts.
+
+Any other run may still be going, on this host or another serving the same jobs, and is
+left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from graphlabel.schedule import Job, deployments
+from graphstore.processes import gone_from_this_host
+from labelling.liveness import INTERRUPTED_PREFIX, mark_interrupted_runs
+
+#: A flow run without a ``LabelRun`` that has been Pending or Running this long is over
+#: (a served run writes its ``LabelRun`` in its first task, about a second in).
+UNRECORDED_SECONDS = 120.0
+#: How long a left run's store may take to open (an embedded store another process holds
+#: means a run may still be using it: its runs are then left alone).
+STORE_OPEN_SECONDS = 5.0
+#: The flow run states a run a serve started is in until it ends.
+UNFINISHED_STATES = ("PENDING", "RUNNING", "CANCELLING")
+
+
+@dataclass(frozen=True)
+class LeftRun:
+    """A flow run of a served job that a stopped serve left unfinished, and why it is over."""
+
+    job: str
+    flow_run_id: str
+    name: str
+    state: str
+    reason: str
+
+
+def why_over(state_since: pd.Timestamp, record: dict[str, Any] | None, now: pd.Timestamp,
+             host: str | None = None) -> str | None:
+    """Why an unfinished flow run is over (the rule of the module docstring), or None
+    while it may still be going. ``record`` is its ``LabelRun`` row, None when it has none;
+    times are UTC without a zone."""
+    host = socket.gethostname() if host is None else host
+    if record is None:
+        age = (now - state_since).total_seconds()
+        if age > UNRECORDED_SECONDS:
+            return f"it never recorded its run in the store, and has been in its state for {age:.0f} s"
+        return None
+    process = record.get("process") or {}
+    if gone_from_this_host(process, host):
+        return f"its process (pid {process['pid']} on {host}) is gone"
+    error = record.get("error")
+    if record.get("status") == "failed" and isinstance(error, str) and error.startswith(INTERRUPTED_PREFIX):
+        return error[len(INTERRUPTED_PREFIX):].strip()
+    return None
+
+
+def _utc(timestamp) -> pd.Timestamp:
+    stamp = pd.Timestamp(timestamp)
+    return stamp.tz_convert("UTC").tz_localize(None) if stamp.tzinfo is not None else stamp
+
+
+def _records(job: Job, run_ids: Iterable[str]) -> dict[str, dict[str, Any]] | str:
+    """The ``LabelRun`` rows of ``run_ids`` in the job's store (runs whose process is gone
+    marked interrupted first), or why the store cannot be read now."""
+    from graphstore import NEO4J_SCHEMES, StoreConnectionError, StoreNotFound, default_store_uri, open_store
+
+    uri = job.store_uri or default_store_uri()
+    options: dict[str, Any] = {} if uri.startswith(NEO4J_SCHEMES) else {"lock_timeout": STORE_OPEN_SECONDS}
+    try:
+        with open_store(uri, **options) as store:
+            mark_interrupted_runs(store, job.dataset)
+            return {run_id: rows.iloc[0].to_dict() for run_id in run_ids
+                    if not (rows := store.read_runs(dataset=job.dataset, run_id=run_id, limit=1)).empty}
+    except StoreNotFound:
+        return {}
+    except (StoreConnectionError, ValueError) as error:  # held by a process that may be one of these runs,
+        return str(error)                                 # not answering, or no credentials (messages redacted)
+
+
+def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[list[LeftRun], list[str]]:
+    """End, as Crashed, the unfinished flow runs of ``jobs``' deployments that are over.
+
+    Returns the runs ended, and a line for each job whose unfinished runs could not be
+    judged (its store could not be opened)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.exceptions import ObjectNotFound
+    from prefect.states import Crashed
+
+    from flows.labelling import labelling_flow
+
+    now = pd.Timestamp.now(tz="UTC").tz_localize(None) if now is None else now
+    ended: list[LeftRun] = []
+    unjudged: list[str] = []
+    unfinished = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in UNFINISHED_STATES]))
+    with get_client(sync_client=True) as client:
+        for job in jobs:
+            try:
+                deployment = client.read_deployment_by_name(f"{labelling_flow.name}/{job.name}")
+            except ObjectNotFound:  # never served: nothing of it can be left
+                continue
+            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]), state=unfinished))
+            if not runs:
+                continue
+            records = _records(job, [str(run.id) for run in runs])
+            if isinstance(records, str):
+                unjudged.append(f"job {job.name!r}: {len(runs)} unfinished run(s) left as they are, since whether"
+                                f" they still run cannot be told: {records}")
+                continue
+            for run in runs:
+                since = _utc(run.state.timestamp) if run.state is not None else now
+                reason = why_over(since, records.get(str(run.id)), now)
+                if reason is None:
+                    continue
+                state = (run.state.name if run.state is not None else None) or "unfinished"
+                client.set_flow_run_state(run.id, Crashed(message=f"ended by the next graphlabel serve: {reason}"),
+                                          force=True)
+                ended.append(LeftRun(job.name, str(run.id), run.name, state, reason))
+    return ended, unjudged
+
+
+def _runner():
+    """Prefect's runner, whose SIGTERM (and SIGINT) starts its own ``astop()``."""
+    from prefect.runner import Runner
+
+    class StoppingRunner(Runner):
+        stop_signal: str | None = None
+        _stopping: asyncio.Task | None = None
+
+        def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
+            self.stop_on("SIGTERM")
+
+        def stop_on(self, name: str) -> None:
+            if self.stop_signal is not None:  # asked again: leave now
+                raise KeyboardInterrupt
+            self.stop_signal = name
+            self._logger.info(f"{name}: stopping; runs in progress are cancelled")
+            # a signal handler runs between two steps of the loop: start the stop in the loop
+            assert self._loop is not None  # set by _run before any handler is installed
+            self._loop.call_soon_threadsafe(self._start_stopping)
+
+        def _start_stopping(self) -> None:
+            if not self.started:  # not serving yet: nothing to stop gently
+                raise KeyboardInterrupt
+            self._stopping = asyncio.ensure_future(self.astop())
+
+    return StoppingRunner(pause_on_shutdown=True)
+
+
+async def _run(runner) -> None:
+    runner._loop = asyncio.get_running_loop()  # the runner's own start() keeps a loop it was given
+    signal.signal(signal.SIGINT, lambda *_: runner.stop_on("SIGINT"))
+    await runner.start()
+
+
+def serve(jobs: list[Job], say=print) -> None:  # pragma: no cover - runs until stopped (tests/test_serve_stop.py)
+    """Serve the jobs' deployments until SIGTERM or Ctrl-C: first end the runs a stopped
+    serve left, then run each job on its schedule (and from the Prefect UI)."""
+    from prefect.settings import PREFECT_UI_URL
+
+    ended, unjudged = end_left_runs(jobs)
+    for run in ended:
+        say(f"ended run {run.name!r} ({run.flow_run_id}) of job {run.job!r}, left {run.state} by a serve that"
+            f" was stopped: {run.reason}; marked Crashed, so the job's schedule runs again")
+    for line in unjudged:
+        say(f"warning: {line}")
+    runner = _runner()
+    for deployment in deployments(jobs):
+        runner.add_deployment(deployment)
+    where = f": {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else ""
+    say(f"serving {len(jobs)} job(s) on their schedules; they can be started from the Prefect UI{where}."
+        " Stop with Ctrl-C or SIGTERM (runs in progress are cancelled).")
+    try:
+        asyncio.run(_run(runner))
+    except KeyboardInterrupt:
+        say("stopped at once (asked twice): runs in progress may be left unfinished; the next serve ends them")
+        raise SystemExit(1) from None
+    say(f"stopped ({runner.stop_signal or 'the runner ended'}): the jobs' schedules are paused until serve"
+        " starts again")

@@ -1,0 +1,172 @@
+"""Stopping ``graphlabel serve`` while a scheduled run is in progress, on a real Prefect
+server with its scheduler on and a real embedded store (graphlabel/serving.py):
+
+- SIGTERM to serve's process group, as ``systemctl stop`` sends it: the run is cancelled,
+  its deployment's slot freed, and serve ends with one line and no traceback (Prefect's
+  own ``serve`` printed an asyncio traceback and left the run Running, holding the slot);
+- ``kill -9`` of the group, as a machine that goes down: the run is left Running, and the
+  next serve ends it as Crashed, says so, and the job's next run starts at once instead
+  of 300 s later (when the slot's lease ran out, or never after a server restart).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from prefect_server import PrefectServer, stop
+from test_progress import blobs
+
+from graphlabel.serving import UNRECORDED_SECONDS, why_over
+from graphstore import open_store
+
+GRAPHLABEL = Path(sys.executable).with_name("graphlabel")
+JOB = "blobs-often"
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    with PrefectServer(tmp_path_factory.mktemp("prefect-server")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(prefect_server, tmp_path_factory):
+    """A store with 60,000 nodes (a full run takes seconds: long enough to be stopped in)
+    and a schedule running its job every 5 s."""
+    folder = tmp_path_factory.mktemp("served")
+    store = str(folder / "store")
+    done = subprocess.run([str(GRAPHLABEL), "ingest", str(blobs(folder / "blobs.parquet", 60_000)), "--dataset",
+                           "blobs", "--key", "id", "--features", "x*", "--label", "label", "--store", store, "-q"],
+                          cwd=folder, env=prefect_server.env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    config = folder / "schedule.toml"
+    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "{JOB}"\ndataset = "blobs"\ninterval = 5\n'
+                      'full = true\n')
+    return folder, config, store
+
+
+def start_serve(server: PrefectServer, folder: Path, config: Path, log: Path) -> subprocess.Popen:
+    with log.open("ab") as out:
+        return subprocess.Popen([str(GRAPHLABEL), "serve", "--config", str(config)], cwd=folder,
+                                env=server.env(PREFECT_RUNNER_POLL_FREQUENCY="1", COLUMNS="200"), stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def job_runs(server: PrefectServer) -> list[dict]:
+    found = server.post("/deployments/filter", {"deployments": {"name": {"any_": [JOB]}}})
+    if not found:
+        return []
+    return server.post("/flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [found[0]["id"]]}},
+                                             "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+
+
+def job_slots(server: PrefectServer) -> int:
+    deployment = server.post("/deployments/filter", {"deployments": {"name": {"any_": [JOB]}}})[0]
+    limits = server.post("/v2/concurrency_limits/filter", {})  # a deployment's limit is named after it
+    return next(limit["active_slots"] for limit in limits if limit["name"] == f"deployment:{deployment['id']}")
+
+
+def wait_for(what, seconds: float, serve: subprocess.Popen, log: Path):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = what()
+        if found:
+            return found
+        assert serve.poll() is None, log.read_text()[-4000:]
+        time.sleep(0.2)
+    raise AssertionError(f"not within {seconds} s; serve log:\n{log.read_text()[-4000:]}")
+
+
+def running_run(server: PrefectServer) -> dict | None:
+    return next((run for run in job_runs(server) if run["state_type"] == "RUNNING"), None)
+
+
+def test_sigterm_to_serve_cancels_the_run_in_progress_and_ends_in_one_line(prefect_server, served):
+    folder, config, store = served
+    log = folder / "sigterm.log"
+    serve = start_serve(prefect_server, folder, config, log)
+    try:
+        run = wait_for(lambda: running_run(prefect_server), 180, serve, log)
+        os.killpg(serve.pid, signal.SIGTERM)  # the whole group, as systemd stops a service
+        serve.wait(90)
+    finally:
+        stop(serve)
+    output = log.read_text()
+    assert serve.returncode == 0, output[-4000:]
+    assert output.rstrip().splitlines()[-1] == (
+        "stopped (SIGTERM): the jobs' schedules are paused until serve starts again")
+    assert "Traceback" not in output, output[-4000:]
+    assert "RuntimeWarning" not in output, output[-4000:]
+    ended = next(r for r in job_runs(prefect_server) if r["id"] == run["id"])
+    assert ended["state_type"] in ("CANCELLED", "CRASHED"), ended["state"]
+    assert job_slots(prefect_server) == 0
+    with open_store(store) as graph_store:
+        record = graph_store.read_runs(dataset="blobs", run_id=run["id"])
+    assert list(record["status"]) != ["running"]  # failed, or not yet recorded when the signal came
+
+
+def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, served):
+    folder, config, store = served
+    log = folder / "kill.log"
+    serve = start_serve(prefect_server, folder, config, log)
+    try:
+        run = wait_for(lambda: running_run(prefect_server), 180, serve, log)
+        # once its first task has written its LabelRun, the run names the process to check
+        wait_for(lambda: "Task run 'record-run: running' - Finished" in log.read_text(), 60, serve, log)
+        os.killpg(serve.pid, signal.SIGKILL)  # nothing gets to clean up
+        serve.wait(30)
+    finally:
+        stop(serve)
+    time.sleep(1)
+    left = next(r for r in job_runs(prefect_server) if r["id"] == run["id"])
+    assert left["state_type"] == "RUNNING"  # what a killed serve leaves: the scenario holds
+    assert job_slots(prefect_server) == 1
+
+    log = folder / "restart.log"
+    killed_at = time.monotonic()
+    serve = start_serve(prefect_server, folder, config, log)
+    try:
+        completed = wait_for(lambda: next((r for r in job_runs(prefect_server) if r["state_type"] == "COMPLETED"
+                                           and r["id"] != run["id"] and r["start_time"] > left["start_time"]),
+                                          None), 150, serve, log)
+    finally:
+        stop(serve)
+    output = log.read_text()
+    # the slot's lease would have run out 300 s after the kill: the job ran long before
+    assert time.monotonic() - killed_at < 200
+    ended = next(r for r in job_runs(prefect_server) if r["id"] == run["id"])
+    assert ended["state_type"] == "CRASHED", ended["state"]
+    assert ended["state"]["message"].startswith("ended by the next graphlabel serve: ")
+    said = next(line for line in output.splitlines() if line.startswith("ended run "))
+    assert run["id"] in said
+    assert f"of job {JOB!r}, left Running by a serve that was stopped: " in said
+    assert completed["state_type"] == "COMPLETED"
+
+
+# -- the rule, without a server -----------------------------------------------------------
+
+
+def test_why_over_reads_the_run_record_or_the_time_without_one():
+    import pandas as pd
+
+    now = pd.Timestamp("2026-11-29 12:00:00")
+    young, old = now - pd.Timedelta(seconds=10), now - pd.Timedelta(seconds=UNRECORDED_SECONDS + 1)
+    assert why_over(young, None, now, host="here") is None
+    assert why_over(old, None, now, host="here").startswith("it never recorded its run in the store")
+    gone = {"host": "here", "pid": 2 ** 22 + 12345, "started": 0.0}
+    assert why_over(young, {"status": "running", "process": gone}, now, host="here") == (
+        f"its process (pid {gone['pid']} on here) is gone")
+    from graphstore.processes import this_process
+
+    alive = this_process()
+    assert why_over(old, {"status": "running", "process": alive}, now, host=alive["host"]) is None
+    elsewhere = {**alive, "host": "another-host"}
+    assert why_over(old, {"status": "running", "process": elsewhere}, now, host=alive["host"]) is None
+    interrupted = {"status": "failed", "process": elsewhere, "error": "interrupted: no sign of life on another-host"}
+    assert why_over(old, interrupted, now, host=alive["host"]) == "no sign of life on another-host"
