@@ -156,7 +156,6 @@ def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[lis
     )
     from prefect.client.schemas.objects import StateType
     from prefect.exceptions import ObjectNotFound
-    from prefect.states import Crashed
 
     from flows.labelling import labelling_flow
 
@@ -185,10 +184,34 @@ def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[lis
                 if reason is None:
                     continue
                 state = (run.state.name if run.state is not None else None) or "unfinished"
-                client.set_flow_run_state(run.id, Crashed(message=f"ended by the next graphlabel serve: {reason}"),
-                                          force=True)
+                _crash(client, run.id, f"ended by the next graphlabel serve: {reason}")
                 ended.append(LeftRun(job.name, str(run.id), run.name, state, reason))
     return ended, unjudged
+
+
+def _crash(client, flow_run_id, message: str) -> None:
+    """End a left flow run as Crashed, with its unfinished task runs (the UI drew the task
+    a killed run was in as running for good), and say why in its log (the UI's log tab of
+    such a run said "This run didn't generate logs")."""
+    from datetime import UTC, datetime
+
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        TaskRunFilter,
+        TaskRunFilterState,
+        TaskRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.states import Crashed
+
+    unfinished = TaskRunFilterState(type=TaskRunFilterStateType(any_=[StateType(s) for s in UNFINISHED_STATES]))
+    for task_run in client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+                                          task_run_filter=TaskRunFilter(state=unfinished)):
+        client.set_task_run_state(task_run.id, Crashed(message=message), force=True)
+    client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+    client.create_logs([{"name": "graphlabel.serve", "level": 40, "message": message,
+                         "timestamp": datetime.now(UTC).isoformat(), "flow_run_id": str(flow_run_id)}])
 
 
 def _runner():

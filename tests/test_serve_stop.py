@@ -88,6 +88,11 @@ def running_run(server: PrefectServer) -> dict | None:
     return next((run for run in job_runs(server) if run["state_type"] == "RUNNING"), None)
 
 
+def running_task(server: PrefectServer, flow_run_id: str) -> bool:
+    tasks = server.post("/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
+    return any(task["state_type"] == "RUNNING" for task in tasks)
+
+
 def test_sigterm_to_serve_cancels_the_run_in_progress_and_ends_in_one_line(prefect_server, served):
     folder, config, store = served
     log = folder / "sigterm.log"
@@ -118,8 +123,10 @@ def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, s
     serve = start_serve(prefect_server, folder, config, log)
     try:
         run = wait_for(lambda: running_run(prefect_server), 180, serve, log)
-        # once its first task has written its LabelRun, the run names the process to check
-        wait_for(lambda: "Task run 'record-run: running' - Finished" in log.read_text(), 60, serve, log)
+        # once its first task has written its LabelRun, the run names the process to check;
+        # killed in a later task, which the server has as running
+        wait_for(lambda: "Task run 'record-run: running' - Finished" in log.read_text() and running_task(
+            prefect_server, run["id"]), 60, serve, log)
         os.killpg(serve.pid, signal.SIGKILL)  # nothing gets to clean up
         serve.wait(30)
     finally:
@@ -146,6 +153,12 @@ def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, s
     ended = next(r for r in job_runs(prefect_server) if r["id"] == run["id"])
     assert ended["state_type"] == "CRASHED", ended["state"]
     assert ended["state"]["message"].startswith("ended by the next graphlabel serve: ")
+    # what the UI shows of it: no task drawn running for good, and the reason in its log
+    tasks = prefect_server.post("/task_runs/filter", {"flow_runs": {"id": {"any_": [run["id"]]}}})
+    assert tasks
+    assert not {task["state_type"] for task in tasks} & {"PENDING", "RUNNING"}, tasks
+    logs = prefect_server.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}})
+    assert ended["state"]["message"] in [log["message"] for log in logs]
     said = next(line for line in output.splitlines() if line.startswith("ended run "))
     assert run["id"] in said
     assert f"of job {JOB!r}, left Running by a serve that was stopped: " in said
