@@ -35,6 +35,15 @@ when it is sure the run is over:
 
 Any other run may still be going, on this host or another serving the same jobs, and is
 left alone.
+
+Runs missed meanwhile
+---------------------
+While no serve runs (killed, or a machine down), the server's scheduler goes on creating
+a job's runs, and the next serve ran every one that was due, one after another: 21 runs
+of an every-20-s job after 15 minutes, and a day's hourly runs after a day. A labelling
+run labels the dataset as it is, so each of them repeats the one after it. Before it
+serves, ``serve`` cancels the runs the scheduler made that were due before it started,
+all but the newest, which runs at once; a run someone started by hand is kept.
 """
 
 from __future__ import annotations
@@ -189,6 +198,54 @@ def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[lis
     return ended, unjudged
 
 
+def skip_missed_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> list[str]:
+    """Cancel the scheduled runs of ``jobs`` that were due before ``now``, all but each
+    job's newest (the module docstring, "Runs missed meanwhile"); a line per job that had
+    any."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterDeploymentId,
+        FlowRunFilterExpectedStartTime,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.exceptions import ObjectNotFound
+    from prefect.states import Cancelled
+
+    from flows.labelling import labelling_flow
+
+    now = pd.Timestamp.now(tz="UTC") if now is None else now.tz_localize("UTC") if now.tzinfo is None else now
+    lines = []
+    with get_client(sync_client=True) as client:
+        for job in jobs:
+            try:
+                deployment = client.read_deployment_by_name(f"{labelling_flow.name}/{job.name}")
+            except ObjectNotFound:
+                continue
+            due = [run for run in client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
+                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED])),
+                    expected_start_time=FlowRunFilterExpectedStartTime(before_=now.to_pydatetime())),
+                sort=FlowRunSort.EXPECTED_START_TIME_DESC) if run.auto_scheduled]
+            if len(due) < 2:
+                continue
+            newest, missed = due[0], due[1:]
+            for run in missed:
+                client.set_flow_run_state(run.id, Cancelled(
+                    message=f"skipped: missed while graphlabel serve was not running; the run due at"
+                            f" {_utc(newest.expected_start_time):%Y-%m-%d %H:%M:%S} UTC labels in its place"),
+                    force=True)
+            first, last = (_utc(run.expected_start_time) for run in (missed[-1], missed[0]))
+            lines.append(f"job {job.name!r}: skipped {len(missed)} run(s) missed while serve was not running (due"
+                         f" {first:%Y-%m-%d %H:%M:%S} to {last:%H:%M:%S} UTC): each would repeat the next; the"
+                         f" newest, due {_utc(newest.expected_start_time):%H:%M:%S}, runs now")
+    return lines
+
+
 def _crash(client, flow_run_id, message: str) -> None:
     """End a left flow run as Crashed, with its unfinished task runs (the UI drew the task
     a killed run was in as running for good), and say why in its log (the UI's log tab of
@@ -250,7 +307,8 @@ async def _run(runner) -> None:
 
 def serve(jobs: list[Job], say=print) -> None:  # pragma: no cover - runs until stopped (tests/test_serve_stop.py)
     """Serve the jobs' deployments until SIGTERM or Ctrl-C: first end the runs a stopped
-    serve left, then run each job on its schedule (and from the Prefect UI)."""
+    serve left and skip the runs missed meanwhile, then run each job on its schedule (and
+    from the Prefect UI)."""
     from prefect.settings import PREFECT_UI_URL
 
     ended, unjudged = end_left_runs(jobs)
@@ -259,6 +317,8 @@ def serve(jobs: list[Job], say=print) -> None:  # pragma: no cover - runs until 
             f" was stopped: {run.reason}; marked Crashed, so the job's schedule runs again")
     for line in unjudged:
         say(f"warning: {line}")
+    for line in skip_missed_runs(jobs):
+        say(line)
     runner = _runner()
     for deployment in deployments(jobs):
         runner.add_deployment(deployment)

@@ -7,7 +7,8 @@ server with its scheduler on and a real embedded store (graphlabel/serving.py):
 - ``kill -9`` of the group and a restart of the Prefect server, as a machine that goes
   down: the run is left Running, holding its slot with no lease left to run out, and the
   next serve ends it as Crashed, says so, and the job's next run starts at once (it never
-  would otherwise: checked by hand, the slot was still held 360 s after the restart).
+  would otherwise: checked by hand, the slot was still held 360 s after the restart); of
+  the runs that came due meanwhile, only the newest runs.
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ def running_run(server: PrefectServer) -> dict | None:
     return next((run for run in job_runs(server) if run["state_type"] == "RUNNING"), None)
 
 
+def due_runs(server: PrefectServer) -> list[dict]:
+    """The job's runs the scheduler made that are due and not started, oldest first."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    return [run for run in job_runs(server) if run["state_type"] == "SCHEDULED" and run["auto_scheduled"]
+            and run["expected_start_time"][:19] < now]
+
+
 def running_task(server: PrefectServer, flow_run_id: str) -> bool:
     tasks = server.post("/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
     return any(task["state_type"] == "RUNNING" for task in tasks)
@@ -141,6 +149,12 @@ def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, s
     prefect_server.__enter__()
     assert job_slots(prefect_server) == 1
 
+    # the scheduler goes on making the job's runs meanwhile: let three come due
+    deadline = time.monotonic() + 60
+    while len(missed := due_runs(prefect_server)) < 3:
+        assert time.monotonic() < deadline, job_runs(prefect_server)
+        time.sleep(1)
+
     log = folder / "restart.log"
     serve = start_serve(prefect_server, folder, config, log)
     try:
@@ -163,6 +177,14 @@ def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, s
     assert run["id"] in said
     assert f"of job {JOB!r}, left Running by a serve that was stopped: " in said
     assert completed["state_type"] == "COMPLETED"
+    # the runs missed meanwhile were skipped but for the newest: each would repeat the next
+    states = {r["id"]: r for r in job_runs(prefect_server)}
+    for skipped in missed[:-1]:
+        assert states[skipped["id"]]["state_type"] == "CANCELLED", states[skipped["id"]]["state"]
+        assert states[skipped["id"]]["state"]["message"].startswith(
+            "skipped: missed while graphlabel serve was not running; the run due at ")
+    said = next(line for line in output.splitlines() if line.startswith(f"job {JOB!r}: skipped "))
+    assert f" run(s) missed while serve was not running (due {missed[0]['expected_start_time'][:10]} " in said
 
 
 # -- the rule, without a server -----------------------------------------------------------
