@@ -798,7 +798,8 @@ def serve(
     check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs and exit."),
 ) -> None:
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
-    stopped (Prefect serve)."""
+    stopped (Ctrl-C or SIGTERM: runs in progress are cancelled). Runs a killed serve left
+    unfinished are ended first, and runs missed meanwhile skipped but for the newest."""
     from graphlabel.schedule import ScheduleError, load_schedule, server_problem, shared_store_warnings
     from graphlabel.serving import serve as serve_jobs
     from labelling.reporting import jobs_renderables
