@@ -101,18 +101,31 @@ def running_task(server: PrefectServer, flow_run_id: str) -> bool:
     return any(task["state_type"] == "RUNNING" for task in tasks)
 
 
-def test_sigterm_to_serve_cancels_the_run_in_progress_and_ends_in_one_line(prefect_server, served):
-    folder, config, store = served
-    log = folder / "sigterm.log"
-    serve = start_serve(prefect_server, folder, config, log)
+def signal_mid_run(server: PrefectServer, served, log: Path, sent: signal.Signals,
+                   in_task: bool = False) -> tuple[dict, int]:
+    """Serve the job and send ``sent`` to serve's whole process group (as systemd stops a
+    service) once a run is Running; with ``in_task``, once its LabelRun is written and the
+    server has a later task of it running. Returns that run and serve's exit status."""
+    folder, config, _ = served
+    serve = start_serve(server, folder, config, log)
     try:
-        run = wait_for(lambda: running_run(prefect_server), 180, serve, log)
-        os.killpg(serve.pid, signal.SIGTERM)  # the whole group, as systemd stops a service
+        run = wait_for(lambda: running_run(server), 180, serve, log)
+        if in_task:
+            wait_for(lambda: "Task run 'record-run: running' - Finished" in log.read_text()
+                     and running_task(server, run["id"]), 60, serve, log)
+        os.killpg(serve.pid, sent)
         serve.wait(90)
     finally:
         stop(serve)
+    return run, serve.returncode
+
+
+def test_sigterm_to_serve_cancels_the_run_in_progress_and_ends_in_one_line(prefect_server, served):
+    folder, _, store = served
+    log = folder / "sigterm.log"
+    run, status = signal_mid_run(prefect_server, served, log, signal.SIGTERM)
     output = log.read_text()
-    assert serve.returncode == 0, output[-4000:]
+    assert status == 0, output[-4000:]
     assert output.rstrip().splitlines()[-1].startswith(
         "stopped (SIGTERM): the jobs' schedules are paused until serve starts again")
     assert "Traceback" not in output, output[-4000:]
@@ -126,19 +139,10 @@ def test_sigterm_to_serve_cancels_the_run_in_progress_and_ends_in_one_line(prefe
 
 
 def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, served):
-    folder, config, store = served
-    log = folder / "kill.log"
-    serve = start_serve(prefect_server, folder, config, log)
-    try:
-        run = wait_for(lambda: running_run(prefect_server), 180, serve, log)
-        # once its first task has written its LabelRun, the run names the process to check;
-        # killed in a later task, which the server has as running
-        wait_for(lambda: "Task run 'record-run: running' - Finished" in log.read_text() and running_task(
-            prefect_server, run["id"]), 60, serve, log)
-        os.killpg(serve.pid, signal.SIGKILL)  # nothing gets to clean up
-        serve.wait(30)
-    finally:
-        stop(serve)
+    folder, config, _ = served
+    # killed once its LabelRun names the process to check, in a task the server has as
+    # running; nothing gets to clean up
+    run, _ = signal_mid_run(prefect_server, served, folder / "kill.log", signal.SIGKILL, in_task=True)
     time.sleep(1)
     left = next(r for r in job_runs(prefect_server) if r["id"] == run["id"])
     assert left["state_type"] == "RUNNING"  # what a killed serve leaves: the scenario holds
