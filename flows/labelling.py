@@ -32,7 +32,7 @@ from graphstore.processes import this_process
 from graphstore.secrets import PASSWORD_ENV, redact
 from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import copy_groups, pool_copies
-from labelling.liveness import mark_interrupted_runs
+from labelling.liveness import label_run_holder, mark_interrupted_runs
 from labelling.options import RunOptions, run_kind
 from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
 from labelling.provenance import versions
@@ -508,7 +508,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         raise
     with opened as store, ExitStack() as held:
         try:
-            held.enter_context(_dataset_held(store, dataset, f"label run {run_id}"))
+            held.enter_context(_dataset_held(store, dataset, label_run_holder(run_id)))
         except StoreLocked as error:
             if publish:
                 _publish_unopened(run_id, dataset, solver, parameters, error)

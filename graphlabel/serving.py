@@ -27,8 +27,8 @@ jobs as *Crashed*, which frees the slot (Prefect's ``ReleaseFlowConcurrencySlots
 when it is sure the run is over:
 
 1. its ``LabelRun`` (whose id is the flow run's) names a process of this host that is
-   gone (``graphstore.processes``), or says it was interrupted (``labelling.liveness``,
-   which also covers other hosts' runs silent for hours); or
+   gone (``graphstore.processes``), or says it was interrupted (``labelling.liveness``:
+   on Neo4j, a run of another host no longer holding its dataset's lease); or
 2. it has no ``LabelRun`` and has been in its state for more than
    ``UNRECORDED_SECONDS``: a served run records its ``LabelRun`` in its first task, a
    second after it starts.

@@ -791,5 +791,11 @@ class Neo4jStore(GraphStore):
     def dataset_lease(self, dataset: str, holder: str) -> contextlib.AbstractContextManager[None]:
         return neo4j_lease.dataset_lease(self._single, dataset, holder, lock_timeout_from_env())
 
+    has_leases = True
+
+    def lease_holder(self, dataset: str) -> str | None:
+        row = self._single("read_lease", {"dataset": dataset}, routing=READ)
+        return None if row is None else row["holder"]
+
     def close(self) -> None:
         self._driver.close()

@@ -418,6 +418,16 @@ class GraphStore(ABC):
         two runs meet in it; Neo4j serves many (``graphstore.neo4j_lease``)."""
         return nullcontext()
 
+    #: Whether ``dataset_lease`` holds anything (Neo4j), so that ``lease_holder`` tells a
+    #: run that holds its dataset from one that died (``labelling.liveness``).
+    has_leases: bool = False
+
+    def lease_holder(self, dataset: str) -> str | None:
+        """What holds ``dataset``'s lease now (the ``holder`` given to ``dataset_lease``),
+        None when nothing does: no lease, or one whose time ran out. This default: None, a
+        store without leases."""
+        return None
+
     def close(self) -> None:
         """Release the connection (this default: a store that holds none)."""
         return None

@@ -850,6 +850,15 @@ def test_08_the_liveness_rule(monkeypatch):
     assert "no sign of life on another-host since" in why_interrupted(run(elsewhere, 6.1), now, silence)
     old = {"process": {}, "heartbeat_at": pd.NaT, "started_at": now - pd.Timedelta(hours=7)}  # before heartbeats
     assert why_interrupted(old, now, silence).startswith("interrupted: no sign of life since")
+    # on a store with leases a label run holds its dataset's while it runs (rule 2)
+    from labelling.liveness import label_run_holder
+
+    leased = {**run(elsewhere, 0.1), "run_id": "r1"}
+    assert why_interrupted(leased, now, silence, lease_holder=label_run_holder("r1")) is None
+    for holder in (None, label_run_holder("r2"), "build-graph"):
+        assert why_interrupted(leased, now, silence, lease_holder=holder).startswith(
+            "interrupted: it no longer holds the lease of its dataset, which a running label run renews every"
+            " 15 s: its process (pid 1 on another-host) is gone, or was silent for more than 60 s")
     monkeypatch.setenv("GRAPHLABEL_RUN_STALE_HOURS", "0")
     from labelling.liveness import stale_after
 

@@ -166,3 +166,35 @@ def test_a_holder_renews_its_lease(neo4j_env, dataset, monkeypatch):
                     pass
         with other.dataset_lease(dataset, "a test"):  # let go: taken at once
             assert lease_of(other, dataset)["holder"] == "a test"
+
+
+def test_a_running_label_run_of_another_host_without_its_lease_is_interrupted(neo4j_env, dataset):
+    """A label run on another host that died (its LabelRun says running, its process
+    cannot be checked from here) is marked interrupted as soon as it no longer holds its
+    dataset's lease, instead of after GRAPHLABEL_RUN_STALE_HOURS (6 h): while the lease is
+    held in its name it stays running, and `graphlabel report` shows it failed once the
+    lease is gone."""
+    import uuid
+
+    import pandas as pd
+
+    from graphstore import LabelRunRecord, open_store
+    from labelling.liveness import label_run_holder, mark_interrupted_runs
+
+    now = pd.Timestamp.now(tz="UTC")
+    run = LabelRunRecord(str(uuid.uuid4()), dataset, "harmonic", {}, {}, {}, now, None, 0, 0, 0, status="running",
+                         process={"host": "another-host", "pid": 4242, "started": 0.0}, heartbeat_at=now)
+    with open_store(neo4j_env) as store:
+        store.write_run(run)
+        with store.dataset_lease(dataset, label_run_holder(run.run_id)):
+            assert store.lease_holder(dataset) == label_run_holder(run.run_id)
+            assert mark_interrupted_runs(store, dataset) == []  # it holds its dataset: it may be running
+        assert store.lease_holder(dataset) is None
+    shown = cli("report", "--dataset", dataset, "--store", neo4j_env)
+    assert " failed " in shown.output
+    assert "it no longer holds the lease of its dataset" in " ".join(shown.output.split())
+    with open_store(neo4j_env) as store:
+        row = store.read_runs(dataset=dataset, run_id=run.run_id).iloc[0]
+    assert row["status"] == "failed"
+    assert row["error"].startswith("interrupted: it no longer holds the lease of its dataset")
+    assert "(pid 4242 on another-host)" in row["error"]
