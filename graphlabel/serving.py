@@ -277,7 +277,7 @@ def _runner():
 
     class StoppingRunner(Runner):
         stop_signal: str | None = None
-        _stopping: asyncio.Task | None = None
+        _stopping: asyncio.Task | None = None  # the loop keeps only a weak reference to a task
 
         def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
             self.stop_on("SIGTERM")
