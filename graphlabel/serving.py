@@ -151,12 +151,10 @@ def mark_stopped_runs(jobs: list[Job]) -> int:
     return marked
 
 
-def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[list[LeftRun], list[str]]:
-    """End, as Crashed, the unfinished flow runs of ``jobs``' deployments that are over.
-
-    Returns the runs ended, and a line for each job whose unfinished runs could not be
-    judged (its store could not be opened)."""
-    from prefect.client.orchestration import get_client
+def _deployment_runs(client, jobs: list[Job], states: Iterable[str], **filters: Any):
+    """``(job, its flow runs in one of states)`` for each job served before (one never
+    served has none), newest expected start first; ``filters`` are more
+    ``FlowRunFilter`` fields."""
     from prefect.client.schemas.filters import (
         FlowRunFilter,
         FlowRunFilterDeploymentId,
@@ -164,22 +162,35 @@ def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[lis
         FlowRunFilterStateType,
     )
     from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
     from prefect.exceptions import ObjectNotFound
 
     from flows.labelling import labelling_flow
 
+    in_states = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(state) for state in states]))
+    for job in jobs:
+        try:
+            deployment = client.read_deployment_by_name(f"{labelling_flow.name}/{job.name}")
+        except ObjectNotFound:
+            continue
+        yield job, client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
+                                          state=in_states, **filters),
+            sort=FlowRunSort.EXPECTED_START_TIME_DESC)
+
+
+def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[list[LeftRun], list[str]]:
+    """End, as Crashed, the unfinished flow runs of ``jobs``' deployments that are over.
+
+    Returns the runs ended, and a line for each job whose unfinished runs could not be
+    judged (its store could not be opened)."""
+    from prefect.client.orchestration import get_client
+
     now = pd.Timestamp.now(tz="UTC").tz_localize(None) if now is None else now
     ended: list[LeftRun] = []
     unjudged: list[str] = []
-    unfinished = FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType(s) for s in UNFINISHED_STATES]))
     with get_client(sync_client=True) as client:
-        for job in jobs:
-            try:
-                deployment = client.read_deployment_by_name(f"{labelling_flow.name}/{job.name}")
-            except ObjectNotFound:  # never served: nothing of it can be left
-                continue
-            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]), state=unfinished))
+        for job, runs in _deployment_runs(client, jobs, UNFINISHED_STATES):
             if not runs:
                 continue
             records = _records(job, [str(run.id) for run in runs])
@@ -198,39 +209,18 @@ def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[lis
     return ended, unjudged
 
 
-def skip_missed_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> list[str]:
-    """Cancel the scheduled runs of ``jobs`` that were due before ``now``, all but each
-    job's newest (the module docstring, "Runs missed meanwhile"); a line per job that had
-    any."""
+def skip_missed_runs(jobs: list[Job]) -> list[str]:
+    """Cancel the scheduled runs of ``jobs`` that are due, all but each job's newest (the
+    module docstring, "Runs missed meanwhile"); a line per job that had any."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowRunFilter,
-        FlowRunFilterDeploymentId,
-        FlowRunFilterExpectedStartTime,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.objects import StateType
-    from prefect.client.schemas.sorting import FlowRunSort
-    from prefect.exceptions import ObjectNotFound
+    from prefect.client.schemas.filters import FlowRunFilterExpectedStartTime
     from prefect.states import Cancelled
 
-    from flows.labelling import labelling_flow
-
-    now = pd.Timestamp.now(tz="UTC") if now is None else now.tz_localize("UTC") if now.tzinfo is None else now
+    due_now = FlowRunFilterExpectedStartTime(before_=pd.Timestamp.now(tz="UTC").to_pydatetime())
     lines = []
     with get_client(sync_client=True) as client:
-        for job in jobs:
-            try:
-                deployment = client.read_deployment_by_name(f"{labelling_flow.name}/{job.name}")
-            except ObjectNotFound:
-                continue
-            due = [run for run in client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(
-                    deployment_id=FlowRunFilterDeploymentId(any_=[deployment.id]),
-                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.SCHEDULED])),
-                    expected_start_time=FlowRunFilterExpectedStartTime(before_=now.to_pydatetime())),
-                sort=FlowRunSort.EXPECTED_START_TIME_DESC) if run.auto_scheduled]
+        for job, scheduled in _deployment_runs(client, jobs, ["SCHEDULED"], expected_start_time=due_now):
+            due = [run for run in scheduled if run.auto_scheduled]
             if len(due) < 2:
                 continue
             newest, missed = due[0], due[1:]

@@ -80,6 +80,15 @@ class PrefectServer:
         response.raise_for_status()
         return response.json()
 
+    def deployment_runs(self, name: str) -> list[dict]:
+        """The flow runs of the deployment called ``name``, by expected start (none before
+        it is registered)."""
+        found = self.post("/deployments/filter", {"deployments": {"name": {"any_": [name]}}})
+        if not found:
+            return []
+        return self.post("/flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [found[0]["id"]]}},
+                                               "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+
 
 def stop(process: subprocess.Popen | None, grace: float = 15.0) -> None:
     """Stop a process started with its own session, and its children."""

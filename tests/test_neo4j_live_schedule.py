@@ -69,14 +69,6 @@ def ingest_digits(tmp_path: Path, env: dict[str, str], store: str, dataset: str)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def runs_of(server: PrefectServer, deployment: str) -> list[dict]:
-    found = server.post("/deployments/filter", {"deployments": {"name": {"any_": [deployment]}}})
-    if not found:
-        return []
-    return server.post("/flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [found[0]["id"]]}},
-                                             "sort": "EXPECTED_START_TIME_ASC", "limit": 100})
-
-
 def test_scheduled_jobs_on_neo4j_with_the_password_in_a_secret_block(prefect_server, neo4j_live, dataset,
                                                                      tmp_path):
     save_password_block(prefect_server, neo4j_live.password)
@@ -99,7 +91,7 @@ def test_scheduled_jobs_on_neo4j_with_the_password_in_a_secret_block(prefect_ser
             time.sleep(2)
             assert serve.poll() is None, log_path.read_text()
             for name in jobs:
-                runs = runs_of(prefect_server, name)
+                runs = prefect_server.deployment_runs(name)
                 failed = [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")]
                 assert not failed, (name, failed[0]["state"], log_path.read_text()[-4000:])
                 completed[name] = [r for r in runs if r["auto_scheduled"] and r["state_type"] == "COMPLETED"]
@@ -111,7 +103,7 @@ def test_scheduled_jobs_on_neo4j_with_the_password_in_a_secret_block(prefect_ser
     served = log_path.read_text(errors="replace")
     assert all(completed.values()), (
         f"no scheduled run completed in {SERVE_SECONDS} s: "
-        f"{ {name: [(r['name'], r['state_type']) for r in runs_of(prefect_server, name)] for name in jobs} }\n"
+        f"{ {name: [(r['name'], r['state_type']) for r in prefect_server.deployment_runs(name)] for name in jobs} }\n"
         f"serve log:\n{served[-4000:]}")
 
     driver = neo4j_live.driver()
@@ -146,7 +138,7 @@ def test_scheduled_jobs_on_neo4j_with_the_password_in_a_secret_block(prefect_ser
         driver.close()
 
     # the password is nowhere the Prefect server keeps, nor in what serve printed
-    ids = [run["id"] for name in jobs for run in runs_of(prefect_server, name)]
+    ids = [run["id"] for name in jobs for run in prefect_server.deployment_runs(name)]
     kept = json.dumps([
         prefect_server.post("/deployments/filter", {}),
         prefect_server.post("/flow_runs/filter", {"flow_runs": {"id": {"any_": ids}}}),

@@ -104,11 +104,7 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def mine() -> list[dict]:
-        deployment = prefect_server.post("/deployments/filter",
-                                         {"deployments": {"name": {"any_": ["moons-crowded"]}}})
-        if not deployment:
-            return []
-        return [run for run in flow_runs(prefect_server) if run["deployment_id"] == deployment[0]["id"]]
+        return prefect_server.deployment_runs("moons-crowded")
 
     try:
         deadline = time.monotonic() + SERVE_SECONDS

@@ -61,11 +61,7 @@ def start_serve(server: PrefectServer, folder: Path, config: Path, log: Path) ->
 
 
 def job_runs(server: PrefectServer) -> list[dict]:
-    found = server.post("/deployments/filter", {"deployments": {"name": {"any_": [JOB]}}})
-    if not found:
-        return []
-    return server.post("/flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [found[0]["id"]]}},
-                                             "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+    return server.deployment_runs(JOB)
 
 
 def job_slots(server: PrefectServer) -> int:
