@@ -286,7 +286,10 @@ def _runner():
                 raise KeyboardInterrupt
             self._stopping = asyncio.ensure_future(self.astop())
 
-    return StoppingRunner(pause_on_shutdown=True)
+    # as prefect.serve builds it: limit=None, where the constructor's default is
+    # PREFECT_RUNNER_PROCESS_LIMIT (5), which held back runs waiting for their job's slot
+    # ("scheduled runs skipped (at capacity)"): 2 of 3 runs of an every-2-s job in 240 s
+    return StoppingRunner(pause_on_shutdown=True, limit=None)
 
 
 async def _run(runner) -> None:
