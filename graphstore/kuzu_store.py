@@ -501,12 +501,24 @@ class KuzuStore(GraphStore):
 
     def _reopen(self, pool_bytes: int) -> None:
         """The database closed and opened again with a pool of ``pool_bytes``. Kùzu's lock
-        is free for the moment between; graphlabel's (``_hold_store``) is held throughout."""
-        self._conn.close()
-        self._db.close()
-        self._pool_bytes = pool_bytes
-        self._db = _open_database(self._module, self._file, self._timeout, pool_bytes)
-        self._conn = self._module.Connection(self._db)
+        is free for the moment between; graphlabel's (``_hold_store``) is held throughout.
+
+        Whatever stops it halfway, the store is left open (at the pool it had): serve's
+        stop cancels a run with SIGTERM, which may land here, and the run's failure is
+        then recorded through this store (it was not: "could not mark run … failed:
+        Connection is closed")."""
+        try:
+            self._conn.close()
+            self._db.close()
+            self._db = _open_database(self._module, self._file, self._timeout, pool_bytes)
+            self._pool_bytes = pool_bytes
+        except BaseException:
+            self._conn.close()
+            self._db.close()
+            self._db = _open_database(self._module, self._file, self._timeout, self._pool_bytes)
+            raise
+        finally:
+            self._conn = self._module.Connection(self._db)
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)

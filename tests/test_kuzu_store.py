@@ -341,6 +341,40 @@ def test_another_process_cannot_take_the_store_while_it_reopens_its_database(sto
     assert other_process() == "opened"
 
 
+@pytest.mark.parametrize("when", ["before the database opens", "after it opened"])
+def test_a_signal_during_a_reopen_leaves_the_store_open_for_the_runs_failure(store_path, monkeypatch, when):
+    """serve's stop cancels a run with SIGTERM, which can land while the store reopens its
+    database; the run's failure is then written through the same store. It was not: the
+    connection stayed closed ("could not mark run … failed: Connection is closed")."""
+    import os
+    import signal
+
+    import graphstore.kuzu_store as kuzu_store
+
+    opened = kuzu_store._open_database
+    signals = []
+
+    def open_with_a_signal(*args):  # one signal, as serve's stop sends one SIGTERM
+        database = opened(*args) if when == "after it opened" else None
+        if not signals:
+            signals.append(signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises KeyboardInterrupt at its next step
+        return database or opened(*args)
+
+    with open_store(store_path, create=True) as store:
+        store.write_nodes("toy", nodes(["a", "b"], ["x", None]))
+        pool = store._pool_bytes
+        monkeypatch.setattr(kuzu_store, "_open_database", open_with_a_signal)
+        with pytest.raises(KeyboardInterrupt):
+            store._reopen(2 * pool)
+        monkeypatch.setattr(kuzu_store, "_open_database", opened)
+        store.write_run(run_record("r1", 0, status="failed", error="interrupted"))
+        assert store.count_nodes("toy") == 2
+        assert store._pool_bytes == pool
+    with open_store(store_path) as store:
+        assert store.read_runs("toy")["status"].tolist() == ["failed"]
+
+
 # -- the other engine ------------------------------------------------------------------------
 
 if IN_DEFAULT_PROCESS:
