@@ -44,11 +44,21 @@ of an every-20-s job after 15 minutes, and a day's hourly runs after a day. A la
 run labels the dataset as it is, so each of them repeats the one after it. Before it
 serves, ``serve`` cancels the runs the scheduler made that were due before it started,
 all but the newest, which runs at once; a run someone started by hand is kept.
+
+Runs waiting for their job's slot
+---------------------------------
+A job runs one run at a time (``deployments``: a concurrency limit of 1), so a run that
+comes due while the one before it is still going waits. Prefect's runner asks the server
+to start it at every poll (10 s) and logs each refusal: "Aborted submission of flow run
+'…': Server returned a non-pending state 'SCHEDULED'", 360 times an hour for each
+waiting run, in words that read like a failure. Serve's output says it once per run, as
+what it is (``_SlotWaitOnce``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 from collections.abc import Iterable
@@ -261,6 +271,32 @@ def _crash(client, flow_run_id, message: str) -> None:
                          "timestamp": datetime.now(UTC).isoformat(), "flow_run_id": str(flow_run_id)}])
 
 
+class _SlotWaitOnce(logging.Filter):
+    """Prefect's runner's refusal line for a run waiting for its deployment's concurrency
+    slot (the module docstring, "Runs waiting for their job's slot"): the first for each
+    flow run reworded, the repeats dropped; its other lines pass as they are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if not (str(record.msg).startswith("Aborted submission") and len(args) == 2 and args[1] == "SCHEDULED"):
+            return True
+        flow_run_id = str(args[0])
+        if flow_run_id in self.said:
+            return False
+        self.said.add(flow_run_id)
+        record.msg, record.args = ("flow run '%s' is due and waits for its job's run in progress to end"
+                                   " (a job runs one run at a time)"), (flow_run_id,)
+        return True
+
+
+#: The logger of the runner's state proposals (prefect/runner/_state_proposer.py, 3.8.8).
+STATE_PROPOSER_LOGGER = "prefect.runner.state_proposer"
+
+
 def _runner():
     """Prefect's runner, whose SIGTERM (and SIGINT) starts its own ``astop()``."""
     from prefect.runner import Runner
@@ -313,6 +349,7 @@ def serve(jobs: list[Job], say=print) -> None:  # pragma: no cover - runs until 
     for line in skip_missed_runs(jobs):
         say(line)
     runner = _runner()
+    logging.getLogger(STATE_PROPOSER_LOGGER).addFilter(_SlotWaitOnce())
     for deployment in deployments(jobs):
         runner.add_deployment(deployment)
     where = f": {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else ""

@@ -4,6 +4,7 @@ real Kùzu store. This is the guard that a re-lock cannot bring back a server th
 registers deployments but never schedules their runs (SQLAlchemy 2.1 beside Prefect 3.8.8:
 "Can't evaluate bulk DML statement" every minute, no run created)."""
 
+import re
 import subprocess
 import sys
 import time
@@ -129,3 +130,10 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
     assert done[-1]["end_time"] > done[0]["expected_start_time"]
     assert any(r["state_name"] in ("AwaitingConcurrencySlot", "Scheduled", "Late") for r in runs) or (
         len(runs) > len(done))
+    # a waiting run is said once, as waiting: Prefect's runner logged "Aborted submission of
+    # flow run ...: Server returned a non-pending state 'SCHEDULED'" for it at every poll
+    said = (tmp_path / "serve.log").read_text()
+    assert "non-pending state 'SCHEDULED'" not in said
+    waiting = re.findall(r"flow run '([0-9a-f-]+)' is due and waits for its job's run in progress", said)
+    assert waiting, said[-3000:]
+    assert len(waiting) == len(set(waiting)), waiting
