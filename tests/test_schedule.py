@@ -240,12 +240,13 @@ def test_jobs_from_the_environment(tmp_path):
 def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
     served = []
     monkeypatch.setattr(serving, "serve", served.append)
+    monkeypatch.setattr(schedule, "server_problem", lambda: None)  # tests/test_docker_image.py runs it for real
     monkeypatch.setenv("LABEL_DATASET", "items")
     monkeypatch.delenv("GRAPHLABEL_SCHEDULE", raising=False)
     spec = importlib.util.spec_from_file_location("serve_labelling", ROOT / "docker" / "serve_labelling.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.main()
+    assert module.main() == 0
     (jobs,) = served
     assert [(j.name, j.dataset) for j in jobs] == [("scheduled-labelling", "items")]
 
