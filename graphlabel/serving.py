@@ -69,6 +69,7 @@ import pandas as pd
 
 from graphlabel.schedule import Job, deployments
 from graphstore.processes import gone_from_this_host
+from graphstore.runs import naive_utc
 from labelling.liveness import INTERRUPTED_PREFIX, mark_interrupted_runs
 
 #: A flow run without a ``LabelRun`` that has been Pending or Running this long is over
@@ -110,11 +111,6 @@ def why_over(state_since: pd.Timestamp, record: dict[str, Any] | None, now: pd.T
     if record.get("status") == "failed" and isinstance(error, str) and error.startswith(INTERRUPTED_PREFIX):
         return error[len(INTERRUPTED_PREFIX):].strip()
     return None
-
-
-def _utc(timestamp) -> pd.Timestamp:
-    stamp = pd.Timestamp(timestamp)
-    return stamp.tz_convert("UTC").tz_localize(None) if stamp.tzinfo is not None else stamp
 
 
 def _open(job: Job):
@@ -209,7 +205,7 @@ def end_left_runs(jobs: list[Job], now: pd.Timestamp | None = None) -> tuple[lis
                                 f" they still run cannot be told: {records}")
                 continue
             for run in runs:
-                since = _utc(run.state.timestamp) if run.state is not None else now
+                since = naive_utc(run.state.timestamp) if run.state is not None else now
                 reason = why_over(since, records.get(str(run.id)), now)
                 if reason is None:
                     continue
@@ -237,12 +233,12 @@ def skip_missed_runs(jobs: list[Job]) -> list[str]:
             for run in missed:
                 client.set_flow_run_state(run.id, Cancelled(
                     message=f"skipped: missed while graphlabel serve was not running; the run due at"
-                            f" {_utc(newest.expected_start_time):%Y-%m-%d %H:%M:%S} UTC labels in its place"),
+                            f" {naive_utc(newest.expected_start_time):%Y-%m-%d %H:%M:%S} UTC labels in its place"),
                     force=True)
-            first, last = (_utc(run.expected_start_time) for run in (missed[-1], missed[0]))
+            first, last = (naive_utc(run.expected_start_time) for run in (missed[-1], missed[0]))
             lines.append(f"job {job.name!r}: skipped {len(missed)} run(s) missed while serve was not running (due"
                          f" {first:%Y-%m-%d %H:%M:%S} to {last:%H:%M:%S} UTC): each would repeat the next; the"
-                         f" newest, due {_utc(newest.expected_start_time):%H:%M:%S}, runs now")
+                         f" newest, due {naive_utc(newest.expected_start_time):%H:%M:%S}, runs now")
     return lines
 
 
