@@ -9,7 +9,7 @@ stop`` sends it.
 
 The image did not hold the ``labelling`` package (its ``COPY`` lines predated it), so its
 flows could not be imported, and it installed the test tools and the text extra's PyTorch
-CUDA wheels (5 GB) with them."""
+CUDA wheels (3 GB to download) with them."""
 
 from __future__ import annotations
 
