@@ -103,7 +103,7 @@ def _checked_dataset(name: str | None) -> str | None:
 
 
 StoreOption = typer.Option(None, "--store", envvar="GRAPHLABEL_STORE", callback=_checked_store,
-                           help="Store URI: a folder (Kùzu) or neo4j:// / bolt:// (Neo4j), without"
+                           help="Store URI: a folder (the embedded store) or neo4j:// / bolt:// (Neo4j), without"
                                 " credentials (NEO4J_USER, NEO4J_PASSWORD or GRAPHLABEL_NEO4J_PASSWORD_BLOCK).")
 
 
@@ -983,3 +983,27 @@ def drop_dataset(
                 counts = graph_store.drop_dataset(dataset)
     console.print(f"deleted dataset {dataset!r}: {counted(counts['nodes'], 'node')}, {counted(counts['runs'], 'run')},"
                   f" {counted(counts['decisions'], 'review decision')}", highlight=False)
+
+
+#: What each table of the embedded store holds, as copy-store's line says it (REVIEWS only
+#: links a review decision to its node).
+STORE_TABLES = {"Entity": "node", "SIMILAR": "similarity relationship", "USER_EDGE": "user edge",
+                "GraphBuild": "graph record", "LabelRun": "label run", "LabelDecision": "review decision"}
+
+
+@app.command("copy-store")
+def copy_store(
+    source: str = typer.Argument(..., help="The Kùzu store to copy: its folder (or kuzu://FOLDER)."),
+    destination: str = typer.Argument(..., help="A new folder (or an empty one) for the ladybug copy."),
+) -> None:
+    """Copy a store made with Kùzu (the default engine until 2026-11-28) into a new ladybug
+    store, with every dataset's nodes, predictions, graphs, runs, review decisions and
+    models. The source is not changed."""
+    from graphstore.store_copy import copy_store as copy
+
+    with _one_line_errors():
+        made = copy(source, destination)
+    held = ", ".join(counted(made.rows.get(table, 0), what) for table, what in STORE_TABLES.items())
+    console.print(f"copied the {made.source_engine} store {source} into a new {made.destination_engine} store at"
+                  f" {destination} in {made.seconds:.1f} s: {held}, {counted(made.models, 'model')}", highlight=False)
+    console.print(f"use it with --store {destination} (or GRAPHLABEL_STORE); the source is unchanged", highlight=False)

@@ -440,7 +440,7 @@ class KuzuStore(GraphStore):
                 raise
             defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
                       " (README, The embedded engine): keep new datasets in a ladybug store"
-                      " (GRAPHLABEL_ENGINE=ladybug)") if self.engine == "kuzu" else ""
+                      " (GRAPHLABEL_ENGINE=ladybug; graphlabel copy-store moves a kuzu store that still reads)") if self.engine == "kuzu" else ""
             raise StoreOutOfMemory(
                 f"the {self.engine} store {self.path} ran out of its page cache ({self._pool_bytes >> 20:,} MiB)"
                 f" in {name}: {error} Close other programs and try again{defect}") from None
@@ -886,3 +886,57 @@ class KuzuStore(GraphStore):
         if self._lock_file is not None:  # closing twice releases once
             _release_store(self._lock_file)
             self._lock_file = None
+
+    # -- the whole store, for graphstore.store_copy ------------------------------------------
+
+    def export_database(self, folder: Path) -> dict[str, int]:
+        """Write every table to ``folder`` as Parquet, with the schema and the ``COPY``
+        statements that load them (the engine's ``EXPORT DATABASE``), and return the rows of
+        each table as ``table_rows`` counts them."""
+        self._conn.execute(f"EXPORT DATABASE {_path_literal(folder)} (format='parquet')")
+        return self.table_rows()
+
+    def table_rows(self, kind: str | None = None) -> dict[str, int]:
+        """Rows of each node and relationship table (only ``"NODE"`` or ``"REL"`` ones with
+        ``kind``), by table name."""
+        tables = self._conn.execute("CALL show_tables() RETURN name, type").get_as_arrow().to_pylist()
+        rows = {}
+        for table in tables:
+            if kind is not None and table["type"] != kind:
+                continue
+            pattern = f"(x:{table['name']})" if table["type"] == "NODE" else f"()-[x:{table['name']}]->()"
+            rows[table["name"]] = int(self._conn.execute(f"MATCH {pattern} RETURN count(x)").get_next()[0])
+        return rows
+
+
+def import_database(folder: Path, engine: str, exported: Path, relationships: int,
+                    lock_timeout: float | None = None) -> KuzuStore:
+    """A new ``engine`` store in ``folder`` (which must hold no database) loaded from a
+    folder ``KuzuStore.export_database`` wrote (the engine's ``IMPORT DATABASE``), opened;
+    its pool is sized for a COPY of ``relationships`` (``buffer_pool_bytes``)."""
+    module = engine_module(engine)
+    folder.mkdir(parents=True, exist_ok=True)
+    if stored_engines(folder):
+        raise StoreSetupError(f"{folder} already holds a store: copy into a new folder")
+    timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
+    lock_file = _hold_store(folder, timeout)  # no other graphlabel process opens it half made
+    try:
+        database_file = folder / ENGINES[engine]
+        database = _open_database(module, database_file, timeout, buffer_pool_bytes(database_file, relationships))
+        connection = module.Connection(database)
+        try:
+            connection.execute(f"IMPORT DATABASE {_path_literal(exported)}")
+        finally:
+            connection.close()
+            database.close()
+        return KuzuStore(folder, engine=engine, lock_timeout=timeout)
+    finally:
+        _release_store(lock_file)  # the store opened above holds its own
+
+
+def _path_literal(path: Path) -> str:
+    """A folder as a Cypher string literal (EXPORT and IMPORT DATABASE take no parameter)."""
+    text = str(path)
+    if "'" in text or "\\" in text:
+        raise ValueError(f"a folder to export to or import from cannot contain a quote or a backslash: {text}")
+    return f"'{text}'"
