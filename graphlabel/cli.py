@@ -999,6 +999,9 @@ def copy_store(
     """Copy a store made with Kùzu (the default engine until 2026-11-28) into a new ladybug
     store, with every dataset's nodes, predictions, graphs, runs, review decisions and
     models. The source is not changed."""
+    from pathlib import Path
+
+    from graphstore import default_store_uri, embedded_folder
     from graphstore.store_copy import copy_store as copy
 
     with _one_line_errors():
@@ -1006,4 +1009,10 @@ def copy_store(
     held = ", ".join(counted(made.rows.get(table, 0), what) for table, what in STORE_TABLES.items())
     console.print(f"copied the {made.source_engine} store {source} into a new {made.destination_engine} store at"
                   f" {destination} in {made.seconds:.1f} s: {held}, {counted(made.models, 'model')}", highlight=False)
-    console.print(f"use it with --store {destination} (or GRAPHLABEL_STORE); the source is unchanged", highlight=False)
+    folder, default = embedded_folder(source)[1], embedded_folder(default_store_uri())[1]
+    if Path(folder).resolve() == Path(default).resolve():
+        console.print(f"the source is the default store, unchanged; to put the copy in its place: mv {folder}"
+                      f" {folder}-kuzu && mv {embedded_folder(destination)[1]} {folder}", highlight=False)
+    else:
+        console.print(f"use it with --store {destination} (or GRAPHLABEL_STORE); the source is unchanged",
+                      highlight=False)

@@ -440,7 +440,8 @@ class KuzuStore(GraphStore):
                 raise
             defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
                       " (README, The embedded engine): keep new datasets in a ladybug store"
-                      " (GRAPHLABEL_ENGINE=ladybug; graphlabel copy-store moves a kuzu store that still reads)") if self.engine == "kuzu" else ""
+                      " (GRAPHLABEL_ENGINE=ladybug; graphlabel copy-store moves a kuzu store that still"
+                      " reads)") if self.engine == "kuzu" else ""
             raise StoreOutOfMemory(
                 f"the {self.engine} store {self.path} ran out of its page cache ({self._pool_bytes >> 20:,} MiB)"
                 f" in {name}: {error} Close other programs and try again{defect}") from None

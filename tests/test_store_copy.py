@@ -7,6 +7,8 @@ runs it (this process loads ladybug, and Kùzu cannot load beside it)."""
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +22,9 @@ GRAPHLABEL = Path(sys.executable).with_name("graphlabel")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def graphlabel(*arguments: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(GRAPHLABEL), *arguments], capture_output=True, text=True, cwd=cwd, timeout=600)
+def graphlabel(*arguments: str, cwd: Path, ok: bool = True, **env: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(GRAPHLABEL), *arguments], capture_output=True, text=True, cwd=cwd, timeout=600,
+                          env={**os.environ, **env})
     if ok:
         assert done.returncode == 0, f"graphlabel {' '.join(arguments)}:\n{done.stdout}{done.stderr}"
     return done
@@ -98,6 +101,20 @@ def test_a_kuzu_store_is_copied_to_ladybug_with_all_it_holds(kuzu_store):
     assert not (folder / "old" / "graph.lbug").exists()
     runs = query("old", "MATCH (r:LabelRun) RETURN count(r) AS runs", folder)
     assert runs["runs"].tolist() == [2]
+
+
+def test_the_default_store_is_copied_and_the_way_to_put_the_copy_in_its_place_is_said(kuzu_store):
+    folder = kuzu_store
+    shutil.copytree(folder / "old", folder / "mine")  # a store of one's own (the other tests read old)
+    done = graphlabel("copy-store", "mine", "mine-copy", cwd=folder, GRAPHLABEL_STORE="mine")
+    hint = done.stdout.strip().splitlines()[-1]
+    way = "mv mine mine-kuzu && mv mine-copy mine"
+    assert hint == f"the source is the default store, unchanged; to put the copy in its place: {way}", hint
+    subprocess.run(way, shell=True, cwd=folder, check=True)  # noqa: S602 - the line a user pastes
+    said = " ".join(graphlabel("report", "--dataset", "wine", cwd=folder, GRAPHLABEL_STORE="mine").stdout.split())
+    assert "completed harmonic full" in said, said
+    assert (folder / "mine" / "graph.lbug").is_file()
+    assert not (folder / "mine" / "graph.kuzu").exists()
 
 
 @pytest.mark.parametrize("source, destination, said", [
