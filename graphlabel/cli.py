@@ -1,7 +1,7 @@
 """The `graphlabel` command line: demo, ingest, ingest-edges, build-graph, label, query, report,
-prune-runs, explain, predict, serve, export, review, accept, correct, drop-dataset.
+prune-runs, explain, predict, serve, export, review, accept, correct, drop-dataset, copy-store.
 
-Every command takes ``--store URI``: a folder for the embedded Kùzu store (default
+Every command but copy-store takes ``--store URI``: a folder for the embedded store (default
 ``$GRAPHLABEL_STORE`` or ``.graphlabel``), or ``neo4j://host:7687`` / ``bolt://host:7687``.
 """
 
