@@ -40,7 +40,7 @@ A first run, on the embedded store in ./.graphlabel:
   graphlabel report --dataset D    (then review, export, query)
 graphlabel demo does all of it on scikit-learn's handwritten digits.
 
-Every command takes --store: a folder (the embedded store; default $GRAPHLABEL_STORE or
+Every command but copy-store takes --store: a folder (the embedded store; default $GRAPHLABEL_STORE or
 .graphlabel) or neo4j://host:7687. COMMAND --help says more."""
 
 #: The exit status typer gives a command stopped by Ctrl-C (SIGINT), as shells do: 128 + 2.
