@@ -39,8 +39,6 @@ from pathlib import Path
 
 from .errors import StoreNotFound, StoreSetupError
 
-#: The folder of ``maxmargin``'s models beside the database (``kuzu_store.MODELS_FOLDER``).
-MODELS = "models"
 #: The longest either side may take (a store of 10M nodes exports in minutes).
 SIDE_SECONDS = 6 * 3600
 
@@ -61,7 +59,7 @@ def copy_store(source: str, destination: str) -> StoreCopy:
     store ``destination`` (a folder that does not exist or is empty, or
     ``ladybug://FOLDER``), as the module docstring says."""
     from . import NEO4J_SCHEMES, embedded_folder
-    from .kuzu_store import stored_engines
+    from .kuzu_store import MODELS_FOLDER, stored_engines
 
     for uri in (source, destination):
         if uri.startswith(NEO4J_SCHEMES):
@@ -102,9 +100,9 @@ def copy_store(source: str, destination: str) -> StoreCopy:
             raise StoreSetupError("the copy does not hold what the source holds (table: source rows, copied rows): "
                                   + ", ".join(f"{table}: {a:,}, {b:,}" for table, (a, b) in missing.items()))
         models = 0
-        if (origin / MODELS).is_dir():
-            shutil.copytree(origin / MODELS, target / MODELS)
-            models = sum(1 for _ in (target / MODELS).iterdir())
+        if (origin / MODELS_FOLDER).is_dir():  # maxmargin's SVMs, files beside the database
+            shutil.copytree(origin / MODELS_FOLDER, target / MODELS_FOLDER)
+            models = sum(1 for _ in (target / MODELS_FOLDER).iterdir())
     except BaseException:
         if made:
             shutil.rmtree(target, ignore_errors=True)
