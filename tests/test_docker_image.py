@@ -193,3 +193,52 @@ def test_the_images_command_serves_a_prefect_server_and_stops_on_docker_stop(ima
     assert "Traceback" not in said, said
     with open_store(store) as opened:
         assert "completed" in set(opened.read_runs("moons")["status"])
+
+
+@pytest.mark.neo4j
+def test_the_images_command_labels_the_live_neo4j_as_compose_configures_it(image, neo4j_live, dataset, tmp_path):
+    """The compose file's labeller: its environment (docker-compose.yml's ``labeller``), the
+    session's live Neo4j + GDS for its ``neo4j`` service, a run started from the UI's
+    button (the API call behind it), predictions written back into Neo4j."""
+    from test_neo4j_live_schedule import ingest_digits
+
+    app, venv = image
+    with PrefectServer(tmp_path / "prefect") as server:
+        env = server.env(GRAPHLABEL_STORE=neo4j_live.uri, **neo4j_live.environment(), LABEL_DATASET=dataset,
+                         LABEL_SOLVER="harmonic", LABEL_K="6", LABEL_CRON="0 3 * * *",
+                         PREFECT_RUNNER_POLL_FREQUENCY="2")
+        ingest_digits(tmp_path, env, neo4j_live.uri, dataset)
+        log_path = tmp_path / "labeller.log"
+        with log_path.open("wb") as log:
+            labeller = subprocess.Popen(cmd(app, venv), cwd=app, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                        start_new_session=True)
+        try:
+            deadline = time.monotonic() + SERVE_SECONDS
+            deployment = []
+            while time.monotonic() < deadline and not deployment:
+                time.sleep(1)
+                assert labeller.poll() is None, log_path.read_text()
+                deployment = server.post("/deployments/filter",
+                                         {"deployments": {"name": {"any_": ["scheduled-labelling"]}}})
+            assert deployment, log_path.read_text()[-3000:]
+            server.post(f"/deployments/{deployment[0]['id']}/create_flow_run", {})  # the UI's "Run" button
+            completed = []
+            while time.monotonic() < deadline and not completed:
+                time.sleep(2)
+                assert labeller.poll() is None, log_path.read_text()
+                runs = server.deployment_runs("scheduled-labelling")
+                assert not [run for run in runs if run["state_type"] in ("FAILED", "CRASHED")], \
+                    log_path.read_text()[-3000:]
+                completed = [run for run in runs if run["state_type"] == "COMPLETED"]
+            assert completed, log_path.read_text()[-3000:]
+            os.kill(labeller.pid, signal.SIGTERM)
+            assert labeller.wait(60) == 0, log_path.read_text()[-3000:]
+        finally:
+            stop(labeller)
+    said = log_path.read_text()
+    assert "Traceback" not in said, said
+    assert neo4j_live.password not in said
+    with neo4j_live.driver() as driver:
+        labelled = driver.execute_query("MATCH (n:Entity {dataset: $dataset}) WHERE n.predicted_label IS NOT NULL"
+                                        " RETURN count(n) AS labelled", dataset=dataset).records[0]["labelled"]
+    assert labelled == 600
