@@ -135,6 +135,23 @@ def cmd(app: Path, venv: Path) -> list[str]:
     return [str(venv / "bin" / "python"), *arguments]
 
 
+def start(app: Path, venv: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """The image's CMD in its WORKDIR, its output in ``log_path``."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(cmd(app, venv), cwd=app, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
+def wait_for(found, labeller: subprocess.Popen, log_path: Path, deadline: float):
+    """What ``found()`` returns once it returns something, while the labeller keeps running."""
+    while time.monotonic() < deadline:
+        assert labeller.poll() is None, log_path.read_text()
+        if result := found():
+            return result
+        time.sleep(2)
+    raise AssertionError(f"not in time; the labeller said:\n{log_path.read_text()[-3000:]}")
+
+
 def test_every_module_of_the_image_imports_from_what_it_installed(image, tmp_path):
     app, venv = image
     script = tmp_path / "import_every_module.py"  # not in /app: a script's folder leads sys.path
@@ -170,20 +187,12 @@ def test_the_images_command_serves_a_prefect_server_and_stops_on_docker_stop(ima
                         'interval = 5\nk = 6\n')
     with PrefectServer(tmp_path / "prefect") as server:
         log_path = tmp_path / "labeller.log"
-        with log_path.open("wb") as log:
-            labeller = subprocess.Popen(cmd(app, venv), cwd=app, stdout=log, stderr=subprocess.STDOUT,
-                                        env=server.env(GRAPHLABEL_SCHEDULE=str(schedule),
-                                                       PREFECT_RUNNER_POLL_FREQUENCY="2"),
-                                        start_new_session=True)
+        labeller = start(app, venv, server.env(GRAPHLABEL_SCHEDULE=str(schedule), PREFECT_RUNNER_POLL_FREQUENCY="2"),
+                         log_path)
         try:
-            deadline = time.monotonic() + SERVE_SECONDS
-            completed = []
-            while time.monotonic() < deadline and not completed:
-                time.sleep(2)
-                assert labeller.poll() is None, log_path.read_text()
-                completed = [run for run in server.deployment_runs("moons-in-image")
-                             if run["state_type"] == "COMPLETED"]
-            assert completed, log_path.read_text()[-3000:]
+            wait_for(lambda: [run for run in server.deployment_runs("moons-in-image")
+                              if run["state_type"] == "COMPLETED"], labeller, log_path,
+                     time.monotonic() + SERVE_SECONDS)
             os.kill(labeller.pid, signal.SIGTERM)  # docker stop: SIGTERM to the CMD's process
             assert labeller.wait(60) == 0, log_path.read_text()[-3000:]
         finally:
@@ -209,28 +218,20 @@ def test_the_images_command_labels_the_live_neo4j_as_compose_configures_it(image
                          PREFECT_RUNNER_POLL_FREQUENCY="2")
         ingest_digits(tmp_path, env, neo4j_live.uri, dataset)
         log_path = tmp_path / "labeller.log"
-        with log_path.open("wb") as log:
-            labeller = subprocess.Popen(cmd(app, venv), cwd=app, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True)
+        labeller = start(app, venv, env, log_path)
         try:
             deadline = time.monotonic() + SERVE_SECONDS
-            deployment = []
-            while time.monotonic() < deadline and not deployment:
-                time.sleep(1)
-                assert labeller.poll() is None, log_path.read_text()
-                deployment = server.post("/deployments/filter",
-                                         {"deployments": {"name": {"any_": ["scheduled-labelling"]}}})
-            assert deployment, log_path.read_text()[-3000:]
+            deployment = wait_for(lambda: server.post("/deployments/filter", {"deployments": {"name": {
+                "any_": ["scheduled-labelling"]}}}), labeller, log_path, deadline)
             server.post(f"/deployments/{deployment[0]['id']}/create_flow_run", {})  # the UI's "Run" button
-            completed = []
-            while time.monotonic() < deadline and not completed:
-                time.sleep(2)
-                assert labeller.poll() is None, log_path.read_text()
+
+            def completed() -> list[dict]:
                 runs = server.deployment_runs("scheduled-labelling")
                 assert not [run for run in runs if run["state_type"] in ("FAILED", "CRASHED")], \
                     log_path.read_text()[-3000:]
-                completed = [run for run in runs if run["state_type"] == "COMPLETED"]
-            assert completed, log_path.read_text()[-3000:]
+                return [run for run in runs if run["state_type"] == "COMPLETED"]
+
+            wait_for(completed, labeller, log_path, deadline)
             os.kill(labeller.pid, signal.SIGTERM)
             assert labeller.wait(60) == 0, log_path.read_text()[-3000:]
         finally:
