@@ -1007,12 +1007,11 @@ def copy_store(
     with _one_line_errors():
         made = copy(source, destination)
     held = ", ".join(counted(made.rows.get(table, 0), what) for table, what in STORE_TABLES.items())
-    console.print(f"copied the {made.source_engine} store {source} into a new {made.destination_engine} store at"
-                  f" {destination} in {made.seconds:.1f} s: {held}, {counted(made.models, 'model')}", highlight=False)
-    folder, default = embedded_folder(source)[1], embedded_folder(default_store_uri())[1]
-    if Path(folder).resolve() == Path(default).resolve():
-        console.print(f"the source is the default store, unchanged; to put the copy in its place: mv {folder}"
-                      f" {folder}-kuzu && mv {embedded_folder(destination)[1]} {folder}", highlight=False)
+    console.print(f"copied the kuzu store {source} into a new ladybug store at {destination} in {made.seconds:.1f} s:"
+                  f" {held}, {counted(made.models, 'model')}", highlight=False)
+    if made.source.resolve() == Path(embedded_folder(default_store_uri())[1]).resolve():
+        console.print(f"the source is the default store, unchanged; to put the copy in its place: mv {made.source}"
+                      f" {made.source}-kuzu && mv {made.destination} {made.source}", highlight=False)
     else:
         console.print(f"use it with --store {destination} (or GRAPHLABEL_STORE); the source is unchanged",
                       highlight=False)

@@ -890,23 +890,21 @@ class KuzuStore(GraphStore):
 
     # -- the whole store, for graphstore.store_copy ------------------------------------------
 
-    def export_database(self, folder: Path) -> dict[str, int]:
+    def export_database(self, folder: Path) -> dict[str, dict[str, int]]:
         """Write every table to ``folder`` as Parquet, with the schema and the ``COPY``
         statements that load them (the engine's ``EXPORT DATABASE``), and return the rows of
         each table as ``table_rows`` counts them."""
         self._conn.execute(f"EXPORT DATABASE {_path_literal(folder)} (format='parquet')")
         return self.table_rows()
 
-    def table_rows(self, kind: str | None = None) -> dict[str, int]:
-        """Rows of each node and relationship table (only ``"NODE"`` or ``"REL"`` ones with
-        ``kind``), by table name."""
+    def table_rows(self) -> dict[str, dict[str, int]]:
+        """Rows of each table, by kind (``"NODE"``, ``"REL"``) and table name."""
         tables = self._conn.execute("CALL show_tables() RETURN name, type").get_as_arrow().to_pylist()
-        rows = {}
+        rows: dict[str, dict[str, int]] = {"NODE": {}, "REL": {}}
         for table in tables:
-            if kind is not None and table["type"] != kind:
-                continue
             pattern = f"(x:{table['name']})" if table["type"] == "NODE" else f"()-[x:{table['name']}]->()"
-            rows[table["name"]] = int(self._conn.execute(f"MATCH {pattern} RETURN count(x)").get_next()[0])
+            counted = self._conn.execute(f"MATCH {pattern} RETURN count(x)").get_next()[0]
+            rows[table["type"]][table["name"]] = int(counted)
         return rows
 
 

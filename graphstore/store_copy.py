@@ -45,10 +45,11 @@ SIDE_SECONDS = 6 * 3600
 
 @dataclass(frozen=True)
 class StoreCopy:
-    """What ``copy_store`` copied: the engines, every table's rows, the models, the time."""
+    """What ``copy_store`` copied: from which folder to which, every table's rows, the models,
+    the time."""
 
-    source_engine: str
-    destination_engine: str
+    source: Path
+    destination: Path
     rows: dict[str, int]
     models: int
     seconds: float
@@ -82,7 +83,6 @@ def copy_store(source: str, destination: str) -> StoreCopy:
     if (destination_engine or "ladybug") != "ladybug":
         raise ValueError(f"copy-store makes ladybug stores, not {destination_engine} ones: Kùzu 0.11.3 is the engine"
                          " with the defect, and it cannot read ladybug's exports")
-    destination_engine = "ladybug"
     started = time.perf_counter()
     made = not target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -90,10 +90,11 @@ def copy_store(source: str, destination: str) -> StoreCopy:
         # beside the destination: the export is as large as the store, and /tmp may be small
         with tempfile.TemporaryDirectory(prefix=".graphlabel-copy-", dir=target.resolve().parent) as scratch:
             exported = Path(scratch) / "tables"
-            source_side = _side("export", source_engine, origin, [source_engine, str(origin), str(exported)])
-            rows = source_side["rows"]
-            copied = _side("import", destination_engine, target, [destination_engine, str(exported), str(target),
-                                                                  str(source_side["relationships"])])["rows"]
+            by_kind = _side("export", "kuzu", origin, [str(origin), str(exported)])
+            rows = {**by_kind["NODE"], **by_kind["REL"]}
+            copied_by_kind = _side("import", "ladybug", target, [str(exported), str(target),
+                                                                 str(sum(by_kind["REL"].values()))])
+            copied = {**copied_by_kind["NODE"], **copied_by_kind["REL"]}
         missing = {table: (count, copied.get(table, 0)) for table, count in rows.items()
                    if copied.get(table, 0) != count}
         if missing:
@@ -110,7 +111,7 @@ def copy_store(source: str, destination: str) -> StoreCopy:
             for entry in target.iterdir():
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         raise
-    return StoreCopy(source_engine, destination_engine, rows, models, time.perf_counter() - started)
+    return StoreCopy(origin, target, rows, models, time.perf_counter() - started)
 
 
 #: The exit code of a side that met an expected condition (its message on stdout, as JSON).
@@ -136,23 +137,22 @@ def _side(step: str, engine: str, folder: Path, arguments: list[str]) -> dict:
     raise RuntimeError(f"copy-store's {step} failed:\n{done.stderr[-3000:]}")
 
 
-def _export(engine: str, folder: str, out: str) -> dict:
+def _export(folder: str, out: str) -> dict:
     from .kuzu_store import KuzuStore
 
-    store = KuzuStore(folder, engine=engine)
+    store = KuzuStore(folder, engine="kuzu")
     try:
-        rows = store.export_database(Path(out))
-        return {"rows": rows, "relationships": sum(store.table_rows("REL").values())}
+        return store.export_database(Path(out))
     finally:
         store.close()
 
 
-def _import(engine: str, exported: str, folder: str, relationships: str) -> dict:
+def _import(exported: str, folder: str, relationships: str) -> dict:
     from .kuzu_store import import_database
 
-    store = import_database(Path(folder), engine, Path(exported), int(relationships))
+    store = import_database(Path(folder), "ladybug", Path(exported), int(relationships))
     try:
-        return {"rows": store.table_rows()}
+        return store.table_rows()
     finally:
         store.close()
 
