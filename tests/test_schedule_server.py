@@ -122,7 +122,11 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
         log.close()
     runs = mine()
     done = sorted((r for r in runs if r["state_type"] == "COMPLETED"), key=lambda r: r["start_time"])
-    assert len(done) >= 3, [(r["name"], r["state_type"]) for r in runs]
+    others = [(r["name"], r["state_name"]) for r in runs if r["state_type"] not in ("SCHEDULED", "COMPLETED")]
+    assert len(done) >= 3, (
+        f"{len(done)} runs completed in {SERVE_SECONDS} s; the others: {others}"
+        f", {sum(r['state_type'] == 'SCHEDULED' for r in runs)} scheduled\n"
+        f"server log:\n{prefect_server.log_text()[-3000:]}\nserve log:\n{(tmp_path / 'serve.log').read_text()[-5000:]}")
     # one at a time: each completed run started after the one before it ended
     for before, after in zip(done, done[1:]):
         assert after["start_time"] >= before["end_time"], (before["name"], after["name"])

@@ -253,3 +253,51 @@ def test_left_runs_are_ended_only_when_over_and_a_held_store_is_said(prefect_ser
         assert ended[0].reason.startswith("it never recorded its run in the store")
         assert unjudged == []
         assert client.read_flow_run(run.id).state.type.value == "CRASHED"
+
+
+def test_a_stop_cancels_the_runs_going_and_leaves_a_run_that_ended_as_it_ended(prefect_server, served):
+    """Two runs of a job, each with a real process the runner tracks: one Completed whose
+    process is still exiting (a 2-s sleep), one Running (a 600-s sleep). Prefect 3.8.8's own
+    ``cancel_all`` killed both and forced Cancelled onto both: a run that came to its end as
+    serve was stopped was shown Cancelled while its LabelRun said completed (1 stop in 3
+    with the machine loaded, tests/test_schedule_server.py)."""
+    import asyncio
+
+    import anyio
+    from prefect.client.orchestration import get_client
+    from prefect.runner._process_manager import ProcessHandle
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Completed, Running
+
+    from graphlabel.schedule import deployments, parse_schedule
+    from graphlabel.serving import _runner
+
+    _, _, store = served
+    (job,) = parse_schedule({"store": store, "jobs": [{"name": "blobs-stopped", "dataset": "blobs",
+                                                       "cron": "0 3 1 1 *"}]}, "test")
+
+    async def stop(sleeps: dict) -> dict:
+        runner = _runner()
+        async with runner:
+            processes = {}
+            for run_id, seconds in sleeps.items():
+                processes[run_id] = await anyio.open_process(["sleep", str(seconds)])
+                await runner._process_manager.add(run_id, ProcessHandle(processes[run_id]))
+            await runner.cancel_all()
+            with anyio.fail_after(30):
+                return {run_id: await process.wait() for run_id, process in processes.items()}
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), \
+            get_client(sync_client=True) as client:
+        deployment = deployments([job])[0].apply()
+        ended, going = (client.create_flow_run_from_deployment(deployment) for _ in range(2))
+        for run in (ended, going):
+            client.set_flow_run_state(run.id, Running(), force=True)
+        client.set_flow_run_state(ended.id, Completed(), force=True)
+
+        exits = asyncio.run(stop({ended.id: 2, going.id: 600}))
+
+        assert exits[ended.id] == 0  # left to exit by itself
+        assert exits[going.id] < 0   # killed
+        assert client.read_flow_run(ended.id).state.type.value == "COMPLETED"
+        assert client.read_flow_run(going.id).state.type.value == "CANCELLED"
