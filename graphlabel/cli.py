@@ -528,8 +528,11 @@ def label(
         if metrics.get("full_run_reason"):
             console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
+        balanced = metrics.get("holdout_balanced_accuracy")
         console.print(f"accuracy on the {counted(metrics['n_holdout'], 'held-out label')}:"
-                      f" {metrics['holdout_accuracy']:.3f}")
+                      f" {metrics['holdout_accuracy']:.3f}"
+                      + (f"; balanced accuracy (the classes' mean recall): {balanced:.3f}"
+                         if balanced is not None and len(metrics.get("holdout_classes") or {}) > 1 else ""))
     console.print(_timings_table(summary["timings"]))
 
 

@@ -113,8 +113,39 @@ def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Hold
             n_holdout=int(len(holdout.nodes)),
             holdout_accuracy=float(correct.mean()),
             holdout_ece=expected_calibration_error(confidence[holdout.nodes], correct),
+            **holdout_by_class(exported, labels[holdout.nodes], holdout),
         )
     return metrics
+
+
+def holdout_by_class(exported: ExportedProblem, predicted: np.ndarray, holdout: Holdout) -> dict:
+    """What the accuracy alone hides when the classes' sizes differ: each class's recall and
+    precision on the held-out labels, their mean recall (the balanced accuracy), and the
+    accuracy of always answering the most common of the labels the solver was given.
+
+    Measured on weka's ReutersCorn (45 corn articles in 1,554; ``--text``, cosine graph,
+    half the labels held out): accuracy 0.968, below the 0.972 of answering "not corn"
+    every time, while the run found 21 of the 22 held-out corn articles (balanced accuracy
+    0.961). The accuracy alone reads as a run worse than doing nothing.
+
+    ``exported`` is the problem the solver saw (the held-out labels hidden) and ``predicted``
+    the labels it gave the held-out nodes (-1: none)."""
+    problem, truth = exported.problem, holdout.classes
+    n_classes = problem.n_classes
+    held = np.bincount(truth, minlength=n_classes)
+    hits = np.bincount(truth[predicted == truth], minlength=n_classes)
+    answered = np.bincount(predicted[predicted >= 0], minlength=n_classes)
+    majority = int(np.argmax(np.bincount(problem.y[problem.labeled], minlength=n_classes)))
+    present = np.flatnonzero(held)
+    return {
+        "holdout_balanced_accuracy": float(np.mean(hits[present] / held[present])),
+        "holdout_majority_class": str(exported.classes[majority]),
+        "holdout_majority_accuracy": float(held[majority] / len(truth)),
+        "holdout_classes": {
+            str(exported.classes[c]): {"held_out": int(held[c]), "recall": float(hits[c] / held[c]),
+                                       "precision": float(hits[c] / answered[c]) if answered[c] else None}
+            for c in present},
+    }
 
 
 def holdout_reliability(prediction: Prediction, holdout: Holdout):

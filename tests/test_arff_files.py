@@ -19,6 +19,7 @@ from labelling.arfffiles import read_arff_table
 from labelling.datasets import weka_path
 from labelling.record_batches import parse_record_batches, parsed_whole
 from labelling.records import NoValidRecords, parse_records
+from labelling.reporting import summarise_run
 
 runner = CliRunner()
 
@@ -254,7 +255,29 @@ def test_a_sparse_file_weka_wrote_is_ingested_and_labelled(reuters_words, store_
     assert np.count_nonzero(stored) > 0
     result = runner.invoke(app, ["label", "--dataset", "corn", "--holdout", "0.5", "--store", store_path])
     assert result.exit_code == 0, result.output
-    assert re.search(r"accuracy on the 776 held-out labels: 0\.\d+", result.output), result.output
+    said = re.search(r"accuracy on the 776 held-out labels: (0\.\d+); balanced accuracy \(the classes' mean"
+                     r" recall\): (0\.\d+)", result.output)
+    assert said, result.output
+    # 45 corn articles in 1,554: half of each class held out is 754 '0' and 22 '1', so always
+    # answering '0' scores 754/776 = 0.972, more than the run's accuracy; the balanced
+    # accuracy and the warning say how few corn articles the word counts' graph finds
+    with open_store(store_path) as store:
+        summary = summarise_run(store.read_runs(dataset="corn").iloc[0].to_dict())
+    held = {name: (n, recall) for name, n, recall, _ in summary["holdout_classes"]}
+    assert {name: n for name, (n, _) in held.items()} == {"0": 754, "1": 22}
+    assert summary["holdout_majority_class"] == "0"
+    assert summary["holdout_majority_accuracy"] == pytest.approx(754 / 776)
+    assert summary["holdout_balanced_accuracy"] == pytest.approx((held["0"][1] + held["1"][1]) / 2)
+    assert float(said[2]) == pytest.approx(summary["holdout_balanced_accuracy"], abs=5e-4)
+    found = round(held["1"][1] * 22)
+    assert float(said[1]) <= 754 / 776
+    assert found < 11  # 9 with this graph: 10-NN, euclidean on standardised word counts
+    assert (f"warning: the accuracy ({float(said[1]):.3f}) is no better than always answering '0', the most common"
+            f" given label (0.972 of the held-out labels), and it finds few of the held-out labels of other"
+            f" classes: '1' {found} of 22") in " ".join(result.output.split())
+    report = runner.invoke(app, ["report", "--dataset", "corn", "--run", summary["run_id"], "--store", store_path])
+    assert report.exit_code == 0, report.output
+    assert "held-out labels per class" in report.output
 
 
 def test_vote_arff_with_unlabelled_records_is_ingested_and_labelled(tmp_path, store_path):

@@ -73,7 +73,10 @@ def test_a_run_publishes_metrics_report_and_reliability_plot(digits_store):
     assert rows[:2] == [("status", "completed"), ("accuracy on held-out labels",
                                                    f"{metrics['holdout_accuracy']:.3f} on 50 labels"
                                                    f" (ECE {metrics['holdout_ece']:.3f})")]
-    assert [name for name, _ in rows[2:5]] == ["labels flagged as noisy", "unlabelled nodes reached", "coverage"]
+    balanced, baseline = metrics["holdout_balanced_accuracy"], metrics["holdout_majority_accuracy"]
+    assert rows[2] == ("balanced accuracy (mean recall)",
+                       f"{balanced:.3f}; always answering {metrics['holdout_majority_class']!r} scores {baseline:.3f}")
+    assert [name for name, _ in rows[3:6]] == ["labels flagged as noisy", "unlabelled nodes reached", "coverage"]
     assert all(len(value) < 60 for _, value in rows)  # no 17-digit floats
     # the description leads with the numbers (the artifact list shows its first 50 characters)
     description = artifacts["label-digits-metrics"].description

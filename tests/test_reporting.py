@@ -266,3 +266,38 @@ def test_metrics_table_rows_fit_its_value_column():
     assert values["confidence 0.5-0.6"] == "1 node (1.0%)"
     assert values["confidence 0.9-1.0"] == "101 nodes (99.0%)"
     assert values["solver: amg fallbacks"] == "0"
+
+
+def held_out(accuracy: float, recall: dict[str, float]) -> LabelRunRecord:
+    """A run scored on 100 held-out labels, 90 of class 'a' and 10 of 'b'."""
+    return record(n_flagged=0, metrics={
+        "holdout_accuracy": accuracy, "n_holdout": 100, "n_unreachable": 0,
+        "holdout_balanced_accuracy": sum(recall.values()) / 2, "holdout_majority_class": "a",
+        "holdout_majority_accuracy": 0.9,
+        "holdout_classes": {"a": {"held_out": 90, "recall": recall["a"], "precision": 0.95},
+                            "b": {"held_out": 10, "recall": recall["b"], "precision": None}}})
+
+
+def test_an_accuracy_below_always_answering_the_largest_class_says_what_it_hides():
+    # the run that finds no 'b' and the run that finds 8 of 10 'b' both score below 0.9
+    blind, seeing = held_out(0.89, {"a": 0.99, "b": 0.0}), held_out(0.88, {"a": 0.889, "b": 0.8})
+    assert statistics_warnings(blind) == [
+        "the accuracy (0.890) is no better than always answering 'a', the most common given label (0.900 of the"
+        " held-out labels), and it finds few of the held-out labels of other classes: 'b' 0 of 10 (the held-out"
+        " labels per class in graphlabel report --run)"]
+    assert statistics_warnings(seeing) == [
+        "the accuracy (0.880) is no better than always answering 'a', the most common given label (0.900 of the"
+        " held-out labels), which never finds another class; this run finds at least 50% of every class's"
+        " held-out labels: with classes this unequal, read the balanced accuracy (0.845, the mean of the"
+        " classes' recall)"]
+    assert statistics_warnings(held_out(0.95, {"a": 0.99, "b": 0.6})) == []
+    # above the baseline, yet 'b' mostly missed: the balanced accuracy says it
+    assert statistics_warnings(held_out(0.92, {"a": 1.0, "b": 0.2})) == [
+        "the accuracy (0.920) rests on the most common classes, and the balanced accuracy (the mean of the classes'"
+        " recall) is 0.600: it finds few of the held-out labels of other classes: 'b' 2 of 10 (the held-out labels"
+        " per class in graphlabel report --run)"]
+    sections = dict((title, rows) for title, _, rows in report_sections(summarise_run(seeing)))
+    assert ("balanced accuracy (mean recall)", "0.845; always answering 'a' scores 0.900") in sections["headline"]
+    assert sections["held-out labels per class"] == [("a", "90", "0.889", "0.950"), ("b", "10", "0.800", "—")]
+    assert {"metric": "held-out b", "value": "recall 0.800, precision — (10 labels)"} in metrics_rows(seeing)
+    assert "holdout_classes" not in summarise_run(seeing)["other_metrics"]
