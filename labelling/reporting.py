@@ -318,8 +318,8 @@ def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord, unreached: 
 def _unequal_classes_warnings(s: Mapping[str, Any]) -> list[str]:
     """What the accuracy on the held-out labels hides when the classes' sizes differ: an
     accuracy no better than always answering the most common given label, or one far above
-    the balanced accuracy because a class is mostly missed (spectral on weka's ReutersCorn
-    word counts: accuracy 0.974, 2 of the 22 held-out corn articles found)."""
+    the balanced accuracy because a class is mostly missed (spectral on a cosine graph of
+    ReutersCorn's word counts: accuracy 0.974, 2 of the 22 held-out corn articles found)."""
     accuracy, balanced = s["holdout_accuracy"], s["holdout_balanced_accuracy"]
     baseline, majority = s["holdout_majority_accuracy"], s["holdout_majority_class"]
     if accuracy is None or balanced is None or baseline is None or len(s["holdout_classes"]) < 2:
