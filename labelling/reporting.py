@@ -325,8 +325,8 @@ def _unequal_classes_warnings(s: Mapping[str, Any]) -> list[str]:
     if accuracy is None or balanced is None or baseline is None or len(s["holdout_classes"]) < 2:
         return []
     missed = [f"{name!r} {round(recall * n):,} of {n:,}" for name, n, recall, _ in s["holdout_classes"]
-              if name != majority and recall is not None and recall < MIN_RECALL]
-    few = (f"it finds few of the held-out labels of other classes: {', '.join(missed[:3])}"
+              if recall is not None and recall < MIN_RECALL]
+    few = (f"it finds less than {MIN_RECALL:.0%} of some classes' held-out labels: {', '.join(missed[:3])}"
            + (f" and {len(missed) - 3:,} more classes" if len(missed) > 3 else "")
            + " (the held-out labels per class in graphlabel report --run)")
     if accuracy <= baseline:
