@@ -98,7 +98,8 @@ def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(noisy_d
 
 def test_auto_rejects_an_unknown_scoring(noisy_digits):
     problem, _, _ = noisy_digits
-    with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'log_probability'\), got 'brier'$"):
+    with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'balanced_accuracy',"
+                                         r" 'log_probability'\), got 'brier'$"):
         solve(problem, "auto", scoring="brier")
 
 
@@ -124,3 +125,32 @@ def test_a_candidate_that_stops_itself_is_skipped_and_the_budget_holds(noisy_dig
     assert calls
     assert 0 < calls[0] <= record["budget_harmonic_runs"] * record["harmonic_seconds"]
     assert record["chosen"] != "nmf"
+
+
+def test_balanced_scoring_is_the_mean_of_the_classes_held_out_recall(digits):
+    """Unequal classes among the given labels (30 of digit 0, 5 of each other digit): each
+    candidate's score is the mean over the classes of the share of its held-out labels
+    found, recomputed here from the same folds, not the share of all labels found."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from solvers.auto import CV_PARAMETERS
+
+    X, y_true = digits
+    rng = np.random.default_rng(0)
+    kept = keep_per_class(y_true, 5, rng) | (y_true == 0) & (rng.random(len(y_true)) < 30 / 178)
+    problem = LabelProblem(knn_graph(X, 10), np.where(kept, y_true, -1))
+    record = solve(problem, "auto", scoring="balanced_accuracy", budget=1e3).info["auto"]
+    assert record["scoring"] == "held-out balanced accuracy on the given labels (the mean of the classes' recall)"
+    lab = np.flatnonzero(problem.labeled)
+    y_l = problem.y[lab]
+    default = record["candidates"][0]
+    found = np.zeros(len(lab), dtype=bool)
+    for _, held in StratifiedKFold(record["folds"], shuffle=True, random_state=0).split(lab, y_l):
+        y_fold = problem.y.copy()
+        y_fold[lab[held]] = -1
+        found[held] = solve(problem.with_labels(y_fold), "harmonic", **CV_PARAMETERS["harmonic"]).labels[lab[held]] \
+            == y_l[held]
+    recall = [found[y_l == c].mean() for c in np.unique(y_l)]
+    assert default["score"] == pytest.approx(np.mean(recall))
+    assert default["accuracy"] == pytest.approx(found.mean())
+    assert default["score"] != pytest.approx(default["accuracy"])
