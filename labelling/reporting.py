@@ -333,14 +333,23 @@ def _unequal_classes_warnings(s: Mapping[str, Any]) -> list[str]:
         said = (f"the accuracy ({accuracy:.3f}) is no better than always answering {majority!r}, the most common"
                 f" given label ({baseline:.3f} of the held-out labels)")
         if missed:
-            return [f"{said}, and {few}"]
+            return [f"{said}, and {few}{_auto_remedy(s)}"]
         return [f"{said}, which never finds another class; this run finds at least {MIN_RECALL:.0%} of every"
                 f" class's held-out labels: with classes this unequal, read the balanced accuracy ({balanced:.3f},"
                 " the mean of the classes' recall)"]
     if missed and accuracy - balanced >= BALANCED_GAP:
         return [f"the accuracy ({accuracy:.3f}) rests on the most common classes, and the balanced accuracy (the"
-                f" mean of the classes' recall) is {balanced:.3f}: {few}"]
+                f" mean of the classes' recall) is {balanced:.3f}: {few}{_auto_remedy(s)}"]
     return []
+
+
+def _auto_remedy(s: Mapping[str, Any]) -> str:
+    """For ``--solver auto`` scored by accuracy, the scoring that chooses for every class."""
+    asked = s["parameters"].get("requested_solver_params") or {}
+    if s["solver"] != "auto" or asked.get("scoring", "accuracy") != "accuracy":
+        return ""
+    return ("; auto chose by accuracy: --params '{\"scoring\": \"balanced_accuracy\"}' has it choose by the classes'"
+            " mean recall")
 
 
 def _metric(value: Any, name: str = "") -> str:

@@ -288,6 +288,8 @@ def test_a_sparse_file_weka_wrote_is_ingested_and_labelled(reuters_words, store_
         assert result.exit_code == 0, result.output
         balanced[scoring] = float(re.search(r"balanced accuracy \(the classes' mean recall\): (0\.\d+)",
                                             result.output)[1])
+        remedy = "auto chose by accuracy: --params '{\"scoring\": \"balanced_accuracy\"}' has it choose by"
+        assert (remedy in " ".join(result.output.split())) == (scoring == "accuracy"), result.output
     assert balanced["balanced_accuracy"] > balanced["accuracy"] + 0.1, balanced
 
 
