@@ -76,10 +76,10 @@ WARNING_WIDTH = 55
 #: time and are the same for every run a schedule creates in one go (measured: 8 scheduled
 #: runs all began ``01a20f3e``). ``report --run`` takes a unique start or end of an id.
 RUN_ID_SHOWN = 8
-#: A class whose held-out labels the run finds fewer of than this share is named when the
-#: accuracy is no better than always answering the most common class.
+#: The unequal-classes warning names the classes whose held-out labels the run finds fewer
+#: of than this share, when the accuracy is no better than always answering the most common
+#: given label, or at least ``BALANCED_GAP`` above the balanced accuracy.
 MIN_RECALL = 0.5
-#: ... and when the accuracy is this far above the balanced accuracy.
 BALANCED_GAP = 0.1
 #: Fewer held-out labels than this: the accuracy is said to be uncertain (its 95% interval
 #: is wider than ±0.1 at an accuracy of 0.9 below about 35 labels).
@@ -345,8 +345,9 @@ def _unequal_classes_warnings(s: Mapping[str, Any]) -> list[str]:
 
 def _auto_remedy(s: Mapping[str, Any]) -> str:
     """For ``--solver auto`` scored by accuracy, the scoring that chooses for every class."""
-    asked = s["parameters"].get("requested_solver_params") or {}
-    if s["solver"] != "auto" or asked.get("scoring", "accuracy") != "accuracy":
+    asked = s["parameters"].get("requested_solver_params")
+    scoring = asked.get("scoring", "accuracy") if isinstance(asked, Mapping) else "accuracy"
+    if s["solver"] != "auto" or scoring != "accuracy":
         return ""
     return ("; auto chose by accuracy: --params '{\"scoring\": \"balanced_accuracy\"}' has it choose by the classes'"
             " mean recall")
