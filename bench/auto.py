@@ -82,7 +82,7 @@ def _generated(seeds: range):
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench auto")
     parser.add_argument("--full", action="store_true", help="seeds 0-9")
-    parser.add_argument("--scoring", default="accuracy", choices=("accuracy", "log_probability"),
+    parser.add_argument("--scoring", default="accuracy", choices=("accuracy", "balanced_accuracy", "log_probability"),
                         help="auto's score of a held-out given label (default: auto's default)")
     parser.add_argument("--seeds", type=seed_range, default=None, help="a range such as 5-9 (default 0-4)")
     parser.add_argument("--generated", action="store_true",
