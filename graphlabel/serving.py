@@ -53,7 +53,7 @@ comes due while the one before it is still going waits. Prefect's runner asks th
 to start it at every poll (10 s) and logs each refusal: "Aborted submission of flow run
 '…': Server returned a non-pending state 'SCHEDULED'", 360 times an hour for each
 waiting run, in words that read like a failure. Serve's output says it once per run, as
-what it is (``_SlotWaitOnce``).
+what it is, with the job's name (``_SlotWaitOnce``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ import asyncio
 import logging
 import signal
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,11 +271,20 @@ def _crash(client, flow_run_id, message: str) -> None:
 class _SlotWaitOnce(logging.Filter):
     """Prefect's runner's refusal line for a run waiting for its deployment's concurrency
     slot (the module docstring, "Runs waiting for their job's slot"): the first for each
-    flow run reworded, the repeats dropped; its other lines pass as they are."""
+    flow run reworded with its job's name, the repeats dropped; its other lines pass as
+    they are. The line carries only the flow run's id: ``proposing`` learns each run's job
+    as the runner proposes to start it, from ``jobs`` (deployment id to job name)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.said: set[str] = set()
+        self.jobs: dict[str, str] = {}
+        self.job_of_run: dict[str, str] = {}
+
+    def proposing(self, flow_run) -> None:
+        job = self.jobs.get(str(flow_run.deployment_id))
+        if job is not None:
+            self.job_of_run[str(flow_run.id)] = job
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
@@ -285,8 +294,9 @@ class _SlotWaitOnce(logging.Filter):
         if flow_run_id in self.said:
             return False
         self.said.add(flow_run_id)
-        record.msg, record.args = ("flow run '%s' is due and waits for its job's run in progress to end"
-                                   " (a job runs one run at a time)"), (flow_run_id,)
+        job = self.job_of_run.pop(flow_run_id, None)
+        record.msg, record.args = ("%sflow run '%s' is due and waits for its job's run in progress to end"
+                                   " (a job runs one run at a time)"), (f"job {job!r}: " if job else "", flow_run_id)
         return True
 
 
@@ -300,13 +310,26 @@ ENDING_RUN_SECONDS = 30.0
 STATE_PROPOSER_LOGGER = "prefect.runner.state_proposer"
 
 
-def _runner():
-    """Prefect's runner, whose SIGTERM (and SIGINT) starts its own ``astop()``."""
+def _runner(proposing: Callable[[Any], None] | None = None):
+    """Prefect's runner, whose SIGTERM (and SIGINT) starts its own ``astop()``; with
+    ``proposing``, called with each flow run the runner is about to propose to start."""
     from prefect.runner import Runner
 
     class StoppingRunner(Runner):
         stop_signal: str | None = None
         _stopping: asyncio.Task | None = None  # the loop keeps only a weak reference to a task
+
+        async def __aenter__(self):
+            entered = await super().__aenter__()
+            if proposing is not None:  # the runner's own proposer (3.8.8), which its poller holds too
+                propose_pending = self._state_proposer.propose_pending
+
+                async def noted(flow_run):
+                    proposing(flow_run)
+                    return await propose_pending(flow_run)
+
+                self._state_proposer.propose_pending = noted
+            return entered
 
         def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
             self.stop_on("SIGTERM")
@@ -378,10 +401,11 @@ def serve(jobs: list[Job], say=print) -> None:  # pragma: no cover - runs until 
         say(f"warning: {line}")
     for line in skip_missed_runs(jobs):
         say(line)
-    runner = _runner()
-    logging.getLogger(STATE_PROPOSER_LOGGER).addFilter(_SlotWaitOnce())
-    for deployment in deployments(jobs):
-        runner.add_deployment(deployment)
+    waiting = _SlotWaitOnce()
+    runner = _runner(proposing=waiting.proposing)
+    logging.getLogger(STATE_PROPOSER_LOGGER).addFilter(waiting)
+    for job, deployment in zip(jobs, deployments(jobs), strict=True):
+        waiting.jobs[str(runner.add_deployment(deployment))] = job.name
     where = f": {PREFECT_UI_URL.value()}/deployments" if PREFECT_UI_URL.value() else ""
     say(f"serving {len(jobs)} job(s) on their schedules; they can be started from the Prefect UI{where}."
         " Stop with Ctrl-C or SIGTERM (runs in progress are cancelled).")

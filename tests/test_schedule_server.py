@@ -138,6 +138,7 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
     # flow run ...: Server returned a non-pending state 'SCHEDULED'" for it at every poll
     said = (tmp_path / "serve.log").read_text()
     assert "non-pending state 'SCHEDULED'" not in said
-    waiting = re.findall(r"flow run '([0-9a-f-]+)' is due and waits for its job's run in progress", said)
+    waiting = re.findall(r"job 'moons-crowded': flow run '([0-9a-f-]+)' is due and waits for its job's run in"
+                         r" progress", said)
     assert waiting, said[-3000:]
     assert len(waiting) == len(set(waiting)), waiting
