@@ -528,11 +528,13 @@ def label(
         if metrics.get("full_run_reason"):
             console.print(f"full run: {metrics['full_run_reason']}")
     if metrics.get("holdout_accuracy") is not None:
-        balanced = metrics.get("holdout_balanced_accuracy")
+        from labelling.reporting import shown_balanced_accuracy
+
+        balanced = shown_balanced_accuracy(metrics)
         console.print(f"accuracy on the {counted(metrics['n_holdout'], 'held-out label')}:"
                       f" {metrics['holdout_accuracy']:.3f}"
-                      + (f"; balanced accuracy (the classes' mean recall): {balanced:.3f}"
-                         if balanced is not None and len(metrics.get("holdout_classes") or {}) > 1 else ""))
+                      + (f"; balanced accuracy (the classes' mean recall): {balanced:.3f}" if balanced is not None
+                         else ""))
     console.print(_timings_table(summary["timings"]))
 
 

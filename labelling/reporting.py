@@ -174,7 +174,7 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
         "n_unreachable": None if _number(metrics.get("n_unreachable")) is None else int(metrics["n_unreachable"]),
         "n_holdout": None if _number(metrics.get("n_holdout")) is None else int(metrics["n_holdout"]),
         "holdout_ece": _number(metrics.get("holdout_ece")),
-        "holdout_balanced_accuracy": _number(metrics.get("holdout_balanced_accuracy")),
+        "holdout_balanced_accuracy": shown_balanced_accuracy(metrics),
         "holdout_majority_class": metrics.get("holdout_majority_class"),
         "holdout_majority_accuracy": _number(metrics.get("holdout_majority_accuracy")),
         # (class, held-out labels, recall, precision), the most held out first
@@ -188,6 +188,14 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
         "class_distribution": distribution,
         "other_metrics": {k: v for k, v in sorted(metrics.items()) if k not in SHOWN_METRICS},
     }
+
+
+def shown_balanced_accuracy(metrics: Mapping[str, Any]) -> float | None:
+    """A run's balanced accuracy on its held-out labels, when they are of two classes or
+    more (of one, it is the accuracy again), else None."""
+    if len(metrics.get("holdout_classes") or {}) < 2:
+        return None
+    return _number(metrics.get("holdout_balanced_accuracy"))
 
 
 def short_run_id(run_id: Any) -> str:
@@ -280,7 +288,7 @@ def headline_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
     if s["holdout_accuracy"] is not None:
         rows.append(("accuracy on held-out labels", f"{s['holdout_accuracy']:.3f} on {_count(s['n_holdout'])} labels"
                      + (f" (ECE {s['holdout_ece']:.3f})" if s["holdout_ece"] is not None else "")))
-        if len(s["holdout_classes"]) > 1 and s["holdout_balanced_accuracy"] is not None:
+        if s["holdout_balanced_accuracy"] is not None:
             rows.append(("balanced accuracy (mean recall)", f"{s['holdout_balanced_accuracy']:.3f}; always answering"
                          f" {s['holdout_majority_class']!r} scores {s['holdout_majority_accuracy']:.3f}"))
     rows.append(("labels flagged as noisy", _of(s["n_flagged"], s["n_labeled"], "given")))
@@ -322,7 +330,7 @@ def _unequal_classes_warnings(s: Mapping[str, Any]) -> list[str]:
     ReutersCorn's word counts: accuracy 0.974, 2 of the 22 held-out corn articles found)."""
     accuracy, balanced = s["holdout_accuracy"], s["holdout_balanced_accuracy"]
     baseline, majority = s["holdout_majority_accuracy"], s["holdout_majority_class"]
-    if accuracy is None or balanced is None or baseline is None or len(s["holdout_classes"]) < 2:
+    if accuracy is None or balanced is None or baseline is None:
         return []
     missed = [f"{name!r} {round(recall * n):,} of {n:,}" for name, n, recall, _ in s["holdout_classes"]
               if recall is not None and recall < MIN_RECALL]
