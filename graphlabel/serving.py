@@ -62,7 +62,8 @@ import asyncio
 import logging
 import signal
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -272,19 +273,23 @@ class _SlotWaitOnce(logging.Filter):
     """Prefect's runner's refusal line for a run waiting for its deployment's concurrency
     slot (the module docstring, "Runs waiting for their job's slot"): the first for each
     flow run reworded with its job's name, the repeats dropped; its other lines pass as
-    they are. The line carries only the flow run's id: ``proposing`` learns each run's job
-    as the runner proposes to start it, from ``jobs`` (deployment id to job name)."""
+    they are. The line carries only the flow run's id: while the runner proposes to start a
+    run (``proposing``), its job is known from ``jobs`` (deployment id to job name)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.said: set[str] = set()
         self.jobs: dict[str, str] = {}
-        self.job_of_run: dict[str, str] = {}
+        self.job_of_run: dict[str, str] = {}  # only the runs being proposed: a serve runs for months
 
-    def proposing(self, flow_run) -> None:
-        job = self.jobs.get(str(flow_run.deployment_id))
-        if job is not None:
-            self.job_of_run[str(flow_run.id)] = job
+    @contextmanager
+    def proposing(self, flow_run) -> Iterator[None]:
+        run = str(flow_run.id)
+        self.job_of_run[run] = self.jobs.get(str(flow_run.deployment_id), "")
+        try:
+            yield
+        finally:
+            self.job_of_run.pop(run, None)
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
@@ -294,7 +299,7 @@ class _SlotWaitOnce(logging.Filter):
         if flow_run_id in self.said:
             return False
         self.said.add(flow_run_id)
-        job = self.job_of_run.pop(flow_run_id, None)
+        job = self.job_of_run.get(flow_run_id)
         record.msg, record.args = ("%sflow run '%s' is due and waits for its job's run in progress to end"
                                    " (a job runs one run at a time)"), (f"job {job!r}: " if job else "", flow_run_id)
         return True
@@ -310,9 +315,9 @@ ENDING_RUN_SECONDS = 30.0
 STATE_PROPOSER_LOGGER = "prefect.runner.state_proposer"
 
 
-def _runner(proposing: Callable[[Any], None] | None = None):
+def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
     """Prefect's runner, whose SIGTERM (and SIGINT) starts its own ``astop()``; with
-    ``proposing``, called with each flow run the runner is about to propose to start."""
+    ``proposing``, the context each proposal to start a flow run is made in."""
     from prefect.runner import Runner
 
     class StoppingRunner(Runner):
@@ -325,8 +330,8 @@ def _runner(proposing: Callable[[Any], None] | None = None):
                 propose_pending = self._state_proposer.propose_pending
 
                 async def noted(flow_run):
-                    proposing(flow_run)
-                    return await propose_pending(flow_run)
+                    with proposing(flow_run):
+                        return await propose_pending(flow_run)
 
                 self._state_proposer.propose_pending = noted
             return entered
