@@ -12,7 +12,9 @@ Graph: ``bench/solver_scale.py``'s ``graph_for(n)`` (10 blobs in 32-d, seed 0,
 a new interpreter that loads the graph, imports the method's module (as solver_scale's
 ``PRELOAD`` does: start-up, not solving) and times the call alone: ``Propagation().fit_predict``
 with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags on) and with
-``solver="cg", detect_noise=False`` (the solve alone), and how far the call raised the
+``solver="cg", detect_noise=False`` (the solve alone), the defaults again with
+``OMP_NUM_THREADS=1`` (graphlabel's sparse products, and BLAS, on one thread, as on a one-core
+machine; this checkout only), and how far the call raised the
 process's peak resident memory (``ru_maxrss``, MiB, over the peak of loading the graph).
 A round runs each once, in that order; a ratio is a run's seconds over the same round's
 ``Propagation``; the table gives medians over the rounds. ``bench/solver_scale.py`` gives
@@ -39,7 +41,10 @@ from ._common import Report
 CACHE = Path(__file__).resolve().parent.parent / ".data" / "bench"
 RUNS = (("Propagation", "scikit-network Propagation (defaults)"),
         ("defaults", "harmonic, defaults (noise flags)"),
-        ("flagless", "harmonic, solver='cg', detect_noise=False"))
+        ("flagless", "harmonic, solver='cg', detect_noise=False"),
+        ("one thread", "harmonic, defaults, OMP_NUM_THREADS=1 (its products on one thread)"))
+# runs of this checkout only (--against need not read the setting)
+HERE_ONLY = {"Propagation", "one thread"}
 
 # One run in a fresh interpreter with CODE first on its path (another checkout need not have
 # this module, so the runner is a script, not an import of it).
@@ -62,7 +67,7 @@ else:
     from solvers import LabelProblem, solve
     import solvers.harmonic  # before the clock, as Propagation's module is (solve() imports it on first use)
     problem = LabelProblem(W, y_given, n_classes=int(y.max()) + 1)
-    params = {} if method == "defaults" else {"solver": "cg", "detect_noise": False}
+    params = {"solver": "cg", "detect_noise": False} if method == "flagless" else {}
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     prediction = solve(problem, "harmonic", **params)
@@ -93,6 +98,8 @@ def saved_graph(n: int) -> Path:
 
 def run(code: Path, method: str, graph: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
+    if method == "one thread":
+        env["OMP_NUM_THREADS"] = "1"
     out = subprocess.run([sys.executable, "-c", RUNNER, str(code), method, str(graph)], env=env, check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -111,7 +118,7 @@ def main(argv: list[str]) -> None:
     runs = []
     for round_ in range(args.rounds):
         for method, label in RUNS:
-            for name, code in codes if method != "Propagation" else codes[:1]:
+            for name, code in codes if method not in HERE_ONLY else codes[:1]:
                 result = {"round": round_, "run": label, "code": name, **run(code, method, graph)}
                 runs.append(result)
                 print(f"  round {round_}: {label} ({name}) {result['seconds']:.2f} s", flush=True)
@@ -130,7 +137,12 @@ def main(argv: list[str]) -> None:
                  + (", and --against (another checkout, the code before)" if args.against else ""),
                  table)
     report.table("Every run", frame)
+    from solvers._row_split_product import product_threads
+
+    report.note(f"this checkout's sparse products on {product_threads()} threads (OMP_NUM_THREADS "
+                f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; solvers/_row_split_product.py), except in the "
+                "OMP_NUM_THREADS=1 row")
     report.note(f"load average (1 min) {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
-                f"2 cores shared with other jobs; the seconds of one round spread by "
+                f"{os.cpu_count()} cores shared with other jobs; the seconds of one round spread by "
                 f"{100 * statistics.pstdev(peer) / statistics.mean(peer):.0f}% (Propagation's)")
     print(f"written to {report.save()}")

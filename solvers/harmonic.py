@@ -198,7 +198,7 @@ Decisions the papers leave open, and what this module does
   at 1M it saves more than it costs: a product took 158 ms grouped against 437 ms in the
   graph's order). Measured and not kept: the product into a preallocated block (scipy's
   private ``csr_matvecs``: 12.4 against 12.6 ms), the product split over two threads (13.1
-  against 12.4 ms: scipy's kernel did not run in parallel), a scratch block for the label
+  against 12.4 ms, on a machine whose second core other jobs held; kept since, below), a scratch block for the label
   tracking (no gain), the leave-one-out's terms as l × l sparse matrices (65 against 47 ms),
   the cast of K's values inside its first scaling (no gain), the regrouping's column
   renumbering in place (``np.take`` into the index array: 475 against 188 ms at 1M), a
@@ -207,6 +207,16 @@ Decisions the papers leave open, and what this module does
   ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
   1M; the coarse space after 2 iterations saved none and changed 73-96 labels of segment at
   1%.
+- The product on several threads (``_Blocks.operator``: ``solvers/_row_split_product.py``).
+  scipy's kernel releases the GIL, so each thread runs it on its own range of K's rows; the
+  values are bit for bit scipy's, so iterations, labels and flags do not change. On a quiet
+  2-core machine (load 0.4-1.1) one product on the 100k-node graph took 3.0 against 5.7 ms,
+  and ``python -m bench harmonic_paired --against`` the code before (fresh processes,
+  medians of the ratio to ``Propagation`` in the same rounds) gave at 100k (7 rounds)
+  1.79× against 2.15× with the flags and 1.54× against 1.86× without; at 1M (5 rounds)
+  1.70× against 2.02× and 1.15× against 1.68× (2.10 against 3.04 s), the same products,
+  accuracy and flags. The first product, over the rows next to the labels only, stays on
+  one thread: 104 ms against 191-203 ms for the whole product on two at 1M (medians of 7).
 - The block CG's memory. The right-hand side W_{·l} Y_l is built sparse (it is nonzero only
   next to a label: 17% of the rows of the 1M-node graph at 1% labelled) and becomes the
   residual's padded block, with no dense float64 n × C copy (80 MB at 1M, held through the
@@ -358,6 +368,7 @@ from scipy.sparse.linalg import LinearOperator, cg, splu
 from threadpoolctl import threadpool_limits
 
 from ._graph import margin_scores, per_label
+from ._row_split_product import RowSplitProduct
 from ._validation import Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
 
@@ -420,9 +431,10 @@ class _Blocks:
     def tiled(self, a: np.ndarray) -> np.ndarray:
         return np.tile(np.asarray(a, dtype=self.dtype), self.WIDTH)
 
-    def operator(self, K: sp.csr_matrix) -> sp.csr_matrix:
+    def operator(self, K: sp.csr_matrix) -> RowSplitProduct:
+        """K padded to the blocks' rows, its products with a block split over threads."""
         indptr = np.concatenate([K.indptr, np.full(self.rows - self.n, K.indptr[-1], dtype=K.indptr.dtype)])
-        return sp.csr_matrix((K.data, K.indices, indptr), shape=(self.rows, self.rows))
+        return RowSplitProduct(sp.csr_matrix((K.data, K.indices, indptr), shape=(self.rows, self.rows)))
 
 
 def _coarse_space(K, scale, labels, blocks: _Blocks):
@@ -589,7 +601,9 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         order, grouped = _grouped_by_label(graph, labels)
         graph = None  # the node-order operator: 4 bytes an edge nothing reads again
         K = blocks.operator(grouped)
-        X[:n], R[:n] = X[order], R[order]
+        # np.take, not X[order]: numpy's take of whole rows took 0.2-0.3 ms on 100k × 10 float32
+        # against 0.9 ms for the fancy index (medians of 31)
+        X[:n], R[:n] = np.take(X[:n], order, axis=0), np.take(R[:n], order, axis=0)
         scale, unknown = scale[order], unknown[order]
         return order, labels[order]
 
@@ -626,7 +640,7 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
             # a product over those rows of K alone: 10 against 25 ms (medians of 21, interleaved;
             # 24 against 48-54 ms on a machine loaded 4 times over).
             nonzero = np.flatnonzero(np.einsum("ij->i", np.abs(P[:n])) > 0)
-            Q = K[nonzero].T @ P[nonzero] if nonzero.size < n // 4 else K @ P
+            Q = K.matrix[nonzero].T @ P[nonzero] if nonzero.size < n // 4 else K @ P
         else:
             Q = K @ P
         np.subtract(P, Q, out=Q)  # (I − K) P
