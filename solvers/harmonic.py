@@ -217,6 +217,10 @@ Decisions the papers leave open, and what this module does
   1.70× against 2.02× and 1.15× against 1.68× (2.10 against 3.04 s), the same products,
   accuracy and flags. The first product, over the rows next to the labels only, stays on
   one thread: 104 ms against 191-203 ms for the whole product on two at 1M (medians of 7).
+  The noise flags' estimate runs its n × C products the same way (``_local_leave_one_out``).
+  Not kept: KB = B_s W split over threads by rows (scipy's sparse product releases the GIL
+  too): 87 against 143 ms at 1M with the stacking, 2% of the solve, for a second kind of
+  split product.
 - The block CG's memory. The right-hand side W_{·l} Y_l is built sparse (it is nonzero only
   next to a label: 17% of the rows of the 1M-node graph at 1% labelled) and becomes the
   residual's padded block, with no dense float64 n × C copy (80 MB at 1M, held through the
@@ -1200,11 +1204,16 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     # Bᵀ K² B Y = (KB)ᵀ (KB Y): products with the sparse B and KB only (nnz ≈ k and k² per
     # label), where K (BY) and K (K BY) were two n × C products with the whole graph (on the
     # 100k-node graph of bench/solver_scale.py two thirds of this function's time).
+    # KB Y and the three products below on several threads, KB Y as a product over KB's rows
+    # (scipy's product with the CSC KB scatters over its columns, on one thread): at 1M nodes
+    # (10k labels, KB 4.4M entries, 2 cores) KB Y took 69 against 109 ms and the three products
+    # 60 against 129 ms (line profiler), the same values bit for bit (rows summed in one order)
     BY = B @ Y_l
-    KBY = KB @ Y_l
+    KBY = RowSplitProduct(KB.tocsr()) @ Y_l
     # three products with the sparse rows, not the sum BY + KBY: that was one more n × C array
     # (at 1M nodes 80 MB; these lines took 259 against 345 ms there, 11 against 16 ms at 100k)
-    short_rows = B_t @ BY + B_t @ KBY + KB_t @ KBY
+    B_rows, KB_rows = RowSplitProduct(B_t), RowSplitProduct(KB_t)
+    short_rows = B_rows @ BY + B_rows @ KBY + KB_rows @ KBY
     unknown = (scale > 0).astype(np.float64)
     R = W_l @ system.F - W_l[:, l] @ Y_l  # W_lu F_u (F is 0 off the unknowns and the labels)
     tail = np.maximum(R[rows, y_l] - short_rows[rows, y_l], 0.0)
