@@ -54,6 +54,21 @@ def rng():
     return np.random.default_rng(12345)
 
 
+@pytest.fixture(scope="session")
+def flipped_digits(digits):
+    """Digits on a 10-NN graph with 10 given labels per class, 10% of them flipped (seed 3):
+    the problem, the true classes and the mask of the given labels."""
+    from labelling.sampling import flip_labels, keep_per_class
+    from similarity import knn_graph
+    from solvers import LabelProblem
+
+    X, y_true = digits
+    rng = np.random.default_rng(3)
+    given = keep_per_class(y_true, 10, rng)
+    noisy, _ = flip_labels(y_true, given, 0.1, 10, rng)
+    return LabelProblem(knn_graph(X, k=10), np.where(given, noisy, -1)), y_true, given
+
+
 # -- the live Neo4j + GDS server (tests/live_neo4j.py) -------------------------------------
 
 NEO4J_SUITE = "neo4j"

@@ -4,23 +4,14 @@ the default harmonic solver, and the record of every candidate."""
 import numpy as np
 import pytest
 
-from labelling.sampling import flip_labels, keep_per_class
+from labelling.sampling import keep_per_class
 from similarity import knn_graph
 from solvers import LabelProblem, Prediction, solve
 from solvers.auto import CANDIDATES, PROBABILITY_FLOOR, class_probabilities
 
 
-@pytest.fixture(scope="module")
-def noisy_digits(digits):
-    X, y_true = digits
-    rng = np.random.default_rng(3)
-    kept = keep_per_class(y_true, 10, rng)
-    noisy, _ = flip_labels(y_true, kept, 0.1, 10, rng)
-    return LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1)), y_true, kept
-
-
-def test_scores_are_held_out_log_probabilities_of_the_given_labels(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_scores_are_held_out_log_probabilities_of_the_given_labels(flipped_digits):
+    problem, _, _ = flipped_digits
     # a budget no load can exhaust: this test is about the scores (the budget has its own)
     record = solve(problem, "auto", scoring="log_probability", budget=1e3).info["auto"]
     scored = [c for c in record["candidates"] if c["status"] == "scored"]
@@ -34,8 +25,8 @@ def test_scores_are_held_out_log_probabilities_of_the_given_labels(noisy_digits)
         assert 0.5 < c["accuracy"] <= 1
 
 
-def test_every_candidate_is_a_different_solve(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_every_candidate_is_a_different_solve(flipped_digits):
+    problem, _, _ = flipped_digits
     # the default's class masses are smoothed shares here (5.6% labelled), neither of the
     # variants' rules
     assert solve(problem, "harmonic").info["class_mass"] == "smoothed"
@@ -44,15 +35,15 @@ def test_every_candidate_is_a_different_solve(noisy_digits):
     assert all(c["status"] == "scored" for c in record["candidates"])
 
 
-def test_without_the_rule_the_best_score_wins(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_without_the_rule_the_best_score_wins(flipped_digits):
+    problem, _, _ = flipped_digits
     record = solve(problem, "auto", n_standard_errors=0, budget=1e3).info["auto"]
     scored = {c["name"]: c["score"] for c in record["candidates"] if c["score"] is not None}
     assert record["chosen"] == max(scored, key=scored.__getitem__)
 
 
-def test_the_rule_keeps_the_default_unless_a_candidate_is_clearly_better(noisy_digits):
-    problem, y_true, kept = noisy_digits
+def test_the_rule_keeps_the_default_unless_a_candidate_is_clearly_better(flipped_digits):
+    problem, y_true, kept = flipped_digits
     p = solve(problem, "auto", n_standard_errors=1e6)
     assert p.info["auto"]["chosen"] == "harmonic"
     default = solve(problem, "harmonic")
@@ -70,14 +61,14 @@ def test_class_probabilities_use_the_class_mass_scale_and_fill_unreached_rows():
     np.testing.assert_allclose(class_probabilities(p), [[0.25, 0.75], [0.5, 0.5], [0.5, 0.5]])
 
 
-def test_auto_rejects_a_negative_number_of_standard_errors(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_auto_rejects_a_negative_number_of_standard_errors(flipped_digits):
+    problem, _, _ = flipped_digits
     with pytest.raises(ValueError, match=r"^n_standard_errors must be a finite number >= 0, got -1$"):
         solve(problem, "auto", n_standard_errors=-1)
 
 
-def test_accuracy_scoring_the_default_scores_each_fold_by_its_held_out_accuracy(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_accuracy_scoring_the_default_scores_each_fold_by_its_held_out_accuracy(flipped_digits):
+    problem, _, _ = flipped_digits
     record = solve(problem, "auto").info["auto"]
     scored = [c for c in record["candidates"] if c["status"] == "scored"]
     assert scored
@@ -87,8 +78,8 @@ def test_accuracy_scoring_the_default_scores_each_fold_by_its_held_out_accuracy(
     assert record["scoring"] == "held-out accuracy on the given labels"
 
 
-def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(flipped_digits):
+    problem, _, _ = flipped_digits
     p = solve(problem, "auto", budget=1.5)
     record = p.info["auto"]
     assert record["chosen"] == "harmonic"
@@ -96,14 +87,14 @@ def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(noisy_d
     assert all(c["status"] != "scored" for c in record["candidates"])
 
 
-def test_auto_rejects_an_unknown_scoring(noisy_digits):
-    problem, _, _ = noisy_digits
+def test_auto_rejects_an_unknown_scoring(flipped_digits):
+    problem, _, _ = flipped_digits
     with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'balanced_accuracy',"
                                          r" 'log_probability'\), got 'brier'$"):
         solve(problem, "auto", scoring="brier")
 
 
-def test_a_candidate_that_stops_itself_is_skipped_and_the_budget_holds(noisy_digits, monkeypatch):
+def test_a_candidate_that_stops_itself_is_skipped_and_the_budget_holds(flipped_digits, monkeypatch):
     """nmf gets what is left of auto's budget as its time limit; when it stops itself the
     candidate is skipped with that reason, and auto still answers."""
     import solvers.auto as auto_module
@@ -118,7 +109,7 @@ def test_a_candidate_that_stops_itself_is_skipped_and_the_budget_holds(noisy_dig
         return real_run(problem, method, params)
 
     monkeypatch.setattr(auto_module, "_run", run)
-    problem, _, _ = noisy_digits
+    problem, _, _ = flipped_digits
     record = solve(problem, "auto", budget=1e3).info["auto"]
     nmf = next(c for c in record["candidates"] if c["method"] == "nmf")
     assert nmf["status"] == "skipped: it stopped itself at the end of the time budget"

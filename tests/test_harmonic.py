@@ -656,22 +656,18 @@ def test_the_local_resolve_solves_the_system_with_softened_labels(rng):
     np.testing.assert_allclose(resolved.F, expected, atol=2e-4)
 
 
-def test_the_local_resolve_keeps_the_labels_of_the_whole_resolve(digits, monkeypatch):
+def test_the_local_resolve_keeps_the_labels_of_the_whole_resolve(flipped_digits, monkeypatch):
     # forced on digits (the default needs 50k unknowns), with flipped labels so that some are dropped
     import solvers.harmonic as harmonic_module
 
-    X, y_true = digits
-    rng = np.random.default_rng(3)
-    given = keep_per_class(y_true, 10, rng)
-    noisy, _ = flip_labels(y_true, given, 0.1, 10, rng)
-    problem = LabelProblem(knn_graph(X, k=10), np.where(given, noisy, -1))
+    problem, _, _ = flipped_digits
     monkeypatch.setattr(harmonic_module, "RESOLVE_NEAR_MIN_NODES", 0)
     monkeypatch.setattr(harmonic_module, "RESOLVE_MAX_SHARE", 1.0)
     whole = solve(problem, "harmonic", solver="cg", resolve_hops=0)
     near = solve(problem, "harmonic", solver="cg")
     assert whole.noisy.sum() >= 2
     assert "resolve_near" not in whole.info
-    assert 0 < near.info["resolve_near"]["nodes"] < len(y_true)
+    assert 0 < near.info["resolve_near"]["nodes"] < problem.n_nodes
     np.testing.assert_array_equal(near.noisy, whole.noisy)  # the flags come before the re-solve
     assert np.mean(near.labels == whole.labels) >= 0.99
     with pytest.raises(ValueError):

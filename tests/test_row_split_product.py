@@ -7,9 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 import solvers._row_split_product as row_split
-from labelling.sampling import flip_labels, keep_per_class
 from similarity import knn_graph
-from solvers import LabelProblem, solve
+from solvers import solve
 from solvers._row_split_product import RowSplitProduct, product_threads
 
 
@@ -77,13 +76,9 @@ def test_the_thread_count_follows_omp_num_threads_else_the_usable_cpus(monkeypat
     assert product_threads() == min(len(os.sched_getaffinity(0)), row_split.MAX_THREADS)
 
 
-def test_harmonic_labels_flags_and_iterations_do_not_depend_on_the_threads(digits, monkeypatch):
+def test_harmonic_labels_flags_and_iterations_do_not_depend_on_the_threads(flipped_digits, monkeypatch):
     # the products run split over threads at every size here; one thread is scipy's own product
-    X, y_true = digits
-    rng = np.random.default_rng(3)
-    given = keep_per_class(y_true, 10, rng)
-    noisy, _ = flip_labels(y_true, given, 0.1, 10, rng)
-    problem = LabelProblem(knn_graph(X, k=10), np.where(given, noisy, -1))
+    problem, _, _ = flipped_digits
     monkeypatch.setattr(row_split, "MIN_WORK", 0)
     runs = []
     for threads in ("1", "2", "5"):
