@@ -46,7 +46,9 @@ def product_threads() -> int:
     setting = os.environ.get("OMP_NUM_THREADS", "").strip()
     if setting.isdigit() and int(setting) > 0:
         return min(int(setting), MAX_THREADS)
-    return max(1, min(len(os.sched_getaffinity(0)), MAX_THREADS))
+    # the CPUs this process may run on (Linux); macOS and Windows have no affinity call
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(usable, MAX_THREADS))
 
 
 class RowSplitProduct:

@@ -74,6 +74,9 @@ def test_the_thread_count_follows_omp_num_threads_else_the_usable_cpus(monkeypat
     import os
 
     assert product_threads() == min(len(os.sched_getaffinity(0)), row_split.MAX_THREADS)
+    monkeypatch.delattr(os, "sched_getaffinity")  # macOS, Windows
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert product_threads() == 3
 
 
 def test_harmonic_labels_flags_and_iterations_do_not_depend_on_the_threads(flipped_digits, monkeypatch):
