@@ -73,9 +73,11 @@ class RowSplitProduct:
 
     def __matmul__(self, X: np.ndarray) -> np.ndarray:
         K = self.matrix
-        if X.ndim != 2 or len(self._ranges) < 2 or K.nnz * X.shape[1] < MIN_WORK:
+        # scipy's own product where the kernel would not give its result: another dtype (scipy
+        # upcasts both), a vector, or too little work to share
+        if X.ndim != 2 or X.dtype != K.dtype or len(self._ranges) < 2 or K.nnz * X.shape[1] < MIN_WORK:
             return K @ X
-        X = np.ascontiguousarray(X, dtype=K.dtype)
+        X = np.ascontiguousarray(X)
         out = np.empty((K.shape[0], X.shape[1]), dtype=K.dtype)  # each thread zeroes its own rows
         if self._pool is None:
             self._pool = ThreadPoolExecutor(len(self._ranges) - 1, thread_name_prefix="graphlabel-product")

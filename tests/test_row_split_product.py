@@ -31,6 +31,18 @@ def test_the_split_product_is_scipys_product_bit_for_bit(digits, monkeypatch, th
     assert split.shape == (K.shape[0], 10)
 
 
+def test_a_block_of_another_dtype_or_a_vector_gets_scipys_upcast_product(digits, monkeypatch):
+    monkeypatch.setattr(row_split, "MIN_WORK", 0)
+    X, _ = digits
+    K = knn_graph(X, k=10).astype(np.float32)
+    operator = RowSplitProduct(K, threads=2)
+    block = np.random.default_rng(0).random((K.shape[1], 3))  # float64
+    np.testing.assert_array_equal(operator @ block, K @ block)
+    assert (operator @ block).dtype == np.float64
+    np.testing.assert_array_equal(operator @ block[:, 0], K @ block[:, 0])
+    np.testing.assert_array_equal(operator @ np.asfortranarray(block.astype(np.float32)), K @ block.astype(np.float32))
+
+
 def test_the_ranges_hold_near_equal_edges_and_cover_every_row(digits):
     X, _ = digits
     K = knn_graph(X, k=10)
