@@ -60,6 +60,10 @@ class RowSplitProduct:
         K; kept as it is (no copy). ``matrix``, ``shape`` and ``dtype`` are K's.
     threads : int, optional
         Default ``product_threads()``. Ranges of rows hold near-equal numbers of edges.
+
+    The pool's threads are started at the first product that is shared out, and end when the
+    operator is garbage-collected (``ThreadPoolExecutor``'s own rule): the block CG builds one
+    operator per row order and drops it when it returns.
     """
 
     def __init__(self, matrix: sp.csr_matrix, threads: int | None = None) -> None:
@@ -92,9 +96,3 @@ class RowSplitProduct:
         rows.fill(0)  # csr_matvecs adds K X into its output
         _sparsetools.csr_matvecs(stop - start, K.shape[1], X.shape[1], K.indptr[start:stop + 1], K.indices,
                                  K.data, X.ravel(), rows.ravel())
-
-    def close(self) -> None:
-        """Let the threads go (they also go when the operator is garbage-collected)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None

@@ -118,3 +118,33 @@ def test_a_dask_worker_of_the_flows_runs_the_product_on_one_thread():
 
     with LocalCluster(**{**_cluster_kwargs(1), "processes": True}) as cluster, Client(cluster) as client:
         assert client.submit(product_threads).result() == 1
+
+
+def test_the_product_threads_end_with_the_solve(flipped_digits, monkeypatch):
+    # a process that solves every minute (serve) must not collect one idle thread per solve
+    import gc
+    import time
+
+    monkeypatch.setattr(row_split, "MIN_WORK", 0)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    problem, _, _ = flipped_digits
+
+    def product_threads_alive():
+        return [t for t in threading.enumerate() if t.name.startswith("graphlabel-product")]
+
+    def all_ended():
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while product_threads_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return product_threads_alive() == []
+
+    operator = RowSplitProduct(problem.W.tocsr())
+    operator @ np.ones((problem.n_nodes, 2))
+    assert len(product_threads_alive()) == 2  # the caller takes one of the three ranges
+    del operator
+    assert all_ended()
+    for _ in range(3):
+        solve(problem, "harmonic", solver="cg")
+        solve(problem, "nmf")
+    assert all_ended()
