@@ -57,7 +57,7 @@ class RowSplitProduct:
     Parameters
     ----------
     matrix : scipy.sparse.csr_matrix
-        K; kept as it is (no copy). ``matrix``, ``shape`` and ``dtype`` are K's.
+        K; kept as it is (no copy). ``matrix`` and ``dtype`` are K's.
     threads : int, optional
         Default ``product_threads()``. Ranges of rows hold near-equal numbers of edges.
 
@@ -67,10 +67,9 @@ class RowSplitProduct:
     """
 
     def __init__(self, matrix: sp.csr_matrix, threads: int | None = None) -> None:
-        self.matrix = matrix
-        self.shape, self.dtype = matrix.shape, matrix.dtype
-        self.threads = product_threads() if threads is None else max(1, int(threads))
-        cuts = np.searchsorted(matrix.indptr, np.linspace(0, matrix.nnz, self.threads + 1), side="left")
+        self.matrix, self.dtype = matrix, matrix.dtype
+        threads = product_threads() if threads is None else max(1, int(threads))
+        cuts = np.searchsorted(matrix.indptr, np.linspace(0, matrix.nnz, threads + 1), side="left")
         cuts[0], cuts[-1] = 0, matrix.shape[0]
         self._ranges = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
         self._pool: ThreadPoolExecutor | None = None

@@ -198,8 +198,9 @@ Decisions the papers leave open, and what this module does
   at 1M it saves more than it costs: a product took 158 ms grouped against 437 ms in the
   graph's order). Measured and not kept: the product into a preallocated block (scipy's
   private ``csr_matvecs``: 12.4 against 12.6 ms), the product split over two threads (13.1
-  against 12.4 ms, on a machine whose second core other jobs held; kept since, below), a scratch block for the label
-  tracking (no gain), the leave-one-out's terms as l × l sparse matrices (65 against 47 ms),
+  against 12.4 ms on that loaded machine; on a quiet one two threads halve it: kept since,
+  below), a scratch block for the label tracking (no gain), the leave-one-out's terms as
+  l × l sparse matrices (65 against 47 ms),
   the cast of K's values inside its first scaling (no gain), the regrouping's column
   renumbering in place (``np.take`` into the index array: 475 against 188 ms at 1M), a
   breadth-first node order from the start (its products 251 ms against 437 at 1M, but a
