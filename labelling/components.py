@@ -83,7 +83,8 @@ def plan_components(problem: LabelProblem, batch_nodes: int = BATCH_NODES) -> Co
     order = np.argsort(-sizes, kind="stable")
     start = np.cumsum(sizes[order]) - sizes[order]
     batch_of_component = np.full(n_components, -1)
-    batch_of_component[multi[order]] = start // batch_nodes
+    # numbered without gaps: a component over two batches long starts beyond the next number
+    batch_of_component[multi[order]] = np.unique(start // batch_nodes, return_inverse=True)[1]
     node_batch = batch_of_component[component]
     in_batch = np.flatnonzero(node_batch >= 0)
     in_batch = in_batch[np.argsort(node_batch[in_batch], kind="stable")]

@@ -55,6 +55,19 @@ def test_plan_sorts_components_by_their_labels():
     assert len(plan.batches) == 2  # 4 islands of 60 nodes packed by ~130
 
 
+def test_a_component_larger_than_two_batches_leaves_no_batch_empty():
+    # components of 60 nodes in batches of 25: each component is a batch of its own, numbered
+    # without gaps (numbered by where it starts, 0, 2 and 4, the batches between were empty
+    # and the run stopped on a batch with no nodes and no class)
+    W, y_true, given = islands(3, 60)
+    problem = LabelProblem(W, given, n_classes=3)
+    params = {"detect_noise": False, "class_mass": "none"}  # global steps, as in the test below
+    plan, merged = solve_split(problem, "harmonic", batch_nodes=25, **params)
+    assert [len(nodes) for nodes in plan.batches] == [60, 60, 60]
+    whole = solve(problem, "harmonic", **params)
+    np.testing.assert_array_equal(merged.labels, whole.labels)
+
+
 @pytest.mark.parametrize("solver", ["harmonic", "mincut"])
 def test_split_solution_equals_the_whole_graph_solution(solver):
     # harmonic and mincut decompose over components: batching must not change a label
@@ -192,6 +205,22 @@ def test_flow_maps_the_solve_over_component_batches(island_store):
                            solver_params={"detect_noise": False, "class_mass": "none"})
     assert len(_solve_task_runs(whole["run_id"])) == 1
     assert split_labels.equals(_predictions(store_path))
+
+
+def test_a_run_whose_components_are_each_over_two_batches_long_labels_them_all(island_store):
+    from flows.labelling import labelling_flow
+
+    store_path, _, given = island_store
+    params = {"detect_noise": False, "class_mass": "none"}
+    two_classes = sum(len(np.unique(island[island >= 0])) >= 2 for island in given.reshape(12, 60))
+    packed = labelling_flow.fn("islands", store_uri=store_path, build_graph=False, batch_nodes=150,
+                               solver_params=params)
+    packed_labels = _predictions(store_path)
+    alone = labelling_flow.fn("islands", store_uri=store_path, build_graph=False, batch_nodes=25,
+                              solver_params=params)
+    # islands of one class need no solve; every other island is a batch of its own
+    assert (packed["metrics"]["n_solver_batches"], alone["metrics"]["n_solver_batches"]) == (4, two_classes)
+    assert _predictions(store_path).equals(packed_labels)
 
 
 @pytest.mark.usefixtures("prefect_harness")
