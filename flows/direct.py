@@ -19,6 +19,7 @@ or deployed; a task called inside a flow run). A run without a server never impo
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import logging
 import os
@@ -26,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
+from multiprocessing.pool import ThreadPool
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +181,8 @@ class Task:
     def map_named(self, items: Iterable[Any], names: Iterable[str], *args: Any) -> list[Any]:
         """``self(item, *args)`` for every item: inside a flow run, one task run each named
         from ``names``, run by the flow's task runner (threads, or a Dask cluster); outside,
-        one after the other here, or on the cluster of ``flows.runners.dask_client``."""
+        here on one thread per usable CPU, as the flows' thread runner runs them
+        (``flows.runners``), or on the cluster of ``flows.runners.dask_client``."""
         items = list(items)
         if in_flow_run():
             futures = []
@@ -188,10 +191,21 @@ class Task:
                 _record_stage(name, futures[-1].task_run_id)
             return [future.result() for future in futures]
         client = DIRECT_CLIENT.get()
-        if client is None:
-            return [self.fn(item, *args) for item in items]
         fn = self.fn
+        if client is None and (len(items) < 2 or usable_cpus() < 2):
+            return [fn(item, *args) for item in items]
+        if client is None:
+            # daemon threads (multiprocessing's ThreadPool, not concurrent.futures'): Ctrl-C
+            # ends the command at once instead of waiting for the batches in progress; each
+            # item runs in a copy of this context, as Prefect's thread runner runs a task
+            with ThreadPool(usable_cpus()) as pool:
+                return pool.map(lambda item: contextvars.copy_context().run(fn, item, *args), items, chunksize=1)
         return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity on Linux; the CPU count elsewhere)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _record_stage(name: str, task_run_id: Any) -> None:
@@ -271,21 +285,23 @@ class Flow:
     use). Calling it runs the Prefect flow, as calling a ``@flow`` function does; every
     other attribute (``with_options``, ``to_deployment``, ...) is the Prefect flow's.
     ``data_errors``: the exception types that are the data's fault, logged by its runs
-    without a traceback (``_DataErrorsInOneLine``)."""
+    without a traceback (``_DataErrorsInOneLine``). ``task_runner``: a function that makes
+    the flow's task runner, called with the Prefect flow (a runner imports Prefect)."""
 
     def __init__(self, fn: Callable, name: str, data_errors: tuple[type[BaseException], ...] = (),
-                 **options: Any) -> None:
+                 task_runner: Callable[[], Any] | None = None, **options: Any) -> None:
         functools.update_wrapper(self, fn)
         _importable_as_attribute(fn)
         self.fn, self.name, self._options = fn, name, options
-        self.data_errors = data_errors
+        self.data_errors, self._task_runner = data_errors, task_runner
 
     @functools.cached_property
     def prefect(self):  # cached: one Prefect flow, as the decorator would make
         from prefect import flow
 
         _log_in_one_line(self.data_errors)
-        made = flow(name=self.name, **self._options)(self.fn)
+        options = {**self._options, **({"task_runner": self._task_runner()} if self._task_runner else {})}
+        made = flow(name=self.name, **options)(self.fn)
         describe_parameters(made.parameters, self.fn)
         return made
 
@@ -293,13 +309,13 @@ class Flow:
         return self.prefect(*args, **kwargs)
 
     def __getattr__(self, attribute: str) -> Any:
-        if attribute.startswith("__") or attribute in ("fn", "name", "_options", "data_errors"):
+        if attribute.startswith("__") or attribute in ("fn", "name", "_options", "data_errors", "_task_runner"):
             raise AttributeError(attribute)
         return getattr(self.prefect, attribute)
 
 
 def flow(name: str, **options: Any) -> Callable[[Callable], Flow]:
-    """``@flow(name, data_errors=(...), **options of Prefect's @flow)``: see ``Flow``."""
+    """``@flow(name, data_errors=(...), task_runner=FACTORY, **options of Prefect's @flow)``: see ``Flow``."""
     return lambda fn: Flow(fn, name, **options)
 
 

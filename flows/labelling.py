@@ -58,6 +58,7 @@ from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
 from .incremental import label_changed, record_graph_build
 from .progress import progress, stage_progress
+from .runners import thread_runner
 from .solving import solve_by_component
 from .tasks import build_edges as build_edges_task
 from .tasks import count_user_edges, export_problem, ingest_records, record_run, write_predictions
@@ -387,7 +388,8 @@ def _publish_unopened(run_id: str, dataset: str, solver: str, parameters: dict[s
         run_logger().error("could not publish the failed run's report: %s", redact(publish_error))
 
 
-@flow("label-dataset", flow_run_name=run_name_from_parameters("label"), data_errors=DATA_ERRORS)
+@flow("label-dataset", flow_run_name=run_name_from_parameters("label"), data_errors=DATA_ERRORS,
+      task_runner=thread_runner)
 def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "harmonic",
                    solver_params: dict[str, Any] | None = None, build_graph: bool = True,
                    graph: str | None = None, k: int | None = None, metric: str | None = None,

@@ -4,6 +4,8 @@ against solving the whole graph at once."""
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -221,6 +223,68 @@ def test_a_run_whose_components_are_each_over_two_batches_long_labels_them_all(i
     # islands of one class need no solve; every other island is a batch of its own
     assert (packed["metrics"]["n_solver_batches"], alone["metrics"]["n_solver_batches"]) == (4, two_classes)
     assert _predictions(store_path).equals(packed_labels)
+
+
+@pytest.fixture
+def solves_at_once(monkeypatch):
+    """Counts the solves running at once: ``["most"]`` after the run."""
+    import solvers
+
+    count, lock = {"running": 0, "most": 0}, threading.Lock()
+    solve_one = solvers.solve
+
+    def counted(*args, **kwargs):
+        with lock:
+            count["running"] += 1
+            count["most"] = max(count["most"], count["running"])
+        try:
+            time.sleep(0.3)  # time for the runner to start every batch it would start
+            return solve_one(*args, **kwargs)
+        finally:
+            with lock:
+                count["running"] -= 1
+
+    monkeypatch.setattr(solvers, "solve", counted)
+    return count
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_flow_run_solves_at_most_one_batch_per_cpu_at_a_time(island_store, solves_at_once):
+    # Prefect's default ThreadPoolTaskRunner() started every batch at once, and their working
+    # memory added up (4.1x the peak of one batch at a time with 8 batches: bench/batch_threads.py)
+    from flows.labelling import labelling_flow
+    from flows.runners import usable_cpus
+
+    store_path, _, _ = island_store
+    run = labelling_flow("islands", store_uri=store_path, build_graph=False, batch_nodes=25)
+    batches = run["metrics"]["n_solver_batches"]
+    assert batches >= 8
+    assert solves_at_once["most"] == min(usable_cpus(), batches)
+
+
+def test_a_run_without_a_server_solves_one_batch_per_cpu_at_a_time(island_store, solves_at_once):
+    from flows.labelling import labelling_flow
+    from flows.runners import usable_cpus
+
+    store_path, _, _ = island_store
+    packed = labelling_flow.fn("islands", store_uri=store_path, build_graph=False, batch_nodes=150,
+                               solver_params={"detect_noise": False, "class_mass": "none"})
+    packed_labels = _predictions(store_path)
+    assert solves_at_once["most"] == min(usable_cpus(), packed["metrics"]["n_solver_batches"])
+    # the same labels as the whole graph solved at once
+    labelling_flow.fn("islands", store_uri=store_path, build_graph=False, split_components=False,
+                      solver_params={"detect_noise": False, "class_mass": "none"})
+    assert _predictions(store_path).equals(packed_labels)
+
+
+def test_the_thread_runner_takes_prefects_own_setting_of_its_threads():
+    from prefect.settings import PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS, temporary_settings
+
+    from flows.runners import thread_runner, usable_cpus
+
+    assert thread_runner()._max_workers == usable_cpus()
+    with temporary_settings(updates={PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS: 3}):
+        assert thread_runner()._max_workers == 3
 
 
 @pytest.mark.usefixtures("prefect_harness")

@@ -2,8 +2,10 @@
 server is started (nor Prefect imported), and the run is recorded on the store."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +89,39 @@ def test_stages_retry_transient_errors_without_a_server():
     with pytest.raises(ConnectionError):
         always()
     assert len(calls) == 4  # the first attempt and three retries, as in a flow run
+
+
+BUSY_BATCHES = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job ignores it
+from flows.direct import Task
+
+def busy(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        sum(range(10_000))
+
+try:
+    print("started", flush=True)
+    Task(busy, "solve").map_named([60] * 4, ["a", "b", "c", "d"])
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def test_ctrl_c_ends_batches_side_by_side_without_waiting_for_them(tmp_path):
+    # without a server the batches run on threads; a thread pool that joins its threads at
+    # exit would keep the command for the minute its batches take
+    process = subprocess.Popen([sys.executable, "-c", BUSY_BATCHES], env=no_server_env(tmp_path), cwd=tmp_path,
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    assert process.stdout.readline() == "started\n"
+    time.sleep(1)
+    process.send_signal(signal.SIGINT)
+    start = time.perf_counter()
+    stdout, _ = process.communicate(timeout=120)
+    assert (stdout, process.returncode) == ("interrupted\n", 0)
+    assert time.perf_counter() - start < 15
 
 
 def configured(tmp_path, **env):
