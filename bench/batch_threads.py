@@ -3,7 +3,7 @@ all at once, on one problem of several large connected components, in alternatin
 processes.
 
     python -m bench batch_threads                 # 8 components of 100k nodes, 3 rounds
-    python -m bench batch_threads --copies 16 --rounds 5
+    python -m bench batch_threads --rounds 9      # the figures of flows/runners.py and the README
 
 Why: a run solves its connected components in batches (``labelling.components``), one task
 each. Run by Prefect's default task runner (``ThreadPoolTaskRunner()``, no limit), every
@@ -12,7 +12,9 @@ flows now run them on ``flows.runners.thread_runner``, and a run without a serve
 threads (``flows.direct``): one per usable CPU. Each policy here
 is that runner's executor: a ``ThreadPoolExecutor`` of that many threads mapping
 ``solvers.solve(batch, "harmonic")`` (defaults, noise flags on) over the batches of
-``labelling.components.plan_components`` with its default ``batch_nodes``.
+``labelling.components.plan_components`` with its default ``batch_nodes``. A fourth row runs
+one per CPU with ``OMP_NUM_THREADS=1``: each solve's sparse products on one thread
+(``solvers._row_split_product``); in the other rows they are split over the CPUs.
 
 Problem: ``--copies`` disjoint copies of ``bench/harmonic_paired.py``'s saved graph of
 ``--n`` nodes (``bench/solver_scale.py``'s 10 blobs in 32-d, 10-NN, 1% labelled), so that every
@@ -77,14 +79,17 @@ def main(argv: list[str]) -> None:
     graph = saved_graph(args.n)
     here = Path(__file__).resolve().parent.parent
     policies = (("one at a time", "1"), ("one per CPU (the flows' runner)", str(usable_cpus())),
-                ("all at once (Prefect's default runner)", "all"))
+                ("all at once (Prefect's default runner)", "all"),
+                ("one per CPU, each solve's products on one thread", str(usable_cpus())))
     load_before = os.getloadavg()[0]
     runs = []
     for round_ in range(args.rounds):
         for label, workers in policies:
-            out = subprocess.run([sys.executable, "-c", RUNNER, str(graph), str(args.copies), workers],
-                                 env={**os.environ, "PYTHONPATH": str(here)}, check=True, capture_output=True,
-                                 text=True)
+            env = {**os.environ, "PYTHONPATH": str(here)}
+            if "one thread" in label:
+                env["OMP_NUM_THREADS"] = "1"
+            out = subprocess.run([sys.executable, "-c", RUNNER, str(graph), str(args.copies), workers], env=env,
+                                 check=True, capture_output=True, text=True)
             runs.append({"round": round_, "policy": label, **json.loads(out.stdout.strip().splitlines()[-1])})
             print(f"  round {round_}: {label}: {runs[-1]['seconds']:.2f} s, {runs[-1]['peak MiB']:.0f} MiB", flush=True)
     frame = pd.DataFrame(runs)

@@ -190,17 +190,17 @@ class Task:
                 futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
                 _record_stage(name, futures[-1].task_run_id)
             return [future.result() for future in futures]
-        client = DIRECT_CLIENT.get()
-        fn = self.fn
-        if client is None and (len(items) < 2 or usable_cpus() < 2):
+        client, fn = DIRECT_CLIENT.get(), self.fn
+        if client is not None:
+            return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
+        threads = min(len(items), usable_cpus())
+        if threads < 2:
             return [fn(item, *args) for item in items]
-        if client is None:
-            # daemon threads (multiprocessing's ThreadPool, not concurrent.futures'): Ctrl-C
-            # ends the command at once instead of waiting for the batches in progress; each
-            # item runs in a copy of this context, as Prefect's thread runner runs a task
-            with ThreadPool(usable_cpus()) as pool:
-                return pool.map(lambda item: contextvars.copy_context().run(fn, item, *args), items, chunksize=1)
-        return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
+        # daemon threads (multiprocessing's ThreadPool, not concurrent.futures'): Ctrl-C ends the
+        # command at once instead of waiting for the batches in progress; each item runs in a
+        # copy of this context, as Prefect's thread runner runs a task
+        with ThreadPool(threads) as pool:
+            return pool.map(lambda item: contextvars.copy_context().run(fn, item, *args), items, chunksize=1)
 
 
 def usable_cpus() -> int:

@@ -4,11 +4,14 @@ the component batches over several processes or a cluster.
 The flows' default (``thread_runner``) runs at most one task per usable CPU at a time.
 Prefect's own default, ``ThreadPoolTaskRunner()``, starts every submitted task at once, and a
 run's solve batches (``labelling.components``) then all hold their working memory together.
-Measured (``python -m bench batch_threads --rounds 7``, ``bench/results/batch_threads.md``:
+Measured (``python -m bench batch_threads --rounds 9``, ``bench/results/batch_threads.md``:
 8 components of 100k nodes, harmonic with its defaults, 2 CPUs, medians): all at once raised
-the peak 4.1× over one batch at a time and one per CPU 1.4×; all at once took 0.83 of one at
-a time's seconds, one per CPU 0.73. ``PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS`` sets the
+the peak 4.1× over one batch at a time and one per CPU 1.4×; all at once took 0.85 of one at
+a time's seconds, one per CPU 0.72. ``PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS`` sets the
 number when set. A run without a server runs its batches the same way (``flows.direct``).
+Each solve still splits its sparse products over the CPUs (``solvers._row_split_product``),
+so batches side by side share them: with each solve's products on one thread the same run
+took 0.69 of one at a time's seconds, within the machine's noise of 0.72.
 
 A flow keeps its code; only its runner changes:
 
