@@ -78,16 +78,15 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     graph = saved_graph(args.n)
     here = Path(__file__).resolve().parent.parent
-    policies = (("one at a time", "1"), ("one per CPU (the flows' runner)", str(usable_cpus())),
-                ("all at once (Prefect's default runner)", "all"),
-                ("one per CPU, each solve's products on one thread", str(usable_cpus())))
+    # (label, threads, OMP_NUM_THREADS for the run or None)
+    policies = (("one at a time", "1", None), ("one per CPU (the flows' runner)", str(usable_cpus()), None),
+                ("all at once (Prefect's default runner)", "all", None),
+                ("one per CPU, each solve's products on one thread", str(usable_cpus()), "1"))
     load_before = os.getloadavg()[0]
     runs = []
     for round_ in range(args.rounds):
-        for label, workers in policies:
-            env = {**os.environ, "PYTHONPATH": str(here)}
-            if "one thread" in label:
-                env["OMP_NUM_THREADS"] = "1"
+        for label, workers, omp_threads in policies:
+            env = {**os.environ, "PYTHONPATH": str(here), **({"OMP_NUM_THREADS": omp_threads} if omp_threads else {})}
             out = subprocess.run([sys.executable, "-c", RUNNER, str(graph), str(args.copies), workers], env=env,
                                  check=True, capture_output=True, text=True)
             runs.append({"round": round_, "policy": label, **json.loads(out.stdout.strip().splitlines()[-1])})

@@ -252,8 +252,8 @@ def solves_at_once(monkeypatch):
 def test_a_flow_run_solves_at_most_one_batch_per_cpu_at_a_time(island_store, solves_at_once):
     # Prefect's default ThreadPoolTaskRunner() started every batch at once, and their working
     # memory added up (4.1x the peak of one batch at a time with 8 batches: bench/batch_threads.py)
+    from flows.direct import usable_cpus
     from flows.labelling import labelling_flow
-    from flows.runners import usable_cpus
 
     store_path, _, _ = island_store
     run = labelling_flow("islands", store_uri=store_path, build_graph=False, batch_nodes=25)
@@ -263,8 +263,8 @@ def test_a_flow_run_solves_at_most_one_batch_per_cpu_at_a_time(island_store, sol
 
 
 def test_a_run_without_a_server_solves_one_batch_per_cpu_at_a_time(island_store, solves_at_once):
+    from flows.direct import usable_cpus
     from flows.labelling import labelling_flow
-    from flows.runners import usable_cpus
 
     store_path, _, _ = island_store
     packed = labelling_flow.fn("islands", store_uri=store_path, build_graph=False, batch_nodes=150,
@@ -280,7 +280,8 @@ def test_a_run_without_a_server_solves_one_batch_per_cpu_at_a_time(island_store,
 def test_the_thread_runner_takes_prefects_own_setting_of_its_threads():
     from prefect.settings import PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS, temporary_settings
 
-    from flows.runners import thread_runner, usable_cpus
+    from flows.direct import usable_cpus
+    from flows.runners import thread_runner
 
     assert thread_runner()._max_workers == usable_cpus()
     with temporary_settings(updates={PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS: 3}):
