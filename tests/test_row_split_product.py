@@ -141,7 +141,10 @@ def test_the_product_threads_end_with_the_solve(flipped_digits, monkeypatch):
 
     operator = RowSplitProduct(problem.W.tocsr())
     operator @ np.ones((problem.n_nodes, 2))
-    assert len(product_threads_alive()) == 2  # the caller takes one of the three ranges
+    # the caller takes one of the three ranges; the pool starts a second thread only when its
+    # first is still busy at the second hand-off (ThreadPoolExecutor reuses an idle thread),
+    # which on this small graph it may not be
+    assert 1 <= len(product_threads_alive()) <= 2
     del operator
     assert all_ended()
     for _ in range(3):
