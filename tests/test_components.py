@@ -229,16 +229,22 @@ def test_a_run_whose_components_are_each_over_two_batches_long_labels_them_all(i
 def solves_at_once(monkeypatch):
     """Counts the solves running at once: ``["most"]`` after the run."""
     import solvers
+    from flows.direct import usable_cpus
 
     count, lock = {"running": 0, "most": 0}, threading.Lock()
-    solve_one = solvers.solve
+    solve_one, cpus = solvers.solve, usable_cpus()
 
     def counted(*args, **kwargs):
         with lock:
             count["running"] += 1
             count["most"] = max(count["most"], count["running"])
         try:
-            time.sleep(0.3)  # time for the runner to start every batch it would start
+            # each solve holds on until one per CPU have been seen at once (or 10 s went by): a
+            # fixed pause alone counts on a loaded machine handing out the next batch within it
+            deadline = time.monotonic() + 10
+            while count["most"] < cpus and time.monotonic() < deadline:
+                time.sleep(0.02)
+            time.sleep(0.3)  # and time for a runner without a limit to start one more
             return solve_one(*args, **kwargs)
         finally:
             with lock:
