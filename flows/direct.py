@@ -182,25 +182,41 @@ class Task:
         """``self(item, *args)`` for every item: inside a flow run, one task run each named
         from ``names``, run by the flow's task runner (threads, or a Dask cluster); outside,
         here on one thread per usable CPU, as the flows' thread runner runs them
-        (``flows.runners``), or on the cluster of ``flows.runners.dask_client``."""
+        (``flows.runners``), or on the cluster of ``flows.runners.dask_client``.
+
+        The results come in the items' order; the first item to fail raises its error as it
+        fails, and no item after it starts (the items in progress still end their work)."""
         items = list(items)
         if in_flow_run():
+            from prefect.futures import as_completed
+
             futures = []
             for item, name in zip(items, names):
                 futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
                 _record_stage(name, futures[-1].task_run_id)
-            return [future.result() for future in futures]
+            # as they end: the flow's task runner cancels the batches not started when this raises
+            ended = {id(future): future.result() for future in as_completed(futures)}
+            return [ended[id(future)] for future in futures]
         client, fn = DIRECT_CLIENT.get(), self.fn
         if client is not None:
+            # Dask's gather raises at the first error (not after the other items end)
             return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
         threads = min(len(items), usable_cpus())
         if threads < 2:
             return [fn(item, *args) for item in items]
-        # daemon threads (multiprocessing's ThreadPool, not concurrent.futures'): Ctrl-C ends the
-        # command at once instead of waiting for the batches in progress; each item runs in a
-        # copy of this context, as Prefect's thread runner runs a task
+
+        def numbered(place_item: tuple[int, Any]) -> tuple[int, Any]:
+            # in a copy of this context, as Prefect's thread runner runs a task
+            return place_item[0], contextvars.copy_context().run(fn, place_item[1], *args)
+
+        # daemon threads (multiprocessing's ThreadPool, not concurrent.futures'): Ctrl-C, or an
+        # item's error, ends the command at once instead of waiting for the items in progress,
+        # and leaving the block drops the items not started
+        results: list[Any] = [None] * len(items)
         with ThreadPool(threads) as pool:
-            return pool.map(lambda item: contextvars.copy_context().run(fn, item, *args), items, chunksize=1)
+            for place, result in pool.imap_unordered(numbered, enumerate(items), chunksize=1):
+                results[place] = result
+        return results
 
 
 def usable_cpus() -> int:

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -122,6 +123,65 @@ def test_ctrl_c_ends_batches_side_by_side_without_waiting_for_them(tmp_path):
     stdout, _ = process.communicate(timeout=120)
     assert (stdout, process.returncode) == ("interrupted\n", 0)
     assert time.perf_counter() - start < 15
+
+
+def failing_batches(gate_seconds):
+    """A batch function whose item "bad" fails at once and whose other items each hold on
+    (``gate_seconds``, or until the gate opens); ``started`` lists the items it began."""
+    started, lock, gate = [], threading.Lock(), threading.Event()
+
+    def batch(item):
+        with lock:
+            started.append(item)
+        if item == "bad":
+            raise ValueError("batch 'bad' failed")
+        gate.wait(gate_seconds)
+        return item
+
+    return batch, started, gate
+
+
+ITEMS = ["slow 1", "bad", "slow 2", "slow 3", "slow 4"]
+
+
+def test_without_a_server_the_first_batch_to_fail_raises_at_once_and_no_later_batch_starts(monkeypatch):
+    # the pool's map raised a batch's error only once every batch had run: a solver that
+    # stopped at its time limit in the first batch kept the run going through all the others
+    monkeypatch.setattr("flows.direct.usable_cpus", lambda: 2)
+    batch, started, gate = failing_batches(120)
+    start = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match="batch 'bad' failed"):
+            Task(batch, "solve").map_named(ITEMS, ITEMS)
+        assert time.perf_counter() - start < 60
+        time.sleep(0.5)  # a batch the pool would still start has started
+        assert {"bad", "slow 1"} <= set(started)
+        assert {"slow 3", "slow 4"}.isdisjoint(started), started
+    finally:
+        gate.set()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_in_a_flow_run_the_first_batch_to_fail_raises_as_it_fails(monkeypatch):
+    # results in the items' order waited for "slow 1" before "bad" said it had failed, and
+    # meanwhile the runner started "slow 3"; taken as they end, the failure ends the flow run
+    # and the runner starts no batch after it
+    from prefect import flow
+
+    from flows.runners import thread_runner
+
+    monkeypatch.setattr("flows.runners.usable_cpus", lambda: 2)
+    batch, started, _ = failing_batches(10)
+    solve = Task(batch, "solve")
+
+    @flow(task_runner=thread_runner())
+    def batches():
+        return solve.map_named(ITEMS, ITEMS)
+
+    with pytest.raises(ValueError, match="batch 'bad' failed"):
+        batches()
+    assert {"bad", "slow 1"} <= set(started)
+    assert {"slow 3", "slow 4"}.isdisjoint(started), started
 
 
 def configured(tmp_path, **env):
