@@ -18,6 +18,7 @@ or deployed; a task called inside a flow run). A run without a server never impo
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
@@ -194,8 +195,11 @@ class Task:
             for item, name in zip(items, names):
                 futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
                 _record_stage(name, futures[-1].task_run_id)
-            # as they end: the flow's task runner cancels the batches not started when this raises
-            ended = {id(future): future.result() for future in as_completed(futures)}
+            try:  # as they end: the first to fail raises as it fails
+                ended = {id(future): future.result() for future in as_completed(futures)}
+            except BaseException:
+                _cancel_not_started(futures)
+                raise
             return [ended[id(future)] for future in futures]
         client, fn = DIRECT_CLIENT.get(), self.fn
         if client is not None:
@@ -228,6 +232,18 @@ def _record_stage(name: str, task_run_id: Any) -> None:
     stages = STAGE_RUNS.get()
     if stages is not None and task_run_id is not None:
         stages.append((name, str(task_run_id)))
+
+
+def _cancel_not_started(futures: list[Any]) -> None:
+    """Cancels the task runs a thread runner has not started, and forgets their stages: such a
+    task run never reaches the server, and a failed run's report linked to it (the UI showed an
+    empty page). Task runs in progress end their work and keep their stage."""
+    stages = STAGE_RUNS.get()
+    for future in futures:
+        # a Dask future's cancel() would stop one in progress too: only the threads' are cancelled
+        wrapped = getattr(future, "wrapped_future", None)
+        if isinstance(wrapped, concurrent.futures.Future) and wrapped.cancel() and stages is not None:
+            stages[:] = [stage for stage in stages if stage[1] != str(future.task_run_id)]
 
 
 def task(name: str, **options: Any) -> Callable[[Callable], Task]:

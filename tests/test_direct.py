@@ -163,25 +163,34 @@ def test_without_a_server_the_first_batch_to_fail_raises_at_once_and_no_later_ba
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_in_a_flow_run_the_first_batch_to_fail_raises_as_it_fails(monkeypatch):
-    # results in the items' order waited for "slow 1" before "bad" said it had failed, and
-    # meanwhile the runner started "slow 3"; taken as they end, the failure ends the flow run
-    # and the runner starts no batch after it
+    # results in the items' order waited for "slow 1" before "bad" said it had failed,
+    # and meanwhile the runner started "slow 3"; taken as they end, the failure ends the flow
+    # run and the runner starts no batch after it. The run's report links only to the batches
+    # that ran: a batch never started has no task run, and its link showed an empty page
     from prefect import flow
+    from prefect.client.orchestration import get_client
 
+    from flows.direct import STAGE_RUNS
     from flows.runners import thread_runner
 
     monkeypatch.setattr("flows.runners.usable_cpus", lambda: 2)
     batch, started, _ = failing_batches(10)
-    solve = Task(batch, "solve")
+    solve, stages = Task(batch, "solve"), []
 
     @flow(task_runner=thread_runner())
     def batches():
+        STAGE_RUNS.set(stages)
         return solve.map_named(ITEMS, ITEMS)
 
     with pytest.raises(ValueError, match="batch 'bad' failed"):
         batches()
     assert {"bad", "slow 1"} <= set(started)
     assert {"slow 3", "slow 4"}.isdisjoint(started), started
+    assert sorted(name for name, _ in stages) == sorted(started)
+    with get_client(sync_client=True) as client:
+        states = {name: client.read_task_run(run_id).state_type.value for name, run_id in stages}
+    assert states["bad"] == "FAILED"
+    assert states["slow 1"] == "COMPLETED"
 
 
 def configured(tmp_path, **env):
