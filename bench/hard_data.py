@@ -325,7 +325,10 @@ def main(argv: list[str]) -> None:
         else:
             X, y = generated(name, n)
             sets.append((name, X, y))
-    report = Report("hard_data_full" if args.full else "hard_data",
+    # a run of other seeds or sets writes its own file, not over the full table's
+    report_name = "hard_data_full" if args.full else "hard_data"
+    report_name += (f"_seeds_0-{seeds[-1]}" if args.seeds != 3 else "") + (f"_{'_'.join(names)}" if args.only else "")
+    report = Report(report_name,
                     f"Hard data: every solver and the peers on the same 10-NN graph (generated sets at {n:,} nodes)")
     shown = f"seeds 0-{seeds[-1]}" if len(seeds) > 1 else "seed 0"
     report.note(f"Settings: `python -m bench hard_data {' '.join(argv)}`: generated sets at {n:,} nodes (seed 0), "
