@@ -186,7 +186,7 @@ class Task:
         (``flows.runners``), or on the cluster of ``flows.runners.dask_client``.
 
         The results come in the items' order; the first item to fail raises its error as it
-        fails, and no item after it starts (the items in progress still end their work)."""
+        fails, and the items not started by then never start (those in progress end their work)."""
         items = list(items)
         if in_flow_run():
             from prefect.futures import as_completed
