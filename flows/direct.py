@@ -197,8 +197,14 @@ class Task:
                 _record_stage(name, futures[-1].task_run_id)
             try:  # as they end: the first to fail raises as it fails
                 ended = {id(future): future.result() for future in as_completed(futures)}
-            except BaseException:
-                _cancel_not_started(futures)
+            except BaseException as error:
+                in_progress = _cancel_not_started(futures)
+                if isinstance(error, KeyboardInterrupt) and in_progress:
+                    # Prefect's runner waits for its task threads, and a solve is not stopped
+                    # half-way: without this line a Ctrl-C looked ignored for as long as they ran
+                    run_logger().warning("interrupted: waiting for the %d %s task run(s) in progress to end (the"
+                                         " slower solvers end at their time_limit at the latest)",
+                                         in_progress, self.name)
                 raise
             return [ended[id(future)] for future in futures]
         client, fn = DIRECT_CLIENT.get(), self.fn
@@ -234,16 +240,23 @@ def _record_stage(name: str, task_run_id: Any) -> None:
         stages.append((name, str(task_run_id)))
 
 
-def _cancel_not_started(futures: list[Any]) -> None:
+def _cancel_not_started(futures: list[Any]) -> int:
     """Cancels the task runs a thread runner has not started, and forgets their stages: such a
     task run never reaches the server, and a failed run's report linked to it (the UI showed an
-    empty page). Task runs in progress end their work and keep their stage."""
-    stages = STAGE_RUNS.get()
+    empty page). Task runs in progress end their work and keep their stage. Returns how many
+    are in progress (0 on a Dask runner, whose futures are left alone)."""
+    stages, in_progress = STAGE_RUNS.get(), 0
     for future in futures:
         # a Dask future's cancel() would stop one in progress too: only the threads' are cancelled
         wrapped = getattr(future, "wrapped_future", None)
-        if isinstance(wrapped, concurrent.futures.Future) and wrapped.cancel() and stages is not None:
-            stages[:] = [stage for stage in stages if stage[1] != str(future.task_run_id)]
+        if not isinstance(wrapped, concurrent.futures.Future):
+            continue
+        if wrapped.cancel():
+            if stages is not None:
+                stages[:] = [stage for stage in stages if stage[1] != str(future.task_run_id)]
+        elif not wrapped.done():
+            in_progress += 1
+    return in_progress
 
 
 def task(name: str, **options: Any) -> Callable[[Callable], Task]:

@@ -193,6 +193,61 @@ def test_in_a_flow_run_the_first_batch_to_fail_raises_as_it_fails(monkeypatch):
     assert states["slow 1"] == "COMPLETED"
 
 
+@pytest.mark.usefixtures("prefect_harness")
+def test_ctrl_c_in_a_flow_run_says_it_waits_for_the_batches_in_progress(monkeypatch):
+    # Prefect's thread runner waits for its task threads, and a solve is not stopped half-way:
+    # a Ctrl-C during a server run sat silent for as long as the batches took (27 s with
+    # mincut's default budget on a 130k-row file)
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    from flows.runners import thread_runner
+
+    monkeypatch.setattr("flows.runners.usable_cpus", lambda: 2)
+    started, both_running, run_ids = [], threading.Event(), set()
+
+    def batch(item):
+        from prefect.runtime import flow_run
+
+        started.append(item)
+        run_ids.add(flow_run.id)
+        if len(started) == 2:
+            both_running.set()
+        time.sleep(3)
+        return item
+
+    solve = Task(batch, "solve")
+
+    @flow(task_runner=thread_runner())
+    def batches():
+        return solve.map_named(ITEMS, ITEMS)
+
+    def ctrl_c():
+        if both_running.wait(60):
+            os.kill(os.getpid(), signal.SIGINT)  # Python's handler raises KeyboardInterrupt in the main thread
+
+    # a shell's background job (CI's, say) starts Python with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            batches()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(started) == 2  # the three batches not started never start
+    # the line is in the flow run's log on the server, where the UI shows it (and the console)
+    (run_id,) = run_ids
+    with get_client(sync_client=True) as client:
+        deadline, said = time.monotonic() + 30, []
+        while not said and time.monotonic() < deadline:
+            logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run_id])))
+            said = [log.message for log in logs if log.message.startswith("interrupted")]
+            time.sleep(0.5)
+    assert said == ["interrupted: waiting for the 2 solve task run(s) in progress to end (the slower solvers"
+                    " end at their time_limit at the latest)"]
+
+
 def configured(tmp_path, **env):
     """``prefect_api_configured()`` in a fresh process (Prefect reads its settings once)."""
     code = ("import sys\nfrom flows.direct import prefect_api_configured\n"
