@@ -192,12 +192,12 @@ class Task:
             from prefect.futures import as_completed
 
             futures = []
-            for item, name in zip(items, names):
-                futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
-                _record_stage(name, futures[-1].task_run_id)
             try:  # as they end: the first to fail raises as it fails
+                for item, name in zip(items, names):
+                    futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
+                    _record_stage(name, futures[-1].task_run_id)
                 ended = {id(future): future.result() for future in as_completed(futures)}
-            except BaseException as error:
+            except BaseException as error:  # a Ctrl-C may come while the first batches already run
                 in_progress = _cancel_not_started(futures)
                 if isinstance(error, KeyboardInterrupt) and in_progress:
                     # Prefect's runner waits for its task threads, and a solve is not stopped

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import flows.direct
 from flows.direct import Task
 from graphstore import open_store
 
@@ -205,6 +206,10 @@ def test_ctrl_c_in_a_flow_run_says_it_waits_for_the_batches_in_progress(monkeypa
     from flows.runners import thread_runner
 
     monkeypatch.setattr("flows.runners.usable_cpus", lambda: 2)
+    # hand the batches out slowly, as a loaded machine may: the Ctrl-C comes while the first two
+    # run and the rest are still being handed out (a Ctrl-C there went past the line)
+    record_stage = flows.direct._record_stage
+    monkeypatch.setattr("flows.direct._record_stage", lambda *a: (record_stage(*a), time.sleep(0.5)))
     started, both_running, run_ids = [], threading.Event(), set()
 
     def batch(item):
