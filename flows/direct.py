@@ -200,11 +200,10 @@ class Task:
             except BaseException as error:  # a Ctrl-C may come while the first batches already run
                 in_progress = _cancel_not_started(futures)
                 if isinstance(error, KeyboardInterrupt) and in_progress:
-                    # Prefect's runner waits for its task threads, and a solve is not stopped
-                    # half-way: without this line a Ctrl-C looked ignored for as long as they ran
-                    run_logger().warning("interrupted: waiting for the %d %s task run(s) in progress to end (the"
-                                         " slower solvers end at their time_limit at the latest)",
-                                         in_progress, self.name)
+                    # Prefect's runner waits for its task threads: without this line a Ctrl-C
+                    # looked ignored for as long as they ran
+                    run_logger().warning("interrupted: waiting for the %d %s task run(s) in progress to stop (a"
+                                         " solve stops at the end of its current step)", in_progress, self.name)
                 raise
             return [ended[id(future)] for future in futures]
         client, fn = DIRECT_CLIENT.get(), self.fn
@@ -215,16 +214,20 @@ class Task:
         if threads < 2:
             return [fn(item, *args) for item in items]
 
-        def numbered(place_item: tuple[int, Any]) -> tuple[int, Any]:
-            # in a copy of this context, as Prefect's thread runner runs a task
-            return place_item[0], contextvars.copy_context().run(fn, place_item[1], *args)
+        def numbered(place_context_item: tuple[int, contextvars.Context, Any]) -> tuple[int, Any]:
+            place, context, item = place_context_item
+            return place, context.run(fn, item, *args)
 
         # daemon threads (multiprocessing's ThreadPool, not concurrent.futures'): Ctrl-C, or an
         # item's error, ends the command at once instead of waiting for the items in progress,
         # and leaving the block drops the items not started
         results: list[Any] = [None] * len(items)
         with ThreadPool(threads) as pool:
-            for place, result in pool.imap_unordered(numbered, enumerate(items), chunksize=1):
+            # each item in a copy of this thread's context, as Prefect's thread runner runs a
+            # task (copied here, not in a generator the pool's feeder thread would run: a
+            # copy made on another thread holds none of this one's)
+            placed = [(place, contextvars.copy_context(), item) for place, item in enumerate(items)]
+            for place, result in pool.imap_unordered(numbered, placed, chunksize=1):
                 results[place] = result
         return results
 

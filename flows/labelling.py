@@ -52,7 +52,7 @@ from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliabilit
 from labelling.run_model import keep_run_model
 from labelling.wording import counted
 from similarity.spec import REQUESTED, GraphRequest
-from solvers import GRAPH_ONLY_METHODS, Prediction, SolverTimeLimit
+from solvers import GRAPH_ONLY_METHODS, Prediction, SolverStopped, SolverTimeLimit
 
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
@@ -158,8 +158,9 @@ def run_name_from_parameters(what: str):
 #: Errors that are the data's fault: a run's log says them in one line (``flows.direct.Flow``).
 #: ``StoreLocked`` is one too: another run or a person's query held an embedded store
 #: for longer than the lock timeout, an operating condition whose message says what to do.
-#: ``SolverTimeLimit`` too: a slow solver stopped itself at its time budget and says what to do.
-DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked, SolverTimeLimit)
+#: ``SolverTimeLimit`` too: a slow solver stopped itself at its time budget and says what to do;
+#: and ``SolverStopped``: a batch the run stopped after a Ctrl-C or another batch's failure.
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked, SolverTimeLimit, SolverStopped)
 
 
 @flow("ingest-records", flow_run_name=run_name_from_parameters("ingest"), data_errors=DATA_ERRORS)

@@ -3,12 +3,13 @@ batch of connected components (``labelling.components``), merged into one predic
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 from labelling.components import batch_problem, merge_predictions
 from labelling.options import RunOptions
 from labelling.problems import ExportedProblem
-from solvers import Prediction
+from solvers import Prediction, stop_when
 from solvers.harmonic import class_mass_rule
 
 from .direct import run_logger
@@ -42,7 +43,14 @@ def solve_by_component(exported: ExportedProblem, options: RunOptions) -> Predic
                       _counted(plan.n_components, "connected component"), _counted(len(parts), "solver batch"),
                       f"{len(plan.single_class_nodes):,}", _counted(plan.n_unlabeled_components, "component"))
     names = [f"solve[{i}/{len(parts)}: {part.problem.n_nodes:,} nodes]" for i, part in enumerate(parts, 1)]
-    predictions = solve_problem.map_named([part.problem for part in parts], names, solver, batch_params)
+    with stop_when(threading.Event()) as stop:
+        try:
+            predictions = solve_problem.map_named([part.problem for part in parts], names, solver, batch_params)
+        except BaseException:
+            # a Ctrl-C, or the first batch to fail: the batches in progress stop at their next
+            # step (solvers.stop_when) instead of running to their end or their time_limit
+            stop.set()
+            raise
     merged = merge_predictions(problem, plan, list(zip(parts, predictions)), solver)
     if solver != "harmonic":
         return merged

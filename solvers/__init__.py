@@ -5,12 +5,13 @@ of the project (the bottom layer).
     >>> prediction = solve(LabelProblem(W, y), method="harmonic")
 
 The slower solvers (spectral, mincut, lcsnc, maxmargin, nmf) stop themselves with
-``SolverTimeLimit`` when their ``time_limit`` runs out (solvers/_budget.py).
+``SolverTimeLimit`` when their ``time_limit`` runs out, and with ``SolverStopped`` when
+their caller asks them to (``stop_when``; solvers/_budget.py).
 """
 
-from ._budget import SolverTimeLimit
+from ._budget import SolverStopped, SolverTimeLimit, stop_when
 from .problem import UNLABELED, LabelProblem, Prediction
 from .registry import GRAPH_ONLY_METHODS, METHODS, check_params, solve
 
 __all__ = ["LabelProblem", "Prediction", "solve", "check_params", "METHODS", "GRAPH_ONLY_METHODS", "UNLABELED",
-           "SolverTimeLimit"]
+           "SolverTimeLimit", "SolverStopped", "stop_when"]

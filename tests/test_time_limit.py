@@ -1,6 +1,8 @@
 """Slow solvers stop themselves at their time budget with one clear error (issue 15 §2),
 and a labelling no better than a guess warns."""
 
+import contextvars
+import threading
 import warnings
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from similarity import knn_graph
-from solvers import LabelProblem, SolverTimeLimit, solve
+from solvers import LabelProblem, SolverStopped, SolverTimeLimit, solve, stop_when
 from solvers._budget import MIN_SECONDS, Budget, default_time_limit
 from solvers._graph import no_better_than_majority
 from solvers.problem import DegenerateLabelingWarning
@@ -50,6 +52,33 @@ def test_a_tiny_budget_stops_the_solver_with_one_clear_error(big, method):
     assert "method='harmonic'" in message
     assert "time_limit=None" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("method", SLOW)
+def test_a_stop_request_stops_the_solver_at_its_next_check(big, method):
+    # the run's flow asks its solves to stop on a Ctrl-C or another batch's failure: with only
+    # the time limit, the command waited for each solve in progress to reach it
+    problem, _ = big
+    with stop_when(threading.Event()) as stop:
+        stop.set()
+        with pytest.raises(SolverStopped, match=f"^{method} stopped after .* the run asked its solves to stop$"):
+            solve(problem, method=method, time_limit=None)
+
+
+def test_a_stop_request_reaches_copies_of_its_context_on_other_threads_and_nothing_outside():
+    stop, made = threading.Event(), {}
+    with stop_when(stop):
+        context = contextvars.copy_context()  # as a thread runner copies it for a task
+    thread = threading.Thread(target=context.run, args=(lambda: made.update(task=Budget("mincut", None)),))
+    thread.start()
+    thread.join()
+    outside = Budget("mincut", None)
+    stop.set()
+    with pytest.raises(SolverStopped, match="before the next cut"):
+        made["task"].check("the next cut")
+    with pytest.raises(SolverStopped):
+        made["task"].check_next("the next cut", 0.0)
+    outside.check("the next cut")  # made outside the block: no request reaches it
 
 
 def test_spectral_stops_inside_the_lanczos_iteration(big):
