@@ -13,13 +13,16 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from labelling.wording import counted
+
+if TYPE_CHECKING:  # the solvers load with the first command that runs one
+    from solvers import SolverTimeLimit
 
 # A closed network has nowhere to send Prefect's telemetry; asking only prints errors.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -187,6 +190,12 @@ def _user_errors():
             StoreSetupError, SolverTimeLimit)
 
 
+def _solver_time_limit() -> type[SolverTimeLimit]:
+    from solvers import SolverTimeLimit
+
+    return SolverTimeLimit
+
+
 def _quiet_expected_errors() -> None:
     """Keep the tracebacks of expected errors off the console once a flow module (and so
     Prefect's logging) is loaded: the command's last line says what went wrong."""
@@ -213,6 +222,10 @@ def _one_line_errors() -> Iterator[None]:
         yield
     except typer.Exit:  # a _fail inside the block has already said it
         raise
+    except _solver_time_limit() as error:
+        # the solver's own advice is in its API's words (method='harmonic', time_limit=None)
+        _fail(f"{error.what} Use --solver harmonic, or --params '{{\"time_limit\": null}}' to let it run"
+              " (or a number of seconds).")
     except _store_errors() as error:
         _fail(str(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down

@@ -86,16 +86,17 @@ class SolverTimeLimit(RuntimeError):
     """A solver stopped itself: its time budget (``time_limit``) ran out.
 
     Attributes: ``method``, ``stage`` (the step it was about to take), ``seconds`` (spent),
-    ``budget`` (seconds allowed) and ``projected`` (the step's expected seconds when the
-    stop came from a projection, else None)."""
+    ``budget`` (seconds allowed), ``projected`` (the step's expected seconds when the stop
+    came from a projection, else None) and ``what`` (the message without its advice, for a
+    caller that words the advice its own way: the command line's flags)."""
 
     def __init__(self, method: str, stage: str, seconds: float, budget: float, projected: float | None = None):
         self.method, self.stage, self.seconds, self.budget, self.projected = method, stage, seconds, budget, projected
         ahead = f" and {stage} would take about {projected:.3g} s more" if projected is not None else ""
-        super().__init__(
-            f"{method} stopped itself after {seconds:.3g} s{ahead}, before {stage}: its time budget is "
-            f"{budget:.3g} s (time_limit; by default {TARGET_RATIO:g}× an estimate of the harmonic solve of "
-            f"this graph, at least {MIN_SECONDS:g} s). Use method='harmonic', or time_limit=None to let it run.")
+        self.what = (f"{method} stopped itself after {seconds:.3g} s{ahead}, before {stage}: its time budget is "
+                     f"{budget:.3g} s (time_limit; by default {TARGET_RATIO:g}× an estimate of the harmonic solve of "
+                     f"this graph, at least {MIN_SECONDS:g} s).")
+        super().__init__(f"{self.what} Use method='harmonic', or time_limit=None to let it run.")
 
 
 class SolverStopped(RuntimeError):

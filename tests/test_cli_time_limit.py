@@ -37,5 +37,7 @@ def test_a_solver_out_of_time_ends_the_run_in_one_line(tmp_path, store_path):
     said = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error:")]
     assert len(said) == 1, done.stderr
     assert said[0].startswith("error: mincut stopped itself after ")
-    assert said[0].endswith("Use method='harmonic', or time_limit=None to let it run.")
+    # in the command line's words, not the Python API's (method='harmonic', time_limit=None)
+    assert said[0].endswith("""Use --solver harmonic, or --params '{"time_limit": null}' to let it run"""
+                            " (or a number of seconds).")
     assert done.stderr.strip().splitlines()[-1] == said[0]
