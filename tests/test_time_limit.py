@@ -54,7 +54,7 @@ def test_a_tiny_budget_stops_the_solver_with_one_clear_error(big, method):
     assert "\n" not in message
 
 
-@pytest.mark.parametrize("method", SLOW)
+@pytest.mark.parametrize("method", [*SLOW, "harmonic"])  # harmonic: no time limit, but a stop request
 def test_a_stop_request_stops_the_solver_at_its_next_check(big, method):
     # the run's flow asks its solves to stop on a Ctrl-C or another batch's failure: with only
     # the time limit, the command waited for each solve in progress to reach it
@@ -62,7 +62,7 @@ def test_a_stop_request_stops_the_solver_at_its_next_check(big, method):
     with stop_when(threading.Event()) as stop:
         stop.set()
         with pytest.raises(SolverStopped, match=f"^{method} stopped after .* the run asked its solves to stop$"):
-            solve(problem, method=method, time_limit=None)
+            solve(problem, method=method, **({} if method == "harmonic" else {"time_limit": None}))
 
 
 def test_a_stop_request_reaches_copies_of_its_context_on_other_threads_and_nothing_outside():
