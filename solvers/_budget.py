@@ -1,6 +1,7 @@
 """Time budgets the slower solvers honour by themselves (issue 15 §2: "every solver either
 finishes within 10× the harmonic time with accuracy above chance or stops with a clear
-message").
+message"), and their caller's requests to stop (``stop_when``, below), which harmonic's
+block CG honours too.
 
 A solver takes ``time_limit`` ("auto", seconds, or None), makes one ``Budget`` when it is
 called and asks it between its own steps::
