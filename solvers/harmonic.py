@@ -578,7 +578,8 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     in a row (at most ``LABEL_CHANGE_SHARE`` of the unknowns changing counts as unchanged);
     without a start vector the labels are tracked from the coarse restart's iteration on.
     A stop request of the caller (``solvers.stop_when``) ends it before its next iteration
-    with ``SolverStopped``: harmonic has no time limit, and at 10M nodes its solve took 180 s.
+    with ``SolverStopped``: harmonic has no time limit, and a run's solve stage took 180 s at 10M
+    nodes (bench/results/e2e_10m.md).
     Returns X (n × C), a mask of the columns that reached ``rtol`` (all True after a label
     stop), the number of iterations, the number of products with K (iterations, the coarse
     set-up and a start vector's residual) and the stop reason.
