@@ -13,16 +13,13 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from labelling.wording import counted
-
-if TYPE_CHECKING:  # the solvers load with the first command that runs one
-    from solvers import SolverTimeLimit
 
 # A closed network has nowhere to send Prefect's telemetry; asking only prints errors.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -190,10 +187,15 @@ def _user_errors():
             StoreSetupError, SolverTimeLimit)
 
 
-def _solver_time_limit() -> type[SolverTimeLimit]:
+def _in_command_line_words(error: Exception) -> str:
+    """The error's message, a solver's time-limit advice given as this command's flags (its
+    own advice is in the Python API's words: method='harmonic', time_limit=None)."""
     from solvers import SolverTimeLimit
 
-    return SolverTimeLimit
+    if isinstance(error, SolverTimeLimit):
+        return (f"{error.what} Use --solver harmonic, or --params '{{\"time_limit\": null}}' to let it run"
+                " (or a number of seconds).")
+    return str(error)
 
 
 def _quiet_expected_errors() -> None:
@@ -222,12 +224,8 @@ def _one_line_errors() -> Iterator[None]:
         yield
     except typer.Exit:  # a _fail inside the block has already said it
         raise
-    except _solver_time_limit() as error:
-        # the solver's own advice is in its API's words (method='harmonic', time_limit=None)
-        _fail(f"{error.what} Use --solver harmonic, or --params '{{\"time_limit\": null}}' to let it run"
-              " (or a number of seconds).")
     except _store_errors() as error:
-        _fail(str(error))
+        _fail(_in_command_line_words(error))
     except Exception as error:  # noqa: BLE001 - re-raised unless the store is down
         if not _is_transient(error):
             raise
