@@ -14,8 +14,15 @@ lease ran out 300 s later: the job's next runs waited five minutes ("Aborted sub
 ... non-pending state 'SCHEDULED'"). ``serve`` here builds the same runner and lets a
 signal start the runner's own ``astop()``, which cancels the runs in progress (their flow
 runs end, their slots are freed) and pauses the schedules, then ends with one line. A
-second signal leaves at once. A run that has already ended keeps its state
-(``cancel_runs_in_progress``).
+second signal kills the runs' processes and leaves at once. A run that has already ended
+keeps its state (``cancel_runs_in_progress``).
+
+Each run's process runs in a session of its own, so a signal sent to serve's process
+group (a terminal's Ctrl-C, ``kill -- -PGID``) reaches serve alone and serve's cancel is
+the run's one ending. Under systemd, ``KillMode=mixed`` does the same for
+``systemctl stop``; its default, ``control-group``, sends SIGTERM to every process of
+the unit at once, runs included, which races serve's cancel as a group signal did
+(``StoppingRunner._start_runs_in_their_own_session``).
 
 Runs left behind
 ----------------
@@ -63,7 +70,7 @@ import logging
 import signal
 import socket
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -326,6 +333,7 @@ def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
 
         async def __aenter__(self):
             entered = await super().__aenter__()
+            self._start_runs_in_their_own_session()
             if proposing is not None:  # the runner's own proposer (3.8.8), which its poller holds too
                 propose_pending = self._state_proposer.propose_pending
 
@@ -336,11 +344,33 @@ def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
                 self._state_proposer.propose_pending = noted
             return entered
 
+        def _start_runs_in_their_own_session(self) -> None:
+            """Start each run's process in a session of its own, as Prefect's workspace
+            starter does (``isolate_process_group``), so that a signal to serve's process
+            group reaches serve alone, which cancels each run once. In serve's group the
+            run's process got the signal too, and its own ending raced the runner's cancel:
+            in 2 of 4 stops, measured with ``tests/test_serve_stop.py``'s SIGTERM, the
+            process printed a traceback (the runner's SIGTERM came while it drained its
+            logs at exit), or the runner skipped the cancel of a run that had just
+            concluded, which stayed *Cancelling*."""
+            from prefect.runner._starter_engine import EngineCommandStarter
+
+            resolve_starter = self._scheduled_run_poller._resolve_starter  # 3.8.8, set by __aenter__
+
+            def in_own_session(flow_run):
+                starter = resolve_starter(flow_run)
+                if isinstance(starter, EngineCommandStarter):
+                    starter._isolate_process_group = True
+                return starter
+
+            self._scheduled_run_poller._resolve_starter = in_own_session
+
         def handle_sigterm(self, *args: Any, **kwargs: Any) -> None:
             self.stop_on("SIGTERM")
 
         def stop_on(self, name: str) -> None:
             if self.stop_signal is not None:  # asked again: leave now
+                self.kill_runs()
                 raise KeyboardInterrupt
             self.stop_signal = name
             self._logger.info(f"{name}: stopping; runs in progress are cancelled")
@@ -355,6 +385,15 @@ def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
 
         async def cancel_all(self) -> None:
             await cancel_runs_in_progress(self)
+
+        def kill_runs(self) -> None:
+            """Kill the runs' processes (in sessions of their own, no signal to serve
+            reaches them) and what they started, as a second Ctrl-C to serve's group did."""
+            for flow_run_id in self._process_manager.flow_run_ids():
+                handle = self._process_manager.get(flow_run_id)
+                if handle is not None and handle.pid:
+                    with suppress(ProcessLookupError):
+                        handle.termination_scope.hard_kill(handle.pid)
 
     # as prefect.serve builds it: limit=None, where the constructor's default is
     # PREFECT_RUNNER_PROCESS_LIMIT (5), which held back runs waiting for their job's slot
@@ -372,7 +411,15 @@ async def cancel_runs_in_progress(runner) -> None:
     (1 stop in 3 with the machine loaded, ``tests/test_schedule_server.py``). A run is
     therefore first asked to cancel with a *Cancelling* state, not forced, which the server
     refuses for a run that has ended (``HandleFlowTerminalStateTransitions``); only the runs
-    it accepted it for go through the runner's kill and *Cancelled*."""
+    it accepted it for go through the runner's kill and *Cancelled*.
+
+    A run asked to cancel ends *Cancelled* here even when the runner's own cancel did not
+    get that far, which left it *Cancelling* in 1 stop of 5 with SIGTERM to serve alone
+    (``tests/test_serve_stop.py``). Two ways lead there in 3.8.8's runner: its watch for
+    *Cancelling* states starts the same cancel on the state proposed here, and when that
+    one starts first, ``_cancel_run`` returns at once and the stop goes on to close the
+    runner under it; and it skips the cancel of a run whose process has just reported its
+    end (``ALREADY_CONCLUDED``)."""
     from prefect.client.schemas.responses import SetStateStatus
     from prefect.states import Cancelling
 
@@ -382,8 +429,23 @@ async def cancel_runs_in_progress(runner) -> None:
             if asked.status == SetStateStatus.ACCEPT:
                 await runner._cancel_run(flow_run_id, state_msg=STOP_MESSAGE)
             await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
+            if asked.status == SetStateStatus.ACCEPT:
+                await _end_cancelling(runner, flow_run_id)
         except Exception:  # as Prefect's cancel_all: one run's failure does not keep the others running
             runner._logger.exception(f"could not cancel flow run '{flow_run_id}'")
+
+
+async def _end_cancelling(runner, flow_run_id) -> None:
+    """Wait for a cancel of the run that the runner started itself to end, then move the
+    run from *Cancelling* to *Cancelled* if it is still there (its process has exited)."""
+    from prefect.states import Cancelled
+
+    deadline = asyncio.get_running_loop().time() + ENDING_RUN_SECONDS
+    while flow_run_id in runner._cancelling_flow_run_ids and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+    state = (await runner._client.read_flow_run(flow_run_id)).state
+    if state is not None and state.is_cancelling():
+        await runner._client.set_flow_run_state(flow_run_id, Cancelled(message=STOP_MESSAGE))
 
 
 async def _run(runner) -> None:

@@ -1,11 +1,13 @@
 """Stopping ``graphlabel serve`` while a scheduled run is in progress, on a real Prefect
 server with its scheduler on and a real embedded store (graphlabel/serving.py):
 
-- SIGTERM to serve's process group, as ``systemctl stop`` sends it: the run is cancelled,
-  its deployment's slot freed, and serve ends with one line and no traceback (Prefect's
-  own ``serve`` printed an asyncio traceback and left the run Running, holding the slot);
-- ``kill -9`` of the group and a restart of the Prefect server, as a machine that goes
-  down: the run is left Running, holding its slot with no lease left to run out, and the
+- SIGTERM to serve's process group, as a shell's ``kill -- -PGID`` sends it: the run is
+  cancelled, its deployment's slot freed, and serve ends with one line and no traceback
+  (Prefect's own ``serve`` printed an asyncio traceback and left the run Running, holding
+  the slot); the run's process, in a session of its own, gets no signal but serve's cancel;
+- a second signal: serve leaves at once and kills the run's process;
+- ``kill -9`` of serve and its runs and a restart of the Prefect server, as a machine that
+  goes down: the run is left Running, holding its slot with no lease left to run out, and the
   next serve ends it as Crashed, says so, and the job's next run starts at once (it never
   would otherwise: checked by hand, the slot was still held 360 s after the restart); of
   the runs that came due meanwhile, only the newest runs.
@@ -97,11 +99,26 @@ def running_task(server: PrefectServer, flow_run_id: str) -> bool:
     return any(task["state_type"] == "RUNNING" for task in tasks)
 
 
-def signal_mid_run(server: PrefectServer, served, log: Path, sent: signal.Signals,
-                   in_task: bool = False) -> tuple[dict, int]:
-    """Serve the job and send ``sent`` to serve's whole process group (as systemd stops a
-    service) once a run is Running; with ``in_task``, once its LabelRun is written and the
-    server has a later task of it running. Returns that run and serve's exit status."""
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started that still run: serve's runs."""
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie left for init to reap has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def signal_mid_run(server: PrefectServer, served, log: Path, sent: signal.Signals, in_task: bool = False,
+                   times: int = 1, with_runs: bool = False) -> tuple[dict, int, dict[int, int]]:
+    """Serve the job and send ``sent`` ``times`` times (0.1 s apart) to serve's whole process
+    group once a run is Running; with ``in_task``, once its LabelRun is written and the
+    server has a later task of it running; ``with_runs``, to the runs' process groups too.
+    Returns that run, serve's exit status and the process group of each run process serve
+    had started, by process."""
     folder, config, _ = served
     serve = start_serve(server, folder, config, log)
     try:
@@ -109,17 +126,24 @@ def signal_mid_run(server: PrefectServer, served, log: Path, sent: signal.Signal
         if in_task:
             wait_for(lambda: "Task run 'record-run: running' - Finished" in log.read_text()
                      and running_task(server, run["id"]), 60, serve, log)
-        os.killpg(serve.pid, sent)
+        runs = {process: os.getpgid(process) for process in children(serve.pid)}
+        for time_ in range(times):
+            time.sleep(0.1 if time_ else 0.0)  # one signal each: a signal pending again is not queued
+            os.killpg(serve.pid, sent)
+        for process in runs if with_runs else ():
+            os.killpg(process, sent)
         serve.wait(90)
     finally:
         stop(serve)
-    return run, serve.returncode
+    return run, serve.returncode, runs
 
 
 def test_sigterm_to_serve_cancels_the_run_in_progress_and_ends_in_one_line(prefect_server, served):
     folder, _, store = served
     log = folder / "sigterm.log"
-    run, status = signal_mid_run(prefect_server, served, log, signal.SIGTERM)
+    run, status, runs = signal_mid_run(prefect_server, served, log, signal.SIGTERM)
+    assert runs
+    assert all(group == process for process, group in runs.items())  # sessions of their own
     output = log.read_text()
     assert status == 0, output[-4000:]
     assert output.rstrip().splitlines()[-1].startswith(
@@ -138,7 +162,8 @@ def test_the_next_serve_ends_a_run_a_killed_serve_left_running(prefect_server, s
     folder, config, _ = served
     # killed once its LabelRun names the process to check, in a task the server has as
     # running; nothing gets to clean up
-    run, _ = signal_mid_run(prefect_server, served, folder / "kill.log", signal.SIGKILL, in_task=True)
+    run, _, _ = signal_mid_run(prefect_server, served, folder / "kill.log", signal.SIGKILL, in_task=True,
+                               with_runs=True)
     time.sleep(1)
     left = next(r for r in job_runs(prefect_server) if r["id"] == run["id"])
     assert left["state_type"] == "RUNNING"  # what a killed serve leaves: the scenario holds
@@ -301,3 +326,85 @@ def test_a_stop_cancels_the_runs_going_and_leaves_a_run_that_ended_as_it_ended(p
         assert exits[going.id] < 0   # killed
         assert client.read_flow_run(ended.id).state.type.value == "COMPLETED"
         assert client.read_flow_run(going.id).state.type.value == "CANCELLED"
+
+
+def test_a_run_the_runner_left_cancelling_ends_cancelled(prefect_server, served):
+    """The runner's own watch for Cancelling states may start the cancel of a run before the
+    stop does (the stop's ``_cancel_run`` then returns at once), and may end without its
+    Cancelled: the stop ends the run as Cancelled once its process has exited."""
+    import asyncio
+
+    import anyio
+    from prefect.client.orchestration import get_client
+    from prefect.runner._process_manager import ProcessHandle
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Running
+
+    from graphlabel.schedule import deployments, parse_schedule
+    from graphlabel.serving import STOP_MESSAGE, _runner
+
+    _, _, store = served
+    (job,) = parse_schedule({"store": store, "jobs": [{"name": "blobs-watched", "dataset": "blobs",
+                                                       "cron": "0 3 1 1 *"}]}, "test")
+
+    async def stop(run_id) -> None:
+        runner = _runner()
+        async with runner:
+            process = await anyio.open_process(["sleep", "1"])
+            await runner._process_manager.add(run_id, ProcessHandle(process))
+            runner._cancelling_flow_run_ids.add(run_id)  # the watch's cancel, which ends without a state
+            asyncio.get_running_loop().call_later(2.0, runner._cancelling_flow_run_ids.discard, run_id)
+            await runner.cancel_all()
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), \
+            get_client(sync_client=True) as client:
+        run = client.create_flow_run_from_deployment(deployments([job])[0].apply())
+        client.set_flow_run_state(run.id, Running(), force=True)
+        asyncio.run(stop(run.id))
+        state = client.read_flow_run(run.id).state
+        assert state.type.value == "CANCELLED", state
+        assert state.message == STOP_MESSAGE
+
+
+def test_a_second_signal_kills_the_runs_processes(prefect_server):
+    """A run's process, in a session of its own, gets none of the signals sent to serve's
+    process group: when serve is asked to stop a second time it kills the runs' processes
+    before it leaves (a real process the runner tracks, as its starter registers it)."""
+    import asyncio
+    import uuid
+
+    import anyio
+    from prefect.runner._process_manager import ProcessHandle, create_isolated_termination_scope
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from graphlabel.serving import _runner
+
+    async def ask_twice() -> int:
+        runner = _runner()
+        async with runner:
+            process = await anyio.open_process(["sleep", "600"], start_new_session=True)
+            await runner._process_manager.add(uuid.uuid4(), ProcessHandle(
+                process, termination_scope=create_isolated_termination_scope(process.pid)))
+            runner.stop_signal = "SIGINT"  # asked once already
+            with pytest.raises(KeyboardInterrupt):
+                runner.stop_on("SIGINT")
+            with anyio.fail_after(10):
+                return await process.wait()
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}):
+        assert asyncio.run(ask_twice()) == -signal.SIGKILL
+
+
+def test_a_second_signal_leaves_at_once(prefect_server, served):
+    folder = served[0]
+    log = folder / "twice.log"
+    # once the LabelRun names the process: the next serve can tell the run is over
+    run, status, runs = signal_mid_run(prefect_server, served, log, signal.SIGINT, in_task=True, times=2)
+    output = log.read_text()
+    assert status == 1, output[-4000:]
+    assert output.rstrip().splitlines()[-1] == (
+        "stopped at once (asked twice): runs in progress may be left unfinished; the next serve ends them")
+    deadline = time.monotonic() + 10
+    while not all(gone(process) for process in runs):
+        assert time.monotonic() < deadline, (runs, output[-4000:])
+        time.sleep(0.2)
