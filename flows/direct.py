@@ -32,6 +32,8 @@ from multiprocessing.pool import ThreadPool
 from pathlib import Path
 from typing import Any
 
+from .stops import keep_lost_stops, raise_lost_stop
+
 #: The logger of stages run without a flow run (warnings reach the terminal).
 LOGGER = logging.getLogger("graphlabel")
 #: (task run name, task run id) of the stages a flow run ran, in order, when the flow asks
@@ -165,6 +167,7 @@ class Task:
         return task(**options)(self.fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise_lost_stop()
         if in_flow_run():
             state = self.prefect(*args, return_state=True, **kwargs)
             _record_stage(self.name, state.state_details.task_run_id)
@@ -391,6 +394,7 @@ def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[Bas
     """Run ``flow_``: as a Prefect flow run tagged ``run_tags`` when a server is configured,
     else its function directly (module docstring). Errors of the ``expected`` types are the
     caller's to say in one line: Prefect's console log shows them without a traceback."""
+    keep_lost_stops()
     if not prefect_api_configured():
         return flow_.fn(**parameters)
     from prefect import tags

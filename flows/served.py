@@ -9,5 +9,7 @@ Prefect flow there: ``graphlabel.schedule.deployments`` points the entrypoint he
 from __future__ import annotations
 
 from .labelling import labelling_flow as _labelling_flow
+from .stops import keep_lost_stops
 
 labelling_flow = _labelling_flow.prefect
+keep_lost_stops()  # a served run is stopped by SIGTERM (serve's stop, the UI's Cancel)
