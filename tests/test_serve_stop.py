@@ -366,6 +366,50 @@ def test_a_run_the_runner_left_cancelling_ends_cancelled(prefect_server, served)
         assert state.message == STOP_MESSAGE
 
 
+def test_a_run_the_runners_cancel_did_not_end_is_signalled_by_the_stop(prefect_server, served):
+    """The runner's cancel may skip its signal (it took the run for concluded): the stop
+    sends SIGTERM itself once CANCELLED_RUN_SECONDS have passed, and the run ends Cancelled."""
+    import asyncio
+
+    import anyio
+    from prefect.client.orchestration import get_client
+    from prefect.runner._process_manager import ProcessHandle, create_isolated_termination_scope
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.states import Running
+
+    from graphlabel.schedule import deployments, parse_schedule
+    from graphlabel.serving import CANCELLED_RUN_SECONDS, _runner
+
+    _, _, store = served
+    (job,) = parse_schedule({"store": store, "jobs": [{"name": "blobs-skipped", "dataset": "blobs",
+                                                       "cron": "0 3 1 1 *"}]}, "test")
+
+    async def stop(run_id) -> tuple[int, float]:
+        runner = _runner()
+
+        async def skipped(*args, **kwargs) -> None:  # the runner's cancel, sending no signal
+            return None
+
+        async with runner:
+            runner._cancel_run = skipped
+            process = await anyio.open_process(["sleep", "600"], start_new_session=True)
+            await runner._process_manager.add(run_id, ProcessHandle(
+                process, termination_scope=create_isolated_termination_scope(process.pid)))
+            started = time.monotonic()
+            await runner.cancel_all()
+            with anyio.fail_after(10):
+                return await process.wait(), time.monotonic() - started
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), \
+            get_client(sync_client=True) as client:
+        run = client.create_flow_run_from_deployment(deployments([job])[0].apply())
+        client.set_flow_run_state(run.id, Running(), force=True)
+        status, seconds = asyncio.run(stop(run.id))
+        assert status == -signal.SIGTERM
+        assert CANCELLED_RUN_SECONDS <= seconds < CANCELLED_RUN_SECONDS + 10
+        assert client.read_flow_run(run.id).state.type.value == "CANCELLED"
+
+
 def test_a_second_signal_kills_the_runs_processes(prefect_server):
     """A run's process, in a session of its own, gets none of the signals sent to serve's
     process group: when serve is asked to stop a second time it kills the runs' processes
