@@ -319,8 +319,8 @@ STOP_MESSAGE = "Runner is shutting down."
 ENDING_RUN_SECONDS = 30.0
 #: How long a stop gives a run it cancelled to end before it signals the run's process
 #: itself: the runner's cancel skips the signal when it thinks the run concluded, and once
-#: in about 35 stops (tests/test_serve_stop.py) the run went on to its end. A cancelled run
-#: of that test ended 0.8-1.5 s after the cancel.
+#: in about 35 stops (tests/test_serve_stop.py) the run went on to its end. The runs that
+#: test's stops cancelled ended 0.65-1.0 s after serve's SIGTERM (4 serve logs read).
 CANCELLED_RUN_SECONDS = 10.0
 
 #: The logger of the runner's state proposals (prefect/runner/_state_proposer.py, 3.8.8).
