@@ -5,7 +5,7 @@ A Ctrl-C (``KeyboardInterrupt``) and, in a flow run, a SIGTERM (Prefect's bridge
 wherever the main thread is when the signal comes. When that is inside a finaliser or a
 weakref callback, which the garbage collector runs between any two steps of the run,
 Python cannot raise it: it prints "Exception ignored in ..." with a traceback and the stop
-is lost. Seen once in 23 stops of ``tests/test_serve_stop.py``'s SIGTERM, landing in a
+is lost. Seen once in 24 stops of ``tests/test_serve_stop.py``'s SIGTERM, landing in a
 ``WeakValueDictionary`` callback: the run went on to complete while its flow run was
 being cancelled, and serve's output had the traceback.
 
