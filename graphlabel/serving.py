@@ -354,7 +354,7 @@ def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
             starter does (``isolate_process_group``), so that a signal to serve's process
             group reaches serve alone, which cancels each run once. In serve's group the
             run's process got the signal too, and its own ending raced the runner's cancel:
-            in 2 of 4 stops, measured with ``tests/test_serve_stop.py``'s SIGTERM, the
+            in 3 of 6 stops, measured with ``tests/test_serve_stop.py``'s SIGTERM, the
             process printed a traceback (the runner's SIGTERM came while it drained its
             logs at exit), or the runner skipped the cancel of a run that had just
             concluded, which stayed *Cancelling*."""
