@@ -32,8 +32,7 @@ def _is_stop(error: BaseException | None) -> bool:
     """A signal's exception: a ``KeyboardInterrupt`` or another ``BaseException`` that is
     no ``Exception`` (Prefect's ``TerminationSignal``), not the interpreter's own
     ``SystemExit`` or ``GeneratorExit``."""
-    return (isinstance(error, BaseException) and not isinstance(error, Exception)
-            and not isinstance(error, SystemExit | GeneratorExit))
+    return isinstance(error, BaseException) and not isinstance(error, Exception | SystemExit | GeneratorExit)
 
 
 class _KeepLostStops:

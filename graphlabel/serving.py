@@ -396,9 +396,9 @@ def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
             reaches them) and what they started, as a second Ctrl-C to serve's group did."""
             for flow_run_id in self._process_manager.flow_run_ids():
                 handle = self._process_manager.get(flow_run_id)
-                if handle is not None and handle.pid:
+                if handle is not None:
                     with suppress(ProcessLookupError):
-                        handle.termination_scope.hard_kill(handle.pid)
+                        handle.hard_kill()
 
     # as prefect.serve builds it: limit=None, where the constructor's default is
     # PREFECT_RUNNER_PROCESS_LIMIT (5), which held back runs waiting for their job's slot
@@ -431,14 +431,14 @@ async def cancel_runs_in_progress(runner) -> None:
     for flow_run_id in runner._process_manager.flow_run_ids():
         try:
             asked = await runner._client.set_flow_run_state(flow_run_id, Cancelling(message=STOP_MESSAGE))
-            if asked.status == SetStateStatus.ACCEPT:
-                await runner._cancel_run(flow_run_id, state_msg=STOP_MESSAGE)
-                if not await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=CANCELLED_RUN_SECONDS):
-                    # the runner's cancel did not end it: SIGTERM now, SIGKILL after ENDING_RUN_SECONDS
-                    await runner._process_manager.kill(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
-            await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
-            if asked.status == SetStateStatus.ACCEPT:
-                await _end_cancelling(runner, flow_run_id)
+            if asked.status != SetStateStatus.ACCEPT:  # the run has ended: its process exits by itself
+                await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
+                continue
+            await runner._cancel_run(flow_run_id, state_msg=STOP_MESSAGE)
+            if not await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=CANCELLED_RUN_SECONDS):
+                # the runner's cancel did not end it: SIGTERM now, SIGKILL after ENDING_RUN_SECONDS
+                await runner._process_manager.kill(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
+            await _end_cancelling(runner, flow_run_id)
         except Exception:  # as Prefect's cancel_all: one run's failure does not keep the others running
             runner._logger.exception(f"could not cancel flow run '{flow_run_id}'")
 
