@@ -420,37 +420,45 @@ async def cancel_runs_in_progress(runner) -> None:
 
     A run asked to cancel ends *Cancelled* here even when the runner's own cancel did not
     get that far, which left it *Cancelling* in 1 stop of 5 with SIGTERM to serve alone
-    (``tests/test_serve_stop.py``). Two ways lead there in 3.8.8's runner: its watch for
+    (``tests/test_serve_stop.py``). Two ways led there in 3.8.8's runner. Its watch for
     *Cancelling* states starts the same cancel on the state proposed here, and when that
-    one starts first, ``_cancel_run`` returns at once and the stop goes on to close the
-    runner under it; and it skips the cancel of a run whose process has just reported its
-    end (``ALREADY_CONCLUDED``)."""
+    one started first, ``_cancel_run`` returned at once and the stop closed the runner
+    under it; when both went ahead (``_cancel_run`` reads the run between its check and
+    its mark), the run's process got two SIGTERMs, the second while it recorded its
+    failure (``RuntimeError: Database is closed``). The run is therefore marked as being
+    cancelled before its Cancelling state exists, and cancelled here alone. And the runner
+    skips the cancel of a run whose process has just reported its end
+    (``ALREADY_CONCLUDED``)."""
     from prefect.client.schemas.responses import SetStateStatus
     from prefect.states import Cancelling
 
     for flow_run_id in runner._process_manager.flow_run_ids():
         try:
-            asked = await runner._client.set_flow_run_state(flow_run_id, Cancelling(message=STOP_MESSAGE))
-            if asked.status != SetStateStatus.ACCEPT:  # the run has ended: its process exits by itself
-                await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
-                continue
-            await runner._cancel_run(flow_run_id, state_msg=STOP_MESSAGE)
-            if not await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=CANCELLED_RUN_SECONDS):
-                # the runner's cancel did not end it: SIGTERM now, SIGKILL after ENDING_RUN_SECONDS
-                await runner._process_manager.kill(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
+            # held from before the Cancelling state exists: the runner's watch for Cancelling
+            # states, which starts its own cancel, then finds the run being cancelled
+            runner._cancelling_flow_run_ids.add(flow_run_id)
+            try:
+                asked = await runner._client.set_flow_run_state(flow_run_id, Cancelling(message=STOP_MESSAGE))
+                if asked.status != SetStateStatus.ACCEPT:  # the run has ended: its process exits by itself
+                    await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
+                    continue
+                flow_run = await runner._client.read_flow_run(flow_run_id)
+                await runner._cancellation_manager.cancel(flow_run, STOP_MESSAGE)
+                if not await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=CANCELLED_RUN_SECONDS):
+                    # the runner's cancel did not end it: SIGTERM now, SIGKILL after ENDING_RUN_SECONDS
+                    await runner._process_manager.kill(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
+            finally:
+                runner._cancelling_flow_run_ids.discard(flow_run_id)
             await _end_cancelling(runner, flow_run_id)
         except Exception:  # as Prefect's cancel_all: one run's failure does not keep the others running
             runner._logger.exception(f"could not cancel flow run '{flow_run_id}'")
 
 
 async def _end_cancelling(runner, flow_run_id) -> None:
-    """Wait for a cancel of the run that the runner started itself to end, then move the
-    run from *Cancelling* to *Cancelled* if it is still there (its process has exited)."""
+    """Move a run whose process has exited from *Cancelling* to *Cancelled* if it is still
+    there."""
     from prefect.states import Cancelled
 
-    deadline = asyncio.get_running_loop().time() + ENDING_RUN_SECONDS
-    while flow_run_id in runner._cancelling_flow_run_ids and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.1)
     state = (await runner._client.read_flow_run(flow_run_id)).state
     if state is not None and state.is_cancelling():
         await runner._client.set_flow_run_state(flow_run_id, Cancelled(message=STOP_MESSAGE))

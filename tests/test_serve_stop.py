@@ -329,9 +329,9 @@ def test_a_stop_cancels_the_runs_going_and_leaves_a_run_that_ended_as_it_ended(p
 
 
 def test_a_run_the_runner_left_cancelling_ends_cancelled(prefect_server, served):
-    """The runner's own watch for Cancelling states may start the cancel of a run before the
-    stop does (the stop's ``_cancel_run`` then returns at once), and may end without its
-    Cancelled: the stop ends the run as Cancelled once its process has exited."""
+    """The runner's cancel may end without its Cancelled (it skips a run it takes for
+    concluded), and its watch for Cancelling states must not start a second cancel: the
+    stop ends the run as Cancelled once its process has exited, and cancels it once."""
     import asyncio
 
     import anyio
@@ -347,14 +347,20 @@ def test_a_run_the_runner_left_cancelling_ends_cancelled(prefect_server, served)
     (job,) = parse_schedule({"store": store, "jobs": [{"name": "blobs-watched", "dataset": "blobs",
                                                        "cron": "0 3 1 1 *"}]}, "test")
 
+    cancels = []
+
     async def stop(run_id) -> None:
         runner = _runner()
+
+        async def skipped(flow_run, state_msg=None) -> None:  # the runner's cancel, ending with no state
+            cancels.append(flow_run.id)
+
         async with runner:
+            runner._cancellation_manager.cancel = skipped
             process = await anyio.open_process(["sleep", "1"])
             await runner._process_manager.add(run_id, ProcessHandle(process))
-            runner._cancelling_flow_run_ids.add(run_id)  # the watch's cancel, which ends without a state
-            asyncio.get_running_loop().call_later(2.0, runner._cancelling_flow_run_ids.discard, run_id)
             await runner.cancel_all()
+            await asyncio.sleep(2.0)  # the Cancelling state's event reaches the runner's watch
 
     with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), \
             get_client(sync_client=True) as client:
@@ -364,6 +370,7 @@ def test_a_run_the_runner_left_cancelling_ends_cancelled(prefect_server, served)
         state = client.read_flow_run(run.id).state
         assert state.type.value == "CANCELLED", state
         assert state.message == STOP_MESSAGE
+        assert cancels == [run.id]
 
 
 def test_a_run_the_runners_cancel_did_not_end_is_signalled_by_the_stop(prefect_server, served):
@@ -391,7 +398,7 @@ def test_a_run_the_runners_cancel_did_not_end_is_signalled_by_the_stop(prefect_s
             return None
 
         async with runner:
-            runner._cancel_run = skipped
+            runner._cancellation_manager.cancel = skipped
             process = await anyio.open_process(["sleep", "600"], start_new_session=True)
             await runner._process_manager.add(run_id, ProcessHandle(
                 process, termination_scope=create_isolated_termination_scope(process.pid)))
