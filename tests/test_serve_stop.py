@@ -373,9 +373,11 @@ def test_a_run_the_runner_left_cancelling_ends_cancelled(prefect_server, served)
         assert cancels == [run.id]
 
 
-def test_a_run_the_runners_cancel_did_not_end_is_signalled_by_the_stop(prefect_server, served):
+def test_runs_the_runners_cancel_did_not_end_are_signalled_by_the_stop_at_once(prefect_server, served):
     """The runner's cancel may skip its signal (it took the run for concluded): the stop
-    sends SIGTERM itself once CANCELLED_RUN_SECONDS have passed, and the run ends Cancelled."""
+    sends SIGTERM itself once CANCELLED_RUN_SECONDS have passed, and the run ends Cancelled.
+    Two such runs are waited for side by side, not one after the other (before, the second
+    got its SIGTERM after twice CANCELLED_RUN_SECONDS)."""
     import asyncio
 
     import anyio
@@ -391,7 +393,7 @@ def test_a_run_the_runners_cancel_did_not_end_is_signalled_by_the_stop(prefect_s
     (job,) = parse_schedule({"store": store, "jobs": [{"name": "blobs-skipped", "dataset": "blobs",
                                                        "cron": "0 3 1 1 *"}]}, "test")
 
-    async def stop(run_id) -> tuple[int, float]:
+    async def stop(run_ids) -> list[tuple[int, float]]:
         runner = _runner()
 
         async def skipped(*args, **kwargs) -> None:  # the runner's cancel, sending no signal
@@ -399,22 +401,34 @@ def test_a_run_the_runners_cancel_did_not_end_is_signalled_by_the_stop(prefect_s
 
         async with runner:
             runner._cancellation_manager.cancel = skipped
-            process = await anyio.open_process(["sleep", "600"], start_new_session=True)
-            await runner._process_manager.add(run_id, ProcessHandle(
-                process, termination_scope=create_isolated_termination_scope(process.pid)))
+            processes = []
+            for run_id in run_ids:
+                process = await anyio.open_process(["sleep", "600"], start_new_session=True)
+                await runner._process_manager.add(run_id, ProcessHandle(
+                    process, termination_scope=create_isolated_termination_scope(process.pid)))
+                processes.append(process)
             started = time.monotonic()
-            await runner.cancel_all()
-            with anyio.fail_after(10):
-                return await process.wait(), time.monotonic() - started
+            stopping = asyncio.ensure_future(runner.cancel_all())
+            ended = []
+            with anyio.fail_after(CANCELLED_RUN_SECONDS * 2 + 10):
+                for process in processes:
+                    status = await process.wait()
+                    ended.append((status, time.monotonic() - started))
+                await stopping
+            return ended
 
     with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), \
             get_client(sync_client=True) as client:
-        run = client.create_flow_run_from_deployment(deployments([job])[0].apply())
-        client.set_flow_run_state(run.id, Running(), force=True)
-        status, seconds = asyncio.run(stop(run.id))
-        assert status == -signal.SIGTERM
-        assert CANCELLED_RUN_SECONDS <= seconds < CANCELLED_RUN_SECONDS + 10
-        assert client.read_flow_run(run.id).state.type.value == "CANCELLED"
+        deployment = deployments([job])[0].apply()
+        runs = [client.create_flow_run_from_deployment(deployment) for _ in range(2)]
+        for run in runs:
+            client.set_flow_run_state(run.id, Running(), force=True)
+        ended = asyncio.run(stop([run.id for run in runs]))
+        for status, seconds in ended:
+            assert status == -signal.SIGTERM
+            assert CANCELLED_RUN_SECONDS <= seconds < CANCELLED_RUN_SECONDS + 5, ended
+        for run in runs:
+            assert client.read_flow_run(run.id).state.type.value == "CANCELLED"
 
 
 def test_a_second_signal_kills_the_runs_processes(prefect_server):
