@@ -362,6 +362,7 @@ the limit of infinite unlabelled data. NIPS.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -370,7 +371,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.sparse.linalg import LinearOperator, cg, splu
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._budget import Budget
 from ._graph import margin_scores, per_label
@@ -395,6 +396,22 @@ COARSE_AFTER = 3
 # The block CG regroups the rows by label (_grouped_by_label) when an n × C block is at least this
 # large: below, the block stays in the CPU's cache in any order.
 GROUP_MIN_BYTES = 2 * 2**20
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries, found once. ``threadpool_limits()`` finds them again at
+    each call by scanning every loaded library: 1.2 ms a call with numpy and scipy loaded,
+    3.8 ms in the CLI's process (faiss, pyarrow, Prefect), three calls a solve, against
+    0.02 ms for a limit on a found controller (the 100k-node solve of
+    ``bench/harmonic_paired.py`` takes about 150 ms). A library loaded after the first solve
+    would not be limited; the ones the solve calls, numpy's and scipy's, are loaded by then."""
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """A context with BLAS on one thread (the block CG's level-1 work: see ``_spd_solver``)."""
+    return _blas().limit(limits=1, user_api="blas")
 
 
 class _Blocks:
@@ -767,7 +784,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
         # CG's dot products are level-1 BLAS on single vectors: OpenBLAS's threads only add
         # synchronisation, and on a loaded 2-core machine made an iteration on 100k nodes
         # take 24 ms instead of 3.1 ms (one SpMV: 2.5 ms). One BLAS thread for the loop.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             for j in range(B.shape[1]):  # one CG per right-hand side (classes or labels)
                 x, info = None, 1
                 if method == "cg":
@@ -956,7 +973,7 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
             return best
 
         start = None if x0 is None else np.divide(x0, s[:, None], out=np.zeros((n, C)), where=s[:, None] > 0)
-        with threadpool_limits(limits=1, user_api="blas"):
+        with _one_blas_thread():
             # the operator and the right-hand side are built in the call: _block_cg then holds the
             # only reference to the node-order K and frees it once it has regrouped the rows
             X, converged, iterations, products, reason = _block_cg(
@@ -1060,7 +1077,7 @@ def _resolve_near(W, system: _System, start: np.ndarray, clamped: np.ndarray, ch
     def no_labels(X, _scale, _previous=None):  # no coarse space: a start vector and a small region need none
         return np.full(len(X), -1)
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _one_blas_thread():
         X, _, iterations, products, reason = _block_cg(
             K, s[:, None] * rhs, start[r] / s[:, None], rtol, JACOBI_MAX_ITERATIONS, no_labels, s,
             stop_on_labels=False)
