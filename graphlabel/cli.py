@@ -622,11 +622,11 @@ def _no_rows_hints(graph_store, parameters: dict) -> list[str]:
     name with a typo matches no node. Hints only: the query itself was valid."""
     from graphstore.schemas import DATASET_NAME
 
-    hints = _number_hints(parameters)
     dataset = parameters.get("dataset")
     if isinstance(dataset, str) and DATASET_NAME.fullmatch(dataset) and not graph_store.count_nodes(dataset):
-        hints.append(f"no node belongs to dataset {dataset!r}")
-    return hints
+        # the reason, alone: a number hint then misleads (-p max_confidence=0.6 is meant as a number)
+        return [str(graph_store.unknown_dataset(dataset))]
+    return _number_hints(parameters)
 
 
 @app.command()
@@ -659,10 +659,13 @@ def report(
             if run is not None:
                 summary = run_summary(graph_store, run)
             else:
+                assert dataset is not None  # one of --run and --dataset, checked above
                 runs = graph_store.read_runs(dataset=dataset, limit=limit)
+                if runs.empty and not graph_store.count_nodes(dataset):
+                    raise graph_store.unknown_dataset(dataset)
     if run is None:
         if runs.empty:
-            _fail(f"no runs of dataset {dataset!r} in the store")
+            _fail(f"no runs of dataset {dataset!r} in the store yet: graphlabel label --dataset {dataset} starts one")
         console.print(runs_table(runs, title=f"runs of {dataset!r}, newest first"))
         for run_id, message in failed_runs(runs):
             console.print(f"[bold red]{run_id} failed:[/] {_escape(message)}", highlight=False)
@@ -742,7 +745,7 @@ def explain(
                 node, neighbours = graph_store.explain(dataset, key, limit)
             except NotFound:
                 if not graph_store.count_nodes(dataset):  # a typo in the dataset, not in the key
-                    raise NotFound.dataset(dataset) from None
+                    raise graph_store.unknown_dataset(dataset) from None
                 raise
             if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
                 node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
@@ -975,19 +978,26 @@ def correct(
 
 @app.command("drop-dataset")
 def drop_dataset(
-    dataset: str = typer.Argument(..., callback=_checked_dataset, help="Dataset to delete."),
+    named: str | None = typer.Argument(None, metavar="DATASET", callback=_checked_dataset,
+                                       help="Dataset to delete."),
+    dataset: str | None = typer.Option(None, callback=_checked_dataset,
+                                       help="The same, as the other commands name it."),
     yes: bool = typer.Option(False, "--yes", help="Do not ask (for scripts)."),
     store: str | None = StoreOption,
 ) -> None:
     """Delete a dataset's nodes, relationships, runs, graph record and review decisions."""
     from graphstore import open_store
 
+    if (named is None and dataset is None) or (named is not None and dataset is not None and named != dataset):
+        _fail("name the dataset to delete once: graphlabel drop-dataset NAME (or --dataset NAME)", code=2)
+    dataset = named or dataset
+    assert dataset is not None  # one of the two, checked above
     with _one_line_errors():
         with open_store(store) as graph_store:
             nodes = graph_store.count_nodes(dataset)
             runs = graph_store.read_runs(dataset=dataset, limit=1_000_000)
             if not nodes and runs.empty:
-                _fail(f"no dataset {dataset!r} in the store")
+                raise graph_store.unknown_dataset(dataset)
             if not yes:
                 if not sys.stdin.isatty():
                     _fail(f"drop-dataset deletes {counted(nodes, 'node')} and {counted(len(runs), 'run')} of"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .secrets import StoreConnectionError
 
 
@@ -60,6 +62,18 @@ class NotFound(LookupError):
     A LookupError but not a KeyError, whose ``str()`` would print the message in quotes."""
 
     @classmethod
-    def dataset(cls, dataset: str) -> NotFound:
-        """The dataset itself is unknown: no node belongs to it (a typo, or not ingested)."""
-        return cls(f"no dataset {dataset!r} in the store (no node belongs to it)")
+    def dataset(cls, dataset: str, names: Sequence[str] = ()) -> NotFound:
+        """The dataset itself is unknown: no node belongs to it (a typo, or not ingested);
+        ``names``: the datasets the store holds, of which the message names the first
+        ``NAMED_DATASETS``."""
+        if not names:
+            held = "the store holds no dataset yet (graphlabel ingest adds one)"
+        else:
+            shown = ", ".join(repr(name) for name in names[:NAMED_DATASETS])
+            more = f" and {len(names) - NAMED_DATASETS:,} more" if len(names) > NAMED_DATASETS else ""
+            held = f"its datasets: {shown}{more}"
+        return cls(f"no dataset {dataset!r} in the store (no node belongs to it); {held}")
+
+
+#: How many of the store's datasets the message about an unknown one names.
+NAMED_DATASETS = 10

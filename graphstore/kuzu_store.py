@@ -701,6 +701,9 @@ class KuzuStore(GraphStore):
         check_dataset_name(dataset)
         return int(self._run("count_nodes", {"dataset": dataset}).get_next()[0])
 
+    def dataset_names(self) -> list[str]:
+        return self._rows("dataset_names", {}).column("dataset").to_pylist()
+
     def has_edges(self, dataset: str) -> bool:
         check_dataset_name(dataset)
         return self._run("has_edges", {"dataset": dataset}).has_next()

@@ -182,6 +182,8 @@ class Neo4jGraphConfig:
                                     "constraint name"),
             "run_constraint": quote(f"graphlabel_{self.run_label}_run_id"),
         }
+        # a node's dataset, to list the datasets (null without a dataset property: none to list)
+        fragments["e_dataset"] = literal("null") if self.dataset is None else prop("e", self.dataset)
         for variable in ("e", "a", "b"):
             fragments[f"{variable}_in_dataset"] = self._in_dataset(variable)
             fragments[f"{variable}_features"] = self._features_of(variable)

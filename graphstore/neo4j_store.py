@@ -503,6 +503,9 @@ class Neo4jStore(GraphStore):
         check_dataset_name(dataset)
         return int(self._single("count_nodes", {"dataset": dataset}, READ)["nodes"])
 
+    def dataset_names(self) -> list[str]:
+        return [record["dataset"] for record in self._execute(self.cypher("dataset_names"), {}, READ).records]
+
     def has_edges(self, dataset: str) -> bool:
         check_dataset_name(dataset)
         return self._single("has_edges", {"dataset": dataset}, READ) is not None

@@ -18,6 +18,7 @@ import pyarrow as pa
 from similarity.encoding import FeatureEncoding
 from similarity.spec import GraphSpec
 
+from .errors import NotFound
 from .runs import LabelRunRecord
 from .schemas import SubGraph, edge_table, edge_table_from_pairs
 
@@ -198,6 +199,16 @@ class GraphStore(ABC):
     def count_nodes(self, dataset: str) -> int:
         """How many nodes the dataset has."""
 
+    @abstractmethod
+    def dataset_names(self) -> list[str]:
+        """The datasets that have nodes, in order (on Neo4j without a dataset property,
+        none: every node of the label is in any dataset)."""
+
+    def unknown_dataset(self, dataset: str) -> NotFound:
+        """The error for a dataset no node belongs to (a typo, or not ingested yet), which
+        names the datasets the store holds."""
+        return NotFound.dataset(dataset, self.dataset_names())
+
     # -- similarity relationships ---------------------------------------------------------
 
     @abstractmethod
@@ -237,7 +248,7 @@ class GraphStore(ABC):
         report("read features", 0, None, "nodes")
         graph = self.read_subgraph(dataset, with_features=True, with_edges=False)
         if graph.n_nodes == 0:
-            raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
+            raise self.unknown_dataset(dataset)
         if graph.features is None:
             raise ValueError(graph.mixed_lengths(dataset))
         report("read features", graph.n_nodes, None, "nodes")

@@ -63,7 +63,7 @@ def export_frame(store: GraphStore, dataset: str, run: str | None = None) -> pd.
     """
     table = store.read_export(dataset)
     if not table.num_rows:
-        raise NotFound.dataset(dataset)
+        raise store.unknown_dataset(dataset)
     if run is not None:
         run_id = resolve_run(store, dataset, run)
         table = table.filter(pc.equal(table.column("label_run_id"), run_id))

@@ -36,7 +36,6 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from graphstore import GraphStore
-from graphstore.errors import NotFound
 from graphstore.schemas import check_limit
 
 #: Columns of ``flagged``.
@@ -55,7 +54,7 @@ def flagged(store: GraphStore, dataset: str, limit: int = 20) -> pd.DataFrame:
     limit = check_limit(limit, "limit")
     table = store.read_export(dataset)
     if not table.num_rows:
-        raise NotFound.dataset(dataset)
+        raise store.unknown_dataset(dataset)
     accepted = pc.fill_null(pc.equal(table.column("label_accepted"), table.column("given_label")), False)
     keep = pc.and_(pc.fill_null(table.column("label_noise"), False), pc.invert(accepted))
     frame = table.filter(keep).select(list(FLAGGED_COLUMNS)).to_pandas()

@@ -173,16 +173,23 @@ def count_nodes(store: str) -> int:
 
 def test_a_misspelt_dataset_is_one_line_and_leaves_no_failed_run_behind(two_datasets):
     """``label --dataset`` with a name no node has printed the export stage's "0 nodes" lines
-    before its error, and left a failed LabelRun that ``report`` then listed (a newcomer's walk)."""
+    before its error, and left a failed LabelRun that ``report`` then listed (a newcomer's walk).
+    Every command that takes a dataset says the same line, which names the store's datasets."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
     env.update(PREFECT_HOME=str(Path(two_datasets).parent / "prefect-home"), COLUMNS="200")  # as a user, no server
-    done = subprocess.run([str(Path(sys.executable).with_name("graphlabel")), "label", "--dataset", "bsae",
-                           "--store", two_datasets], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 1
-    assert (done.stdout + done.stderr).strip().splitlines() == [
-        "error: dataset 'bsae' has no nodes: ingest records first"]
-    listed = cli("report", "--dataset", "bsae", "--store", two_datasets)
-    assert "no runs of dataset 'bsae' in the store" in listed.output
+
+    def said(*args: str) -> tuple[int, list[str]]:
+        done = subprocess.run([str(Path(sys.executable).with_name("graphlabel")), *args, "--store", two_datasets],
+                              capture_output=True, text=True, env=env, timeout=300)
+        return done.returncode, (done.stdout + done.stderr).strip().splitlines()
+
+    unknown = "error: no dataset 'bsae' in the store (no node belongs to it); its datasets: 'base', 'other'"
+    for command in (("label",), ("build-graph",), ("report",), ("export",), ("drop-dataset", "--yes")):
+        assert said(*command, "--dataset", "bsae") == (1, [unknown]), command
+    assert said("report", "--dataset", "base") == (  # nodes, and no run yet (the misspelt label recorded none)
+        1, ["error: no runs of dataset 'base' in the store yet: graphlabel label --dataset base starts one"])
+    assert said("drop-dataset", "--yes") == (
+        2, ["error: name the dataset to delete once: graphlabel drop-dataset NAME (or --dataset NAME)"])
 
 
 def test_04_a_query_with_an_unbound_parameter_is_refused_naming_it(two_datasets):

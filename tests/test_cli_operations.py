@@ -102,7 +102,7 @@ def test_report_errors_are_one_clear_line(store_with_runs):
     assert "belongs to dataset 'toy'" in result.output
     result = invoke("report", "--dataset", "other", "--store", store_with_runs)
     assert result.exit_code == 1
-    assert "no runs of dataset 'other'" in result.output
+    assert "no dataset 'other' in the store (no node belongs to it); its datasets: 'toy'" in result.output
 
 
 def test_prune_runs_command(store_with_runs):
@@ -134,7 +134,7 @@ def test_explain_command_shows_the_neighbours_and_class_shares(store_with_runs):
     assert "no node with key 'zz' in dataset 'toy'" in result.output
     result = invoke("explain", "a", "--dataset", "tyo", "--store", store_with_runs)  # a typo in the dataset
     assert result.exit_code == 1
-    assert "no dataset 'tyo' in the store (no node belongs to it)" in result.output
+    assert "no dataset 'tyo' in the store (no node belongs to it); its datasets: 'toy'" in result.output
 
 
 def test_serve_check_validates_and_lists_without_serving(tmp_path):

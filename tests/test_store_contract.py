@@ -165,6 +165,19 @@ def test_write_nodes_upserts_by_key_within_a_dataset(store, names):
     assert sorted(without.keys) == ["a", "b", "c", "d"]
 
 
+def test_dataset_names_are_the_datasets_with_nodes_and_an_unknown_one_is_told_with_them(store, names):
+    one, two, missing = names(), names(), names()
+    store.write_nodes(one, nodes(["a"], ["x"]))
+    store.write_nodes(two, nodes(["a", "b"], ["x", None]))
+    listed = store.dataset_names()  # on Neo4j the live suite's other datasets too
+    assert {one, two} <= set(listed)
+    assert missing not in listed
+    assert listed == sorted(listed)
+    error = store.unknown_dataset(missing)
+    assert isinstance(error, NotFound)
+    assert str(error).startswith(f"no dataset '{missing}' in the store (no node belongs to it); its datasets: '")
+
+
 def test_an_unchanged_reingest_changes_nothing_and_changes_are_seen(store, dataset):
     keys = [f"k{i}" for i in range(8)]
     labels = ["x", None, "y", None, "x", None, "y", None]
@@ -746,7 +759,7 @@ def test_build_edges_makes_the_specs_knn_graph_and_its_sigma(store, dataset, dig
 
 
 def test_build_edges_on_an_empty_dataset_is_refused(store, dataset):
-    with pytest.raises(ValueError, match=f"dataset '{dataset}' has no nodes"):
+    with pytest.raises(NotFound, match=f"no dataset '{dataset}' in the store"):
         store.build_edges(dataset, GraphSpec(k=3))
 
 
