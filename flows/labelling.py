@@ -34,7 +34,7 @@ from labelling.components import BATCH_NODES, PLAN_INFO
 from labelling.indistinguishable import copy_groups, pool_copies
 from labelling.liveness import label_run_holder, mark_interrupted_runs
 from labelling.options import RunOptions, run_kind
-from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
+from labelling.problems import ExportedProblem, NotEnoughLabels, check_classes, prediction_rows
 from labelling.provenance import versions
 from labelling.record_batches import RecordBatches, parse_record_batches
 from labelling.records import (
@@ -217,7 +217,10 @@ def build_edges(store: GraphStore, dataset: str, request: GraphRequest, clock: S
     with the σ it used, for incremental runs, and with the options asked for, for the next
     rebuild (``GraphRequest.over``). Returns the relationship count and warnings (k capped;
     weights that carry no information)."""
-    spec, notes = request.spec().capped(store.count_nodes(dataset), dataset)
+    n_nodes = store.count_nodes(dataset)
+    if n_nodes == 0:
+        raise store.unknown_dataset(dataset)
+    spec, notes = request.spec().capped(n_nodes, dataset)
     if spec.edges_type is not None:
         with clock("read_user_edges"):  # checked before graphlabel's own graph is replaced
             n_user = count_user_edges(store, dataset, spec)
@@ -517,7 +520,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                 _publish_unopened(run_id, dataset, solver, parameters, error)
             raise
         if store.count_nodes(dataset) == 0:  # a misspelt name leaves no failed run or artifacts behind
-            raise NotEnoughLabels(f"dataset {dataset!r} has no nodes: ingest records first")
+            raise NotEnoughLabels(str(store.unknown_dataset(dataset)))
         if build_graph:
             store.check_edge_builder(request.spec())  # e.g. GDS missing: say so before writing anything
         interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (labelling.liveness)
@@ -809,6 +812,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     # never built and no relationship at all: built before the export, which would read
     # every node to find none (11.6 s at 100k on Neo4j)
     missing = not rebuild and recorded is None and not store.has_edges(dataset)
+    if rebuild or missing:  # a build can take minutes: said first when the labels cannot be learnt from
+        check_classes(dataset, store.given_classes(dataset))
     if rebuild:
         extra["n_edges_built"], built = build_edges(store, dataset, recipe, clock)
         notes += built

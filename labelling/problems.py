@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,17 @@ from .scores import readable_scores, runner_up
 
 class NotEnoughLabels(ValueError):
     """The dataset cannot be labelled: no given label, or labels of one class only."""
+
+
+def check_classes(dataset: str, classes: Sequence[object] | np.ndarray) -> None:
+    """``NotEnoughLabels`` when the dataset's given labels hold fewer than two classes."""
+    if len(classes) == 0:
+        raise NotEnoughLabels(f"dataset {dataset!r} has no given label: nothing to learn from")
+    if len(classes) == 1:
+        raise NotEnoughLabels(
+            f"dataset {dataset!r} has given labels of one class only ({classes[0]!r}): a solver"
+            " needs at least two classes"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,13 +95,7 @@ def label_problem(graph: SubGraph, dataset: str = "") -> ExportedProblem:
     given = pd.Series(graph.labels, dtype=object)
     has_label = given.notna().to_numpy()
     classes = np.array(sorted(given[has_label].unique()), dtype=object)
-    if len(classes) == 0:
-        raise NotEnoughLabels(f"dataset {dataset!r} has no given label: nothing to learn from")
-    if len(classes) == 1:
-        raise NotEnoughLabels(
-            f"dataset {dataset!r} has given labels of one class only ({classes[0]!r}): a solver"
-            " needs at least two classes"
-        )
+    check_classes(dataset, classes)
     y = np.full(n, -1, dtype=np.int64)
     y[has_label] = np.searchsorted(classes, given[has_label].to_numpy())
     # the SubGraph holds each pair once and no loop (schemas.one_row_per_pair: the larger

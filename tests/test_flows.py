@@ -90,6 +90,8 @@ def test_one_class_stops_before_any_write(tmp_path, store_path):
         labelling_flow("moons", store_uri=store_path)
     with open_store(store_path, create=True) as store:
         assert store.query("MATCH (e:Entity) RETURN count(e.predicted_label) AS p")["p"][0] == 0
+        assert not store.has_edges("moons")  # said before the graph the run would have built
+        assert store.read_graph_build("moons") is None
         runs = store.read_runs("moons")
     # the run is on record, as failed, with the reason; never as completed
     assert runs["status"].tolist() == ["failed"]
