@@ -38,9 +38,12 @@ from labelling.problems import ExportedProblem, NotEnoughLabels, check_classes, 
 from labelling.provenance import versions
 from labelling.record_batches import RecordBatches, parse_record_batches
 from labelling.records import (
+    COUNTED_CLASSES,
+    WRONG_LENGTH,
     NoValidRecords,
     ParsedRecords,
     first_reasons,
+    given_label_counts,
     in_input_order,
     missing_like_labels,
     missing_like_note,
@@ -78,9 +81,19 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
     parts: list[pd.DataFrame] = []
     stored = 0
     missing_like: Counter[str] = Counter()
+    labelled, classes = 0, Counter[str]()
+
+    def tally(nodes: pa.Table) -> None:  # the given labels of the stored records, per class
+        nonlocal labelled
+        counts = given_label_counts(nodes)
+        labelled += sum(counts.values())
+        if len(classes) <= COUNTED_CLASSES:
+            classes.update(counts)
+
     if isinstance(records, ParsedRecords):
         stored, parts = ingest_records(store, dataset, records.nodes), [records.rejects]
         missing_like.update(missing_like_labels(records.nodes))
+        tally(records.nodes)
     else:
         parts.append(records.line_rejects)
         pending: list[pa.Table] = []
@@ -93,6 +106,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
             for batch in records:  # parsed a batch at a time
                 pending.append(batch.nodes)
                 missing_like.update(missing_like_labels(batch.nodes))
+                tally(batch.nodes)
                 parts.append(batch.rejects)
                 checked.advance(batch.n_valid + len(batch.rejects))
                 valid -= len(batch.rejects)
@@ -115,9 +129,12 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
     # that already holds other records says so (a newcomer's second try added 1,797 digits to
     # the 1,797 of the first, silently)
     # missing_like_labels: given labels pandas reads as missing (NA, null...), kept as classes
+    # labelled, label_classes: the stored records' given labels, and per class (None: more than
+    # COUNTED_CLASSES classes)
     summary = {"dataset": dataset, "stored": stored, "rejected": len(rejected),
                "reject_reasons": counts, "rejects_file": None, "dataset_nodes": store.count_nodes(dataset),
-               "missing_like_labels": dict(missing_like)}
+               "missing_like_labels": dict(missing_like), "labelled": labelled,
+               "label_classes": dict(classes) if len(classes) <= COUNTED_CLASSES else None}
     if missing_like:
         run_logger().warning("%s", missing_like_note(missing_like))
     if len(rejected) and rejects_path is not None:
@@ -189,7 +206,16 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
         records = parse_record_batches(source, key=key, features=features, label=label, classes=classes,
                                        encoding=encoding, expected_dim=next(iter(stored), None), text=text,
                                        categorical=categorical, label_confidence=label_confidence)
-        summary = ingest_parsed(store, dataset, records, rejects, source)
+        try:
+            summary = ingest_parsed(store, dataset, records, rejects, source)
+        except NoValidRecords as error:
+            if stored and WRONG_LENGTH in reject_counts(error.rejects):  # the way out, beside the reason
+                length, nodes = next(iter(stored.items()))
+                raise NoValidRecords(
+                    f"{error}; the dataset's {counted(nodes, 'node')} have {length} features each: ingest the same"
+                    f" columns, or start it over with graphlabel drop-dataset --dataset {dataset}",
+                    error.rejects) from None
+            raise
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
 

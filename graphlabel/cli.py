@@ -332,6 +332,14 @@ def ingest(
     also = (f", which also holds {counted(others, 'node')} of earlier ingests (keys this file does not have)"
             if others > 0 else "")
     console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}{also}")
+    if label is not None:
+        from labelling.records import given_labels_note
+
+        note = given_labels_note(summary["stored"], summary["labelled"], summary["label_classes"], label)
+        if summary["labelled"]:
+            console.print(note, highlight=False)
+        else:  # --label names a column with no filled cell: said, as the first run would fail
+            err.print(f"[yellow]note:[/] {_escape(note)}")
     if summary["missing_like_labels"]:
         from labelling.records import missing_like_note
 

@@ -123,6 +123,35 @@ def missing_like_labels(nodes: pa.Table) -> dict[str, int]:
     return {count["values"]: count["counts"] for count in counts}
 
 
+def given_label_counts(nodes: pa.Table) -> dict[str, int]:
+    """The given labels of ``nodes``, counted per class."""
+    labels = nodes.column("label").drop_null()
+    return {count["values"]: count["counts"] for count in pc.value_counts(labels).to_pylist()} if len(labels) else {}
+
+
+#: How many classes ingest's line about the given labels names, and how many it counts at
+#: most (a --label naming a column of ids would make one class per record).
+NAMED_CLASSES, COUNTED_CLASSES = 8, 1_000
+
+
+def given_labels_note(stored: int, labelled: int, classes: dict[str, int] | None, column: str) -> str:
+    """Ingest's line about the given labels of the records it stored: how many, of which
+    classes (``None``: more than ``COUNTED_CLASSES``), so that a wrong ``--label`` column
+    shows at once, not at the first labelling run."""
+    if not labelled:
+        return f"no stored record has a given label in column {column!r} (only a filled cell is one)"
+    if classes is None:
+        return (f"given labels: {labelled:,} of the {counted(stored, 'record')} stored, in more than"
+                f" {COUNTED_CLASSES:,} classes: is {column!r} the label column?")
+    largest = sorted(classes.items(), key=lambda item: (-item[1], item[0]))
+    shown = ", ".join(f"{label} {n:,}" for label, n in largest[:NAMED_CLASSES])
+    more = f" and {len(largest) - NAMED_CLASSES:,} more" if len(largest) > NAMED_CLASSES else ""
+    kinds = f"{len(classes):,} class{'es' * (len(classes) != 1)}"
+    doubt = (f": is {column!r} the label column?" if len(classes) > NAMED_CLASSES and 2 * len(classes) > labelled
+             else "")  # most classes with one or two labels: ids, numbers, free text
+    return f"given labels: {labelled:,} of the {counted(stored, 'record')} stored, {kinds} ({shown}{more}){doubt}"
+
+
 def missing_like_note(counts: dict[str, int]) -> str:
     """The line ingest prints for ``missing_like_labels``' counts."""
     shown = ", ".join(f"{label!r} ({counted(n, 'row')})" for label, n in sorted(counts.items()))
