@@ -596,16 +596,20 @@ def check_record_options(*, key: str, features, label, expected_dim, classes, te
     return allowed
 
 
-def _separator_hint(names: list) -> str:
-    """What to do when the whole header was read as one column: a file separated by ';' (as
-    spreadsheets save CSV where the decimal mark is a comma), '|' or tabs in a .csv."""
+def _separator_refusal(names: list) -> str | None:
+    """The error when the whole header was read as one column: a file separated by ';' (as
+    spreadsheets save CSV where the decimal mark is a comma), '|' or tabs in a .csv. The
+    separator leads: a newcomer's walk read "no column 'id'; columns are [...]" first and
+    the cause at the end of a long line."""
     if len(names) != 1:
-        return ""
+        return None
     found = [mark for mark in (";", "\t", "|") if mark in str(names[0])]
     if not found:
-        return ""
-    return (f"; the header looks separated by {found[0]!r}: a .csv file is read with ',' between values"
-            " (and '.' as the decimal mark), a .tsv file with tabs; save it so")
+        return None
+    header = str(names[0])
+    shown = header if len(header) <= 60 else header[:57] + "..."
+    return (f"the file looks separated by {found[0]!r} (its header: {shown!r}): a .csv file is read with ','"
+            " between values and '.' as the decimal mark, a .tsv file with tabs; save it with commas, or as .tsv")
 
 
 def record_columns(names: list, *, key: str, features=None, label=None, expected_dim=None, classes=None,
@@ -615,8 +619,11 @@ def record_columns(names: list, *, key: str, features=None, label=None, expected
                                    classes=classes, text=text, categorical=categorical)
     for column in (key, label, text, label_confidence):
         if column and column not in names:
-            hint = _separator_hint(names) or (f"; for records without a key of their own the key {ROW_KEY!r}"
-                                              " numbers them by their line in the file" if column == key else "")
+            refusal = _separator_refusal(names)
+            if refusal is not None:
+                raise ValueError(refusal)
+            hint = (f"; for records without a key of their own the key {ROW_KEY!r} numbers them by their line"
+                    " in the file" if column == key else "")
             raise ValueError(f"no column {column!r}; columns are {list(names)[:20]}{hint}")
     roles = {key: "key", **({label: "label"} if label else {}), **({text: "text"} if text else {}),
              **({label_confidence: "label confidence"} if label_confidence else {})}
