@@ -95,13 +95,16 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
         missing_like.update(missing_like_labels(records.nodes))
         tally(records.nodes)
     else:
+        if not records.n_records:  # a header and no row: said alone, without meters of nothing
+            raise no_valid_records(records.line_rejects, source)
         parts.append(records.line_rejects)
         pending: list[pa.Table] = []
         # two meters: the rows read and checked, and the nodes stored WRITE_ROWS at a time
-        # (out of the valid rows, at most every record: the total is set to the count at the end)
+        # (out of the valid rows, at most every record: the total is set to the count at the end);
+        # the reading ends first, as it does
         valid = records.n_records - len(records.line_rejects)
-        with progress("read and check", records.n_records, "rows") as checked, \
-                progress("store", valid, "nodes") as written:
+        with progress("store", valid, "nodes") as written, \
+                progress("read and check", records.n_records, "rows") as checked:
             checked.advance(len(records.line_rejects))
             for batch in records:  # parsed a batch at a time
                 pending.append(batch.nodes)

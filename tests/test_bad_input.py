@@ -516,6 +516,7 @@ def test_12_a_header_only_file_says_no_rows_and_writes_no_rejects_file(tmp_path,
     result = ingest_file(path, "hdr", store_path)
     assert result.exit_code == 1, result.output
     assert "no rows" in result.output
+    assert "store: " not in result.output  # said alone: no meter of 0 of 0 nodes before it
     assert not (tmp_path / "hdr.rejects.csv").exists()
     (tmp_path / "empty.csv").write_bytes(b"")
     result = ingest_file(tmp_path / "empty.csv", "hdr", store_path)
