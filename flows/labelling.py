@@ -133,17 +133,22 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
     # the 1,797 of the first, silently)
     # missing_like_labels: given labels pandas reads as missing (NA, null...), kept as classes
     # labelled, label_classes: the stored records' given labels, and per class (None: more than
-    # COUNTED_CLASSES classes)
+    # COUNTED_CLASSES classes); removed_rejects_file: an earlier ingest's, where this one rejected none
     summary = {"dataset": dataset, "stored": stored, "rejected": len(rejected),
                "reject_reasons": counts, "rejects_file": None, "dataset_nodes": store.count_nodes(dataset),
                "missing_like_labels": dict(missing_like), "labelled": labelled,
-               "label_classes": dict(classes) if len(classes) <= COUNTED_CLASSES else None}
+               "label_classes": dict(classes) if len(classes) <= COUNTED_CLASSES else None,
+               "removed_rejects_file": None}
     if missing_like:
         run_logger().warning("%s", missing_like_note(missing_like))
     if len(rejected) and rejects_path is not None:
         rejects_path.parent.mkdir(parents=True, exist_ok=True)
         rejected.to_csv(rejects_path, index=False)
         summary["rejects_file"] = str(rejects_path)
+    elif rejects_path is not None and rejects_path.is_file():
+        # an earlier ingest's rejects: beside this ingest, they would read as its own (a newcomer's walk)
+        rejects_path.unlink()
+        summary["removed_rejects_file"] = str(rejects_path)
     if len(rejected):
         # the first reasons, each once and cut short: a duplicate key is every one of its
         # rows' reason, and one row with 13 bad features listed all 13 (seen on wine)

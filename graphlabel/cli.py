@@ -346,6 +346,9 @@ def ingest(
         err.print(f"[yellow]note:[/] {_escape(missing_like_note(summary['missing_like_labels']))}")
     if summary["rejected"]:
         _print_rejects(summary["rejected"], summary["rejects_file"], summary["reject_reasons"])
+    elif summary["removed_rejects_file"]:
+        err.print(f"rejected no row: removed {_escape(summary['removed_rejects_file'])}, an earlier ingest's",
+                  highlight=False)
 
 
 def _store_option(store: str | None) -> str:

@@ -562,6 +562,13 @@ def test_01_a_later_ingest_with_another_feature_count_is_rejected_row_by_row(tmp
                  "--store", store_path)
     assert result.exit_code == 0, result.output
     assert "stored 1 node " in result.output, result.output
+    # an ingest that rejects no row removes the rejects file an earlier one left: it would read as its own
+    assert (tmp_path / "base.rejects.csv").is_file()
+    result = cli("ingest", base, "--dataset", "base", "--key", "id", "--features", "x*", "--label", "label",
+                 "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "rejected no row: removed base.rejects.csv, an earlier ingest's" in result.output
+    assert not (tmp_path / "base.rejects.csv").exists()
     result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "5", "--store", store_path)
     assert result.exit_code == 0, result.output
     assert "labelled 61 nodes" in result.output, result.output
