@@ -403,9 +403,13 @@ def _blas() -> ThreadpoolController:
     """The process's BLAS libraries, found once. ``threadpool_limits()`` finds them again at
     each call by scanning every loaded library: 1.2 ms a call with numpy and scipy loaded,
     3.8 ms in the CLI's process (faiss, pyarrow, Prefect), three calls a solve, against
-    0.02 ms for a limit on a found controller (the 100k-node solve of
-    ``bench/harmonic_paired.py`` takes about 150 ms). A library loaded after the first solve
-    would not be limited; the ones the solve calls, numpy's and scipy's, are loaded by then."""
+    0.02 ms for a limit on a found controller. In a process with the CLI's imports the
+    default solve of ``bench/harmonic_paired.py``'s 100k-node graph took 315 against 326 ms
+    (30 interleaved pairs, median paired difference 8 ms); in that bench's own processes
+    (numpy and scipy alone) the change is within its noise (1.78× against 1.81×
+    ``Propagation``'s time, ``bench/results/harmonic_paired_100000_blas.md``). A library
+    loaded after the first solve would not be limited; the ones the solve calls, numpy's
+    and scipy's, are loaded by then."""
     return ThreadpoolController()
 
 
