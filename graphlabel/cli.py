@@ -711,6 +711,8 @@ def prune_runs(
 
     with _one_line_errors():
         with open_store(store) as graph_store:
+            if not graph_store.count_nodes(dataset) and graph_store.read_runs(dataset=dataset, limit=1).empty:
+                raise graph_store.unknown_dataset(dataset)
             mark_interrupted_runs(graph_store, dataset)  # a killed run is no running run to keep
             deleted = graph_store.prune_runs(dataset, keep_last)
     console.print(f"deleted {counted(deleted, 'LabelRun node')} of {dataset!r}"

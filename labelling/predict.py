@@ -72,6 +72,8 @@ def newest_model_run(store: GraphStore, dataset: str) -> str:
     which run would keep one."""
     runs = store.read_runs(dataset=dataset, limit=MODEL_RUNS_SEARCHED, status="completed")
     kept = [row.run_id for row in runs.itertuples() if (row.metrics or {}).get("model_support_vectors")]
+    if runs.empty and not store.count_nodes(dataset):  # a typo: no run to keep a model would help
+        raise store.unknown_dataset(dataset)
     if not kept:
         raise ValueError(f"dataset {dataset!r} has no completed maxmargin run with a kept model among its newest"
                          f" {MODEL_RUNS_SEARCHED} runs: graphlabel label --dataset {dataset} --solver maxmargin"

@@ -36,6 +36,7 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from graphstore import GraphStore
+from graphstore.errors import NotFound
 from graphstore.schemas import check_limit
 
 #: Columns of ``flagged``.
@@ -114,5 +115,10 @@ def decide(store: GraphStore, dataset: str, key: str, decision: str, label: str 
 
 
 def _node(store: GraphStore, dataset: str, key: str) -> dict[str, Any]:
-    node, _ = store.explain(dataset, key, limit=1)  # raises NotFound naming key and dataset
+    try:
+        node, _ = store.explain(dataset, key, limit=1)  # raises NotFound naming key and dataset
+    except NotFound:
+        if not store.count_nodes(dataset):  # a typo in the dataset, not in the key
+            raise store.unknown_dataset(dataset) from None
+        raise
     return node

@@ -184,7 +184,10 @@ def test_a_misspelt_dataset_is_one_line_and_leaves_no_failed_run_behind(two_data
         return done.returncode, (done.stdout + done.stderr).strip().splitlines()
 
     unknown = "error: no dataset 'bsae' in the store (no node belongs to it); its datasets: 'base', 'other'"
-    for command in (("label",), ("build-graph",), ("report",), ("export",), ("drop-dataset", "--yes")):
+    records = str(Path(two_datasets).parent / "base.csv")
+    for command in (("label",), ("build-graph",), ("report",), ("export",), ("drop-dataset", "--yes"),
+                    ("prune-runs", "--keep-last", "1"), ("accept", "a0"), ("correct", "a0", "--label", "a"),
+                    ("predict", records, "--key", "id", "--features", "x*", "--label", "label")):
         assert said(*command, "--dataset", "bsae") == (1, [unknown]), command
     assert said("report", "--dataset", "base") == (  # nodes, and no run yet (the misspelt label recorded none)
         1, ["error: no runs of dataset 'base' in the store yet: graphlabel label --dataset base starts one"])
