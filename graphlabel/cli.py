@@ -844,8 +844,6 @@ def serve(
         for problem in error.problems[:-1]:
             err.print(f"[bold red]error:[/] {_escape(problem)}")
         _fail(error.problems[-1])
-    except FileNotFoundError as error:
-        _fail(str(error))
     for renderable in jobs_renderables(jobs):
         console.print(renderable)
     for warning in shared_store_warnings(jobs):

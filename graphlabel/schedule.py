@@ -328,15 +328,16 @@ def load_schedule(path: str | Path) -> list[Job]:
 
     Raises
     ------
-    FileNotFoundError
-        No such file.
     ScheduleError
-        Not TOML, or a field is missing or wrong (the message names the job and field).
+        No such file, not TOML, or a field is missing or wrong (the message names the job
+        and field).
     """
     path = Path(path)
     try:
         with path.open("rb") as handle:
             document = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ScheduleError(f"no schedule file {str(path)!r} (graphlabel.example.toml is one to start from)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ScheduleError(f"{path}: not valid TOML: {exc}") from None
     # A relative store folder means the folder next to the file, whatever directory the

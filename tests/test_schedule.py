@@ -174,8 +174,8 @@ def test_a_file_that_is_not_toml_is_named(tmp_path):
     path = write(tmp_path, "[[jobs]\ndataset = ")
     with pytest.raises(ScheduleError, match=r"schedule.toml: not valid TOML"):
         load_schedule(path)
-    with pytest.raises(FileNotFoundError):
-        load_schedule(tmp_path / "missing.toml")
+    with pytest.raises(ScheduleError, match=r"^no schedule file '.*missing\.toml' \(graphlabel\.example\.toml is one"):
+        load_schedule(tmp_path / "missing.toml")  # was Python's "[Errno 2] No such file or directory"
 
 
 def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
