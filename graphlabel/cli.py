@@ -549,6 +549,9 @@ def label(
                       f" ({counted(summary['n_labeled'], 'given label')}, {flagged}), run {run_id}")
         if metrics.get("full_run_reason"):
             console.print(f"full run: {metrics['full_run_reason']}")
+    if summary["n_flagged"]:  # where to look at them, and decide (a newcomer's walk did not find it)
+        console.print(f"the labels flagged as noisy, to accept or correct: graphlabel review --dataset {dataset}"
+                      f"{_store_option(store)}", highlight=False)
     if metrics.get("holdout_accuracy") is not None:
         from labelling.reporting import shown_balanced_accuracy
 

@@ -39,6 +39,9 @@ def test_ingest_reports_rejects_and_keeps_valid_rows(tmp_path, store_path):
     # one line however long (over 100 characters; a pipe's 80 columns split it before)
     assert re.search(r"^labelled 40 nodes of 'toy' with harmonic \(6 given labels, \d+ flagged as noisy\),"
                      r" run [0-9a-f-]{36}$", result.output, re.MULTILINE), result.output
+    flagged = int(re.search(r"(\d+) flagged as noisy", result.output).group(1))
+    review = "the labels flagged as noisy, to accept or correct: graphlabel review --dataset toy"
+    assert (review in " ".join(result.output.split())) == (flagged > 0), result.output  # where to look at them
     result = runner.invoke(app, ["query", "MATCH (e:Entity) WHERE e.predicted_label IS NOT NULL RETURN count(e)",
                                  "--store", store_path])
     assert result.exit_code == 0
