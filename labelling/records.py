@@ -724,6 +724,7 @@ def in_input_order(rejects: list[pd.DataFrame]) -> pd.DataFrame:
 #: What the one-line error of an input without a valid record quotes of its reasons.
 FIRST_REASONS, REASON_CHARS = 4, 120
 _NON_NUMERIC_COLUMN = re.compile(r"non-numeric feature (.+?)=")
+_MISSING_COLUMN = re.compile(r"missing \(NaN\) feature ([^;]+)")
 
 
 def no_valid_records(rejects: pd.DataFrame, source) -> NoValidRecords:
@@ -753,16 +754,31 @@ def first_reasons(rejects: pd.DataFrame, count: int = FIRST_REASONS) -> str:
 
 def _text_columns_hint(rejects: pd.DataFrame) -> str:
     """The feature columns a non-numeric value rejected every record for, named with what to
-    do (read from the reasons this module writes: the rejects are all there is by then)."""
-    per_record = [set(_NON_NUMERIC_COLUMN.findall(reason)) for reason in rejects["reason"].astype(str)]
+    do (read from the reasons this module writes: the rejects are all there is by then); and
+    the columns with no number in any record, text in some and empty in the others: a label
+    column with few labels, which ``--features '*'`` took when ``--label`` was not given (a
+    newcomer's ``predict`` on the ingested file: "non-numeric feature: 21, missing feature:
+    149", with no word of the label)."""
+    reasons = rejects["reason"].astype(str)
+    per_record = [set(_NON_NUMERIC_COLUMN.findall(reason)) for reason in reasons]
     always = set.intersection(*per_record) if per_record else set()
-    if not always:
+    if always:
+        columns = [column for column in dict.fromkeys(_NON_NUMERIC_COLUMN.findall(str(reasons.iloc[0])))
+                   if column in always]
+        return (f"; {_named_columns(columns)} {'holds' if len(columns) == 1 else 'hold'} text in every record:"
+                " categorical columns go in --categorical (a text to embed in --text), not in --features")
+    no_number = [texts | set(_MISSING_COLUMN.findall(reason)) for texts, reason in zip(per_record, reasons)]
+    sparse = set.intersection(*no_number) & set.union(*per_record) if no_number else set()
+    if not sparse:
         return ""
-    columns = [column for column in dict.fromkeys(_NON_NUMERIC_COLUMN.findall(str(rejects["reason"].iloc[0])))
-               if column in always]
-    named = ", ".join(columns[:6]) + (f" and {len(columns) - 6} more" if len(columns) > 6 else "")
-    return (f"; {named} {'holds' if len(columns) == 1 else 'hold'} text in every record: categorical columns"
-            " go in --categorical (a text to embed in --text), not in --features")
+    columns = sorted(sparse)
+    return (f"; {_named_columns(columns)} {'holds' if len(columns) == 1 else 'hold'} no number in any record,"
+            " text in some: a label column goes in --label, categorical columns in --categorical, not in"
+            " --features")
+
+
+def _named_columns(columns: list[str]) -> str:
+    return ", ".join(columns[:6]) + (f" and {len(columns) - 6} more" if len(columns) > 6 else "")
 
 
 def parse_frame(frame: pd.DataFrame, numbers: np.ndarray, spec: RecordColumns,

@@ -201,3 +201,18 @@ def test_a_column_of_text_in_every_record_is_named_once_and_others_are_not():
            " in --text), not in --features; first reasons: non-numeric feature colour='red'; non-numeric" \
            " feature size='S'; non-numeric feature colour='blue'" in message
     assert "size holds" not in message
+
+
+def test_a_label_column_taken_as_a_feature_is_named():
+    """--features '*' without --label takes a column of few labels: no number in any record,
+    text in some (a newcomer's predict on the ingested file had no word of the label)."""
+    frame = pd.DataFrame({"k": ["a", "b", "c"], "x": [1.0, 2.0, 3.0], "cls": ["p", None, None]})
+    with pytest.raises(NoValidRecords) as raised:
+        parse_records(frame, key="k", features="*")
+    assert ("(non-numeric feature: 1, missing feature: 2); cls holds no number in any record, text in some: a"
+            " label column goes in --label, categorical columns in --categorical, not in --features; first"
+            " reasons: ") in str(raised.value)
+    frame["x"] = [1.0, np.nan, "?"]  # every record rejected, but x has a number: not named
+    with pytest.raises(NoValidRecords) as raised:
+        parse_records(frame, key="k", features="*")
+    assert "x holds" not in str(raised.value)
