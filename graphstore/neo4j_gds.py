@@ -95,6 +95,8 @@ class Neo4jSession(Protocol):
 
     def node_keys(self, dataset: str) -> list[str]: ...
 
+    def unknown_dataset(self, dataset: str) -> Exception: ...
+
     def check_edges_owned(self, dataset: str) -> None: ...
 
     def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10) -> int: ...
@@ -198,12 +200,13 @@ def projection(store: Neo4jSession, query: str, dataset: str, **parameters: Any)
 
 
 def check_features(store: Neo4jSession, dataset: str, keys: list[str]) -> None:
-    """``ValueError`` when the dataset has no nodes, or nodes without features or with
-    features of different lengths: the port's promise (the local builder's checks). GDS
+    """``NotFound`` (the store's ``unknown_dataset``) when the dataset has no nodes,
+    ``ValueError`` when nodes have no features or features of different lengths: the
+    port's promise (the local builder's checks). GDS
     would fail on an empty projection ("graph does not exist") and, with features of
     different lengths, build a graph over a part of them without a word."""
     if not keys:
-        raise ValueError(f"dataset {dataset!r} has no nodes: ingest records first")
+        raise store.unknown_dataset(dataset)
     lengths = store.feature_lengths(dataset)
     if len(lengths) != 1 or sum(lengths.values()) != len(keys):
         raise ValueError(store.read_subgraph(dataset).mixed_lengths(dataset))

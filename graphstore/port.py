@@ -229,8 +229,9 @@ class GraphStore(ABC):
 
         This default builds it here (``similarity.build_graph`` on the features read from
         the store, then ``replace_edges``); a database with a builder of its own (Neo4j
-        GDS) overrides it. Raises ``ValueError`` naming the problem when the dataset has
-        no nodes or features of different lengths. A spec of the user's edges alone (kind
+        GDS) overrides it. Raises ``NotFound`` (``unknown_dataset``) when the dataset has
+        no nodes, ``ValueError`` naming the nodes when their features have different
+        lengths. A spec of the user's edges alone (kind
         ``edges``) builds nothing: graphlabel's own relationships of the dataset are
         deleted and the count is of the user's edges, which are never written.
         """
