@@ -750,19 +750,13 @@ def explain(
     else its predicted one.
     """
     from graphstore import open_store
-    from graphstore.errors import NotFound
     from labelling.records import key_text
-    from labelling.reporting import explanation_renderables
+    from labelling.reporting import explained_node, explanation_renderables
 
     key = key_text(key) or key  # the key as ingest stored it (" 7 " and "7.0" are "7")
     with _one_line_errors():
         with open_store(store) as graph_store:
-            try:
-                node, neighbours = graph_store.explain(dataset, key, limit)
-            except NotFound:
-                if not graph_store.count_nodes(dataset):  # a typo in the dataset, not in the key
-                    raise graph_store.unknown_dataset(dataset) from None
-                raise
+            node, neighbours = explained_node(graph_store, dataset, key, limit)
             if node.get("label_solver") == "maxmargin" and node.get("label_run_id"):
                 node.update(_support_vectors(graph_store, dataset, key, node["label_run_id"], limit))
             users = (graph_store.read_graph_build(dataset) or {}).get("edges_type")

@@ -62,7 +62,7 @@ class NotFound(LookupError):
     A LookupError but not a KeyError, whose ``str()`` would print the message in quotes."""
 
     @classmethod
-    def dataset(cls, dataset: str, names: Sequence[str] = ()) -> NotFound:
+    def dataset(cls, dataset: str, names: Sequence[str]) -> NotFound:
         """The dataset itself is unknown: no node belongs to it (a typo, or not ingested);
         ``names``: the datasets the store holds, of which the message names the first
         ``NAMED_DATASETS``."""

@@ -616,6 +616,17 @@ def failed_runs(runs: pd.DataFrame) -> list[tuple[str, str]]:
             for row in runs.to_dict("records") if row.get("status") == "failed"]
 
 
+def explained_node(store, dataset: str, key: str, limit: int = 10) -> tuple[dict[str, Any], pd.DataFrame]:
+    """``store.explain(dataset, key, limit)``; ``NotFound`` names the dataset's typo
+    (``unknown_dataset``) when no node belongs to it, else the key's."""
+    try:
+        return store.explain(dataset, key, limit)
+    except NotFound:
+        if not store.count_nodes(dataset):  # a typo in the dataset, not in the key
+            raise store.unknown_dataset(dataset) from None
+        raise
+
+
 def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -> list:
     """``GraphStore.explain``'s result as rich renderables: the node's label and provenance,
     the class shares of its weighted degree, and the strongest neighbours."""

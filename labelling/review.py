@@ -36,8 +36,9 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from graphstore import GraphStore
-from graphstore.errors import NotFound
 from graphstore.schemas import check_limit
+
+from .reporting import explained_node
 
 #: Columns of ``flagged``.
 FLAGGED_COLUMNS = ("key", "given_label", "predicted_label", "label_noise_score", "label_confidence",
@@ -115,10 +116,5 @@ def decide(store: GraphStore, dataset: str, key: str, decision: str, label: str 
 
 
 def _node(store: GraphStore, dataset: str, key: str) -> dict[str, Any]:
-    try:
-        node, _ = store.explain(dataset, key, limit=1)  # raises NotFound naming key and dataset
-    except NotFound:
-        if not store.count_nodes(dataset):  # a typo in the dataset, not in the key
-            raise store.unknown_dataset(dataset) from None
-        raise
+    node, _ = explained_node(store, dataset, key, limit=1)  # NotFound naming the key, or the dataset's typo
     return node
