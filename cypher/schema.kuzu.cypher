@@ -40,6 +40,14 @@ CREATE NODE TABLE IF NOT EXISTS GraphBuild(
     built_at TIMESTAMP,
     PRIMARY KEY(dataset)
 );
+// The columns each dataset's features come from, by name, as JSON text
+// (labelling/feature_columns.py): later files are matched to them by name.
+CREATE NODE TABLE IF NOT EXISTS FeatureColumns(
+    dataset STRING,
+    columns STRING,
+    recorded_at TIMESTAMP,
+    PRIMARY KEY(dataset)
+);
 CREATE NODE TABLE IF NOT EXISTS LabelRun(
     run_id STRING,
     dataset STRING,

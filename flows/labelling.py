@@ -31,6 +31,7 @@ from graphstore import (
 from graphstore.processes import this_process
 from graphstore.secrets import PASSWORD_ENV, redact
 from labelling.components import BATCH_NODES, PLAN_INFO
+from labelling.feature_columns import FeatureColumns, FeatureColumnsDiffer, dataset_columns, keep_feature_columns
 from labelling.indistinguishable import copy_groups, pool_copies
 from labelling.liveness import label_run_holder, mark_interrupted_runs
 from labelling.options import RunOptions, run_kind
@@ -77,11 +78,21 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
                   rejects_path: Path | None, source: object = None) -> dict:
     """Store the valid records (a batch at a time for ``RecordBatches``, with progress) and
     write the rejected ones, with reasons, to ``rejects_path``. Raises ``NoValidRecords``
-    (nothing stored) when no record of ``source`` is valid."""
+    (nothing stored) when no record of ``source`` is valid, and ``FeatureColumnsDiffer``
+    (nothing stored) when the records' feature columns are not the dataset's
+    (``labelling.feature_columns``, which the first nodes stored record)."""
     parts: list[pd.DataFrame] = []
     stored = 0
     missing_like: Counter[str] = Counter()
     labelled, classes = 0, Counter[str]()
+    had_nodes, kept_columns = store.count_nodes(dataset) > 0, False
+
+    def store_nodes(nodes: pa.Table) -> int:
+        nonlocal kept_columns
+        if not kept_columns:
+            keep_feature_columns(store, dataset, records.columns, had_nodes)
+            kept_columns = True
+        return ingest_records(store, dataset, nodes)
 
     def tally(nodes: pa.Table) -> None:  # the given labels of the stored records, per class
         nonlocal labelled
@@ -91,7 +102,7 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
             classes.update(counts)
 
     if isinstance(records, ParsedRecords):
-        stored, parts = ingest_records(store, dataset, records.nodes), [records.rejects]
+        stored, parts = store_nodes(records.nodes) if records.n_valid else 0, [records.rejects]
         missing_like.update(missing_like_labels(records.nodes))
         tally(records.nodes)
     else:
@@ -115,11 +126,11 @@ def ingest_parsed(store: GraphStore, dataset: str, records: ParsedRecords | Reco
                 valid -= len(batch.rejects)
                 written.total = valid
                 if sum(table.num_rows for table in pending) >= WRITE_ROWS:
-                    stored += ingest_records(store, dataset, pa.concat_tables(pending))
+                    stored += store_nodes(pa.concat_tables(pending))
                     pending = []
                     written.to(stored)
             if sum(table.num_rows for table in pending):
-                stored += ingest_records(store, dataset, pa.concat_tables(pending))
+                stored += store_nodes(pa.concat_tables(pending))
                 written.to(stored)
     rejected = in_input_order(parts)
     if not stored:
@@ -183,9 +194,10 @@ def run_name_from_parameters(what: str):
 #: Errors that are the data's fault: a run's log says them in one line (``flows.direct.Flow``).
 #: ``StoreLocked`` is one too: another run or a person's query held an embedded store
 #: for longer than the lock timeout, an operating condition whose message says what to do.
+#: ``FeatureColumnsDiffer``: a file whose feature columns are not the dataset's.
 #: ``SolverTimeLimit`` too: a slow solver stopped itself at its time budget and says what to do;
 #: and ``SolverStopped``: a batch the run stopped after a Ctrl-C or another batch's failure.
-DATA_ERRORS = (NotEnoughLabels, NoValidRecords, StoreLocked, SolverTimeLimit, SolverStopped)
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords, FeatureColumnsDiffer, StoreLocked, SolverTimeLimit, SolverStopped)
 
 
 @flow("ingest-records", flow_run_name=run_name_from_parameters("ingest"), data_errors=DATA_ERRORS)
@@ -210,10 +222,12 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
     with open_store(store_uri, create=True) as store:
         # rows must have the length the dataset's nodes already have (the most common one,
         # should an older store hold several): a mixed dataset cannot be labelled
+        # and the columns it was ingested with, by name (labelling.feature_columns)
         stored = store.feature_lengths(dataset)
         records = parse_record_batches(source, key=key, features=features, label=label, classes=classes,
                                        encoding=encoding, expected_dim=next(iter(stored), None), text=text,
-                                       categorical=categorical, label_confidence=label_confidence)
+                                       categorical=categorical, label_confidence=label_confidence,
+                                       recorded=dataset_columns(store, dataset) if stored else None)
         try:
             summary = ingest_parsed(store, dataset, records, rejects, source)
         except NoValidRecords as error:
@@ -601,7 +615,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         # which is fit on the changed region and its class anchors only
         if prediction.info.get("model") is not None and not metrics.get("incremental"):
             with clock("keep_model"):
-                metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction)
+                columns = FeatureColumns.from_record(store.read_feature_columns(dataset))
+                metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction, columns)
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, **used,
                                   "solver_params": _scalars(prediction.params)},

@@ -780,7 +780,8 @@ def predict(
                                        help="Instead of --run: the dataset's newest completed maxmargin run"
                                        " that kept its model."),
     key: str = typer.Option(..., help="Column with each record's key ('#': its line in the file)."),
-    features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with."),
+    features: str | None = typer.Option(None, help="The feature columns, as the dataset was ingested with"
+                                        " (default: the run's own columns, by name)."),
     text: str | None = typer.Option(None, help="The text column, as the dataset was ingested with."),
     categorical: str | None = typer.Option(None, help="The categorical columns, as the dataset was ingested"
                                            " with; a value the run never saw rejects its row."),

@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import importlib
+import json
 import logging
 import os
 import re
@@ -626,6 +627,17 @@ class KuzuStore(GraphStore):
         spec = graph_build_from_json(rows[0]["spec"])
         spec["built_at"] = pd.Timestamp(rows[0]["built_at"]) if rows[0]["built_at"] is not None else None
         return spec
+
+    def write_feature_columns(self, dataset: str, columns: dict[str, Any]) -> None:
+        check_dataset_name(dataset)
+        self._run("write_feature_columns", {
+            "dataset": dataset, "columns": json.dumps(columns),
+            "recorded_at": pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()})
+
+    def read_feature_columns(self, dataset: str) -> dict[str, Any] | None:
+        check_dataset_name(dataset)
+        rows = self._rows("read_feature_columns", {"dataset": dataset}).to_pylist()
+        return json.loads(rows[0]["columns"]) if rows else None
 
     def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)

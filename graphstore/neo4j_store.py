@@ -78,6 +78,7 @@ Open decisions and the choices made here
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -458,6 +459,17 @@ class Neo4jStore(GraphStore):
         built_at = naive_utc(record["built_at"])
         spec["built_at"] = None if built_at is None else pd.Timestamp(built_at)
         return spec
+
+    def write_feature_columns(self, dataset: str, columns: dict[str, Any]) -> None:
+        check_dataset_name(dataset)
+        self._single("write_feature_columns", {
+            "dataset": dataset, "columns": json.dumps(columns),
+            "recorded_at": pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()})
+
+    def read_feature_columns(self, dataset: str) -> dict[str, Any] | None:
+        check_dataset_name(dataset)
+        record = self._single("read_feature_columns", {"dataset": dataset}, READ)
+        return None if record is None else json.loads(record["columns"])
 
     def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)

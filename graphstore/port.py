@@ -372,6 +372,16 @@ class GraphStore(ABC):
     def read_graph_build(self, dataset: str) -> dict[str, Any] | None:
         """The parameters recorded by ``write_graph_build`` (with ``built_at``), or None."""
 
+    @abstractmethod
+    def write_feature_columns(self, dataset: str, columns: dict[str, Any]) -> None:
+        """Record the columns the dataset's features come from, by name
+        (``labelling.feature_columns.FeatureColumns.as_record``), replacing the previous
+        record; ``drop_dataset`` deletes it."""
+
+    @abstractmethod
+    def read_feature_columns(self, dataset: str) -> dict[str, Any] | None:
+        """What ``write_feature_columns`` recorded, or None."""
+
     # -- outputs and review (issue 17) ---------------------------------------------------
 
     @abstractmethod

@@ -7,6 +7,12 @@ dataset was ingested with, so the records are read and validated by the same rul
 written to the store. Categorical columns are one-hot encoded with the run's own
 vocabulary (``RunModel.vocabulary``); a record holding a value outside it is rejected
 (``unseen category``), since the model has no column for it.
+
+The columns are matched by name when the model keeps them (``RunModel.feature_columns``):
+without ``--features``, ``--text`` and ``--categorical`` the model's own columns are read;
+with them, the same columns in another order are read in the model's order, and other
+columns are refused in one line (``labelling.feature_columns``). A model without them (kept
+before they were recorded) is held to the count of features only.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import pyarrow as pa
 
 from graphstore import GraphStore
 
+from .feature_columns import RecordedColumns
 from .records import UNSEEN_CATEGORY, NoValidRecords, ParsedRecords, first_reasons, parse_records
 from .reporting import run_summary
 from .run_model import RunModel
@@ -82,19 +89,29 @@ def newest_model_run(store: GraphStore, dataset: str) -> str:
 
 
 def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFrame, *, key: str,
-                    features: str | None, text: str | None = None, encoding: str = "utf-8",
-                    categorical: str | None = None, label: str | None = None) -> Predicted:
+                    features: str | list[str] | None, text: str | None = None, encoding: str = "utf-8",
+                    categorical: str | list[str] | None = None, label: str | None = None) -> Predicted:
     """Label the records of ``source`` with the model of ``run``.
 
-    The numeric features (numeric columns, plus 384 with ``text``) and the categorical
+    ``features``, ``text`` and ``categorical`` default to the model's own columns (all three
+    None) when it keeps their names; given, they must be those columns, in any order
+    (``FeatureColumnsDiffer`` otherwise). A model without names holds them to its counts:
+    the numeric features (numeric columns, plus 384 with ``text``) and the categorical
     columns must be as many as the model's; otherwise ``ValueError`` says both counts in
     one line. ``label`` names the file's label column, if it has one, so that the globs
     of ``features`` and ``categorical`` leave it out as ``ingest``'s do (its values are
     not used).
     """
     summary, model = run_model(store, run)
+    recorded, named = model.feature_columns, (features, text, categorical) != (None, None, None)
+    if recorded is not None and not named:  # the model's own columns
+        features, text, categorical = list(recorded.numeric) or None, recorded.text, list(recorded.categorical) or None
+    matched = None if recorded is None else RecordedColumns(
+        recorded, f"run {summary['run_id']}'s model was fitted on",
+        "leave --features, --text and --categorical out to read the model's columns by name; rename the file's"
+        " columns that differ, and name a label column in --label (a glob such as '*' leaves it out)")
     records = parse_records(source, key=key, features=features, text=text, encoding=encoding,
-                            categorical=categorical, label=label)
+                            categorical=categorical, label=label, recorded=matched)
     records, onehot = _known_categories(records, model)
     flat = records.nodes.column("features").combine_chunks()
     width = len(flat.flatten()) // max(records.n_valid, 1)
@@ -151,5 +168,5 @@ def _known_categories(records: ParsedRecords, model: RunModel) -> tuple[ParsedRe
         raise NoValidRecords(f"none of the {len(rejects)} records can be predicted; first reasons: "
                              f"{first_reasons(rejects)}", rejects.reset_index(drop=True))
     kept = ParsedRecords(records.nodes.take(pa.array(keep)), rejects.reset_index(drop=True), rows[keep],
-                         records.categorical)
+                         records.columns)
     return kept, encoding.transform(None, categories[keep])

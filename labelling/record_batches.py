@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from graphstore.schemas import NODE_SCHEMA
 
+from .feature_columns import FeatureColumns, RecordedColumns
 from .records import (
     ROW_KEY,
     ParsedRecords,
@@ -64,13 +65,15 @@ PARQUET_BUFFER = 1 << 20
 class RecordBatches:
     """An input to be parsed a batch at a time: ``n_records`` records in all (the lines of
     a CSV file that are no record included), ``line_rejects`` (those lines) and the batches
-    (iterate: each a ``ParsedRecords`` of its rows, the rejects of held-back duplicates last).
+    (iterate: each a ``ParsedRecords`` of its rows, the rejects of held-back duplicates last),
+    and the columns the features come from (``columns``).
     An input without one valid record yields batches without nodes: the caller says so
     (``records.no_valid_records``)."""
 
     n_records: int
     line_rejects: pd.DataFrame
     batches: Iterator[ParsedRecords]
+    columns: FeatureColumns
 
     def __iter__(self) -> Iterator[ParsedRecords]:
         return self.batches
@@ -152,6 +155,7 @@ def parse_record_batches(
     text: str | None = None,
     categorical: str | list[str] | None = None,
     label_confidence: str | None = None,
+    recorded: RecordedColumns | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> RecordBatches:
     """``parse_records``, a batch of ``batch_rows`` rows at a time (the module docstring
@@ -164,7 +168,8 @@ def parse_record_batches(
                          text=text, categorical=categorical)
     data = _open(source, key, label, encoding, text)
     spec = record_columns(data.names, key=key, features=features, label=label, expected_dim=expected_dim,
-                          classes=classes, text=text, categorical=categorical, label_confidence=label_confidence)
+                          classes=classes, text=text, categorical=categorical, label_confidence=label_confidence,
+                          recorded=recorded)
     spec = _with_list_length(spec, data)
     keys = keys_as_text(data.keys)
     counts = pa.compute.value_counts(keys).flatten()
@@ -174,7 +179,7 @@ def parse_record_batches(
     used = list(dict.fromkeys(c for c in (key, label, text, label_confidence, *spec.features, *spec.categorical)
                               if c))
     return RecordBatches(len(data.numbers) + len(data.line_rejects), data.line_rejects,
-                         _batches(data, spec, keys, repeated, used, batch_rows))
+                         _batches(data, spec, keys, repeated, used, batch_rows), FeatureColumns.of(spec))
 
 
 def _batches(data: _Input, spec: RecordColumns, keys: pa.Array, repeated: np.ndarray, used: list[str],
@@ -205,4 +210,4 @@ def parsed_whole(batches: RecordBatches) -> ParsedRecords:
     nodes = pa.concat_tables([part.nodes for part in parts]) if parts else NODE_SCHEMA.empty_table()
     rows = np.concatenate([part.rows for part in parts if part.rows is not None]) if parts else np.zeros(0, int)
     rejects = in_input_order([batches.line_rejects, *(part.rejects for part in parts)])
-    return ParsedRecords(nodes, rejects, rows, parts[0].categorical if parts else ())
+    return ParsedRecords(nodes, rejects, rows, batches.columns)

@@ -86,6 +86,7 @@ import pyarrow.compute as pc
 from graphstore.schemas import NODE_SCHEMA
 
 from .arfffiles import read_arff_table
+from .feature_columns import FeatureColumns, RecordedColumns
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
 from .wording import counted
 
@@ -184,14 +185,19 @@ class ParsedRecords:
         Where each node row is in the input, numbered as ``rejects["row"]``, so every
         input record is accounted for: ``rows`` and ``rejects["row"]`` together hold each
         record exactly once.
-    categorical : tuple of str
-        The categorical columns' names, in the order of each node's ``categories``.
+    columns : FeatureColumns
+        The columns the features came from, by name (``labelling.feature_columns``).
     """
 
     nodes: pa.Table
     rejects: pd.DataFrame
     rows: np.ndarray | None = None
-    categorical: tuple[str, ...] = ()
+    columns: FeatureColumns = FeatureColumns()
+
+    @property
+    def categorical(self) -> tuple[str, ...]:
+        """The categorical columns' names, in the order of each node's ``categories``."""
+        return self.columns.categorical
 
     @property
     def n_valid(self) -> int:
@@ -613,8 +619,11 @@ def _separator_refusal(names: list) -> str | None:
 
 
 def record_columns(names: list, *, key: str, features=None, label=None, expected_dim=None, classes=None,
-                   text=None, categorical=None, label_confidence=None) -> RecordColumns:
-    """``parse_records``' options checked against the input's column ``names``."""
+                   text=None, categorical=None, label_confidence=None,
+                   recorded: RecordedColumns | None = None) -> RecordColumns:
+    """``parse_records``' options checked against the input's column ``names``, and against
+    the ``recorded`` feature columns when there are some (``labelling.feature_columns``: the
+    same columns are taken in the recorded order, others refused)."""
     allowed = check_record_options(key=key, features=features, label=label, expected_dim=expected_dim,
                                    classes=classes, text=text, categorical=categorical)
     for column in (key, label, text, label_confidence):
@@ -634,7 +643,8 @@ def record_columns(names: list, *, key: str, features=None, label=None, expected
         if categorical else []
     roles.update({column: "categorical" for column in categorical_columns})
     columns = resolve_feature_columns(names, features, exclude=roles) if features is not None else []
-    return RecordColumns(key, label, columns, text, categorical_columns, label_confidence, allowed, expected_dim)
+    spec = RecordColumns(key, label, columns, text, categorical_columns, label_confidence, allowed, expected_dim)
+    return recorded.conform(spec) if recorded is not None else spec
 
 
 def parse_records(
@@ -649,6 +659,7 @@ def parse_records(
     text: str | None = None,
     categorical: str | list[str] | None = None,
     label_confidence: str | None = None,
+    recorded: RecordedColumns | None = None,
 ) -> ParsedRecords:
     """Validate records into node rows; every row is either a node or a reject with reasons.
 
@@ -682,6 +693,10 @@ def parse_records(
     label_confidence : str, optional
         Column with the trust in each given label, in [0, 1] (the node table's
         ``label_confidence`` column; null where empty).
+    recorded : RecordedColumns, optional
+        The feature columns the records must have (the dataset's, or a kept model's): the
+        same columns in another order are read in the recorded order; other columns raise
+        ``FeatureColumnsDiffer`` (``labelling.feature_columns``).
 
     Returns
     -------
@@ -703,12 +718,12 @@ def parse_records(
     table = read_table(source, key, label, encoding, text)
     spec = record_columns(list(table.frame.columns), key=key, features=features, label=label,
                           expected_dim=expected_dim, classes=classes, text=text, categorical=categorical,
-                          label_confidence=label_confidence)
+                          label_confidence=label_confidence, recorded=recorded)
     parsed = parse_frame(table.frame, table.rows, spec)
     rejects = in_input_order([table.rejects, parsed.rejects])  # lines that were no record, with the rest
     if not parsed.n_valid:
         raise no_valid_records(rejects, source)
-    return ParsedRecords(parsed.nodes, rejects, parsed.rows, parsed.categorical)
+    return ParsedRecords(parsed.nodes, rejects, parsed.rows, parsed.columns)
 
 
 def in_input_order(rejects: list[pd.DataFrame]) -> pd.DataFrame:
@@ -835,4 +850,4 @@ def parse_frame(frame: pd.DataFrame, numbers: np.ndarray, spec: RecordColumns,
     if trust is not None:
         nodes = nodes.append_column("label_confidence", pa.array(trust[good], pa.float64(),
                                                                  mask=np.isnan(trust[good])))
-    return ParsedRecords(nodes, rejects, numbers[good], tuple(spec.categorical))
+    return ParsedRecords(nodes, rejects, numbers[good], FeatureColumns.of(spec))

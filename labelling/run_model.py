@@ -5,8 +5,8 @@ kernel SVM that labels feature vectors the graph never saw. ``RunModel`` is that
 arrays (support vectors, dual coefficients, intercepts, the classes) plus its kernel
 parameters and the calibration temperature, so that ``graphlabel predict`` labels new
 records and ``graphlabel explain`` shows a node's support vectors, both without
-scikit-learn: this module imports numpy only (``explain`` stays under a second,
-bench/cli.py).
+scikit-learn: this module imports numpy and ``labelling.feature_columns`` only (``explain``
+stays under a second, bench/cli.py).
 
 Decisions
 ---------
@@ -26,6 +26,11 @@ Decisions
   hold rejects that record with its reason rather than shifting the columns. A model
   stored before the field existed reads as one without categorical columns (the field
   is additive: same format version).
+- The feature columns by name (``feature_columns``, in the header: the dataset's record,
+  ``labelling.feature_columns``) are kept, so that ``predict`` reads a file's columns by
+  name, in the model's order, and refuses other ones; a model stored before the field
+  existed, or of a dataset ingested before the record existed, has none, and ``predict``
+  then checks the count only. Additive too.
 - The support vectors' keys (``support_keys``) are kept so that ``explain`` can name them;
   a support vector that is no stored node (an incremental run's class anchor) has the
   key ``""``.
@@ -51,6 +56,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .feature_columns import FeatureColumns
 
 if TYPE_CHECKING:
     from graphstore import GraphStore
@@ -99,6 +106,8 @@ class RunModel:
     vocabulary : tuple of tuple of str
         Sorted values of each categorical column whose one-hot ends the features; empty
         for a dataset without categorical columns.
+    feature_columns : FeatureColumns or None
+        The columns the features come from, by name; None when not recorded.
     """
 
     kernel: str
@@ -114,6 +123,7 @@ class RunModel:
     class_names: np.ndarray
     support_keys: np.ndarray
     vocabulary: tuple[tuple[str, ...], ...] = ()
+    feature_columns: FeatureColumns | None = None
 
     @property
     def n_features(self) -> int:
@@ -126,11 +136,12 @@ class RunModel:
 
     @classmethod
     def from_fitted(cls, model: Any, keys: np.ndarray, class_names: np.ndarray,
-                    vocabulary: tuple[tuple[str, ...], ...] = ()) -> RunModel:
+                    vocabulary: tuple[tuple[str, ...], ...] = (),
+                    feature_columns: FeatureColumns | None = None) -> RunModel:
         """The arrays of a fitted ``solvers.maxmargin.MaxMarginGraphCut``; ``keys`` are the
         node keys of the problem it was fitted on (positions beyond them, an incremental
         run's anchors, get ``""``), ``vocabulary`` its categorical columns' values
-        (``ExportedProblem.vocabulary``)."""
+        (``ExportedProblem.vocabulary``), ``feature_columns`` the dataset's columns by name."""
         svm = model.svm_
         params = svm.get_params()
         kernel = params["kernel"]
@@ -151,14 +162,16 @@ class RunModel:
                    svm_classes=np.asarray(svm.classes_, dtype=np.int64),
                    temperature=1.0 if calibrator is None else float(calibrator.temperature_),
                    class_names=np.asarray([str(name) for name in class_names], dtype=str),
-                   support_keys=support_keys, vocabulary=tuple(tuple(map(str, values)) for values in vocabulary))
+                   support_keys=support_keys, vocabulary=tuple(tuple(map(str, values)) for values in vocabulary),
+                   feature_columns=feature_columns)
 
     # -- storage -------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
         header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kernel": self.kernel, "gamma": self.gamma,
                   "coef0": self.coef0, "degree": self.degree, "temperature": self.temperature,
-                  "vocabulary": [list(values) for values in self.vocabulary]}
+                  "vocabulary": [list(values) for values in self.vocabulary],
+                  "feature_columns": None if self.feature_columns is None else self.feature_columns.as_record()}
         buffer = io.BytesIO()
         np.savez(buffer, header=np.array(json.dumps(header)), support_vectors=self.support_vectors,
                  dual_coef=self.dual_coef, intercept=self.intercept, n_support=self.n_support,
@@ -185,7 +198,8 @@ class RunModel:
                                     " --solver maxmargin") from None
         return cls(kernel=header["kernel"], gamma=float(header["gamma"]), coef0=float(header["coef0"]),
                    degree=int(header["degree"]), temperature=float(header["temperature"]),
-                   vocabulary=tuple(tuple(values) for values in header.get("vocabulary", ())), **fields)
+                   vocabulary=tuple(tuple(values) for values in header.get("vocabulary", ())),
+                   feature_columns=FeatureColumns.from_record(header.get("feature_columns")), **fields)
 
     # -- prediction ----------------------------------------------------------------------
 
@@ -309,13 +323,14 @@ def support_explanation(model: RunModel, x: np.ndarray, limit: int = 10) -> dict
     }
 
 
-def keep_run_model(store: GraphStore, run_id: str, exported: ExportedProblem, prediction: Prediction) -> int | None:
+def keep_run_model(store: GraphStore, run_id: str, exported: ExportedProblem, prediction: Prediction,
+                   feature_columns: FeatureColumns | None = None) -> int | None:
     """Store the run's max-margin model (``prediction.info["model"]``) with its
-    ``LabelRun``; returns its support vector count, or None when the solver fitted no
-    such model (every solver but maxmargin)."""
+    ``LabelRun``, and the dataset's ``feature_columns``; returns its support vector count,
+    or None when the solver fitted no such model (every solver but maxmargin)."""
     fitted = prediction.info.get("model")
     if fitted is None or not hasattr(fitted, "svm_"):
         return None
-    model = RunModel.from_fitted(fitted, exported.keys, exported.classes, exported.vocabulary)
+    model = RunModel.from_fitted(fitted, exported.keys, exported.classes, exported.vocabulary, feature_columns)
     store.write_model(run_id, model.to_bytes())
     return len(model.support_keys)

@@ -197,6 +197,7 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
     for cypher in ("MATCH (e:Entity) WHERE e.dataset = $dataset RETURN e.key",
                    "MATCH (r:LabelRun) WHERE r.dataset = $dataset RETURN r.run_id",
                    "MATCH (g:GraphBuild) WHERE g.dataset = $dataset RETURN g.dataset",
+                   "MATCH (c:FeatureColumns) WHERE c.dataset = $dataset RETURN c.dataset",
                    "MATCH (d:LabelDecision) WHERE d.dataset = $dataset RETURN d.key",
                    "MATCH (a:Entity)-[r:SIMILAR]->(b:Entity) WHERE a.dataset = $dataset RETURN a.key"):
         assert query(cypher, {"dataset": dataset}).empty, cypher

@@ -161,6 +161,7 @@ def _kuzu_parameters(name: str) -> dict:
         "existing_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "weight": [1.0],
                                               "dataset": ["d"]})},
         "write_graph_build": {"dataset": "d", "spec": "{}", "built_at": now},
+        "write_feature_columns": {"dataset": "d", "columns": "{}", "recorded_at": now},
         "insert_user_edges": {"edges": pa.table({"from": ["d:a"], "to": ["d:a"], "type": ["T"], "weight": [1.0],
                                                  "dataset": ["d"]})},
     }

@@ -25,10 +25,12 @@ pytestmark = pytest.mark.neo4j
 
 def delete_dataset(driver, dataset: str, database=None) -> None:
     # Test clean-up only (the package's Cypher lives in cypher/): the dataset's nodes,
-    # their relationships, its runs, its graph build and a lease a killed run left.
+    # their relationships, its runs, its graph build and feature columns, and a lease a killed
+    # run left.
     for query in ("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",
                   "MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
                   "MATCH (g:GraphBuild {dataset: $dataset}) DELETE g",
+                  "MATCH (c:FeatureColumns {dataset: $dataset}) DELETE c",
                   "MATCH (l:GraphlabelLease {dataset: $dataset}) DELETE l"):
         driver.execute_query(query, parameters_={"dataset": dataset}, database_=database)
 

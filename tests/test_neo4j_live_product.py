@@ -438,6 +438,7 @@ def test_a_users_own_graph_labelled_through_the_configuration(neo4j_env, neo4j_l
             driver.execute_query(f"MATCH (c:`{label}`) DETACH DELETE c")
             driver.execute_query(f"MATCH (r:`SegmentRun_{tag}`) DELETE r")
             driver.execute_query("MATCH (g:GraphBuild {dataset: 'customers'}) DELETE g")
+            driver.execute_query("MATCH (c:FeatureColumns {dataset: 'customers'}) DELETE c")
 
 
 def test_a_class_with_one_given_label_is_kept_and_said_unchecked_on_neo4j(neo4j_env, dataset, tmp_path):

@@ -45,6 +45,18 @@ def invoke(*args, ok=True):
     return result
 
 
+def without_feature_columns(blob: bytes) -> bytes:
+    """A kept model as one stored before ``RunModel.feature_columns`` existed."""
+    with np.load(io.BytesIO(blob)) as arrays:
+        parts = dict(arrays)
+    header = json.loads(str(parts["header"]))
+    del header["feature_columns"]
+    parts["header"] = np.array(json.dumps(header))
+    buffer = io.BytesIO()
+    np.savez(buffer, **parts)
+    return buffer.getvalue()
+
+
 def labelled_run(store, dataset, fit, solver="maxmargin") -> str:
     invoke("ingest", fit, "--dataset", dataset, "--key", "id", "--features", "f*", "--label", "label",
            "--store", store)
@@ -113,6 +125,17 @@ def test_predict_refuses_what_it_cannot_do_in_one_line(tmp_path, store_path):
                     tmp_path / "by-dataset.pq", "--store", store_path)
     assert f"with run {maxmargin} of 'data'" in " ".join(result.output.split())
     assert pd.read_parquet(tmp_path / "by-dataset.pq")["key"].tolist() == pd.read_csv(new)["id"].tolist()
+    result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f0*", "--store", store_path,
+                    ok=False)
+    assert result.exit_code == 1
+    assert f"the feature columns are not the ones run {maxmargin}'s model was fitted on (13 numeric: 'f00'," \
+        in " ".join(result.output.split())
+    assert "these lack 'f10', 'f11', 'f12';" in result.output
+    # a model kept before the columns were recorded is held to the count
+    from graphstore import open_store
+
+    with open_store(store_path) as store:
+        store.write_model(maxmargin, without_feature_columns(store.read_model(maxmargin)))
     result = invoke("predict", new, "--run", maxmargin, "--key", "id", "--features", "f0*", "--store", store_path,
                     ok=False)
     assert result.exit_code == 1
@@ -280,15 +303,17 @@ def _predict_vote(store, dataset, tmp_path):
     result = invoke("predict", new, "--run", run_id, "--key", "id", "--categorical", "crime", "--store", store,
                     ok=False)
     assert result.exit_code == 1
-    assert "the records have 1 categorical columns and the run's model takes 16" in result.output, result.output
+    assert "(16 categorical: 'handicapped-infants', " in result.output, result.output
+    assert "these lack 'handicapped-infants', 'water-project-cost-sharing', " in result.output, result.output
+    assert " and 9 more; leave --features" in " ".join(result.output.split())
     # the same records with their label column, as a person predicts a file shaped as the one
     # ingested: '*' takes the label column too, unless --label names it as at ingest
     labelled = tmp_path / "vote_new_labelled.csv"
     pd.read_csv(new, dtype=str).assign(label=truth.to_numpy()).to_csv(labelled, index=False)
     result = invoke("predict", labelled, "--run", run_id, "--key", "id", "--categorical", "*", "--store", store,
                     ok=False)
-    assert "the records have 17 categorical columns and the run's model takes 16" in result.output, result.output
-    assert "--label" in result.output
+    assert "these add 'label'; leave --features" in " ".join(result.output.split()), result.output
+    assert "name a label column in --label" in " ".join(result.output.split())
     again = tmp_path / "vote_predicted_again.csv"
     invoke("predict", labelled, "--run", run_id, "--key", "id", "--categorical", "*", "--label", "label",
            "--output", again, "--rejects", rejects, "--store", store)

@@ -129,3 +129,18 @@ def test_another_version_or_not_a_model_is_refused_in_one_line():
     stored = RunModel.from_bytes(blob)
     with pytest.raises(ValueError, match="takes 13 features per record, got 12"):
         stored.predict(X[:, :12])
+
+
+def test_the_feature_columns_are_kept_and_a_model_without_them_reads_as_none():
+    from test_predict import without_feature_columns
+
+    from labelling.feature_columns import FeatureColumns
+
+    model, keys, X, y = fitted(load_wine)
+    columns = FeatureColumns(tuple(f"f{i}" for i in range(13)), None, ())
+    blob = RunModel.from_fitted(model, keys, np.unique(y).astype(str), (), columns).to_bytes()
+    assert RunModel.from_bytes(blob).feature_columns == columns
+    older = RunModel.from_bytes(without_feature_columns(blob))  # a model kept before the field existed
+    assert older.feature_columns is None
+    np.testing.assert_array_equal(older.predict(X), RunModel.from_bytes(blob).predict(X))
+

@@ -65,6 +65,7 @@ def names(store):
             for query in ("MATCH (e:Entity {dataset: $dataset}) DETACH DELETE e",  # the user's edges too
                           "MATCH (r:LabelRun {dataset: $dataset}) DELETE r",
                           "MATCH (g:GraphBuild {dataset: $dataset}) DELETE g",
+                          "MATCH (c:FeatureColumns {dataset: $dataset}) DELETE c",
                           "MATCH (d:LabelDecision {dataset: $dataset}) DETACH DELETE d"):
                 store._driver.execute_query(query, parameters_={"dataset": name}, database_=store.database)
 
@@ -880,12 +881,26 @@ def test_decisions_change_the_given_label_and_keep_the_history(store, names):
             store.record_decision(dataset, "a", decision, label, "ann", at, "d4")
 
 
+def test_feature_columns_are_recorded_per_dataset_and_replaced(store, names):
+    one, two = names(), names()
+    assert store.read_feature_columns(one) is None
+    first = {"numeric": ["alcohol", "od280/od315_of_diluted_wines"], "text": "note", "categorical": ["colour"]}
+    store.write_feature_columns(one, first)
+    store.write_feature_columns(two, {"numeric": ["x"], "text": None, "categorical": []})
+    assert store.read_feature_columns(one) == first
+    store.write_feature_columns(one, {**first, "text": None})
+    assert store.read_feature_columns(one) == {**first, "text": None}
+    assert store.read_feature_columns(two)["numeric"] == ["x"]
+    assert one not in store.dataset_names()  # a record is no node: the dataset has none
+
+
 def test_drop_dataset_removes_everything_of_it_and_nothing_else(store, names):
     gone, kept = names(), names()
     for name in (gone, kept):
         store.write_nodes(name, nodes(["a", "b", "c"], ["x", "y", None]))
         store.replace_edges(name, edges(("a", "b", 0.5), ("b", "c", 0.25)))
         store.write_graph_build(name, {"graph": "knn", "k": 2})
+        store.write_feature_columns(name, {"numeric": ["f0", "f1"], "text": None, "categorical": []})
         store.write_run(run(f"{name}-r", name, 0))
         store.record_decision(name, "a", "accept", None, "ann", pd.Timestamp.now(tz="UTC"), f"{name}-d")
         store.write_model(f"{name}-r", b"a maxmargin run's model")
@@ -895,11 +910,13 @@ def test_drop_dataset_removes_everything_of_it_and_nothing_else(store, names):
     assert store.count_nodes(gone) == 0
     assert store.read_runs(gone).empty
     assert store.read_graph_build(gone) is None
+    assert store.read_feature_columns(gone) is None
     assert n_relationships(store, gone) == 0
     assert store.query("MATCH (d:LabelDecision) WHERE d.dataset = $ds RETURN d.key", {"ds": gone}).empty
     assert store.count_nodes(kept) == 3
     assert pairs(store, kept) == {("a", "b"): 0.5, ("b", "c"): 0.25}
     assert store.read_runs(kept)["run_id"].tolist() == [f"{kept}-r"]
     assert store.read_graph_build(kept)["k"] == 2
+    assert store.read_feature_columns(kept)["numeric"] == ["f0", "f1"]
     assert len(store.query("MATCH (d:LabelDecision) WHERE d.dataset = $ds RETURN d.key", {"ds": kept})) == 1
     assert store.drop_dataset(gone) == {"nodes": 0, "runs": 0, "decisions": 0}

@@ -1,0 +1,3 @@
+MATCH (c:FeatureColumns)
+WHERE c.dataset = $dataset
+RETURN c.columns AS columns
