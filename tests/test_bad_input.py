@@ -541,40 +541,55 @@ def test_12_reject_rows_are_file_line_numbers(tmp_path, store_path):
 # -- 1: another feature count in a later ingest ------------------------------------------------
 
 
-def test_01_a_later_ingest_with_another_feature_count_is_rejected_row_by_row(tmp_path, store_path):
+def test_01_a_later_ingest_with_other_columns_or_another_feature_count_is_refused(tmp_path, store_path):
     base = write_csv(tmp_path / "base.csv", two_blobs())
     wide = two_blobs(n=10, labelled=0, dim=4, seed=1).assign(id=[f"m{i}" for i in range(10)])
     wide = write_csv(tmp_path / "wide.csv", wide)
     assert cli("ingest", base, "--dataset", "base", "--key", "id", "--features", "x*", "--label", "label",
                "--store", store_path).exit_code == 0
+    # named columns: the file is matched to the dataset's by name, whole (labelling/feature_columns.py)
     result = cli("ingest", wide, "--dataset", "base", "--key", "id", "--features", "x*", "--label", "label",
                  "--store", store_path)
     assert result.exit_code == 1, result.output
     said = " ".join(result.output.split())
+    assert ("error: the feature columns are not the ones dataset 'base' was ingested with (3 numeric: 'x1', 'x2',"
+            " 'x3'): these add 'x4'; ingest the columns it has (renamed as they were), or start it over with"
+            " graphlabel drop-dataset --dataset base") in said
+    assert len(stored(store_path, "base")) == 60
+    # one column of lists has no names: its length is checked row by row
+    vectors = pd.DataFrame({"id": [f"v{i}" for i in range(8)], "vec": [[float(i), 1.0, 2.0] for i in range(8)],
+                            "label": ["a", "b"] + [None] * 6})
+    vectors.to_parquet(tmp_path / "vectors.parquet")
+    ingest_vectors = ("ingest", "--dataset", "vecs", "--key", "id", "--features", "vec", "--store", store_path)
+    assert cli(*ingest_vectors[:1], tmp_path / "vectors.parquet", *ingest_vectors[1:], "--label",
+               "label").exit_code == 0
+    longer = pd.DataFrame({"id": [f"w{i}" for i in range(4)], "vec": [[1.0, 2.0, 3.0, 4.0]] * 4})
+    longer.to_parquet(tmp_path / "longer.parquet")
+    result = cli(*ingest_vectors[:1], tmp_path / "longer.parquet", *ingest_vectors[1:])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
     assert "wrong feature length: got 4, expected 3" in said
     # the way out, beside the reason
-    assert ("the dataset's 60 nodes have 3 features each: ingest the same columns, or start it over with"
-            " graphlabel drop-dataset --dataset base") in said
-    rejects = rejects_of(tmp_path, "base")
-    assert len(rejects) == 10
+    assert ("the dataset's 8 nodes have 3 features each: ingest the same columns, or start it over with"
+            " graphlabel drop-dataset --dataset vecs") in said
+    rejects = rejects_of(tmp_path, "vecs")
+    assert len(rejects) == 4
     assert set(rejects["kind"]) == {"wrong feature length"}
     # a list column of the wrong length in a Parquet file, mixed with good rows
     mixed = pd.DataFrame({"id": ["p0", "p1"], "vec": [[1.0, 2.0, 3.0], [1.0, 2.0]]})
     mixed.to_parquet(tmp_path / "mixed.parquet")
-    result = cli("ingest", tmp_path / "mixed.parquet", "--dataset", "base", "--key", "id", "--features", "vec",
-                 "--store", store_path)
+    result = cli(*ingest_vectors[:1], tmp_path / "mixed.parquet", *ingest_vectors[1:])
     assert result.exit_code == 0, result.output
     assert "stored 1 node " in result.output, result.output
     # an ingest that rejects no row removes the rejects file an earlier one left: it would read as its own
-    assert (tmp_path / "base.rejects.csv").is_file()
-    result = cli("ingest", base, "--dataset", "base", "--key", "id", "--features", "x*", "--label", "label",
-                 "--store", store_path)
+    assert (tmp_path / "vecs.rejects.csv").is_file()
+    result = cli(*ingest_vectors[:1], tmp_path / "vectors.parquet", *ingest_vectors[1:], "--label", "label")
     assert result.exit_code == 0, result.output
-    assert "rejected no row: removed base.rejects.csv, an earlier ingest's" in result.output
-    assert not (tmp_path / "base.rejects.csv").exists()
-    result = cli("label", "--dataset", "base", "--rebuild-graph", "--k", "5", "--store", store_path)
+    assert "rejected no row: removed vecs.rejects.csv, an earlier ingest's" in result.output
+    assert not (tmp_path / "vecs.rejects.csv").exists()
+    result = cli("label", "--dataset", "vecs", "--rebuild-graph", "--k", "3", "--store", store_path)
     assert result.exit_code == 0, result.output
-    assert "labelled 61 nodes" in result.output, result.output
+    assert "labelled 9 nodes" in result.output, result.output
 
 
 def test_01_a_store_with_mixed_lengths_names_the_nodes(tmp_path, store_path):
