@@ -79,7 +79,7 @@ import scipy.sparse as sp
 import similarity
 from graphstore import GraphStore, SubGraph
 from labelling.options import RunOptions
-from labelling.problems import ExportedProblem
+from labelling.problems import ExportedProblem, numeric_scaling
 from labelling.regions import (
     GRAPH_KEYS,
     USER_EDGE_KEYS,
@@ -307,7 +307,7 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
     if not region.any():
         return _nothing_changed(changes, classes, options.solver, n_changed, n_new, n_added, spec)
     with clock("export"):
-        problem = region_problem(changes, W, region, boundary, classes)
+        problem = region_problem(changes, W, region, boundary, classes, numeric_scaling(spec.encoding))
     if len(set(problem.problem.y[problem.problem.labeled].tolist())) < 2:
         why.append("the changed region and its boundary hold fewer than two classes")
         return None

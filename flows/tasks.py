@@ -18,7 +18,7 @@ from graphstore import BuiltGraph, GraphStore, LabelRunRecord, StoreUnavailable
 from graphstore.port import OnProgress
 from labelling import components
 from labelling.components import ComponentPlan
-from labelling.problems import ExportedProblem, label_problem
+from labelling.problems import ExportedProblem, graph_scaling, label_problem
 from similarity.spec import GraphSpec
 
 from .direct import task
@@ -80,9 +80,11 @@ def count_user_edges(store: GraphStore, dataset: str, spec: GraphSpec) -> int:
 @task("export", **STORE_RETRIES)
 def export_problem(store: GraphStore, dataset: str) -> ExportedProblem:
     """Read the graph the dataset is labelled over (``GraphStore.read_graph``: the similarity
-    relationships, and the user's edges its graph build names) into a LabelProblem; stops
-    on missing or one-class labels."""
-    return label_problem(store.read_graph(dataset, with_features=True), dataset)
+    relationships, and the user's edges its graph build names) into a LabelProblem, its
+    numeric features scaled as the graph's distances were; stops on missing or one-class
+    labels."""
+    scaling = graph_scaling(store.read_graph_build(dataset))
+    return label_problem(store.read_graph(dataset, with_features=True), dataset, scaling)
 
 
 @task("plan-components")

@@ -734,7 +734,7 @@ def _support_vectors(graph_store, dataset: str, key: str, run_id: str, limit: in
     model = RunModel.from_bytes(blob)
     if len(x) != model.n_features:
         return {}
-    return support_explanation(model, x, limit)
+    return support_explanation(model, model.encode(x[None, :])[0], limit)
 
 
 @app.command()

@@ -6,8 +6,8 @@ the ingest's options. Before this record, a second ``ingest`` or a ``predict`` c
 count alone: wine's 13 columns in reverse order were stored (or predicted) as if in the
 first order, and every record of the reversed file came out ``barolo 0.578``, exit status 0.
 
-``FeatureColumns`` is what an ingest resolved (``labelling.records.RecordColumns``: the
-numeric columns with globs expanded, the text column, the categorical columns), kept per
+``FeatureColumns`` is what an ingest resolved (``labelling.records.RecordColumns.columns``:
+the numeric columns with globs expanded, the text column, the categorical columns), kept per
 dataset by the store (``GraphStore.write_feature_columns``) and in a kept model
 (``labelling.run_model.RunModel.feature_columns``).
 
@@ -26,13 +26,11 @@ Decisions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphstore import GraphStore
-
-    from .records import RecordColumns
 
 #: Columns a refusal names at most per side.
 NAMED = 6
@@ -60,10 +58,6 @@ class FeatureColumns:
     text: str | None = None
     categorical: tuple[str, ...] = ()
 
-    @classmethod
-    def of(cls, spec: RecordColumns) -> FeatureColumns:
-        return cls(tuple(spec.features), spec.text, tuple(spec.categorical))
-
     def as_record(self) -> dict[str, Any]:
         """What the store keeps (``GraphStore.write_feature_columns``) and a model's header holds."""
         return {"numeric": list(self.numeric), "text": self.text, "categorical": list(self.categorical)}
@@ -80,15 +74,14 @@ class FeatureColumns:
         return {**dict.fromkeys(self.numeric, "numeric"), **({self.text: "text"} if self.text else {}),
                 **dict.fromkeys(self.categorical, "categorical")}
 
-    def conform(self, spec: RecordColumns, recorded_as: str, way_out: str) -> RecordColumns:
-        """``spec`` with its feature columns in this record's order, when they are the same
-        columns in the same roles; else ``FeatureColumnsDiffer`` in one line naming the
-        difference, ``recorded_as`` saying whose columns these are ("dataset 'wine' was
+    def conform(self, given: FeatureColumns, recorded_as: str, way_out: str) -> FeatureColumns:
+        """These columns, when ``given`` are the same columns in the same roles (in any
+        order): the order to read them in; else ``FeatureColumnsDiffer`` in one line naming
+        the difference, ``recorded_as`` saying whose columns these are ("dataset 'wine' was
         ingested with") and ``way_out`` what to do."""
-        given = FeatureColumns.of(spec)
         if given.roles() != self.roles():
             raise FeatureColumnsDiffer(self.refusal(given, recorded_as, way_out))
-        return replace(spec, features=list(self.numeric), categorical=list(self.categorical))
+        return self
 
     def refusal(self, given: FeatureColumns, recorded_as: str, way_out: str) -> str:
         """The one line saying how ``given`` differs from these columns."""
@@ -125,8 +118,8 @@ class RecordedColumns:
     recorded_as: str
     way_out: str
 
-    def conform(self, spec: RecordColumns) -> RecordColumns:
-        return self.columns.conform(spec, self.recorded_as, self.way_out)
+    def conform(self, given: FeatureColumns) -> FeatureColumns:
+        return self.columns.conform(given, self.recorded_as, self.way_out)
 
 
 def dataset_columns(store: GraphStore, dataset: str) -> RecordedColumns | None:
@@ -144,7 +137,8 @@ def keep_feature_columns(store: GraphStore, dataset: str, columns: FeatureColumn
     """Record ``columns`` as the dataset's before its first nodes are stored (a dataset
     without nodes takes them whatever it recorded before); a dataset with nodes and other
     columns refuses them, in the order they are in too, since these features were read in
-    theirs (``RecordedColumns.conform`` puts a file's columns in the recorded order first)."""
+    theirs (``labelling.records.record_columns`` puts a file's columns in the recorded order
+    first)."""
     recorded = dataset_columns(store, dataset)
     if recorded is not None and recorded.columns == columns:
         return

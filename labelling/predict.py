@@ -121,9 +121,7 @@ def predict_records(store: GraphStore, run: str, source: str | Path | pd.DataFra
                          f" {summary['dataset']!r} was ingested with (and --label, which a glob such as '*' leaves"
                          " out)")
     X = flat.flatten().to_numpy(zero_copy_only=False).reshape(records.n_valid, width)
-    if onehot is not None:
-        X = np.hstack([X, onehot])
-    labels, probabilities = model.predict_with_proba(X)
+    labels, probabilities = model.predict_with_proba(model.encode(X, onehot))
     confidence = probabilities[np.arange(len(labels)), labels]
     frame = pd.DataFrame({"key": records.nodes.column("key").to_pylist(),
                           "predicted_label": model.class_names[labels].astype(object),

@@ -179,7 +179,7 @@ def parse_record_batches(
     used = list(dict.fromkeys(c for c in (key, label, text, label_confidence, *spec.features, *spec.categorical)
                               if c))
     return RecordBatches(len(data.numbers) + len(data.line_rejects), data.line_rejects,
-                         _batches(data, spec, keys, repeated, used, batch_rows), FeatureColumns.of(spec))
+                         _batches(data, spec, keys, repeated, used, batch_rows), spec.columns)
 
 
 def _batches(data: _Input, spec: RecordColumns, keys: pa.Array, repeated: np.ndarray, used: list[str],

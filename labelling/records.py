@@ -586,6 +586,11 @@ class RecordColumns:
     allowed: list[str] | None
     expected_dim: int | None
 
+    @property
+    def columns(self) -> FeatureColumns:
+        """The feature columns by name (``labelling.feature_columns``)."""
+        return FeatureColumns(tuple(self.features), self.text, tuple(self.categorical))
+
 
 def check_record_options(*, key: str, features, label, expected_dim, classes, text, categorical) -> list[str] | None:
     """The checks of ``parse_records``' arguments that need no input (a problem of the
@@ -644,7 +649,10 @@ def record_columns(names: list, *, key: str, features=None, label=None, expected
     roles.update({column: "categorical" for column in categorical_columns})
     columns = resolve_feature_columns(names, features, exclude=roles) if features is not None else []
     spec = RecordColumns(key, label, columns, text, categorical_columns, label_confidence, allowed, expected_dim)
-    return recorded.conform(spec) if recorded is not None else spec
+    if recorded is None:
+        return spec
+    ordered = recorded.conform(spec.columns)  # the same columns, read in the recorded order
+    return replace(spec, features=list(ordered.numeric), categorical=list(ordered.categorical))
 
 
 def parse_records(
@@ -850,4 +858,4 @@ def parse_frame(frame: pd.DataFrame, numbers: np.ndarray, spec: RecordColumns,
     if trust is not None:
         nodes = nodes.append_column("label_confidence", pa.array(trust[good], pa.float64(),
                                                                  mask=np.isnan(trust[good])))
-    return ParsedRecords(nodes, rejects, numbers[good], FeatureColumns.of(spec))
+    return ParsedRecords(nodes, rejects, numbers[good], spec.columns)

@@ -10,7 +10,7 @@ docstring; the functions here are the parts that are pure computation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,10 @@ import scipy.sparse as sp
 from graphstore import SubGraph
 from solvers import LabelProblem, Prediction
 
-from .problems import ExportedProblem, problem_features
+from .problems import ExportedProblem, problem_features, scale_numeric
+
+if TYPE_CHECKING:
+    from similarity.encoding import FeatureEncoding
 
 #: The spec entries a recorded graph build must match for edges to be added to it.
 GRAPH_KEYS = ("graph", "k", "metric", "weights")
@@ -145,13 +148,15 @@ def select_region(W: sp.spmatrix, seeds: np.ndarray, hops: int = 2, fixed: np.nd
 
 
 def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, boundary: np.ndarray,
-                   classes: np.ndarray) -> ExportedProblem:
+                   classes: np.ndarray, scaling: FeatureEncoding | None = None) -> ExportedProblem:
     """The LabelProblem on the region plus one anchor node per class of the boundary.
 
     Region nodes keep their given labels; anchor c (key ``None``) carries class c and
     the summed weights from each region node to the boundary nodes fixed at c (their
     previous prediction, else their given label). ``classes`` are the dataset's class
-    names in sorted order (indices into them are the solver's classes)."""
+    names in sorted order (indices into them are the solver's classes). The numeric
+    features are scaled by ``scaling`` (the graph's, ``problems.numeric_scaling``), as a
+    full run's are."""
     graph = changes.graph
     r = np.flatnonzero(region)
     b = np.flatnonzero(boundary)
@@ -181,7 +186,7 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
         X_b = features[b]
         anchor_X = np.vstack([X_b[b_class == c].mean(axis=0) for c in present]) if m else \
             np.zeros((0, features.shape[1]))
-        X = np.vstack([features[r], anchor_X])
+        X = scale_numeric(np.vstack([features[r], anchor_X]), scaling)  # a new array: scaled in place
     keys = np.concatenate([graph.keys[r], np.full(m, None, dtype=object)])
     # the region's given labels keep their trust (ingest --label-confidence); anchors are
     # the boundary's fixed labels, trusted fully as the full run's fixed labels are
@@ -191,7 +196,7 @@ def region_problem(changes: ChangeSet, W: sp.csr_matrix, region: np.ndarray, bou
     # is still judged as noise, one alone in the dataset is not (LabelProblem.lone_labels)
     counts = np.bincount(codes[named], minlength=n_classes)
     problem = LabelProblem(W_sub, y, trust, n_classes=n_classes, X=X, class_label_counts=counts)
-    return ExportedProblem(problem, keys, classes, vocabulary)
+    return ExportedProblem(problem, keys, classes, vocabulary, scaling)
 
 
 def region_solver_params(solver: str, params: dict[str, Any], region_share: float) -> dict[str, Any]:
@@ -214,7 +219,8 @@ def restrict_to_region(problem: ExportedProblem, prediction: Prediction,
     trust = sub.label_confidence[:n_region] if sub.label_confidence is not None else None
     region_problem_ = LabelProblem(sub.W[idx][:, idx], sub.y[:n_region], trust, n_classes=sub.n_classes, X=X,
                                    class_label_counts=sub.class_label_counts)
-    exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes, problem.vocabulary)
+    exported = ExportedProblem(region_problem_, problem.keys[:n_region], problem.classes, problem.vocabulary,
+                               problem.scaling)
     # per-class arrays (class mass weights: the scale the scores are written on) stay
     info = {k: v for k, v in prediction.info.items() if np.isscalar(v) or k == "class_mass_weights"}
     if "faint_nodes" in prediction.info:  # the region's own far outliers, which the run's warning names

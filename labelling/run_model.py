@@ -26,6 +26,11 @@ Decisions
   hold rejects that record with its reason rather than shifting the columns. A model
   stored before the field existed reads as one without categorical columns (the field
   is additive: same format version).
+- The numeric features' scaling (``scale_center``, ``scale_width``, in the header): the
+  SVM was fitted on the features scaled as the run's graph measured distances
+  (``labelling.problems.numeric_scaling``), so ``predict`` and ``explain`` scale a record's
+  numeric features the same way (``encode``) before the kernel. Empty: as stored (a model
+  kept before the field existed, or a graph built with ``scale="none"``). Additive too.
 - The feature columns by name (``feature_columns``, in the header: the dataset's record,
   ``labelling.feature_columns``) are kept, so that ``predict`` reads a file's columns by
   name, in the model's order, and refuses other ones; a model stored before the field
@@ -108,6 +113,8 @@ class RunModel:
         for a dataset without categorical columns.
     feature_columns : FeatureColumns or None
         The columns the features come from, by name; None when not recorded.
+    scale_center, scale_width : tuple of float
+        ``(x − center) / width`` of each numeric feature before the kernel; empty: none.
     """
 
     kernel: str
@@ -124,6 +131,8 @@ class RunModel:
     support_keys: np.ndarray
     vocabulary: tuple[tuple[str, ...], ...] = ()
     feature_columns: FeatureColumns | None = None
+    scale_center: tuple[float, ...] = ()
+    scale_width: tuple[float, ...] = ()
 
     @property
     def n_features(self) -> int:
@@ -137,11 +146,13 @@ class RunModel:
     @classmethod
     def from_fitted(cls, model: Any, keys: np.ndarray, class_names: np.ndarray,
                     vocabulary: tuple[tuple[str, ...], ...] = (),
-                    feature_columns: FeatureColumns | None = None) -> RunModel:
+                    feature_columns: FeatureColumns | None = None,
+                    scaling: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())) -> RunModel:
         """The arrays of a fitted ``solvers.maxmargin.MaxMarginGraphCut``; ``keys`` are the
         node keys of the problem it was fitted on (positions beyond them, an incremental
         run's anchors, get ``""``), ``vocabulary`` its categorical columns' values
-        (``ExportedProblem.vocabulary``), ``feature_columns`` the dataset's columns by name."""
+        (``ExportedProblem.vocabulary``), ``feature_columns`` the dataset's columns by name,
+        ``scaling`` the (center, width) its numeric features were scaled by."""
         svm = model.svm_
         params = svm.get_params()
         kernel = params["kernel"]
@@ -163,7 +174,8 @@ class RunModel:
                    temperature=1.0 if calibrator is None else float(calibrator.temperature_),
                    class_names=np.asarray([str(name) for name in class_names], dtype=str),
                    support_keys=support_keys, vocabulary=tuple(tuple(map(str, values)) for values in vocabulary),
-                   feature_columns=feature_columns)
+                   feature_columns=feature_columns, scale_center=tuple(map(float, scaling[0])),
+                   scale_width=tuple(map(float, scaling[1])))
 
     # -- storage -------------------------------------------------------------------------
 
@@ -171,7 +183,8 @@ class RunModel:
         header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kernel": self.kernel, "gamma": self.gamma,
                   "coef0": self.coef0, "degree": self.degree, "temperature": self.temperature,
                   "vocabulary": [list(values) for values in self.vocabulary],
-                  "feature_columns": None if self.feature_columns is None else self.feature_columns.as_record()}
+                  "feature_columns": None if self.feature_columns is None else self.feature_columns.as_record(),
+                  "scale_center": list(self.scale_center), "scale_width": list(self.scale_width)}
         buffer = io.BytesIO()
         np.savez(buffer, header=np.array(json.dumps(header)), support_vectors=self.support_vectors,
                  dual_coef=self.dual_coef, intercept=self.intercept, n_support=self.n_support,
@@ -199,9 +212,22 @@ class RunModel:
         return cls(kernel=header["kernel"], gamma=float(header["gamma"]), coef0=float(header["coef0"]),
                    degree=int(header["degree"]), temperature=float(header["temperature"]),
                    vocabulary=tuple(tuple(values) for values in header.get("vocabulary", ())),
-                   feature_columns=FeatureColumns.from_record(header.get("feature_columns")), **fields)
+                   feature_columns=FeatureColumns.from_record(header.get("feature_columns")),
+                   scale_center=tuple(header.get("scale_center") or ()),
+                   scale_width=tuple(header.get("scale_width") or ()), **fields)
 
     # -- prediction ----------------------------------------------------------------------
+
+    def encode(self, numeric: np.ndarray, onehot: np.ndarray | None = None) -> np.ndarray:
+        """The SVM's input of records: their numeric features (as stored) scaled as the
+        run's were, then their categorical one-hot (``onehot``, in ``vocabulary``)."""
+        X = np.asarray(numeric, dtype=np.float64)
+        if self.scale_center:
+            if X.ndim != 2 or X.shape[1] != len(self.scale_center):
+                raise ValueError(f"the run's model takes {len(self.scale_center)} numeric features per record,"
+                                 f" got {X.shape[1] if X.ndim == 2 else X.shape}")
+            X = (X - np.asarray(self.scale_center)) / np.asarray(self.scale_width)
+        return np.hstack([X, onehot]) if onehot is not None else X
 
     def check_features(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
@@ -331,6 +357,8 @@ def keep_run_model(store: GraphStore, run_id: str, exported: ExportedProblem, pr
     fitted = prediction.info.get("model")
     if fitted is None or not hasattr(fitted, "svm_"):
         return None
-    model = RunModel.from_fitted(fitted, exported.keys, exported.classes, exported.vocabulary, feature_columns)
+    scaling = exported.scaling
+    model = RunModel.from_fitted(fitted, exported.keys, exported.classes, exported.vocabulary, feature_columns,
+                                 ((), ()) if scaling is None else (scaling.center, scaling.width))
     store.write_model(run_id, model.to_bytes())
     return len(model.support_keys)

@@ -38,6 +38,11 @@ Decisions the paper leaves open, and what this module does
 - Kernels: ``linear`` ⟨x, z⟩; ``rbf`` exp(−‖x − z‖²/(2s²)) with s = √K·σ (the paper's "width
   set accordingly"); ``cubic`` (⟨x, z⟩/s² + 1)³ (the paper gives no offset or scale; scaling
   by the same width keeps kernel values O(1), so C means the same across kernels).
+- Units (the paper leaves them open): ``problem.X`` is read as given, and the width comes
+  from its spread, so a column in thousands is the whole kernel distance. graphlabel's
+  flows give X in the units the graph was built in (its ``scale``; on wine as stored this
+  solver scored 0.744 on the unlabelled nodes, 0.953 standardised:
+  ``bench/maxmargin_units.py``).
 - Per-label trust (``label_confidence``, not in the paper): a label of trust c is clamped
   to c·y_l (as in ``solvers.harmonic``) and is the SVM sample weight of that point; induced
   points weigh 1 (the paper's unweighted hinge loss).

@@ -98,6 +98,42 @@ def test_scale_is_validated_and_the_spec_record_keeps_the_fitted_numbers():
     assert old.encoding == FeatureEncoding()
 
 
+def test_maxmargin_reads_the_features_in_the_graphs_units(tmp_path):
+    """maxmargin's SVM reads ``problem.X``, which is in the graph's units
+    (``labelling.problems.numeric_scaling``): wine's proline no longer is the distance,
+    and the kept model encodes new records with the same numbers (bench/maxmargin_units.py
+    measures both ways)."""
+    from flows.labelling import ingest_flow, labelling_flow
+    from graphstore import open_store
+    from labelling.problems import graph_scaling, label_problem
+    from labelling.run_model import RunModel
+
+    frame, columns, y = wine_frame()
+    path = tmp_path / "wine.csv"
+    frame.to_csv(path, index=False)
+    uri = str(tmp_path / "store")
+    ingest_flow(source=str(path), dataset="wine", key="id", features=",".join(columns), label="label",
+                store_uri=uri, rejects_path=str(tmp_path / "rejects.csv"))
+    summary = labelling_flow(dataset="wine", store_uri=uri, solver="maxmargin", full=True, publish=False)
+    with open_store(uri) as store:
+        record = store.read_graph_build("wine")
+        exported = label_problem(store.read_graph("wine"), "wine", graph_scaling(record))
+        model = RunModel.from_bytes(store.read_model(summary["run_id"]))
+        predictions = store.read_predictions("wine").to_pandas().set_index("key")["predicted_label"]
+    np.testing.assert_allclose(exported.problem.X.mean(axis=0), 0.0, atol=1e-9)
+    np.testing.assert_allclose(exported.problem.X.std(axis=0), 1.0, rtol=1e-9)
+    assert model.scale_center == tuple(record["scale_center"])
+    assert model.scale_width == tuple(record["scale_width"])
+    hidden = frame["label"].isna().to_numpy()
+    truth = pd.Series(y.astype(str), index=frame["id"])[hidden]
+    accuracy = float((predictions.reindex(truth.index) == truth).mean())
+    print(f"wine, 36 true labels, maxmargin in the graph's units: accuracy {accuracy:.3f} on the other nodes")
+    assert accuracy > 0.9, accuracy
+    # a graph built with scale "none" leaves the features as stored
+    assert graph_scaling({**record, "scale": "none", "scale_center": [], "scale_width": []}) is None
+    assert graph_scaling(None) is None
+
+
 def test_wine_standard_scaling_flags_fewer_true_labels_than_none(tmp_path):
     """The issue's measurement: the wine data's unscaled columns (proline ~ 1000, hue ~ 1)
     made true given labels look noisy; scaled, they do not (harmonic, 10-NN, 36 true

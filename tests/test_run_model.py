@@ -144,3 +144,26 @@ def test_the_feature_columns_are_kept_and_a_model_without_them_reads_as_none():
     assert older.feature_columns is None
     np.testing.assert_array_equal(older.predict(X), RunModel.from_bytes(blob).predict(X))
 
+
+def test_the_numeric_scaling_is_kept_and_new_records_are_encoded_with_it():
+    """The SVM is fitted on features in the graph's units (labelling.problems.numeric_scaling):
+    the model keeps the numbers and encodes stored-unit records with them."""
+    X, y = load_wine(return_X_y=True)
+    center, width = X.mean(axis=0), X.std(axis=0)
+    Z = (X - center) / width
+    labeled = np.zeros(len(y), bool)
+    labeled[::4] = True
+    model = MaxMarginGraphCut().fit(LabelProblem(knn_graph(Z, 10), np.where(labeled, y, -1), X=Z))
+    kept = RunModel.from_bytes(RunModel.from_fitted(model, np.arange(len(y)).astype(str), np.unique(y).astype(str),
+                                                    scaling=(tuple(center), tuple(width))).to_bytes())
+    assert kept.scale_center == tuple(center)
+    np.testing.assert_allclose(kept.encode(X), Z)
+    np.testing.assert_array_equal(kept.predict(kept.encode(X)), model.svm_.predict(Z))
+    onehot = np.eye(2)[np.arange(len(y)) % 2]
+    np.testing.assert_allclose(kept.encode(X, onehot), np.hstack([Z, onehot]))
+    with pytest.raises(ValueError, match="takes 13 numeric features per record, got 12"):
+        kept.encode(X[:, :12])
+    # a model without scaling reads the features as stored
+    plain = RunModel.from_fitted(model, np.arange(len(y)).astype(str), np.unique(y).astype(str))
+    np.testing.assert_array_equal(plain.encode(X), X)
+
