@@ -12,5 +12,6 @@ WITH e, n, max(r.weight) AS weight
 RETURN e.key AS key, e.given_label AS given_label, e.predicted_label AS predicted_label,
        e.label_confidence AS label_confidence, e.label_noise AS label_noise,
        e.label_run_id AS label_run_id, e.label_solver AS label_solver, e.labelled_at AS labelled_at,
+       e.label_accepted AS label_accepted,
        collect({key: n.key, label: coalesce(n.given_label, n.predicted_label), weight: weight,
                 given: n.given_label IS NOT NULL, scores: n.label_scores, run: n.label_run_id}) AS neighbours

@@ -964,7 +964,13 @@ def accept(
 ) -> None:
     """Keep a flagged given label: recorded as accepted (who, when), review lists it no more."""
     done = _decide(key, dataset, "accept", None, reviewer, store)
-    console.print(f"accepted {key!r}'s given label {done['label']!r} (by {done['reviewer']})", highlight=False)
+    if done["already"]:
+        console.print(f"the given label {done['label']!r} of {key!r} is already accepted: nothing recorded",
+                      highlight=False)
+        return
+    unflagged = "" if done["flagged"] else "; the latest run had not flagged it"
+    console.print(f"accepted the given label {done['label']!r} of {key!r} (by {done['reviewer']}){unflagged}",
+                  highlight=False)
 
 
 @app.command()
@@ -981,8 +987,10 @@ def correct(
 
     label = key_text(label) or label  # labels follow the keys' rule, as ingest reads them ("1.0" is "1")
     done = _decide(key, dataset, "correct", label, reviewer, store)
-    console.print(f"corrected {key!r}: {done['previous_label']!r} → {done['label']!r} (by {done['reviewer']});"
-                  " the next label run relabels around it", highlight=False)
+    changed = f"{done['previous_label']!r} → {done['label']!r}" if done["previous_label"] is not None else \
+        f"given the label {done['label']!r} (it had none)"
+    console.print(f"corrected {key!r}: {changed} (by {done['reviewer']}); the next label run relabels around it",
+                  highlight=False)
 
 
 @app.command("drop-dataset")

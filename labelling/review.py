@@ -7,6 +7,10 @@ neighbours. ``decide`` writes a decision (``GraphStore.record_decision``):
 - ``accept``: the given label is right. It stays the given label and is recorded as
   vouched for (``label_accepted``); ``review`` lists the node no more while its given
   label is the vouched-for one (a later ingest that changes it makes it reviewable again).
+  Accepting a label already vouched for records nothing (``already``: a second decision
+  would say the same twice in the history); accepting one the latest run did not flag is
+  recorded, and the result says it was not flagged (``flagged``), as a person who typed
+  the wrong key would want to know.
   The solvers' flag is left as they compute it (``label_noise`` stays their opinion, and
   the next run may flag it again): accepting is a person's answer, not a change of the
   data, so it does not make the node changed and the next incremental run does not
@@ -85,7 +89,9 @@ def reviewer_name(reviewer: str | None) -> str:
 def decide(store: GraphStore, dataset: str, key: str, decision: str, label: str | None = None,
            reviewer: str | None = None) -> dict[str, Any]:
     """Check and write one decision (module docstring); returns ``previous_label``,
-    ``label``, ``reviewer`` and ``decided_at``.
+    ``label``, ``reviewer``, ``decided_at`` (None when nothing was written), ``already``
+    (an accept of a label already vouched for: nothing written) and ``flagged`` (the
+    latest run flagged the given label).
 
     Raises
     ------
@@ -110,9 +116,13 @@ def decide(store: GraphStore, dataset: str, key: str, decision: str, label: str 
     elif decision == "accept" and given is None:
         raise ValueError(f"{key!r} has no given label to accept: graphlabel correct {key} --dataset {dataset}"
                          " --label L gives it one")
+    flagged = bool(node.get("label_noise"))
+    if decision == "accept" and node.get("label_accepted") == given:
+        return {"previous_label": given, "label": given, "reviewer": who, "decided_at": None, "already": True,
+                "flagged": flagged}
     decided_at = pd.Timestamp.now(tz="UTC")
     written = store.record_decision(dataset, key, decision, label, who, decided_at, str(uuid.uuid4()))
-    return {**written, "reviewer": who, "decided_at": decided_at}
+    return {**written, "reviewer": who, "decided_at": decided_at, "already": False, "flagged": flagged}
 
 
 def _node(store: GraphStore, dataset: str, key: str) -> dict[str, Any]:

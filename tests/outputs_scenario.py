@@ -156,6 +156,8 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
     assert f"{old_top!r} → {true_top!r} (by ann)" in ran.output
     ran = invoke("accept", second, "--dataset", dataset, "--reviewer", "bob")
     assert ran.output.strip().endswith("(by bob)"), ran.output
+    ran = invoke("accept", second, "--dataset", dataset, "--reviewer", "bob")  # twice: one decision
+    assert ran.output.strip().endswith(f"of {second!r} is already accepted: nothing recorded"), ran.output
     ran = invoke("review", "--dataset", dataset, "--limit", "50")
     listed = re.findall(r"^│ (w\d{3}) ", ran.output, flags=re.M)
     assert top not in listed, ran.output

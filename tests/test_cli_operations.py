@@ -249,10 +249,30 @@ def test_a_decision_without_reviewer_or_user_variable_names_the_login(store_with
     result = runner.invoke(app, ["accept", "b", "--dataset", "toy", "--store", store_with_runs],
                            env={"COLUMNS": "200", **unset})
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == f"accepted 'b''s given label 'x' (by {login})"
+    assert result.output.strip() == (f"accepted the given label 'x' of 'b' (by {login}); the latest run had not"
+                                     " flagged it")
     with open_store(store_with_runs) as store:
         reviewers = store.query("MATCH (d:LabelDecision) WHERE d.dataset = 'toy' RETURN d.reviewer AS r")["r"]
     assert reviewers.tolist() == [login]
+
+
+def test_an_accept_twice_records_one_decision_and_a_correction_of_no_label_says_so(store_with_runs):
+    """A second accept said "accepted" again and stored a second, identical decision; a
+    correction of a node without a given label said "None → 'x'" (a newcomer's walk)."""
+    def decide(*args: str) -> str:
+        result = runner.invoke(app, [*args, "--dataset", "toy", "--reviewer", "ann", "--store", store_with_runs],
+                               env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        return result.output.strip()
+
+    assert decide("accept", "c") == "accepted the given label 'y' of 'c' (by ann); the latest run had not flagged it"
+    assert decide("accept", "c") == "the given label 'y' of 'c' is already accepted: nothing recorded"
+    assert decide("correct", "a", "--label", "x") == ("corrected 'a': given the label 'x' (it had none) (by ann);"
+                                                      " the next label run relabels around it")
+    with open_store(store_with_runs) as store:
+        decisions = store.query("MATCH (d:LabelDecision) WHERE d.dataset = 'toy' RETURN d.key AS key,"
+                                " d.decision AS decision ORDER BY key")
+    assert decisions.values.tolist() == [["a", "correct"], ["c", "accept"]]
 
 
 @pytest.mark.parametrize("args, says", [
