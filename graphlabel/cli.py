@@ -797,7 +797,7 @@ def predict(
     from pathlib import Path
 
     from graphstore import open_store
-    from labelling.export import SUFFIXES, write_export
+    from labelling.export import SUFFIXES, output_problem, write_export
     from labelling.predict import newest_model_run, predict_records
 
     if (run is None) == (dataset is None):
@@ -805,6 +805,8 @@ def predict(
     written = SUFFIXES.get(Path(output).suffix.lower()) if output is not None else "csv"  # as export's endings
     if written is None:
         _fail(f"--output must end in {', '.join(SUFFIXES)}, got {output!r}", code=2)
+    if output is not None and (problem := output_problem(output)) is not None:
+        _fail(problem, code=2)
     with _one_line_errors(), open_store(store) as graph_store:
         run_id = newest_model_run(graph_store, dataset) if dataset is not None else str(run)
         predicted = predict_records(graph_store, run_id, file, key=key, features=features, text=text,
@@ -890,7 +892,7 @@ def export(
     often the name of the file the dataset was ingested from."""
     from flows.direct import run_flow
     from flows.outputs import export_flow
-    from labelling.export import export_format, export_path
+    from labelling.export import export_format, export_path, output_problem
     from labelling.options import run_tags
 
     try:
@@ -898,6 +900,8 @@ def export(
     except ValueError as error:
         _fail(str(error), code=2)
     target = export_path(dataset, file_format, output)
+    if (problem := output_problem(target)) is not None:
+        _fail(problem, code=2)
     if target.exists() and not overwrite:
         _fail(f"{target} exists: --overwrite replaces it, or --output names another file")
     _quiet_expected_errors()

@@ -132,6 +132,16 @@ def export_path(dataset: str, file_format: str, output: str | Path | None) -> Pa
     return Path(output) if output is not None else Path(f"{dataset}.{file_format}")
 
 
+def output_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be written, found before any work: a file where a folder of it
+    should be (``--output wine.csv/x.csv`` said Python's ``[Errno 20] Not a directory``
+    after the whole export); None when it can be tried. Missing folders are made."""
+    for folder in Path(path).parents:
+        if folder.exists():
+            return None if folder.is_dir() else f"--output {str(path)!r}: {str(folder)!r} is a file, not a folder"
+    return None
+
+
 def write_export(frame: pd.DataFrame, path: str | Path, file_format: str) -> Path:
     """Write the export table as Parquet or CSV (nulls empty) at ``path``; returns it."""
     if file_format not in FORMATS:

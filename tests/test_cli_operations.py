@@ -289,6 +289,11 @@ def test_an_accept_twice_records_one_decision_and_a_correction_of_no_label_says_
     (["ingest", "any.csv", "--dataset", "toy", "--key", "id"], "ingest needs --features"),
     (["predict", "any.csv", "--dataset", "toy", "--key", "id", "--features", "f*", "--output", "x.json"],
      "--output must end in"),
+    # a file where a folder of the output should be: said before the store opens, not as Python's errno
+    (["export", "--dataset", "toy", "--output", f"{__file__}/x.csv"],
+     f"--output '{__file__}/x.csv': '{__file__}' is a file, not a folder"),
+    (["predict", "any.csv", "--dataset", "toy", "--key", "id", "--output", f"{__file__}/x.csv"],
+     f"--output '{__file__}/x.csv': '{__file__}' is a file, not a folder"),
 ])
 def test_a_bad_option_is_one_line_and_exit_2_before_the_store_opens(tmp_path, args, says):
     """README: "exit code 1 (2 for a bad option)"; query's --format said 1 where export's said 2."""
