@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,12 +13,10 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from graphstore.schemas import WRITTEN_PREDICTION_SCHEMA, SubGraph
+from similarity.encoding import FeatureEncoding
 from solvers import LabelProblem, Prediction
 
 from .scores import readable_scores, runner_up
-
-if TYPE_CHECKING:
-    from similarity.encoding import FeatureEncoding
 
 
 class NotEnoughLabels(ValueError):
@@ -72,8 +70,6 @@ def graph_scaling(record: dict[str, Any] | None) -> FeatureEncoding | None:
     the user's edges only)."""
     if not record:
         return None
-    from similarity.encoding import FeatureEncoding
-
     return numeric_scaling(FeatureEncoding.from_record(record))
 
 
@@ -117,8 +113,6 @@ def problem_features(graph: SubGraph) -> tuple[np.ndarray | None, tuple[tuple[st
     one entity (accuracy 0.74 against 0.88 unpooled), and max-margin had nothing to fit."""
     if graph.categories is None:
         return graph.features, ()
-    from similarity.encoding import FeatureEncoding
-
     encoding = FeatureEncoding.fit(None, graph.categories, "none")
     onehot = encoding.transform(None, graph.categories)
     if graph.features is None or graph.features.shape[1] == 0:
