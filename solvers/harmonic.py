@@ -25,8 +25,11 @@ Decisions the papers leave open, and what this module does
   under-confident on kNN graphs (mass leaks to every class through a few hops), so T
   is fitted, when ``calibrate=True``, by maximising the likelihood of the given labels
   under their leave-one-out distributions (labels only, no hidden data; flagged labels
-  left out). The sink (γ_g > 0) shrinks all columns alike and does not change p; a
-  node no label can reach has F_i = 0 and gets label -1, confidence 0.
+  left out); when every label's leave-one-out arg-max is its class, that likelihood has no
+  optimum, and T makes the labels' mean probability of their class (N + 1) / (N + 2),
+  Laplace's rule of succession (``_fit_temperature`` says why). The sink (γ_g > 0) shrinks
+  all columns alike and does not change p; a node no label can reach has F_i = 0 and gets
+  label -1, confidence 0.
 - The default (``class_mass="auto"``): the centred arg-max below when the run's given
   labels hold three or more classes and label at least ``AUTO_CENTER_MIN_SHARE`` = 7% of
   the problem's nodes, else the smoothed class masses. Why
@@ -1350,17 +1353,45 @@ def _bounded_minimum(f: Callable[[float], float], lo: float, hi: float, xatol: f
 
 
 def _fit_temperature(loo: np.ndarray, given: np.ndarray) -> float:
-    """Temperature T minimising the negative log-likelihood of the given labels under
-    their sharpened leave-one-out distributions (bounded search over log T); 1 without labels."""
+    """Temperature T maximising the likelihood of the given labels under their sharpened
+    leave-one-out distributions (bounded search over log T); 1 without labels. When the
+    arg-max of every label's leave-one-out is its class, the likelihood has no optimum
+    (it rises as T falls): T is then the one at which the labels' mean probability of
+    their class is Laplace's rule of succession, (N + 1) / (N + 2) for N labels.
+
+    Why: there the search ran to its bound (0.05), and every prediction got a confidence
+    near 1: on iris at 5% labelled (10 labels, seed 0) 81% of the wrong predictions had a
+    confidence ≥ 0.99 (``python -m bench calibration``). Ten right of ten is no proof of
+    certainty; the rule of succession says 11/12. Tried and not kept: Platt's smoothed
+    targets for every fit (as maxmargin's calibration), and the rule of succession as a
+    ceiling on every fit; both left the confidences well below the accuracy on average
+    (0.84 and 0.83 against 0.92, wine and iris at 5% and 10% labelled, 3 draws): a label's
+    leave-one-out, with one of few labels gone, is less often right than the full solution."""
     if len(given) == 0:  # every label flagged: nothing to fit on
         return 1.0
     rows = np.arange(len(given))
+    low, high = float(np.log(0.05)), float(np.log(5.0))
+    if np.all(np.argmax(loo, axis=1) == given):
+        ceiling = (len(given) + 1) / (len(given) + 2)
+
+        def excess(log_t: float) -> float:  # falls as T rises: every arg-max is the label's class
+            return float(np.mean(_sharpen(loo, np.exp(log_t))[rows, given])) - ceiling
+
+        if excess(low) <= 0:
+            return float(np.exp(low))
+        if excess(high) >= 0:
+            return float(np.exp(high))
+        below, above = low, high
+        for _ in range(40):  # bisection on log T
+            middle = 0.5 * (below + above)
+            below, above = (middle, above) if excess(middle) > 0 else (below, middle)
+        return float(np.exp(above))
 
     def nll(log_t: float) -> float:
         p = _sharpen(loo, np.exp(log_t))[rows, given]
         return -np.mean(np.log(np.clip(p, 1e-12, None)))
 
-    return float(np.exp(_bounded_minimum(nll, float(np.log(0.05)), float(np.log(5.0)))))
+    return float(np.exp(_bounded_minimum(nll, low, high)))
 
 
 LOO_METHODS = ("local", "exact")
