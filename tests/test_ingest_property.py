@@ -9,7 +9,10 @@ store, and for every batch
 where a CSV file's input rows are its records plus its malformed lines (blank lines hold
 nothing), and each rejected row is in the rejects file with its line or row number. Across
 batches the store keeps one feature length (the first stored), and holds exactly the
-last valid values of each key.
+last valid values of each key. A batch whose feature columns are not the ones the dataset
+was first stored with (a CSV's ``x0..x2`` after ``x0, x1``, or after a Parquet file's list
+column ``vec``) is refused whole with its reason and stores nothing
+(``labelling.feature_columns``); a list column of another length is judged row by row.
 
 The oracle here is written one row at a time in plain Python, from the rules of
 ``labelling.records`` and ``labelling.textfiles``.
@@ -26,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from labelling.feature_columns import FeatureColumnsDiffer
 from labelling.records import NoValidRecords
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -127,7 +131,7 @@ def test_mixed_batches_lose_no_row_and_keep_one_feature_length(batches):
     with tempfile.TemporaryDirectory() as tmp:
         folder, store = Path(tmp), str(Path(tmp) / "store")
         held: dict[str, tuple] = {}
-        dim = None
+        dim, columns = None, None  # the dataset's feature length and columns, once something is stored
         for index, (kind, batch_dim, rows, extra, crlf) in enumerate(batches):
             path, features, order = write(folder, index, kind, batch_dim, rows, extra, crlf)
             rejects_path = folder / f"rejects{index}.csv"
@@ -139,10 +143,16 @@ def test_mixed_batches_lose_no_row_and_keep_one_feature_length(batches):
             n_stored = decided.count(False)
             undecodable_only = kind == "csv" and well_formed == [] and malformed and all(
                 b"\xe9" in path.read_bytes().splitlines()[line - 1] for line in malformed)
+            refused = columns is not None and features != columns and not undecodable_only
             try:
                 summary = ingest_flow(str(path), "mixed", "k", features, "lab", store_uri=store,
                                       rejects_path=str(rejects_path))
+            except FeatureColumnsDiffer as error:
+                assert refused, (kind, features, columns, error)
+                assert "the feature columns are not the ones dataset 'mixed' was ingested with" in str(error)
+                continue
             except NoValidRecords as error:
+                assert not refused, (kind, features, columns)
                 assert n_stored == 0, (kind, order)
                 assert len(error.rejects) == n_input  # every input row, each with its reason
                 assert error.rejects["reason"].map(bool).all()
@@ -151,6 +161,7 @@ def test_mixed_batches_lose_no_row_and_keep_one_feature_length(batches):
                 assert undecodable_only, (kind, order, error)
                 assert "--encoding" in str(error), (kind, order, error)
                 continue
+            assert not refused, (kind, features, columns)
             assert summary["stored"] + summary["rejected"] == n_input
             assert summary["stored"] == n_stored, (kind, batch_dim, dim, order)
             if summary["rejected"]:
@@ -164,6 +175,7 @@ def test_mixed_batches_lose_no_row_and_keep_one_feature_length(batches):
                     held[value[0]] = (value[1], value[2])
             if dim is None and n_stored:
                 dim = batch_dim if kind == "csv" else len(next(v for b, v in zip(decided, values) if not b)[1])
+                columns = features
         with open_store(store, create=True) as graph_store:
             graph = graph_store.read_subgraph("mixed")
             assert graph_store.feature_lengths("mixed") == ({dim: len(held)} if held else {})
