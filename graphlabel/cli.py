@@ -827,12 +827,19 @@ def predict(
 @app.command()
 def serve(
     config: str = typer.Option(..., "--config", help="TOML schedule (see graphlabel.example.toml)."),
-    check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs and exit."),
+    check: bool = typer.Option(False, "--check", help="Validate the file, list the jobs, check that each could"
+                               " run now (its store, dataset and given labels) and exit."),
 ) -> None:
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
     stopped (Ctrl-C or SIGTERM: runs in progress are cancelled). Runs a killed serve left
     unfinished are ended first, and runs missed meanwhile skipped but for the newest."""
-    from graphlabel.schedule import ScheduleError, load_schedule, server_problem, shared_store_warnings
+    from graphlabel.schedule import (
+        ScheduleError,
+        jobs_that_cannot_run,
+        load_schedule,
+        server_problem,
+        shared_store_warnings,
+    )
     from graphlabel.serving import serve as serve_jobs
     from labelling.reporting import jobs_renderables
 
@@ -848,8 +855,17 @@ def serve(
         console.print(renderable)
     for warning in shared_store_warnings(jobs):
         err.print(f"[yellow]warning:[/] {_escape(warning)}")
+    cannot_run, unchecked = jobs_that_cannot_run(jobs)
+    for warning in unchecked:
+        err.print(f"[yellow]warning:[/] {_escape(warning)}")
     if check:
+        for problem in cannot_run[:-1]:
+            err.print(f"[bold red]error:[/] {_escape(problem)}")
+        if cannot_run:
+            _fail(cannot_run[-1])
         return
+    for problem in cannot_run:  # served all the same: what it lacks may be ingested before it is due
+        err.print(f"[yellow]warning:[/] {_escape(problem)}; served all the same, its runs fail until that changes")
     unservable = server_problem()
     if unservable is not None:
         _fail(unservable)

@@ -47,12 +47,12 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from graphstore.schemas import check_dataset_name
-from similarity.spec import graph_problems
+from similarity.spec import GraphRequest, graph_problems
 
 TOP_LEVEL_KEYS = {"store", "jobs"}
 JOB_KEYS = {"name", "dataset", "solver", "solver_params", "cron", "interval", "k", "graph", "delta", "metric",
@@ -141,11 +141,27 @@ class Job:
         return f"every {seconds:g} s"
 
     @property
+    def next_run(self) -> str | None:
+        """When the Prefect server's scheduler starts this job's next run, as a person reads
+        it (``Mon 2026-12-07 03:00 UTC``); None for an interval job, whose runs count from
+        when ``serve`` registers it."""
+        if self.cron is None:
+            return None
+        (first,) = next_cron_runs(self.cron, 1)  # a cron that never fires is refused when the file is read
+        return f"{first:%a %Y-%m-%d %H:%M} UTC"
+
+    @property
     def tags(self) -> list[str]:
         """The tags of the job's flow runs, as the CLI gives its own runs, and ``scheduled``."""
         from labelling.options import run_kind, run_tags
 
         return run_tags(self.dataset, self.solver, run_kind(bool(self.full), self.holdout or 0.0), "scheduled")
+
+    def graph_request(self) -> GraphRequest:
+        """The graph this job's runs ask for (``labelling_flow`` makes the same of its
+        parameters)."""
+        return GraphRequest(self.graph, self.k, self.metric, self.weights, self.delta, self.sigma,
+                            edges_weight=self.edges_weight, scale=self.scale, search=self.search)
 
     def parameters(self) -> dict[str, Any]:
         """The ``labelling_flow`` parameters of this job's runs."""
@@ -174,18 +190,56 @@ class Job:
 # -- validation ---------------------------------------------------------------------------
 
 
+#: The five fields of a cron expression, as a person names them, with the values each takes.
+CRON_FIELDS = (("minute", "0-59"), ("hour", "0-23"), ("day of the month", "1-31"),
+               ("month", "1-12 or jan-dec"), ("weekday", "0-7 or sun-sat, 0 and 7 both Sunday"))
+
+
 def _check_cron(cron: str) -> str | None:
-    """The reason ``cron`` is not a cron expression Prefect schedules, or None."""
+    """The reason ``cron`` is no cron expression Prefect schedules, or None.
+
+    A field Prefect refuses is named with the values it takes (Prefect's own message,
+    ``Invalid cron string``, named none: ``0 25 * * *`` left a person to find the hour),
+    and an expression no date matches (``0 3 31 2 *``, the 31st of February) is refused:
+    Prefect accepts it, and its scheduler would never start a run."""
     from prefect.client.schemas.schedules import CronSchedule
     from pydantic import ValidationError
 
-    if len(cron.split()) != 5:  # croniter also takes 6 fields (seconds) and macros
+    fields = cron.split()
+    if len(fields) != 5:  # croniter also takes 6 fields (seconds) and macros
         return "must have 5 fields (minute hour day month weekday)"
     try:
         CronSchedule(cron=cron)
     except ValidationError as exc:
+        for i, (name, values) in enumerate(CRON_FIELDS):
+            # each field alone (the others "*"), as Prefect checks the whole expression
+            alone = " ".join(field if j == i else "*" for j, field in enumerate(fields))
+            try:
+                CronSchedule(cron=alone)
+            except ValidationError:
+                return f"has {fields[i]!r} in its {name} field, which takes {values}"
         return exc.errors()[0]["msg"].removeprefix("Value error, ")
+    if next_cron_runs(cron, 1) == []:
+        return ("matches no date (that day never falls in that month): Prefect's scheduler would never start"
+                " a run; check the day and month fields")
     return None
+
+
+def next_cron_runs(cron: str, n: int, after: datetime | None = None) -> list[datetime]:
+    """The next ``n`` times (UTC) the scheduler of a Prefect server starts a run of ``cron``,
+    after ``after`` (default: now); fewer, or none, when it finds no more (it looks at
+    1,000 candidate dates: ``0 3 29 2 *`` is found, the 31st of February never)."""
+    import asyncio
+
+    from prefect.server.schemas.schedules import CronSchedule
+
+    # the server's schedule, whose dates its scheduler creates runs on; it computes them
+    # without waiting on anything, so a loop of its own costs nothing
+    schedule = CronSchedule(cron=cron, timezone="UTC")
+    try:
+        return list(asyncio.run(schedule.get_dates(n=n, start=after)))
+    except ValueError:  # croniter's "failed to find next date" (its CroniterBadDateError)
+        return []
 
 
 def _store_problem(uri: Any) -> str | None:
@@ -432,6 +486,28 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
                     " runs meet, one waits for the other (GRAPHLABEL_LOCK_TIMEOUT, 60 s) and then fails, and the"
                     " later one's writes replace the other's; give them schedules that do not meet")
     return warnings
+
+
+def jobs_that_cannot_run(jobs: list[Job]) -> tuple[list[str], list[str]]:
+    """``(cannot_run, unchecked)``: a line for each job whose run would stop now before it
+    solves (its store is not there or does not answer, no node belongs to its dataset, its
+    given labels hold fewer than two classes, the store cannot build its graph:
+    ``flows.readiness``), and one for each job whose embedded store another process holds,
+    so that it could not be looked at. Each store is opened once, read only from."""
+    from flows.readiness import why_cannot_label
+    from graphstore import StoreLocked, default_store_uri
+
+    asked: dict[str, dict[str, tuple[str, GraphRequest]]] = {}
+    for job in jobs:  # None is what a run opens: $GRAPHLABEL_STORE, else .graphlabel
+        asked.setdefault(job.store_uri or default_store_uri(), {})[job.name] = (job.dataset, job.graph_request())
+    cannot_run, unchecked = [], []
+    for store, datasets in asked.items():
+        for name, error in why_cannot_label(store, datasets).items():
+            if isinstance(error, StoreLocked):
+                unchecked.append(f"job {name!r} was not checked: {error}")
+            else:
+                cannot_run.append(f"job {name!r} cannot run now: {error}")
+    return cannot_run, unchecked
 
 
 #: The job fields that make the graph a scheduled run rebuilds (``search`` only finds it).

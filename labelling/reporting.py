@@ -685,7 +685,8 @@ def jobs_renderables(jobs) -> list:
     for job in jobs:
         table = Table("field", title=_text(f"job {job.name}"), title_justify="left", show_edge=False)
         table.add_column("value", overflow="fold")  # a long store path wraps, never cut
-        rows = (("dataset", job.dataset), ("schedule", job.schedule), ("solver", job.solver),
+        rows = (("dataset", job.dataset), ("schedule", job.schedule),
+                *((("next run", job.next_run),) if job.next_run else ()), ("solver", job.solver),
                 ("solver params", job.solver_params or None), ("graph", job.graph), ("k", job.k),
                 ("metric", job.metric), ("weights", job.weights),
                 # a schedule's run rebuilds the graph: scaled (and searched) as the job says

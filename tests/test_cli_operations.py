@@ -8,6 +8,7 @@ import os
 import pandas as pd
 import pyarrow as pa
 import pytest
+from store_lock import hold_lock
 from typer.testing import CliRunner
 
 from graphlabel.cli import app
@@ -137,13 +138,18 @@ def test_explain_command_shows_the_neighbours_and_class_shares(store_with_runs):
     assert "no dataset 'tyo' in the store (no node belongs to it); its datasets: 'toy'" in result.output
 
 
-def test_serve_check_validates_and_lists_without_serving(tmp_path):
+def test_serve_check_validates_and_lists_without_serving(tmp_path, store_with_runs):
     good = tmp_path / "good.toml"
-    good.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = 5\n')
+    good.write_text(f'store = "{store_with_runs}"\n[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = 5\n')
     result = invoke("serve", "--config", str(good), "--check")
     assert result.exit_code == 0, result.output
     assert "label-toy-harmonic" in result.output
     assert "0 3 * * *" in result.output
+    # when the scheduler starts it: 03:00 UTC of today or tomorrow
+    now = pd.Timestamp.now(tz="UTC")
+    due = now.normalize() + pd.Timedelta(hours=3)
+    due = due if due > now else due + pd.Timedelta(days=1)
+    assert f" next run │ {due:%a %Y-%m-%d} 03:00 UTC " in " ".join(result.output.split())
     bad = tmp_path / "bad.toml"
     bad.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\nk = "five"\n')
     result = invoke("serve", "--config", str(bad))
@@ -154,12 +160,56 @@ def test_serve_check_validates_and_lists_without_serving(tmp_path):
     assert "missing.toml" in result.output
     assert "warning" not in invoke("serve", "--config", str(good), "--check").output
     shared = tmp_path / "shared.toml"
-    shared.write_text('[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\n\n'
+    shared.write_text(f'store = "{store_with_runs}"\n[[jobs]]\ndataset = "toy"\ncron = "0 3 * * *"\n\n'
                       '[[jobs]]\ndataset = "toy"\ninterval = 600\nsolver = "mincut"\n')
     result = invoke("serve", "--config", str(shared), "--check")
     assert result.exit_code == 0, result.output
     assert "warning: jobs 'label-toy-harmonic' and 'label-toy-mincut' share the embedded store" in (
         " ".join(result.output.split()))
+    assert result.output.count("next run") == 1  # an interval job's runs count from when serve starts
+
+
+def test_serve_check_fails_on_each_job_that_could_not_run_now(tmp_path, store_with_runs):
+    with open_store(store_with_runs) as store:
+        store.write_nodes("one", pa.table({"key": ["a", "b"], "features": [[0.0], [1.0]],
+                                           "label": ["x", "x"]}).cast(NODE_SCHEMA))
+    jobs = {"ready": 'dataset = "toy"', "typo": 'dataset = "tyo"', "one-class": 'dataset = "one"',
+            "no-edges": 'dataset = "toy"\ngraph = "edges:BOUGHT"',
+            "no-store": f'dataset = "toy"\nstore = "{tmp_path / "elsewhere"}"'}
+    config = tmp_path / "jobs.toml"
+    config.write_text(f'store = "{store_with_runs}"\n' + "".join(
+        f'\n[[jobs]]\nname = "{name}"\ncron = "0 3 * * *"\n{fields}\n' for name, fields in jobs.items()))
+    result = invoke("serve", "--config", str(config), "--check")
+    assert result.exit_code == 1
+    said = " ".join(result.output.split())
+    # each as the run would have failed with it, at its hour
+    for line in ("error: job 'typo' cannot run now: no dataset 'tyo' in the store (no node belongs to it);"
+                 " its datasets: 'one', 'toy'",
+                 "error: job 'one-class' cannot run now: dataset 'one' has given labels of one class only ('x')",
+                 "error: job 'no-edges' cannot run now: dataset 'toy' has no BOUGHT edges between its nodes",
+                 f"error: job 'no-store' cannot run now: no store at {tmp_path / 'elsewhere'}"):
+        assert line in said, line
+    assert "'ready' cannot" not in said
+    assert not (tmp_path / "elsewhere").exists()  # looked for, not made
+
+
+def test_serve_check_says_which_jobs_it_could_not_look_at_in_a_store_another_process_holds(
+        tmp_path, store_with_runs):
+    config = tmp_path / "jobs.toml"
+    config.write_text(f'store = "{store_with_runs}"\n[[jobs]]\ndataset = "tyo"\ncron = "0 3 * * *"\n')
+    holder = hold_lock(store_with_runs, 120)  # a served job's run, say
+    try:
+        result = invoke("serve", "--config", str(config), "--check")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "warning: job 'label-tyo-harmonic' was not checked: the store" in said
+    assert "cannot run now" not in said
+    result = invoke("serve", "--config", str(config), "--check")
+    assert result.exit_code == 1
+    assert "cannot run now: no dataset 'tyo'" in result.output
 
 
 def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path):
@@ -177,8 +227,9 @@ def test_serve_check_reports_every_error_and_its_table_fits_80_columns(tmp_path)
                     f'solver = "mincut"\nsolver_params = {{ alpha = 0.1 }}\nk = 15\nholdout = 0.1\n'
                     f'keep_runs = 30\nscale = "robust"\nstore = "{store}"\n')
     result = runner.invoke(app, ["serve", "--config", str(good), "--check"], env={"COLUMNS": "80"})
-    assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    assert result.exit_code == 1  # the table is shown, and then that the store is not there
+    assert f"error: job 'products-nightly' cannot run now: no store at {store}" in result.output
+    lines = [line for line in result.output.splitlines() if not line.startswith("error:")]  # one line, for grep
     assert max(len(line) for line in lines) <= 80
     text = " ".join(result.output.split())
     for field, value in (("dataset", "products"), ("schedule", "cron 0 3 * * * (UTC)"), ("solver", "mincut"),

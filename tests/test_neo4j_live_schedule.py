@@ -80,6 +80,22 @@ def test_scheduled_jobs_on_neo4j_with_the_password_in_a_secret_block(prefect_ser
     config.write_text(f'store = "{neo4j_live.uri}"\n' + "".join(
         f'\n[[jobs]]\nname = "{name}"\ndataset = "{dataset}"\ninterval = 20\nsolver = "{solver}"\n'
         f'k = {K}\nscale = "none"\n' for name, solver in jobs.items()))
+    # the check opens the store as a run does (the password through the block), and finds
+    # each job's dataset and labels there; a job of a dataset the server does not hold fails it
+    checked = subprocess.run([str(GRAPHLABEL), "serve", "--config", str(config), "--check"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "cannot run" not in checked.stderr
+    typo = tmp_path / "typo.toml"
+    typo.write_text(config.read_text() + f'\n[[jobs]]\nname = "typo"\ndataset = "{dataset}x"\ninterval = 20\n')
+    checked = subprocess.run([str(GRAPHLABEL), "serve", "--config", str(typo), "--check"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines()[-1].startswith(
+        f"error: job 'typo' cannot run now: no dataset '{dataset}x' in the store (no node belongs to it); its"
+        " datasets: "), checked.stderr
+    assert f"'{dataset}'" in checked.stderr.splitlines()[-1] or " more" in checked.stderr.splitlines()[-1]
+    assert "digits-harmonic' cannot" not in checked.stderr
     log_path = tmp_path / "serve.log"
     log = log_path.open("wb")
     serve = subprocess.Popen([str(GRAPHLABEL), "serve", "--config", str(config)], cwd=tmp_path, env=env,

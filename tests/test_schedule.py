@@ -85,7 +85,14 @@ def job_with(**fields):
     ({"cron": None, "interval": 0.5}, r"interval must be a number of seconds >= 1, got 0.5"),
     ({"cron": None, "interval": "10m"}, r"interval must be a number of seconds >= 1, got '10m'"),
     ({"cron": "every night"}, r"dataset 'products'\): cron 'every night' must have 5 fields"),
-    ({"cron": "61 3 * * *"}, r"cron '61 3 \* \* \*' Invalid cron string"),
+    ({"cron": "61 3 * * *"}, r"cron '61 3 \* \* \*' has '61' in its minute field, which takes 0-59"),
+    # Prefect said "Invalid cron string" of these, naming no field
+    ({"cron": "0 25 * * *"}, r"cron '0 25 \* \* \*' has '25' in its hour field, which takes 0-23"),
+    ({"cron": "0 3 * * 8"}, r"has '8' in its weekday field, which takes 0-7 or sun-sat"),
+    ({"cron": "0 3 1-40 * *"}, r"has '1-40' in its day of the month field, which takes 1-31"),
+    # Prefect takes these, and its scheduler never starts a run of them
+    ({"cron": "0 3 31 2 *"}, r"cron '0 3 31 2 \*' matches no date .*: Prefect's scheduler would never start"),
+    ({"cron": "0 0 31 4,6,9,11 *"}, r"matches no date"),
     ({"cron": 3}, r"cron must be a string"),
     ({"solver": "magic"}, r"solver must be one of \[.*'harmonic'.*\], got 'magic'"),
     ({"solver_params": "gamma_g=0.1"}, r"solver_params must be a table"),
@@ -145,7 +152,7 @@ def test_every_problem_in_the_file_is_reported_not_only_the_first():
         parse_schedule(document, "s.toml")
     assert raised.value.problems == [
         "s.toml: unknown top-level field(s) ['stores']; a schedule takes ['jobs', 'store']",
-        "s.toml: jobs[0] (dataset 'toy'): cron '61 3 * * *' Invalid cron string: \"61 3 * * *\"",
+        "s.toml: jobs[0] (dataset 'toy'): cron '61 3 * * *' has '61' in its minute field, which takes 0-59",
         "s.toml: jobs[0] (dataset 'toy'): solver must be one of"
         " ['harmonic', 'mincut', 'lcsnc', 'spectral', 'maxmargin', 'nmf', 'auto'], got 'magic'",
         "s.toml: jobs[0] (dataset 'toy'): k must be a positive integer, got 'five'",

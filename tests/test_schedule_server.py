@@ -142,3 +142,43 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
                          r" progress", said)
     assert waiting, said[-3000:]
     assert len(waiting) == len(set(waiting)), waiting
+
+
+def test_a_cron_jobs_next_run_is_the_one_the_server_schedules_and_a_job_that_cannot_run_is_said(
+        prefect_server, tmp_path):
+    """``serve`` shows a cron job's next run as the server's scheduler computes it, and says
+    at start which job could not run now (served all the same: what it lacks may be
+    ingested before it is due)."""
+    store = str(tmp_path / "store")
+    ingest_moons(tmp_path, store)
+    config = tmp_path / "schedule.toml"
+    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "moons-nightly"\ndataset = "moons"\ncron = "17 4 * * *"\n'
+                      '\n[[jobs]]\nname = "moons-typo"\ndataset = "moon"\ncron = "17 5 * * 1-5"\n')
+    graphlabel = Path(sys.executable).with_name("graphlabel")
+    log_path = tmp_path / "serve.log"
+    log = log_path.open("wb")
+    serve = subprocess.Popen([str(graphlabel), "serve", "--config", str(config)], cwd=tmp_path,
+                             env=prefect_server.env(COLUMNS="200"), stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    scheduled: dict[str, list[dict]] = {}
+    try:
+        deadline = time.monotonic() + SERVE_SECONDS
+        while time.monotonic() < deadline and not (scheduled and all(scheduled.values())):
+            time.sleep(2)
+            assert serve.poll() is None, log_path.read_text()
+            scheduled = {name: sorted((r for r in prefect_server.deployment_runs(name)
+                                       if r["state_type"] == "SCHEDULED"), key=lambda r: r["expected_start_time"])
+                         for name in ("moons-nightly", "moons-typo")}
+    finally:
+        stop(serve)
+        log.close()
+    said = log_path.read_text(errors="replace")
+    assert all(scheduled.values()), f"the server scheduled no run of a job in {SERVE_SECONDS} s:\n{said[-3000:]}"
+    shown = re.findall(r"next run\s+│ (\w{3} \d{4}-\d\d-\d\d \d\d:\d\d) UTC", said)
+    firsts = [pd.Timestamp(scheduled[name][0]["expected_start_time"]) for name in ("moons-nightly", "moons-typo")]
+    assert shown == [f"{first:%a %Y-%m-%d %H:%M}" for first in firsts], (shown, firsts)
+    assert [(first.hour, first.minute) for first in firsts] == [(4, 17), (5, 17)]
+    line = " ".join(said.split())
+    assert ("warning: job 'moons-typo' cannot run now: no dataset 'moon' in the store (no node belongs to it);"
+            " its datasets: 'moons'; served all the same, its runs fail until that changes") in line
+    assert "'moons-nightly' cannot run" not in line
