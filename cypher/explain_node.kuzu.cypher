@@ -10,7 +10,7 @@ OPTIONAL MATCH (e)-[r:SIMILAR]-(n:Entity)
 WHERE n <> e
 WITH e, n, max(r.weight) AS weight
 RETURN e.key AS key, e.given_label AS given_label, e.predicted_label AS predicted_label,
-       e.label_confidence AS label_confidence, e.label_noise AS label_noise,
+       e.label_confidence AS label_confidence, e.label_noise AS label_noise, e.label_noise_score AS label_noise_score,
        e.label_run_id AS label_run_id, e.label_solver AS label_solver, e.labelled_at AS labelled_at,
        e.label_accepted AS label_accepted,
        collect({key: n.key, label: coalesce(n.given_label, n.predicted_label), weight: weight,

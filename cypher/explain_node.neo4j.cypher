@@ -13,6 +13,7 @@ WHERE b <> a AND ${b_in_dataset}
 WITH a, b, max(coalesce(toFloat(r.${weight}), 1.0)) AS weight
 RETURN a.${key} AS key, toString(a.${given_label}) AS given_label, a.${predicted_label} AS predicted_label,
        a.${label_confidence} AS label_confidence, a.${label_noise} AS label_noise,
+       a.${label_noise_score} AS label_noise_score,
        a.${label_run_id} AS label_run_id, a.${label_solver} AS label_solver, a.${labelled_at} AS labelled_at,
        a.${label_accepted} AS label_accepted,
        collect({key: b.${key}, label: coalesce(toString(b.${given_label}), b.${predicted_label}),

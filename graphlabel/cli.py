@@ -1008,8 +1008,8 @@ def correct(
     label = key_text(label) or label  # labels follow the keys' rule, as ingest reads them ("1.0" is "1")
     done = _decide(key, dataset, "correct", label, reviewer, store)
     changed = f"{done['previous_label']!r} → {done['label']!r}" if done["previous_label"] is not None else \
-        f"given the label {done['label']!r} (it had none)"
-    console.print(f"corrected {key!r}: {changed} (by {done['reviewer']}); the next label run relabels around it",
+        f"it had no given label, now {done['label']!r}"
+    console.print(f"corrected {key!r} (by {done['reviewer']}): {changed}; the next label run relabels around it",
                   highlight=False)
 
 

@@ -167,7 +167,8 @@ class GraphStore(ABC):
         -------
         node : dict
             ``key``, ``given_label``, ``predicted_label``, ``label_confidence``,
-            ``label_noise``, ``label_run_id``, ``label_solver``, ``labelled_at``,
+            ``label_noise``, ``label_noise_score``, ``label_run_id``, ``label_solver``,
+            ``labelled_at``, ``label_accepted`` (the given label a reviewer vouched for),
             ``dataset``, ``degree`` (sum of the weights to the neighbours),
             ``n_neighbours``, ``class_shares``: class → share of the degree going to
             neighbours of that class (given label, else predicted), largest first, and

@@ -634,10 +634,15 @@ def explanation_renderables(node: Mapping[str, Any], neighbours: pd.DataFrame) -
 
     about = Table("field", "value", title=_text(f"node {node['key']!r} of dataset {node['dataset']!r}"),
                   title_justify="left", show_edge=False)
-    noise = node.get("label_noise")
-    for name, value in (("given label", node.get("given_label")), ("predicted label", node.get("predicted_label")),
+    noise, given = node.get("label_noise"), node.get("given_label")
+    # a given label's own rows: how strongly the run doubts it (review ranks by it), and
+    # whether a reviewer vouched for it (review then lists it no more)
+    doubt = (("noise score", _number(node.get("label_noise_score"))),
+             ("reviewed", "yes: a reviewer vouched for it" if node.get("label_accepted") == given else "no"))\
+        if given is not None else ()
+    for name, value in (("given label", given), ("predicted label", node.get("predicted_label")),
                         ("confidence", _number(node.get("label_confidence"))),
-                        ("flagged as noisy", None if noise is None else bool(noise)),
+                        ("flagged as noisy", None if noise is None else bool(noise)), *doubt,
                         ("run id", node.get("label_run_id")), ("solver", node.get("label_solver")),
                         ("labelled at", node.get("labelled_at")),
                         ("neighbours", node.get("n_neighbours")), ("weighted degree", node.get("degree"))):

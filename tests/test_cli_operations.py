@@ -316,14 +316,28 @@ def test_an_accept_twice_records_one_decision_and_a_correction_of_no_label_says_
         assert result.exit_code == 0, result.output
         return result.output.strip()
 
+    def explained(key: str) -> str:
+        result = invoke("explain", key, "--dataset", "toy", "--store", store_with_runs)
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())
+
+    assert " reviewed │ no " in explained("c")
     assert decide("accept", "c") == "accepted the given label 'y' of 'c' (by ann); the latest run had not flagged it"
     assert decide("accept", "c") == "the given label 'y' of 'c' is already accepted: nothing recorded"
-    assert decide("correct", "a", "--label", "x") == ("corrected 'a': given the label 'x' (it had none) (by ann);"
+    assert " given label │ — " in explained("a")
+    assert "reviewed" not in explained("a")  # a given label's rows
+    assert decide("correct", "a", "--label", "x") == ("corrected 'a' (by ann): it had no given label, now 'x';"
                                                       " the next label run relabels around it")
+    assert decide("correct", "a", "--label", "y") == ("corrected 'a' (by ann): 'x' → 'y'; the next label run"
+                                                      " relabels around it")
+
+    # explain says whether a reviewer vouched for a given label, and how strongly the run doubts it
+    assert " noise score │ — reviewed │ yes: a reviewer vouched for it " in explained("c")
+    assert " reviewed │ no " in explained("b")
     with open_store(store_with_runs) as store:
         decisions = store.query("MATCH (d:LabelDecision) WHERE d.dataset = 'toy' RETURN d.key AS key,"
                                 " d.decision AS decision ORDER BY key")
-    assert decisions.values.tolist() == [["a", "correct"], ["c", "accept"]]
+    assert decisions.values.tolist() == [["a", "correct"], ["a", "correct"], ["c", "accept"]]
 
 
 @pytest.mark.parametrize("args, says", [

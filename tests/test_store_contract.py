@@ -485,9 +485,13 @@ def test_explain_reads_the_weights_and_labels_around_a_node(store, names):
     store.write_nodes(other, nodes(["a"], ["x"]))
     store.replace_edges(dataset, edges(("a", "b", 0.5), ("c", "a", 0.25), ("a", "c", 0.1), ("a", "d", 0.25)))
     at = pd.Timestamp("2026-01-02 03:04:05", tz="UTC")
-    rows = predictions(["a", "b", "c"], ["x", "x", "y"], at=at)
+    rows = predictions(["a", "b", "c"], ["x", "x", "y"], at=at, scores=[None, 0.125, None])
     store.write_predictions(dataset, rows.set_column(2, "label_confidence", pa.array([0.75, 1.0, 0.5])))
+    store.record_decision(dataset, "b", "accept", None, "ann", at, f"{dataset}-decision")
+    given, _ = store.explain(dataset, "b")  # how strongly the run doubts its given label, and the review's word
+    assert (given["given_label"], given["label_noise_score"], given["label_accepted"]) == ("x", 0.125, "x")
     node, neighbours = store.explain(dataset, "a", limit=2)
+    assert (node["label_noise_score"], node["label_accepted"]) == (None, None)
     assert {name: node[name] for name in ("key", "given_label", "predicted_label", "label_confidence",
                                           "label_run_id", "label_solver", "labelled_at", "dataset")} == {
         "key": "a", "given_label": None, "predicted_label": "x", "label_confidence": 0.75, "label_run_id": "r1",
