@@ -29,11 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .wording import NAMED, named
+
 if TYPE_CHECKING:
     from graphstore import GraphStore
 
-#: Columns a refusal names at most per side.
-NAMED = 6
 
 
 class FeatureColumnsDiffer(ValueError):
@@ -90,23 +90,18 @@ class FeatureColumns:
         added = [column for column in theirs if column not in mine]
         moved = [f"{column!r} is {theirs[column]} here, {mine[column]} there" for column in theirs
                  if column in mine and theirs[column] != mine[column]]
-        differences = ([f"lack {_listed(missing)}"] if missing else []) + ([f"add {_listed(added)}"] if added else [])
+        differences = ([f"lack {named(missing)}"] if missing else []) + ([f"add {named(added)}"] if added else [])
         said = "; ".join((["these " + " and ".join(differences)] if differences else []) + moved[:NAMED]) \
             or "the same columns in another order"
         return f"the feature columns are not the ones {recorded_as} ({self.describe()}): {said}; {way_out}"
 
     def describe(self) -> str:
         """``13 numeric: 'alcohol', 'malic_acid', ... ; text 'body'; 2 categorical: ...``"""
-        parts = [f"{len(self.numeric)} numeric: {_listed(list(self.numeric))}"] if self.numeric else []
+        parts = [f"{len(self.numeric)} numeric: {named(list(self.numeric))}"] if self.numeric else []
         parts += [f"text {self.text!r}"] if self.text else []
-        parts += [f"{len(self.categorical)} categorical: {_listed(list(self.categorical))}"] if self.categorical \
+        parts += [f"{len(self.categorical)} categorical: {named(list(self.categorical))}"] if self.categorical \
             else []
         return "; ".join(parts)
-
-
-def _listed(columns: list[str]) -> str:
-    shown = ", ".join(repr(column) for column in columns[:NAMED])
-    return shown + (f" and {len(columns) - NAMED} more" if len(columns) > NAMED else "")
 
 
 @dataclass(frozen=True)

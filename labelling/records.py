@@ -88,7 +88,7 @@ from graphstore.schemas import NODE_SCHEMA
 from .arfffiles import read_arff_table
 from .feature_columns import FeatureColumns, RecordedColumns
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
-from .wording import counted
+from .wording import counted, named
 
 MISSING_KEY = "missing key"
 NON_NUMERIC = "non-numeric feature"
@@ -289,8 +289,10 @@ def resolve_feature_columns(names: list, features: str | list[str],
                              " key or the label, not two of them")
         matched = [c for c in names if fnmatch.fnmatchcase(str(c), pattern) and c not in exclude]
         if not matched:
-            raise ValueError(f"no column matches feature {pattern!r} (the key and label columns never do);"
-                             f" columns are {list(names)[:20]}")
+            # the bracket only where the pattern would have taken the key or the label
+            never = " (the key and label columns never do)" if any(
+                fnmatch.fnmatchcase(str(c), pattern) for c in exclude) else ""
+            raise ValueError(f"no column matches feature {pattern!r}{never}; columns are {list(names)[:20]}")
         columns.extend(c for c in matched if c not in columns)
     return columns
 
@@ -788,20 +790,16 @@ def _text_columns_hint(rejects: pd.DataFrame) -> str:
     if always:
         columns = [column for column in dict.fromkeys(_NON_NUMERIC_COLUMN.findall(str(reasons.iloc[0])))
                    if column in always]
-        return (f"; {_named_columns(columns)} {'holds' if len(columns) == 1 else 'hold'} text in every record:"
+        return (f"; {named(columns)} {'holds' if len(columns) == 1 else 'hold'} text in every record:"
                 " categorical columns go in --categorical (a text to embed in --text), not in --features")
     no_number = [texts | set(_MISSING_COLUMN.findall(reason)) for texts, reason in zip(per_record, reasons)]
     sparse = set.intersection(*no_number) & set.union(*per_record) if no_number else set()
     if not sparse:
         return ""
     columns = sorted(sparse)
-    return (f"; {_named_columns(columns)} {'holds' if len(columns) == 1 else 'hold'} no number in any record,"
+    return (f"; {named(columns)} {'holds' if len(columns) == 1 else 'hold'} no number in any record,"
             " text in some: a label column goes in --label, categorical columns in --categorical, not in"
             " --features")
-
-
-def _named_columns(columns: list[str]) -> str:
-    return ", ".join(columns[:6]) + (f" and {len(columns) - 6} more" if len(columns) > 6 else "")
 
 
 def parse_frame(frame: pd.DataFrame, numbers: np.ndarray, spec: RecordColumns,

@@ -5,3 +5,13 @@ log: "1 label", "1,500 nodes". No imports: the CLI loads it at start-up."""
 def counted(n: int, noun: str) -> str:
     """``n`` with thousands separators and ``noun``, plural (an added "s") unless n is 1."""
     return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
+#: Names a message lists before "and N more".
+NAMED = 6
+
+
+def named(names: list) -> str:
+    """The first ``NAMED`` of ``names`` quoted, and how many more: ``'a', 'b' and 3 more``."""
+    shown = ", ".join(repr(name) for name in names[:NAMED])
+    return shown + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")

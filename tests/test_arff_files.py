@@ -86,7 +86,7 @@ def test_a_text_column_taken_for_a_feature_is_quoted_short():
     assert reasons.str.match(r"non-numeric feature Text=['\"]").all()
     assert reasons.str.len().max() <= len("non-numeric feature Text=") + 60
     message = str(raised.value)
-    assert "; Text holds text in every record: categorical columns go in --categorical (a text to embed in --text)" \
+    assert "; 'Text' holds text in every record: categorical columns go in --categorical (a text to embed in --text)" \
            in message
     assert len(message) < 600  # it held three whole articles
 
@@ -406,12 +406,13 @@ def test_nominal_attributes_read_as_features_are_named_in_one_short_line():
     with pytest.raises(NoValidRecords) as raised:
         parse_records(weka_path("credit-g"), key="#", features="*", label="class")
     message = str(raised.value)
-    assert message.startswith("none of the 1000 records is valid (non-numeric feature: 1000); checking_status,"
-                              " credit_history, purpose, savings_status, employment, personal_status and 7 more"
+    assert message.startswith("none of the 1000 records is valid (non-numeric feature: 1000); 'checking_status',"
+                              " 'credit_history', 'purpose', 'savings_status', 'employment', 'personal_status'"
+                              " and 7 more"
                               " hold text in every record: categorical columns go in --categorical (a text to"
                               " embed in --text), not in --features; first reasons: non-numeric feature"
                               " checking_status='<0'; ")
-    assert len(message) < 500
+    assert len(message) < 520  # the columns quoted, as every message names them
     assert len(raised.value.rejects) == 1000
 
 

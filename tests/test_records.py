@@ -167,8 +167,12 @@ def test_glob_feature_columns_and_integral_float_labels():
 
 def test_unknown_columns_are_named_in_the_error():
     frame = pd.DataFrame({"k": [1], "x": [1.0]})
-    with pytest.raises(ValueError, match="no column matches feature 'z'"):
+    with pytest.raises(ValueError, match=r"^no column matches feature 'z'; columns are \['k', 'x'\]$"):
         parse_records(frame, key="k", features="z")
+    # said where the pattern would have taken the key or the label (`predict` of a renamed
+    # column said it of a plain name)
+    with pytest.raises(ValueError, match=r"^no column matches feature 'k\*' \(the key and label columns never do\)"):
+        parse_records(frame, key="k", features="k*")
     with pytest.raises(ValueError, match="no column 'lbl'"):
         parse_records(frame, key="k", features="x", label="lbl")
 
@@ -197,7 +201,7 @@ def test_a_column_of_text_in_every_record_is_named_once_and_others_are_not():
         parse_records(frame, key="k", features="x,colour,size")
     message = str(raised.value)
     # 'size' holds a number in one record: not named; 'x' is missing once: a reason, not a hint
-    assert "; colour holds text in every record: categorical columns go in --categorical (a text to embed" \
+    assert "; 'colour' holds text in every record: categorical columns go in --categorical (a text to embed" \
            " in --text), not in --features; first reasons: non-numeric feature colour='red'; non-numeric" \
            " feature size='S'; non-numeric feature colour='blue'" in message
     assert "size holds" not in message
@@ -209,7 +213,7 @@ def test_a_label_column_taken_as_a_feature_is_named():
     frame = pd.DataFrame({"k": ["a", "b", "c"], "x": [1.0, 2.0, 3.0], "cls": ["p", None, None]})
     with pytest.raises(NoValidRecords) as raised:
         parse_records(frame, key="k", features="*")
-    assert ("(non-numeric feature: 1, missing feature: 2); cls holds no number in any record, text in some: a"
+    assert ("(non-numeric feature: 1, missing feature: 2); 'cls' holds no number in any record, text in some: a"
             " label column goes in --label, categorical columns in --categorical, not in --features; first"
             " reasons: ") in str(raised.value)
     frame["x"] = [1.0, np.nan, "?"]  # every record rejected, but x has a number: not named
