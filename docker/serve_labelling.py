@@ -8,7 +8,8 @@ jobs come from the TOML file ``$GRAPHLABEL_SCHEDULE`` when it is set, else one j
 file). Bad settings stop the container at start-up with the setting named, in one line each
 (they ended in a traceback), and so does a Prefect server that does not answer (without
 ``PREFECT_API_URL`` it served on a temporary server of its own, where no scheduled run ever
-starts, as ``graphlabel serve`` did before it checked). Runs can also
+starts, as ``graphlabel serve`` did before it checked). As ``graphlabel serve``, it warns
+of a job that could not run now (its store, dataset or given labels). Runs can also
 be started by hand from the Prefect UI. ``docker stop`` (SIGTERM to this process) cancels
 the runs in progress and pauses the schedules; runs a killed container left unfinished are
 ended by the next start.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from graphlabel.schedule import ScheduleError, jobs_from_env, server_problem
+from graphlabel.schedule import ScheduleError, jobs_from_env, serve_warnings, server_problem
 from graphlabel.serving import serve
 
 
@@ -32,6 +33,8 @@ def main() -> int:
     except FileNotFoundError as error:
         problems = [f"GRAPHLABEL_SCHEDULE names no file: {error.filename}"]
     else:
+        for warning in serve_warnings(jobs):  # as graphlabel serve says them
+            print(f"warning: {warning}", file=sys.stderr)
         unservable = server_problem()
         if unservable is None:
             serve(jobs)

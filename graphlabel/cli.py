@@ -837,6 +837,7 @@ def serve(
         ScheduleError,
         jobs_that_cannot_run,
         load_schedule,
+        serve_warnings,
         server_problem,
         shared_store_warnings,
     )
@@ -853,19 +854,18 @@ def serve(
         _fail(error.problems[-1])
     for renderable in jobs_renderables(jobs):
         console.print(renderable)
-    for warning in shared_store_warnings(jobs):
-        err.print(f"[yellow]warning:[/] {_escape(warning)}")
-    cannot_run, unchecked = jobs_that_cannot_run(jobs)
-    for warning in unchecked:
-        err.print(f"[yellow]warning:[/] {_escape(warning)}")
-    if check:
+    if not check:
+        for warning in serve_warnings(jobs):
+            err.print(f"[yellow]warning:[/] {_escape(warning)}")
+    else:  # the jobs that could not run now fail the check
+        cannot_run, unchecked = jobs_that_cannot_run(jobs)
+        for warning in [*shared_store_warnings(jobs), *unchecked]:
+            err.print(f"[yellow]warning:[/] {_escape(warning)}")
         for problem in cannot_run[:-1]:
             err.print(f"[bold red]error:[/] {_escape(problem)}")
         if cannot_run:
             _fail(cannot_run[-1])
         return
-    for problem in cannot_run:  # served all the same: what it lacks may be ingested before it is due
-        err.print(f"[yellow]warning:[/] {_escape(problem)}; served all the same, its runs fail until that changes")
     unservable = server_problem()
     if unservable is not None:
         _fail(unservable)

@@ -510,6 +510,16 @@ def jobs_that_cannot_run(jobs: list[Job]) -> tuple[list[str], list[str]]:
     return cannot_run, unchecked
 
 
+def serve_warnings(jobs: list[Job]) -> list[str]:
+    """What ``serve`` (and the compose labeller) says before it serves ``jobs``: the jobs
+    that can meet (``shared_store_warnings``), the jobs that could not be looked at, and
+    the jobs that could not run now, which are served all the same (what a job lacks may be
+    ingested before it is due)."""
+    cannot_run, unchecked = jobs_that_cannot_run(jobs)
+    return [*shared_store_warnings(jobs), *unchecked,
+            *(f"{line}; served all the same, its runs fail until that changes" for line in cannot_run)]
+
+
 #: The job fields that make the graph a scheduled run rebuilds (``search`` only finds it).
 GRAPH_FIELDS = ("graph", "k", "delta", "metric", "weights", "sigma", "edges_weight", "scale")
 

@@ -244,11 +244,12 @@ def test_jobs_from_the_environment(tmp_path):
         ["label-products-mincut", "digits-delta"]
 
 
-def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
+def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch, tmp_path, capsys):
     served = []
     monkeypatch.setattr(serving, "serve", served.append)
     monkeypatch.setattr(schedule, "server_problem", lambda: None)  # tests/test_docker_image.py runs it for real
     monkeypatch.setenv("LABEL_DATASET", "items")
+    monkeypatch.setenv("GRAPHLABEL_STORE", str(tmp_path / "store"))
     monkeypatch.delenv("GRAPHLABEL_SCHEDULE", raising=False)
     spec = importlib.util.spec_from_file_location("serve_labelling", ROOT / "docker" / "serve_labelling.py")
     module = importlib.util.module_from_spec(spec)
@@ -256,6 +257,11 @@ def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch):
     assert module.main() == 0
     (jobs,) = served
     assert [(j.name, j.dataset) for j in jobs] == [("scheduled-labelling", "items")]
+    # what serve warns of, it warns of: served all the same
+    assert capsys.readouterr().err == (
+        f"warning: job 'scheduled-labelling' cannot run now: no store at {tmp_path}/store: check --store or"
+        " GRAPHLABEL_STORE (graphlabel ingest creates a store); served all the same, its runs fail until that"
+        " changes\n")
 
 
 def test_retention_and_holdout_reach_the_flow():
