@@ -500,14 +500,27 @@ def jobs_that_cannot_run(jobs: list[Job]) -> tuple[list[str], list[str]]:
     asked: dict[str, dict[str, tuple[str, GraphRequest]]] = {}
     for job in jobs:  # None is what a run opens: $GRAPHLABEL_STORE, else .graphlabel
         asked.setdefault(job.store_uri or default_store_uri(), {})[job.name] = (job.dataset, job.graph_request())
+    named = {job.name: job for job in jobs}
     cannot_run, unchecked = [], []
     for store, datasets in asked.items():
         for name, error in why_cannot_label(store, datasets).items():
             if isinstance(error, StoreLocked):
                 unchecked.append(f"job {name!r} was not checked: {error}")
             else:
-                cannot_run.append(f"job {name!r} cannot run now: {error}")
+                cannot_run.append(f"job {name!r} cannot run now: {_no_store(named[name], store) or error}")
     return cannot_run, unchecked
+
+
+def _no_store(job: Job, store: str) -> str | None:
+    """What to do when no embedded store is at ``store`` yet, said in the schedule's words
+    (the store's own error speaks of --store, an option a schedule has not)."""
+    from graphstore import NEO4J_SCHEMES, embedded_folder
+
+    if store.startswith(NEO4J_SCHEMES) or Path(embedded_folder(store)[1]).exists():
+        return None
+    where = "the schedule's store" if job.store_uri else "GRAPHLABEL_STORE (else .graphlabel where serve starts)"
+    return (f"no store at {store}: ingest the dataset there first (graphlabel ingest FILE --dataset {job.dataset}"
+            f" --store {store}), or check {where}")
 
 
 def serve_warnings(jobs: list[Job]) -> list[str]:

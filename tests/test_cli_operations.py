@@ -187,7 +187,9 @@ def test_serve_check_fails_on_each_job_that_could_not_run_now(tmp_path, store_wi
                  " its datasets: 'one', 'toy'",
                  "error: job 'one-class' cannot run now: dataset 'one' has given labels of one class only ('x')",
                  "error: job 'no-edges' cannot run now: dataset 'toy' has no BOUGHT edges between its nodes",
-                 f"error: job 'no-store' cannot run now: no store at {tmp_path / 'elsewhere'}"):
+                 f"error: job 'no-store' cannot run now: no store at {tmp_path / 'elsewhere'}: ingest the dataset"
+                 f" there first (graphlabel ingest FILE --dataset toy --store {tmp_path / 'elsewhere'}), or check the"
+                 " schedule's store"):
         assert line in said, line
     assert "'ready' cannot" not in said
     assert not (tmp_path / "elsewhere").exists()  # looked for, not made

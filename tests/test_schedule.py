@@ -259,9 +259,9 @@ def test_the_compose_labeller_serves_through_the_same_code_path(monkeypatch, tmp
     assert [(j.name, j.dataset) for j in jobs] == [("scheduled-labelling", "items")]
     # what serve warns of, it warns of: served all the same
     assert capsys.readouterr().err == (
-        f"warning: job 'scheduled-labelling' cannot run now: no store at {tmp_path}/store: check --store or"
-        " GRAPHLABEL_STORE (graphlabel ingest creates a store); served all the same, its runs fail until that"
-        " changes\n")
+        f"warning: job 'scheduled-labelling' cannot run now: no store at {tmp_path}/store: ingest the dataset there"
+        f" first (graphlabel ingest FILE --dataset items --store {tmp_path}/store), or check the schedule's store;"
+        " served all the same, its runs fail until that changes\n")
 
 
 def test_retention_and_holdout_reach_the_flow():
