@@ -257,6 +257,16 @@ def _flatten(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str
     return rows
 
 
+def _parameter_rows(parameters: Mapping[str, Any], metrics: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The run's parameters as asked, and where the solver chose (``class_mass = "auto"``)
+    what it chose, which it records as ``solver_NAME``: ``auto → smoothed``."""
+    rows = _flatten({k: v for k, v in parameters.items() if k not in GRAPH_PARAMETERS})
+    chosen = {f"solver_params.{name.removeprefix('solver_')}": value for name, value in metrics.items()
+              if name.startswith("solver_") and isinstance(value, str)}
+    return [(name, f"{value} → {chosen[name]}" if chosen.get(name, value) != value else value)
+            for name, value in rows]
+
+
 def _count(n: int | None) -> str:
     return MISSING if n is None else f"{n:,}"
 
@@ -450,8 +460,7 @@ def report_sections(summary: Mapping[str, Any]) -> list[Section]:
          [(bin_, f"{n:,}", f"{n / total:.1%}") for bin_, n in histogram.items()] if total else []),
         ("time per stage", ("stage", "seconds"), [(stage, f"{sec:.3f}") for stage, sec in s["timings"].items()]),
         ("graph used", ("parameter", "value"), _graph_rows(s["parameters"])),
-        ("parameters", ("parameter", "value"),
-         _flatten({k: v for k, v in s["parameters"].items() if k not in GRAPH_PARAMETERS})),
+        ("parameters", ("parameter", "value"), _parameter_rows(s["parameters"], s["other_metrics"])),
         ("versions", ("library", "version"),
          [(LIBRARY_NAMES.get(name, name), version) for name, version in s["versions"].items()]),
         ("other metrics", ("metric", "value"), [(metric_name(name), _metric(value, name))

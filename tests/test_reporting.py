@@ -305,3 +305,13 @@ def test_an_accuracy_below_always_answering_the_largest_class_says_what_it_hides
     assert sections["held-out labels per class"] == [("a", "90", "0.889", "0.950"), ("b", "10", "0.800", "—")]
     assert {"metric": "held-out b", "value": "recall 0.800, precision — (10 labels)"} in metrics_rows(seeing)
     assert "holdout_classes" not in summarise_run(seeing)["other_metrics"]
+
+
+def test_a_parameter_the_solver_chose_shows_what_it_chose():
+    """``class_mass = "auto"`` read "auto" in the parameters, what ran only under the other
+    metrics ("solver: class mass")."""
+    run = record(parameters={"solver_params": {"class_mass": "auto", "loo": "local", "gamma_g": 0.0}},
+                 metrics={"solver_class_mass": "smoothed", "solver_loo": "local", "solver_temperature": 0.5})
+    rows = dict({title: rows for title, _, rows in report_sections(summarise_run(run))}["parameters"])
+    assert rows == {"solver_params.class_mass": "auto → smoothed", "solver_params.loo": "local",
+                    "solver_params.gamma_g": "0.0"}
