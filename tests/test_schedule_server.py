@@ -8,6 +8,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,7 @@ from prefect_server import PrefectServer, stop
 from graphstore import open_store
 
 SERVE_SECONDS = 240
+GRAPHLABEL = Path(sys.executable).with_name("graphlabel")
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +37,42 @@ def ingest_moons(tmp_path: Path, store: str) -> None:
     frame = pd.DataFrame({"id": [f"m{i}" for i in range(200)], "x": X[:, 0], "y": X[:, 1]})
     frame["label"] = np.where(np.arange(200) < 12, np.where(y == 0, "upper", "lower"), "")
     frame.to_csv(tmp_path / "moons.csv", index=False)
-    graphlabel = Path(sys.executable).with_name("graphlabel")
-    done = subprocess.run([str(graphlabel), "ingest", str(tmp_path / "moons.csv"), "--dataset", "moons",
+    done = subprocess.run([str(GRAPHLABEL), "ingest", str(tmp_path / "moons.csv"), "--dataset", "moons",
                            "--key", "id", "--features", "x,y", "--label", "label", "--store", store],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@dataclass(frozen=True)
+class Served:
+    """A ``graphlabel serve`` process, the file it prints to, and its jobs' store."""
+
+    process: subprocess.Popen
+    log: Path
+    store: str
+
+    def said(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def serving(server: PrefectServer, tmp_path: Path, jobs: str, **env: str) -> Iterator[Served]:
+    """``graphlabel serve`` of ``jobs`` (``[[jobs]]`` tables) on the 200 moons of a new
+    store, against ``server`` with ``env`` added; stopped (as ``systemctl stop`` does) when
+    the block ends."""
+    store = str(tmp_path / "store")
+    ingest_moons(tmp_path, store)
+    config = tmp_path / "schedule.toml"
+    config.write_text(f'store = "{store}"\n\n{jobs}')
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(GRAPHLABEL), "serve", "--config", str(config)], cwd=tmp_path,
+                                   env=server.env(**env), stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            yield Served(process, log, store)
+        finally:
+            stop(process)
 
 
 def flow_runs(server: PrefectServer) -> list[dict]:
@@ -45,37 +80,25 @@ def flow_runs(server: PrefectServer) -> list[dict]:
 
 
 def test_an_interval_job_runs_on_its_own_and_writes_predictions(prefect_server, tmp_path):
-    store = str(tmp_path / "store")
-    ingest_moons(tmp_path, store)
-    config = tmp_path / "schedule.toml"
-    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "moons-often"\ndataset = "moons"\n'
-                      'interval = 15\nk = 6\nholdout = 0.25\n')
-    graphlabel = Path(sys.executable).with_name("graphlabel")
-    log = (tmp_path / "serve.log").open("wb")
-    serve = subprocess.Popen([str(graphlabel), "serve", "--config", str(config)], cwd=tmp_path,
-                             env=prefect_server.env(PREFECT_RUNNER_POLL_FREQUENCY="2"), stdout=log,
-                             stderr=subprocess.STDOUT, start_new_session=True)
     completed = None
-    try:
+    with serving(prefect_server, tmp_path, '[[jobs]]\nname = "moons-often"\ndataset = "moons"\ninterval = 15\nk = 6\n'
+                 'holdout = 0.25\n', PREFECT_RUNNER_POLL_FREQUENCY="2") as served:
         deadline = time.monotonic() + SERVE_SECONDS
         while time.monotonic() < deadline and completed is None:
             time.sleep(2)
-            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            assert served.process.poll() is None, served.said()
             runs = flow_runs(prefect_server)
             completed = next((r for r in runs if r["auto_scheduled"] and r["state_type"] == "COMPLETED"), None)
             failed = [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")]
-            assert not failed, (failed[0]["state"], (tmp_path / "serve.log").read_text()[-3000:])
-    finally:
-        stop(serve)
-        log.close()
+            assert not failed, (failed[0]["state"], served.said()[-3000:])
     assert completed is not None, (
         f"no scheduled run completed in {SERVE_SECONDS} s; runs: "
         f"{[(r['name'], r['state_type'], r['auto_scheduled']) for r in flow_runs(prefect_server)]}\n"
-        f"server log:\n{prefect_server.log_text()}\nserve log:\n{(tmp_path / 'serve.log').read_text()[-3000:]}")
+        f"server log:\n{prefect_server.log_text()}\nserve log:\n{served.said()[-3000:]}")
     deployment = prefect_server.post("/deployments/filter", {"deployments": {"name": {"any_": ["moons-often"]}}})
     assert [d["id"] for d in deployment] == [completed["deployment_id"]]
     assert {"graphlabel", "moons", "harmonic", "full", "scheduled"} <= set(completed["tags"])
-    with open_store(store) as graph_store:
+    with open_store(served.store) as graph_store:
         written = graph_store.query(
             "MATCH (e:Entity) WHERE e.dataset = 'moons' RETURN e.label_run_id AS run, e.predicted_label AS p")
         runs = graph_store.read_runs(dataset="moons")
@@ -93,40 +116,27 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
     # a job due every 2 s whose runs take longer (a served run's process alone starts in
     # seconds): without the deployment's limit its runs met at the embedded store's lock,
     # waited, and failed with StoreLocked (3 of 8 under a real server, lcsnc on */2 cron)
-    store = str(tmp_path / "store")
-    ingest_moons(tmp_path, store)
-    config = tmp_path / "schedule.toml"
-    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "moons-crowded"\ndataset = "moons"\n'
-                      'interval = 2\nk = 6\nfull = true\n')
-    graphlabel = Path(sys.executable).with_name("graphlabel")
-    log = (tmp_path / "serve.log").open("wb")
-    serve = subprocess.Popen([str(graphlabel), "serve", "--config", str(config)], cwd=tmp_path,
-                             env=prefect_server.env(PREFECT_RUNNER_POLL_FREQUENCY="2", GRAPHLABEL_LOCK_TIMEOUT="5"),
-                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
     def mine() -> list[dict]:
         return prefect_server.deployment_runs("moons-crowded")
 
-    try:
+    with serving(prefect_server, tmp_path, '[[jobs]]\nname = "moons-crowded"\ndataset = "moons"\ninterval = 2\nk = 6\n'
+                 'full = true\n', PREFECT_RUNNER_POLL_FREQUENCY="2", GRAPHLABEL_LOCK_TIMEOUT="5") as served:
         deadline = time.monotonic() + SERVE_SECONDS
         while time.monotonic() < deadline:
             time.sleep(2)
-            assert serve.poll() is None, (tmp_path / "serve.log").read_text()
+            assert served.process.poll() is None, served.said()
             runs = mine()
             failed = [r for r in runs if r["state_type"] in ("FAILED", "CRASHED")]
-            assert not failed, (failed[0]["state"], (tmp_path / "serve.log").read_text()[-3000:])
+            assert not failed, (failed[0]["state"], served.said()[-3000:])
             if sum(r["state_type"] == "COMPLETED" for r in runs) >= 3:
                 break
-    finally:
-        stop(serve)
-        log.close()
     runs = mine()
     done = sorted((r for r in runs if r["state_type"] == "COMPLETED"), key=lambda r: r["start_time"])
     others = [(r["name"], r["state_name"]) for r in runs if r["state_type"] not in ("SCHEDULED", "COMPLETED")]
     assert len(done) >= 3, (
         f"{len(done)} runs completed in {SERVE_SECONDS} s; the others: {others}"
         f", {sum(r['state_type'] == 'SCHEDULED' for r in runs)} scheduled\n"
-        f"server log:\n{prefect_server.log_text()[-3000:]}\nserve log:\n{(tmp_path / 'serve.log').read_text()[-5000:]}")
+        f"server log:\n{prefect_server.log_text()[-3000:]}\nserve log:\n{served.said()[-5000:]}")
     # one at a time: each completed run started after the one before it ended
     for before, after in zip(done, done[1:]):
         assert after["start_time"] >= before["end_time"], (before["name"], after["name"])
@@ -136,7 +146,7 @@ def test_runs_of_one_job_wait_their_turn_instead_of_meeting_at_the_store(prefect
         len(runs) > len(done))
     # a waiting run is said once, as waiting: Prefect's runner logged "Aborted submission of
     # flow run ...: Server returned a non-pending state 'SCHEDULED'" for it at every poll
-    said = (tmp_path / "serve.log").read_text()
+    said = served.said()
     assert "non-pending state 'SCHEDULED'" not in said
     waiting = re.findall(r"job 'moons-crowded': flow run '([0-9a-f-]+)' is due and waits for its job's run in"
                          r" progress", said)
@@ -149,30 +159,18 @@ def test_a_cron_jobs_next_run_is_the_one_the_server_schedules_and_a_job_that_can
     """``serve`` shows a cron job's next run as the server's scheduler computes it, and says
     at start which job could not run now (served all the same: what it lacks may be
     ingested before it is due)."""
-    store = str(tmp_path / "store")
-    ingest_moons(tmp_path, store)
-    config = tmp_path / "schedule.toml"
-    config.write_text(f'store = "{store}"\n\n[[jobs]]\nname = "moons-nightly"\ndataset = "moons"\ncron = "17 4 * * *"\n'
-                      '\n[[jobs]]\nname = "moons-typo"\ndataset = "moon"\ncron = "17 5 * * 1-5"\n')
-    graphlabel = Path(sys.executable).with_name("graphlabel")
-    log_path = tmp_path / "serve.log"
-    log = log_path.open("wb")
-    serve = subprocess.Popen([str(graphlabel), "serve", "--config", str(config)], cwd=tmp_path,
-                             env=prefect_server.env(COLUMNS="200"), stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
     scheduled: dict[str, list[dict]] = {}
-    try:
+    jobs = ('[[jobs]]\nname = "moons-nightly"\ndataset = "moons"\ncron = "17 4 * * *"\n\n'
+            '[[jobs]]\nname = "moons-typo"\ndataset = "moon"\ncron = "17 5 * * 1-5"\n')
+    with serving(prefect_server, tmp_path, jobs, COLUMNS="200") as served:
         deadline = time.monotonic() + SERVE_SECONDS
         while time.monotonic() < deadline and not (scheduled and all(scheduled.values())):
             time.sleep(2)
-            assert serve.poll() is None, log_path.read_text()
+            assert served.process.poll() is None, served.said()
             scheduled = {name: sorted((r for r in prefect_server.deployment_runs(name)
                                        if r["state_type"] == "SCHEDULED"), key=lambda r: r["expected_start_time"])
                          for name in ("moons-nightly", "moons-typo")}
-    finally:
-        stop(serve)
-        log.close()
-    said = log_path.read_text(errors="replace")
+    said = served.said()
     assert all(scheduled.values()), f"the server scheduled no run of a job in {SERVE_SECONDS} s:\n{said[-3000:]}"
     shown = re.findall(r"next run\s+│ (\w{3} \d{4}-\d\d-\d\d \d\d:\d\d) UTC", said)
     firsts = [pd.Timestamp(scheduled[name][0]["expected_start_time"]) for name in ("moons-nightly", "moons-typo")]
