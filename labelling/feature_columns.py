@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from graphstore import GraphStore
 
 
-
 class FeatureColumnsDiffer(ValueError):
     """A file's feature columns are not the ones recorded (``FeatureColumns.conform``)."""
 
