@@ -153,7 +153,7 @@ def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp
 
     # -- decisions: a correction and an accept, written back and kept as history
     ran = invoke("correct", top, "--dataset", dataset, "--label", true_top, "--reviewer", "ann")
-    assert f"{old_top!r} → {true_top!r} (by ann)" in ran.output
+    assert f"corrected {top!r} (by ann): {old_top!r} → {true_top!r};" in ran.output
     ran = invoke("accept", second, "--dataset", dataset, "--reviewer", "bob")
     assert ran.output.strip().endswith("(by bob)"), ran.output
     ran = invoke("accept", second, "--dataset", dataset, "--reviewer", "bob")  # twice: one decision
