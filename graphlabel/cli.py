@@ -833,14 +833,7 @@ def serve(
     """Run the labelling flow on the cron or interval schedules of a TOML file, until
     stopped (Ctrl-C or SIGTERM: runs in progress are cancelled). Runs a killed serve left
     unfinished are ended first, and runs missed meanwhile skipped but for the newest."""
-    from graphlabel.schedule import (
-        ScheduleError,
-        jobs_that_cannot_run,
-        load_schedule,
-        serve_warnings,
-        server_problem,
-        shared_store_warnings,
-    )
+    from graphlabel.schedule import ScheduleError, load_schedule, serve_checks, serve_warnings, server_problem
     from graphlabel.serving import serve as serve_jobs
     from labelling.reporting import jobs_renderables
 
@@ -854,17 +847,15 @@ def serve(
         _fail(error.problems[-1])
     for renderable in jobs_renderables(jobs):
         console.print(renderable)
-    if not check:
-        for warning in serve_warnings(jobs):
-            err.print(f"[yellow]warning:[/] {_escape(warning)}")
-    else:  # the jobs that could not run now fail the check
-        cannot_run, unchecked = jobs_that_cannot_run(jobs)
-        for warning in [*shared_store_warnings(jobs), *unchecked]:
-            err.print(f"[yellow]warning:[/] {_escape(warning)}")
-        for problem in cannot_run[:-1]:
-            err.print(f"[bold red]error:[/] {_escape(problem)}")
-        if cannot_run:
-            _fail(cannot_run[-1])
+    # --check fails on the jobs that could not run now; serve warns of them and serves them
+    warnings, cannot_run = serve_checks(jobs) if check else (serve_warnings(jobs), [])
+    for warning in warnings:
+        err.print(f"[yellow]warning:[/] {_escape(warning)}")
+    for problem in cannot_run[:-1]:
+        err.print(f"[bold red]error:[/] {_escape(problem)}")
+    if cannot_run:
+        _fail(cannot_run[-1])
+    if check:
         return
     unservable = server_problem()
     if unservable is not None:

@@ -488,14 +488,16 @@ def shared_store_warnings(jobs: list[Job]) -> list[str]:
     return warnings
 
 
-def jobs_that_cannot_run(jobs: list[Job]) -> tuple[list[str], list[str]]:
-    """``(cannot_run, unchecked)``: a line for each job whose run would stop now before it
-    solves (its store is not there or does not answer, no node belongs to its dataset, its
-    given labels hold fewer than two classes, the store cannot build its graph:
-    ``flows.readiness``), and one for each job whose embedded store another process holds,
-    so that it could not be looked at. Each store is opened once, read only from."""
+def serve_checks(jobs: list[Job]) -> tuple[list[str], list[str]]:
+    """``(warnings, cannot_run)`` of ``jobs`` before they are served. ``warnings``: the jobs
+    that can meet (``shared_store_warnings``), and each job whose embedded store another
+    process holds, so that it could not be looked at. ``cannot_run``: a line for each job
+    whose run would stop now before it solves (its store is not there or does not answer,
+    no node belongs to its dataset, its given labels hold fewer than two classes, the
+    store cannot build its graph: ``flows.readiness``). Each store is opened once, read
+    only from; ``serve --check`` fails on ``cannot_run``."""
     from flows.readiness import why_cannot_label
-    from graphstore import StoreLocked, default_store_uri
+    from graphstore import StoreLocked, StoreNotFound, default_store_uri
 
     asked: dict[str, dict[str, tuple[str, GraphRequest]]] = {}
     for job in jobs:  # None is what a run opens: $GRAPHLABEL_STORE, else .graphlabel
@@ -506,31 +508,34 @@ def jobs_that_cannot_run(jobs: list[Job]) -> tuple[list[str], list[str]]:
         for name, error in why_cannot_label(store, datasets).items():
             if isinstance(error, StoreLocked):
                 unchecked.append(f"job {name!r} was not checked: {error}")
+            elif isinstance(error, StoreNotFound) and not _store_path_is_a_file(store):
+                cannot_run.append(f"job {name!r} cannot run now: {_no_store(named[name], store)}")
             else:
-                cannot_run.append(f"job {name!r} cannot run now: {_no_store(named[name], store) or error}")
-    return cannot_run, unchecked
+                cannot_run.append(f"job {name!r} cannot run now: {error}")
+    return [*shared_store_warnings(jobs), *unchecked], cannot_run
 
 
-def _no_store(job: Job, store: str) -> str | None:
+def _store_path_is_a_file(store: str) -> bool:
+    """Whether the embedded store's folder is a file: the other ``StoreNotFound``."""
+    from graphstore import embedded_folder
+
+    return Path(embedded_folder(store)[1]).is_file()
+
+
+def _no_store(job: Job, store: str) -> str:
     """What to do when no embedded store is at ``store`` yet, said in the schedule's words
     (the store's own error speaks of --store, an option a schedule has not)."""
-    from graphstore import NEO4J_SCHEMES, embedded_folder
-
-    if store.startswith(NEO4J_SCHEMES) or Path(embedded_folder(store)[1]).exists():
-        return None
     where = "the schedule's store" if job.store_uri else "GRAPHLABEL_STORE (else .graphlabel where serve starts)"
     return (f"no store at {store}: ingest the dataset there first (graphlabel ingest FILE --dataset {job.dataset}"
             f" --store {store}), or check {where}")
 
 
 def serve_warnings(jobs: list[Job]) -> list[str]:
-    """What ``serve`` (and the compose labeller) says before it serves ``jobs``: the jobs
-    that can meet (``shared_store_warnings``), the jobs that could not be looked at, and
-    the jobs that could not run now, which are served all the same (what a job lacks may be
-    ingested before it is due)."""
-    cannot_run, unchecked = jobs_that_cannot_run(jobs)
-    return [*shared_store_warnings(jobs), *unchecked,
-            *(f"{line}; served all the same, its runs fail until that changes" for line in cannot_run)]
+    """What ``serve`` (and the compose labeller) says before it serves ``jobs``:
+    ``serve_checks``'s warnings, then the jobs that could not run now, which are served all
+    the same (what a job lacks may be ingested before it is due)."""
+    warnings, cannot_run = serve_checks(jobs)
+    return [*warnings, *(f"{line}; served all the same, its runs fail until that changes" for line in cannot_run)]
 
 
 #: The job fields that make the graph a scheduled run rebuilds (``search`` only finds it).

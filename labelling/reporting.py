@@ -699,8 +699,9 @@ def jobs_renderables(jobs) -> list:
     for job in jobs:
         table = Table("field", title=_text(f"job {job.name}"), title_justify="left", show_edge=False)
         table.add_column("value", overflow="fold")  # a long store path wraps, never cut
+        next_run = job.next_run  # computed as the server's scheduler computes it: once
         rows = (("dataset", job.dataset), ("schedule", job.schedule),
-                *((("next run", job.next_run),) if job.next_run else ()), ("solver", job.solver),
+                *((("next run", next_run),) if next_run else ()), ("solver", job.solver),
                 ("solver params", job.solver_params or None), ("graph", job.graph), ("k", job.k),
                 ("metric", job.metric), ("weights", job.weights),
                 # a schedule's run rebuilds the graph: scaled (and searched) as the job says

@@ -175,7 +175,9 @@ def test_serve_check_fails_on_each_job_that_could_not_run_now(tmp_path, store_wi
                                            "label": ["x", "x"]}).cast(NODE_SCHEMA))
     jobs = {"ready": 'dataset = "toy"', "typo": 'dataset = "tyo"', "one-class": 'dataset = "one"',
             "no-edges": 'dataset = "toy"\ngraph = "edges:BOUGHT"',
-            "no-store": f'dataset = "toy"\nstore = "{tmp_path / "elsewhere"}"'}
+            "no-store": f'dataset = "toy"\nstore = "{tmp_path / "elsewhere"}"',
+            "empty-folder": f'dataset = "toy"\nstore = "{tmp_path / "empty"}"'}
+    (tmp_path / "empty").mkdir()  # a folder, but no store in it: the store's own "no store at"
     config = tmp_path / "jobs.toml"
     config.write_text(f'store = "{store_with_runs}"\n' + "".join(
         f'\n[[jobs]]\nname = "{name}"\ncron = "0 3 * * *"\n{fields}\n' for name, fields in jobs.items()))
@@ -189,6 +191,9 @@ def test_serve_check_fails_on_each_job_that_could_not_run_now(tmp_path, store_wi
                  "error: job 'no-edges' cannot run now: dataset 'toy' has no BOUGHT edges between its nodes",
                  f"error: job 'no-store' cannot run now: no store at {tmp_path / 'elsewhere'}: ingest the dataset"
                  f" there first (graphlabel ingest FILE --dataset toy --store {tmp_path / 'elsewhere'}), or check the"
+                 " schedule's store",
+                 f"error: job 'empty-folder' cannot run now: no store at {tmp_path / 'empty'}: ingest the dataset"
+                 f" there first (graphlabel ingest FILE --dataset toy --store {tmp_path / 'empty'}), or check the"
                  " schedule's store"):
         assert line in said, line
     assert "'ready' cannot" not in said
