@@ -3,12 +3,15 @@ share of its wrong predictions that it calls near-certain, next to LabelSpreadin
 
     python -m bench calibration                         # this checkout
     python -m bench calibration --against /tmp/old      # also that checkout (the code before)
+    python -m bench calibration --flipped 0.1           # 10% of the given labels flipped
 
 scikit-learn's wine, weka's iris, glass and segment, WDBC and digits; a Gaussian 10-NN graph
 (``similarity.knn_graph(X, 10)``) on the z-scored features (digits' pixels as they are,
 ``_common.real_set``); each node labelled with probability 5% or 10% (at least one label per
 class, ``labelling.sampling.random_labels``), 10 draws (seed s: ``default_rng(s)``); all
-labels true. On the unlabelled nodes: accuracy, mean confidence, ECE (10 equal bins,
+labels true, or with ``--flipped F`` that share of the given labels flipped to another class
+(``labelling.sampling.flip_labels``, the same generator after the draw), the unlabelled
+nodes scored against their true class. On the unlabelled nodes: accuracy, mean confidence, ECE (10 equal bins,
 ``labelling.evaluation``), the share of the wrong predictions at confidence ≥ 0.99, and the
 AUROC of confidence for telling right from wrong (a review queue's order). The peer is
 scikit-learn's ``LabelSpreading`` (α = 0.2, its default) on the same W, with the largest of
@@ -39,10 +42,11 @@ RUNNER = """
 import json, sys, warnings
 import numpy as np
 code, name, fractions, seeds, sure = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+flipped = float(sys.argv[6])
 sys.path.insert(0, code)
 from sklearn.metrics import roc_auc_score
 from labelling.evaluation import expected_calibration_error
-from labelling.sampling import random_labels
+from labelling.sampling import flip_labels, random_labels
 from similarity import knn_graph
 from solvers import LabelProblem, solve
 if name == "wine":
@@ -68,8 +72,9 @@ def scores(method, labels, confidence, hidden, fraction, seed, extra):
                  **extra})
 for fraction in map(float, fractions.split(",")):
     for seed in range(seeds):
-        given = random_labels(y, fraction, np.random.default_rng(seed))
-        y_given = np.where(given, y, -1)
+        rng = np.random.default_rng(seed)
+        given = random_labels(y, fraction, rng)
+        y_given = np.where(given, flip_labels(y, given, flipped, int(y.max()) + 1, rng)[0], -1)
         hidden = ~given
         p = solve(LabelProblem(W, y_given, n_classes=int(y.max()) + 1), "harmonic")
         scores("harmonic", p.labels, p.confidence, hidden, fraction, seed,
@@ -81,12 +86,13 @@ PEER = """
 import json, sys, warnings
 import numpy as np
 name, fractions, seeds, sure = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+flipped = float(sys.argv[5])
 from sklearn.metrics import roc_auc_score
 from sklearn.semi_supervised import LabelSpreading
 from bench.hard_data import _FixedGraph
 from bench._common import real_set
 from labelling.evaluation import expected_calibration_error
-from labelling.sampling import random_labels
+from labelling.sampling import flip_labels, random_labels
 from similarity import knn_graph
 if name == "wine":
     from sklearn.datasets import load_wine
@@ -100,8 +106,9 @@ ids = np.arange(W.shape[0], dtype=float)[:, None]
 rows = []
 for fraction in map(float, fractions.split(",")):
     for seed in range(seeds):
-        given = random_labels(y, fraction, np.random.default_rng(seed))
-        y_given = np.where(given, y, -1)
+        rng = np.random.default_rng(seed)
+        given = random_labels(y, fraction, rng)
+        y_given = np.where(given, flip_labels(y, given, flipped, int(y.max()) + 1, rng)[0], -1)
         hidden = ~given
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -134,6 +141,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--against", type=Path, help="another checkout of graphlabel: its harmonic runs too")
     parser.add_argument("--seeds", type=int, default=SEEDS)
     parser.add_argument("--only", help="comma-separated data sets (default: all)")
+    parser.add_argument("--flipped", type=float, default=0.0,
+                        help="the share of the given labels flipped to another class (default: 0)")
     args = parser.parse_args(argv)
     here = Path(__file__).resolve().parent.parent
     codes = [("this checkout", here)] + ([("--against", args.against.resolve())] if args.against else [])
@@ -141,15 +150,18 @@ def main(argv: list[str]) -> None:
     rows = []
     for name in args.only.split(",") if args.only else SETS:
         for code_name, code in codes:
-            for row in _run([RUNNER, str(code), name, fractions, str(args.seeds), str(SURE)], code):
+            for row in _run([RUNNER, str(code), name, fractions, str(args.seeds), str(SURE), str(args.flipped)], code):
                 rows.append({**row, "method": f"harmonic ({code_name})"})
-        rows += _run([PEER, name, fractions, str(args.seeds), str(SURE)], None)
+        rows += _run([PEER, name, fractions, str(args.seeds), str(SURE), str(args.flipped)], None)
         print(f"  {name} done", flush=True)
     frame = pd.DataFrame(rows)
     columns = ["accuracy", "mean confidence", "ECE", "wrong at >= sure", "AUROC"]
     table = frame.groupby(["data", "labelled", "method"], sort=False)[columns].mean().reset_index()
     table = table.rename(columns={"wrong at >= sure": f"wrong predictions at confidence ≥ {SURE}"})
-    report = Report("calibration", "Confidence with few labels: harmonic's defaults against LabelSpreading")
+    # one results file per setting: the clean run's stays beside the flipped ones
+    results, flips = ("calibration", "") if args.flipped == 0 else (
+        f"calibration_flipped_{round(100 * args.flipped)}", f", {args.flipped:.0%} of the given labels flipped")
+    report = Report(results, f"Confidence with few labels{flips}: harmonic's defaults against LabelSpreading")
     report.table(f"Unlabelled nodes, mean of {args.seeds} draws; the code: this checkout"
                  + (", and --against (another checkout, the code before)" if args.against else ""), table)
     overall = frame.groupby("method", sort=False)[columns].mean().reset_index()

@@ -587,6 +587,37 @@ def test_a_leave_one_out_right_for_every_label_sets_the_temperature_by_the_rule_
     assert np.mean(p.confidence[wrong_predictions] >= 0.99) < 0.1  # 0.81 with the likelihood's bound
 
 
+def test_a_flagged_label_counts_in_the_temperature_by_its_own_leave_one_out(rng):
+    """Fitted on the unflagged labels only, the temperature saw the easy labels where the
+    labels are clean (the flagged ones are then the hard right ones): on segment at 5%
+    labelled (seeds 0-2) 29% of the wrong predictions had a confidence ≥ 0.99. A flagged
+    label now counts with the probability its leave-one-out gives its class: 21%."""
+    from labelling.datasets import load, standardise
+    from solvers.harmonic import _fit_temperature, _sharpen
+
+    loo = rng.dirichlet(np.ones(3), size=12)
+    given = np.argmax(loo, axis=1)
+    given[[0, 5, 9]] = (given[[0, 5, 9]] + 1) % 3  # wrong ones: the likelihood has an optimum
+    weight = rng.uniform(0.1, 1.0, size=12)
+    weight[:3] = 0.0  # a label of weight 0 adds nothing
+    log_t = np.log(_fit_temperature(loo, given, weight))
+    assert log_t == np.log(_fit_temperature(loo[3:], given[3:], weight[3:]))
+    nll = [-np.average(np.log(_sharpen(loo, np.exp(x))[np.arange(12), given]), weights=weight)
+           for x in (log_t - 0.01, log_t, log_t + 0.01)]
+    assert nll[1] <= min(nll[0], nll[2])  # the weighted likelihood's optimum
+
+    X, y, _ = load("segment")
+    W = knn_graph(standardise(X), 10)
+    sure = []
+    for seed in range(3):
+        given_nodes = random_labels(y, 0.05, np.random.default_rng(seed))
+        p = solve(LabelProblem(W, np.where(given_nodes, y, -1)), "harmonic")
+        assert p.noisy.any()  # false flags: the case this is about
+        wrong = (p.labels != y) & ~given_nodes
+        sure.append(np.mean(p.confidence[wrong] >= 0.99))
+    assert np.mean(sure) < 0.24  # 0.287 with the flagged labels left out
+
+
 @pytest.mark.parametrize("stop", ["labels", "rtol"])
 def test_block_cg_grouped_by_label_gives_the_ungrouped_solution(digits, monkeypatch, stop):
     # the block CG regroups its rows by label only above GROUP_MIN_BYTES (100k-node graphs);
