@@ -12,6 +12,7 @@ from solvers import LabelProblem, Prediction
 
 from .evaluation import expected_calibration_error, reliability_table
 from .problems import ExportedProblem
+from .wording import counted, named
 
 CONFIDENCE_BINS = 10
 
@@ -34,9 +35,8 @@ def lone_labels_note(exported: ExportedProblem, prediction: Prediction) -> list[
     if prediction.noise_score is None or not lone.any():
         return []
     names = [str(exported.classes[c]) for c in np.unique(problem.y[lone])]
-    shown = ", ".join(repr(name) for name in names[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
-    return [f"classes with a single given label: {shown}. Such a label cannot be checked for noise (no other label"
-            " confirms or doubts it) and is never flagged; give two or more labels of a class to check them"]
+    return [f"classes with a single given label: {named(names)}. Such a label cannot be checked for noise (no other"
+            " label confirms or doubts it) and is never flagged; give two or more labels of a class to check them"]
 
 
 def faint_nodes_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
@@ -47,9 +47,8 @@ def faint_nodes_note(exported: ExportedProblem, prediction: Prediction) -> list[
     faint = np.asarray(prediction.info.get("faint_nodes", ()), dtype=np.int64)
     if not faint.size:
         return []
-    keys = [str(key) for key in exported.keys[np.sort(faint)[:5]]]
-    shown = ", ".join(keys) + (f" and {faint.size - 5:,} more" if faint.size > 5 else "")
-    return [f"{faint.size:,} node{'s' if faint.size > 1 else ''} ({shown}) joined to the others only by "
+    keys = [str(key) for key in exported.keys[np.sort(faint)]]
+    return [f"{counted(faint.size, 'node')} ({named(keys)}) joined to the others only by "
             "relationships of negligible weight (far from every other node) took their neighbours' label; their "
             "confidence does not say how far they are. A feature scaled to a huge spread (a nearly constant "
             "column) makes such outliers: see build-graph --scale"]

@@ -453,7 +453,7 @@ def test_zscored_digits_far_outliers_are_labelled_and_said(tmp_path):
     run("build-graph", "--dataset", "digits", "--k", "10")
     out = " ".join(run("label", "--dataset", "digits").split())
     assert "got no prediction" not in out
-    named = re.search(r"2 nodes \((\S+), (\S+)\) joined to the others only by relationships of negligible weight",
+    named = re.search(r"2 nodes \('(\S+)', '(\S+)'\) joined to the others only by relationships of negligible weight",
                       out)
     assert named, out
     with open_store(store) as opened:
