@@ -24,9 +24,12 @@ the classes (non-negative, summing to 1):
 the predicted class's score minus the runner-up's, in [-1, 1]. Harmonic's scores are
 written on the scale its confidences read: the propagated distribution F times its class
 mass weights (Zhu, Ghahramani & Lafferty 2003, Sec. 4; ``info["class_mass_weights"]``, kept
-for an incremental run's region too), then normalised; its label reads them too, but where
-it is the centred arg-max of F (three or more classes, 7% labelled: ``solvers/harmonic.py``).
-Written as F alone, the label was
+for an incremental run's region too), then normalised and sharpened by the run's confidence
+temperature (``Prediction.label_scale_scores``), so that a node's score of its label is its
+``label_confidence``; its label reads them too, but where it is the centred arg-max of F
+(three or more classes, 7% labelled: ``solvers/harmonic.py``). Written unsharpened, a node
+whose neighbours all carried its label at confidence 1.000 read as 55% of that class in
+``explain``'s vote by scores (digits demo). Written as F alone, the label was
 not the scores' arg-max on 1.4% of the digits demo's nodes with the earlier default, and
 on 7 of 47 nodes of the wine scenario's incremental run (tests/outputs_scenario.py) once
 class mass became part of every run. A solver's label can still differ from its scores'

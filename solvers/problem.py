@@ -227,8 +227,11 @@ class Prediction:
         """``scores`` on the scale the confidences read: harmonic's absorption
         probabilities times its class mass weights (``info["class_mass_weights"]``, Zhu,
         Ghahramani & Lafferty 2003, Sec. 4; its labels' arg-max too, but where the label is
-        the centred arg-max of the unscaled scores); every other solver's scores as they
-        are."""
+        the centred arg-max of the unscaled scores), each row then normalised and sharpened
+        by its confidence temperature (``info["temperature"]``), so that a node's score of
+        its label is its confidence; every other solver's scores as they are (maxmargin's
+        are its calibrated probabilities already). A prediction merged from batches holds
+        scores already on this scale and no weights."""
         return self.label_scale_scores_of(slice(None))
 
     def label_scale_scores_of(self, nodes: slice) -> np.ndarray:
@@ -236,4 +239,17 @@ class Prediction:
         write-back), without the whole (n, C) product."""
         weights = self.info.get("class_mass_weights")
         scores = self.scores[nodes]
-        return scores if weights is None else scores * np.asarray(weights, dtype=np.float64)
+        if weights is None:
+            return scores
+        # CG may leave -1e-17 where the exact value is 0: clipped, so the row reads as shares
+        scaled = np.clip(scores * np.asarray(weights, dtype=np.float64), 0.0, None)
+        temperature = float(self.info.get("temperature", 1.0))
+        if temperature == 1.0:
+            return scaled
+        # the shares p, then p^(1/T) / Σ_c p_c^(1/T), as harmonic's confidence is computed
+        # (a row of zeros, a node no label reaches, stays zeros)
+        total = scaled.sum(axis=1, keepdims=True)
+        np.divide(scaled, total, out=scaled, where=total > 0)
+        np.power(scaled, 1.0 / temperature, out=scaled)
+        total = scaled.sum(axis=1, keepdims=True)
+        return np.divide(scaled, total, out=scaled, where=total > 0)

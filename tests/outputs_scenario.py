@@ -83,6 +83,10 @@ def check_scores(frame: pd.DataFrame, classes: list[str]) -> None:
     moved = scores.argmax(axis=1) != own
     np.testing.assert_array_equal(frame["label_margin"].to_numpy() < 0, moved)
     assert moved.mean() <= 0.1
+    # sharpened by the confidence temperature too: a node's score of its label is its
+    # confidence, but a flagged given label's (its confidence is its leave-one-out's)
+    kept = ~frame["label_noise"].fillna(False).astype(bool).to_numpy()
+    np.testing.assert_allclose(scores[rows, own][kept], frame["label_confidence"].to_numpy()[kept], atol=1e-9)
 
 
 def run_scenario(invoke: Invoke, query: Callable[[str, dict], pd.DataFrame], tmp_path, dataset: str,

@@ -587,6 +587,22 @@ def test_a_leave_one_out_right_for_every_label_sets_the_temperature_by_the_rule_
     assert np.mean(p.confidence[wrong_predictions] >= 0.99) < 0.1  # 0.81 with the likelihood's bound
 
 
+def test_the_written_scores_are_sharpened_as_the_confidences_are(digits):
+    """A node's score of its label (the written ``label_scores``) is its confidence: before,
+    the scores were the unsharpened shares, and a node whose neighbours were all of its class
+    at confidence 1.000 read as 55% of that class in explain's vote by scores."""
+    X, y = digits
+    given = keep_per_class(y, 10, np.random.default_rng(0))
+    p = solve(LabelProblem(knn_graph(X, 10), np.where(given, y, -1)), "harmonic")
+    assert p.info["temperature"] < 0.9  # sharpened: the case this is about
+    scores = p.label_scale_scores
+    rows = np.arange(len(y))
+    np.testing.assert_allclose(scores.sum(axis=1), 1.0)
+    np.testing.assert_allclose(scores[rows, p.labels][~p.noisy], p.confidence[~p.noisy], atol=1e-12)
+    # the best class is the unsharpened scores' best
+    np.testing.assert_array_equal(scores.argmax(axis=1), (p.scores * p.info["class_mass_weights"]).argmax(axis=1))
+
+
 def test_a_flagged_label_counts_in_the_temperature_by_its_own_leave_one_out(rng):
     """Fitted on the unflagged labels only, the temperature saw the easy labels where the
     labels are clean (the flagged ones are then the hard right ones): on segment at 5%
