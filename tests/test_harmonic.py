@@ -538,21 +538,21 @@ def test_auto_records_every_candidate_and_uses_given_labels_only(digits):
 
 
 def test_the_temperature_search_is_scipys_bounded_search_step_for_step(rng):
-    """``_bounded_minimum`` stands in for scipy.optimize.minimize_scalar(method="bounded")
+    """``bounded_minimum`` stands in for scipy.optimize.minimize_scalar(method="bounded")
     (whose import cost label --full a fifth of its time): it must return the very same x."""
     from scipy.optimize import minimize_scalar
 
-    from solvers.harmonic import _bounded_minimum, _sharpen
+    from solvers._calibration import bounded_minimum, sharpen
 
     loo = rng.dirichlet(np.ones(3), size=200)
     given = rng.integers(0, 3, size=200)
 
     def nll(log_t):
-        return -np.mean(np.log(np.clip(_sharpen(loo, np.exp(log_t))[np.arange(200), given], 1e-12, None)))
+        return -np.mean(np.log(np.clip(sharpen(loo, np.exp(log_t))[np.arange(200), given], 1e-12, None)))
 
     functions = [nll] + [lambda x, c=c, p=p: abs(x - c) ** p for c, p in zip(rng.normal(0, 3, 20), [1, 2, 3, 0.5] * 5)]
     bounds = [(np.log(0.05), np.log(5.0))] + [tuple(sorted(rng.normal(0, 3, 2))) for _ in range(20)]
-    ours = [_bounded_minimum(f, float(lo), float(hi)) for f, (lo, hi) in zip(functions, bounds)]
+    ours = [bounded_minimum(f, float(lo), float(hi)) for f, (lo, hi) in zip(functions, bounds)]
     scipys = [minimize_scalar(f, bounds=(lo, hi), method="bounded").x for f, (lo, hi) in zip(functions, bounds)]
     assert ours == scipys
 
@@ -565,17 +565,17 @@ def test_a_leave_one_out_right_for_every_label_sets_the_temperature_by_the_rule_
     from sklearn.datasets import load_iris
 
     from labelling.datasets import standardise
-    from solvers.harmonic import _fit_temperature, _sharpen
+    from solvers._calibration import fit_temperature, sharpen
 
     loo = rng.dirichlet(np.ones(3), size=12)
     given = np.argmax(loo, axis=1)  # every arg-max right
-    temperature = _fit_temperature(loo, given)
+    temperature = fit_temperature(loo, given)
     assert 0.05 < temperature < 5.0
-    assert np.mean(_sharpen(loo, temperature)[np.arange(12), given]) == pytest.approx(13 / 14, abs=1e-9)
+    assert np.mean(sharpen(loo, temperature)[np.arange(12), given]) == pytest.approx(13 / 14, abs=1e-9)
     wrong = given.copy()
     wrong[0] = (wrong[0] + 1) % 3  # one wrong: the likelihood's optimum, as before
-    log_t = np.log(_fit_temperature(loo, wrong))
-    nll = [-np.mean(np.log(_sharpen(loo, np.exp(x))[np.arange(12), wrong]))
+    log_t = np.log(fit_temperature(loo, wrong))
+    nll = [-np.mean(np.log(sharpen(loo, np.exp(x))[np.arange(12), wrong]))
            for x in (log_t - 0.01, log_t, log_t + 0.01)]
     assert nll[1] <= min(nll[0], nll[2])
 
@@ -609,16 +609,16 @@ def test_a_flagged_label_counts_in_the_temperature_by_its_own_leave_one_out(rng)
     labelled (seeds 0-2) 29% of the wrong predictions had a confidence ≥ 0.99. A flagged
     label now counts with the probability its leave-one-out gives its class: 21%."""
     from labelling.datasets import load, standardise
-    from solvers.harmonic import _fit_temperature, _sharpen
+    from solvers._calibration import fit_temperature, sharpen
 
     loo = rng.dirichlet(np.ones(3), size=12)
     given = np.argmax(loo, axis=1)
     given[[0, 5, 9]] = (given[[0, 5, 9]] + 1) % 3  # wrong ones: the likelihood has an optimum
     weight = rng.uniform(0.1, 1.0, size=12)
     weight[:3] = 0.0  # a label of weight 0 adds nothing
-    log_t = np.log(_fit_temperature(loo, given, weight))
-    assert log_t == np.log(_fit_temperature(loo[3:], given[3:], weight[3:]))
-    nll = [-np.average(np.log(_sharpen(loo, np.exp(x))[np.arange(12), given]), weights=weight)
+    log_t = np.log(fit_temperature(loo, given, weight))
+    assert log_t == np.log(fit_temperature(loo[3:], given[3:], weight[3:]))
+    nll = [-np.average(np.log(sharpen(loo, np.exp(x))[np.arange(12), given]), weights=weight)
            for x in (log_t - 0.01, log_t, log_t + 0.01)]
     assert nll[1] <= min(nll[0], nll[2])  # the weighted likelihood's optimum
 
