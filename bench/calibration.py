@@ -1,9 +1,11 @@
-"""How far the default harmonic's confidences can be trusted when few labels are given: the
-share of its wrong predictions that it calls near-certain, next to LabelSpreading's.
+"""How far the default harmonic's confidences (or another solver's, ``--solver``) can be
+trusted when few labels are given: the share of its wrong predictions that it calls
+near-certain, next to LabelSpreading's.
 
     python -m bench calibration                         # this checkout
     python -m bench calibration --against /tmp/old      # also that checkout (the code before)
     python -m bench calibration --flipped 0.1           # 10% of the given labels flipped
+    python -m bench calibration --solver nmf            # another solver, with its defaults
 
 scikit-learn's wine, weka's iris, glass and segment, WDBC and digits; a Gaussian 10-NN graph
 (``similarity.knn_graph(X, 10)``) on the z-scored features (digits' pixels as they are,
@@ -42,7 +44,7 @@ RUNNER = """
 import json, sys, warnings
 import numpy as np
 code, name, fractions, seeds, sure = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
-flipped = float(sys.argv[6])
+flipped, method = float(sys.argv[6]), sys.argv[7]
 sys.path.insert(0, code)
 from sklearn.metrics import roc_auc_score
 from labelling.evaluation import expected_calibration_error
@@ -76,9 +78,10 @@ for fraction in map(float, fractions.split(",")):
         given = random_labels(y, fraction, rng)
         y_given = np.where(given, flip_labels(y, given, flipped, int(y.max()) + 1, rng)[0], -1)
         hidden = ~given
-        p = solve(LabelProblem(W, y_given, n_classes=int(y.max()) + 1), "harmonic")
-        scores("harmonic", p.labels, p.confidence, hidden, fraction, seed,
-               {"temperature": float(p.info["temperature"]), "given labels": int(given.sum())})
+        # the features only for a solver that reads them (harmonic's runs stay as they were)
+        p = solve(LabelProblem(W, y_given, n_classes=int(y.max()) + 1, X=None if method == "harmonic" else X), method)
+        scores(method, p.labels, p.confidence, hidden, fraction, seed,
+               {"temperature": float(p.info.get("temperature", 1.0)), "given labels": int(given.sum())})
 print(json.dumps(rows))
 """
 
@@ -138,7 +141,9 @@ def _run(arguments: list[str], code: Path | None) -> list[dict]:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench calibration")
-    parser.add_argument("--against", type=Path, help="another checkout of graphlabel: its harmonic runs too")
+    parser.add_argument("--against", type=Path, help="another checkout of graphlabel: its solver runs too")
+    parser.add_argument("--solver", default="harmonic",
+                        help="the solver measured, with its defaults (default: harmonic)")
     parser.add_argument("--seeds", type=int, default=SEEDS)
     parser.add_argument("--only", help="comma-separated data sets (default: all)")
     parser.add_argument("--flipped", type=float, default=0.0,
@@ -150,8 +155,9 @@ def main(argv: list[str]) -> None:
     rows = []
     for name in args.only.split(",") if args.only else SETS:
         for code_name, code in codes:
-            for row in _run([RUNNER, str(code), name, fractions, str(args.seeds), str(SURE), str(args.flipped)], code):
-                rows.append({**row, "method": f"harmonic ({code_name})"})
+            arguments = [RUNNER, str(code), name, fractions, str(args.seeds), str(SURE), str(args.flipped), args.solver]
+            for row in _run(arguments, code):
+                rows.append({**row, "method": f"{args.solver} ({code_name})"})
         rows += _run([PEER, name, fractions, str(args.seeds), str(SURE), str(args.flipped)], None)
         print(f"  {name} done", flush=True)
     frame = pd.DataFrame(rows)
@@ -161,7 +167,8 @@ def main(argv: list[str]) -> None:
     # one results file per setting: the clean run's stays beside the flipped ones
     results, flips = ("calibration", "") if args.flipped == 0 else (
         f"calibration_flipped_{round(100 * args.flipped)}", f", {args.flipped:.0%} of the given labels flipped")
-    report = Report(results, f"Confidence with few labels{flips}: harmonic's defaults against LabelSpreading")
+    results += "" if args.solver == "harmonic" else f"_{args.solver}"
+    report = Report(results, f"Confidence with few labels{flips}: {args.solver}'s defaults against LabelSpreading")
     report.table(f"Unlabelled nodes, mean of {args.seeds} draws; the code: this checkout"
                  + (", and --against (another checkout, the code before)" if args.against else ""), table)
     overall = frame.groupby("method", sort=False)[columns].mean().reset_index()

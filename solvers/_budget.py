@@ -183,6 +183,10 @@ class Budget:
             if spent > self.limit:
                 raise SolverTimeLimit(self.method, stage, spent, self.limit)
 
+    def affords(self, seconds: float) -> bool:
+        """Whether ``seconds`` more fit within the limit (always, without one)."""
+        return self.limit is None or self.elapsed + seconds <= self.limit
+
     def check_next(self, stage: str, seconds: float) -> None:
         """Raise ``SolverTimeLimit`` if the time spent plus ``seconds`` (the expected cost of
         the step about to start, which cannot be interrupted) is over the limit; ``SolverStopped``

@@ -78,7 +78,7 @@ def _dense_reference(W, y, q, beta, variant, criterion, tol=1e-3, max_iter=10_00
 def test_update_matches_dense_reference(variant, criterion):
     X, y = make_blobs(n_samples=45, centers=3, cluster_std=1.6, random_state=3)
     problem, _ = _problem(X, y, 0.1, seed=1, k=6)
-    pred = nmf(problem, variant=variant, criterion=criterion, damping=0.0)
+    pred = nmf(problem, variant=variant, criterion=criterion, damping=0.0, calibrate=False)  # scores: φ itself
     beta = beta_star(problem.labeled.mean(), 3, 1.0)
     phi_ref, t_ref = _dense_reference(problem.W.toarray(), problem.y, 3, pred.info["beta"], variant, criterion)
     assert pred.info["n_iter"] == t_ref
@@ -152,12 +152,12 @@ def test_row_variant_never_moves_a_given_label():
 def test_large_beta_is_finite_and_a_fixed_point():
     X, y = make_moons(n_samples=300, noise=0.1, random_state=1)
     problem, _ = _problem(X, y, 0.05, seed=1)
-    pred = nmf(problem, beta=1e4, max_iter=400)
+    pred = nmf(problem, beta=1e4, max_iter=400, calibrate=False)
     assert np.all(np.isfinite(pred.scores))
     np.testing.assert_allclose(pred.scores.sum(axis=1), 1.0)
     # Damped or not, a converged φ solves Eq. 15–16.
     for damping in ["auto", 0.3]:
-        p = nmf(problem, damping=damping, tol=1e-10, max_iter=5000)
+        p = nmf(problem, damping=damping, tol=1e-10, max_iter=5000, calibrate=False)  # scores: φ itself
         A = normalise(problem.W)
         theta = np.zeros_like(p.scores)
         theta[problem.labeled, problem.y[problem.labeled]] = 1.0
@@ -300,3 +300,51 @@ def test_invalid_parameters_raise(params):
     problem, _ = _problem(X, y, 0.1, seed=0, k=5)
     with pytest.raises(ValueError):
         nmf(problem, **params)
+
+
+def test_the_confidences_are_read_at_a_temperature_fitted_on_held_out_labels():
+    """At β* the marginals are nearly one-hot: uncalibrated, 85% of the wrong predictions on
+    segment at 5% labelled had a confidence ≥ 0.99 (item 26). The temperature fitted on the
+    labels' cross-fitted marginals leaves the labels as they were and puts few there."""
+    from labelling.datasets import load, standardise
+    from labelling.sampling import random_labels
+
+    X, y, _ = load("segment")
+    W = knn_graph(standardise(X), 10)
+    sure, plain_sure = [], []
+    for seed in range(3):
+        given = random_labels(y, 0.05, np.random.default_rng(seed))
+        problem = LabelProblem(W, np.where(given, y, -1))
+        calibrated, plain = nmf(problem), nmf(problem, calibrate=False)
+        np.testing.assert_array_equal(calibrated.labels, plain.labels)
+        assert calibrated.info["temperature"] > 1.0  # softened
+        wrong = (calibrated.labels != y) & ~given
+        sure.append(np.mean(calibrated.confidence[wrong] >= 0.99))
+        plain_sure.append(np.mean(plain.confidence[wrong] >= 0.99))
+        kept = ~calibrated.noisy  # a node's score of its label is its confidence
+        rows = np.flatnonzero(kept & (calibrated.labels >= 0))
+        np.testing.assert_allclose(calibrated.scores[rows, calibrated.labels[rows]], calibrated.confidence[rows])
+    assert np.mean(plain_sure) > 0.5
+    assert np.mean(sure) < 0.1
+
+
+def test_the_calibration_runs_only_when_the_time_limit_holds_them():
+    """Five more runs of the mean field (item 26) run within the solver's time limit or not
+    at all: the labels then stand uncalibrated, and the run says why."""
+    from solvers._budget import Budget
+    from solvers.nmf import _calibration_marginals
+
+    X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.0, random_state=0)
+    problem, _ = _problem(X, y, 0.1, seed=0, k=8)
+    A = normalise(problem.W)
+    settings = dict(beta=2.0, gamma_value=1.0, variant="symmetric", deflate="auto", tol=1e-3, max_iter=1000,
+                    criterion="coupling", damping="auto")
+    free = Budget("nmf", None)
+    held_out, skipped = _calibration_marginals(problem, A, {**settings, "budget": free}, free)
+    assert skipped is None
+    assert held_out.shape == (problem.labeled.sum(), 3)
+    tight = Budget("nmf", 1e-9)
+    held_out, skipped = _calibration_marginals(problem, A, {**settings, "budget": tight}, tight)
+    assert held_out is None
+    assert "would pass the time limit" in skipped
+    assert nmf(problem).info["calibration_skipped"] is None  # the default limit: at least 30 s
