@@ -138,10 +138,15 @@ def product_seconds(W: sp.spmatrix, n_classes: int, repeats: int = PRODUCT_REPEA
     return float(best)
 
 
+def harmonic_target(W: sp.spmatrix, n_classes: int) -> float:
+    """``TARGET_RATIO × HARMONIC_PRODUCTS × product_seconds(W, n_classes)``: the issue's
+    target, 10× an estimate of the harmonic solve (module docstring, decisions 1-2)."""
+    return TARGET_RATIO * HARMONIC_PRODUCTS * product_seconds(W, n_classes)
+
+
 def default_time_limit(W: sp.spmatrix, n_classes: int) -> float:
-    """``max(MIN_SECONDS, TARGET_RATIO × HARMONIC_PRODUCTS × product_seconds(W, n_classes))``
-    (module docstring, decisions 1-3)."""
-    return max(MIN_SECONDS, TARGET_RATIO * HARMONIC_PRODUCTS * product_seconds(W, n_classes))
+    """``max(MIN_SECONDS, harmonic_target(W, n_classes))`` (module docstring, decisions 1-3)."""
+    return max(MIN_SECONDS, harmonic_target(W, n_classes))
 
 
 class Budget:
@@ -163,9 +168,13 @@ class Budget:
         self.method = method
         self._clock = Stopwatch()  # from the solver's call
         self._stop_request = _STOP_REQUEST.get()
+        #: "auto": 10× the estimated harmonic time, before the floor (``harmonic_target``)
+        self.target: float | None = None
         if time_limit == "auto":
             # no graph to time (lcsnc with graph="knn" builds its own): no estimate, no limit
-            self.limit: float | None = None if W is None else default_time_limit(W, n_classes or 1)
+            if W is not None:
+                self.target = harmonic_target(W, n_classes or 1)
+            self.limit: float | None = None if self.target is None else max(MIN_SECONDS, self.target)
         else:
             self.limit = None if time_limit is None else float(time_limit)
 
@@ -182,10 +191,6 @@ class Budget:
             spent = self.elapsed
             if spent > self.limit:
                 raise SolverTimeLimit(self.method, stage, spent, self.limit)
-
-    def affords(self, seconds: float) -> bool:
-        """Whether ``seconds`` more fit within the limit (always, without one)."""
-        return self.limit is None or self.elapsed + seconds <= self.limit
 
     def check_next(self, stage: str, seconds: float) -> None:
         """Raise ``SolverTimeLimit`` if the time spent plus ``seconds`` (the expected cost of
