@@ -1,6 +1,6 @@
 """Confidence calibration shared by the solvers that read a class distribution per node:
 a temperature T fitted on the given labels' held-out distributions (harmonic's
-leave-one-out, NMF's cavity marginals), and the sharpening p ∝ p^(1/T) it sets."""
+leave-one-out, NMF's cross-fitted marginals), and the sharpening p ∝ p^(1/T) it sets."""
 
 from __future__ import annotations
 
@@ -160,8 +160,8 @@ def fit_temperature(loo: np.ndarray, given: np.ndarray, weight: np.ndarray | Non
 def fit_held_out_temperature(held_out: np.ndarray, given: np.ndarray, flagged: np.ndarray,
                              judged: np.ndarray) -> float:
     """``fit_temperature`` on the ``judged`` labels' held-out class distributions (one row per
-    given label: harmonic's leave-one-out, NMF's cavity marginal), a ``flagged`` label counted
-    with the probability its own row gives its class (``fit_temperature`` says why)."""
+    given label: harmonic's leave-one-out, NMF's cross-fitted marginal), a ``flagged`` label
+    counted with the probability its own row gives its class (``fit_temperature`` says why)."""
     own = held_out[np.arange(len(given)), given]
     weight = np.where(flagged, own, 1.0)[judged]
     return fit_temperature(held_out[judged], given[judged], weight)

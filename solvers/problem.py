@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._calibration import normalise, sharpen
+
 UNLABELED = -1
 
 
@@ -248,8 +250,4 @@ class Prediction:
             return scaled
         # the shares p, then p^(1/T) / Σ_c p_c^(1/T), as harmonic's confidence is computed
         # (a row of zeros, a node no label reaches, stays zeros)
-        total = scaled.sum(axis=1, keepdims=True)
-        np.divide(scaled, total, out=scaled, where=total > 0)
-        np.power(scaled, 1.0 / temperature, out=scaled)
-        total = scaled.sum(axis=1, keepdims=True)
-        return np.divide(scaled, total, out=scaled, where=total > 0)
+        return sharpen(normalise(scaled), temperature)
