@@ -71,7 +71,7 @@ Decisions the paper leaves open, and what this module does
 - Noise flags (not in the paper), ``noise="graph_and_svm"`` (the default): a given label's
   ``noise_score`` is the smaller of two margins, each the best other class minus the given
   one: the cross-fitted model's (calibrated probabilities of a model that never saw the
-  label, see Confidence) and the graph step's leave-one-out margin (``solvers._relaxed_loo``:
+  label, see Confidence) and the graph step's leave-one-out margin (``solvers._relaxation``:
   the harmonic function's, estimated without a solve per label); flagged from
   ``noise_threshold`` = 0.3. So the graph and the SVM must both doubt the label. The graph
   step's margin is taken at γ_g = 0 with class mass normalisation (the harmonic solver's
@@ -218,7 +218,7 @@ from sklearn.svm import SVC
 
 from ._budget import UNLIMITED, Budget
 from ._graph import margin_scores, one_class_takes_all, per_label, predict_flagged, unreachable, warn_degenerate
-from ._relaxed_loo import harmonic_loo_margin
+from ._relaxation import harmonic_loo_margin
 from ._timing import Stopwatch
 from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check_choice, validate_params
 from .harmonic import SOLVERS, harmonic_scores

@@ -232,7 +232,7 @@ def test_noise_flags_and_calibration_on_flipped_digits(digits_split):
 def test_default_flags_need_the_graph_and_the_svm_to_doubt(digits_split):
     """noise="graph_and_svm": the score is the smaller of the cross-fitted SVM's margin and the
     graph step's leave-one-out margin, and a label is flagged from 0.3 on."""
-    from solvers._relaxed_loo import harmonic_loo_margin
+    from solvers._relaxation import harmonic_loo_margin
 
     X, y, _, _, W, _ = digits_split
     rng = np.random.default_rng(5)

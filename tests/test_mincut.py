@@ -16,7 +16,7 @@ from labelling.sampling import flip_labels, keep_per_class
 from similarity.cut_graphs import mincut3_graph
 from similarity.knn import knn_graph
 from solvers.mincut import _expansion_move, _one_vs_rest, _upper_edges, binary_min_cut, mincut, potts_cost
-from solvers.problem import LabelProblem
+from solvers.problem import DegenerateLabelingWarning, LabelProblem
 from solvers.registry import solve
 
 
@@ -305,8 +305,8 @@ def test_default_flags_on_digits_are_precise():
 
 
 def test_default_score_is_the_smaller_of_the_cavity_and_the_harmonic_leave_one_out():
-    from solvers._relaxed_loo import harmonic_loo_margin
-    from solvers.mincut import _cavity_scores
+    from solvers._relaxation import harmonic_loo_margin
+    from solvers.mincut import _cavity_scores, randomized_votes
 
     X, y, keep, y_given, flipped = _digits_problem(10, 0.2, 4)
     W = knn_graph(X, 10)
@@ -314,7 +314,9 @@ def test_default_score_is_the_smaller_of_the_cavity_and_the_harmonic_leave_one_o
     both = mincut(problem, n_cuts=4)
     cavity = mincut(problem, n_cuts=4, noise="cavity")
     relaxed = harmonic_loo_margin(problem.W, y_given, 10)
-    cavity_scores = _cavity_scores(problem.W, y_given, problem.lone_labels, cavity.scores)
+    exact = mincut(problem, n_cuts=0, noise="none")
+    votes = randomized_votes(problem.W, y_given, 10, exact.labels, 4, 0.5, 0, "expansion", 10, 0)
+    cavity_scores = _cavity_scores(problem.W, y_given, problem.lone_labels, votes)
     np.testing.assert_allclose(cavity.noise_score[keep], cavity_scores[keep])
     np.testing.assert_allclose(both.noise_score[keep], np.minimum(cavity.noise_score[keep], relaxed[keep]))
     assert both.params["noise_threshold"] == 0.3
@@ -330,17 +332,39 @@ def test_default_score_is_the_smaller_of_the_cavity_and_the_harmonic_leave_one_o
     assert np.array_equal(mincut(problem, n_cuts=4, noise_threshold=0.3).noisy, both.noisy)
 
 
-def test_digits_accuracy_and_randomized_confidence_rank_errors():
+def test_digits_accuracy_and_the_relaxations_confidence_ranks_errors():
     X, y, keep, y_given, _ = _digits_problem(10, 0.0, 1)
-    p = solve(LabelProblem(knn_graph(X, 10), y_given), "mincut", n_cuts=8, noise="none")
+    p = solve(LabelProblem(knn_graph(X, 10), y_given), "mincut", noise="none")
     u = ~keep
     correct = p.labels == y
     majority = np.bincount(y).max() / len(y)
     assert correct[u].mean() > 4 * majority
     assert np.all((p.confidence >= 0) & (p.confidence <= 1))
     assert np.allclose(p.scores.sum(axis=1), 1.0)
-    # Randomized-cut agreement is higher on the nodes the exact cut gets right.
+    # the confidence is the score of the label (decision 7), higher where the cut is right
+    np.testing.assert_allclose(p.confidence, p.scores[np.arange(len(y)), p.labels])
     assert p.confidence[u & correct].mean() > p.confidence[u & ~correct].mean() + 0.1
+    assert p.info["timings"].get("randomized_cuts") is None  # no rule of this run reads them
+
+
+def test_a_degenerate_cut_is_not_called_certain():
+    """WDBC with 5% labelled: one class takes nearly every node (§3.1) and the perturbed cuts
+    agreed with it, so wrong labels read confidence 1.0 (on this draw all 199; 0.895 at
+    >= 0.99 over the calibration bench's 10 draws); the relaxation's probability of the
+    cut's class calls few of them certain."""
+    from sklearn.datasets import load_breast_cancer
+
+    from labelling.datasets import standardise
+
+    X, y = load_breast_cancer(return_X_y=True)
+    kept = np.random.default_rng(0).random(len(y)) < 0.05
+    kept[[np.flatnonzero(y == c)[0] for c in (0, 1)]] = True
+    with pytest.warns(DegenerateLabelingWarning):
+        p = mincut(LabelProblem(knn_graph(standardise(X), 10), np.where(kept, y, -1)))
+    wrong = ~kept & (p.labels != y)
+    assert wrong.sum() > 50  # the degenerate labelling this test is about
+    assert np.mean(p.confidence[wrong] >= 0.99) < 0.1
+    assert p.confidence[~kept & ~wrong].mean() > p.confidence[wrong].mean()
 
 
 def test_moons_mincut_beats_supervised_three_nn():
