@@ -4,6 +4,7 @@ diffusion and propagation, on the same graph, on generated and real data sets.
     python -m bench hard_data          # generated sets at 20k nodes, real sets; seeds 0-2
     python -m bench hard_data --full   # generated sets at 50k nodes
     python -m bench hard_data --n 5000 --seeds 1 --cap 15   # a quick run (about 15 min on 2 cores)
+    python -m bench hard_data --solvers harmonic,nmf        # some of ours only (and the peers)
 
 Data (``SETS``): six generators (scikit-learn ``make_classification`` / ``make_blobs`` in
 32-d: overlapping classes, two clusters per class, wide blobs, unequal class sizes, 30
@@ -16,7 +17,8 @@ Labels: a uniformly random subset of the nodes (1% or 10%, at least one per clas
 prediction counts as wrong); "chance" is the largest class's share of them.
 
 Methods: every solver with its defaults (what users run), harmonic also with each class
-mass normalisation rule, mincut also with α = 0.1 (the remedy its degenerate-labeling
+mass normalisation rule, NMF also without its calibration (``calibrate=False``, what the
+calibration's five mean-field runs cost), mincut also with α = 0.1 (the remedy its degenerate-labeling
 warning names); the peers: scikit-learn ``LabelSpreading`` on W (α = 0.2 with its
 defaults; α = 0.99 with max_iter = 1000, so that it converges), scikit-network
 ``DiffusionClassifier`` and ``Propagation`` with their defaults.
@@ -60,6 +62,7 @@ CAP = 60.0
 KILL_RATIO = 3.0
 TARGET_RATIO = 10.0
 SLOW = (("spectral", {}), ("mincut", {}), ("mincut", {"alpha": 0.1}), ("lcsnc", {}), ("maxmargin", {}))
+SOLVERS = ("harmonic", "nmf", "spectral", "mincut", "lcsnc", "maxmargin")
 REAL = ("digits", "segment", "wdbc", "diabetes", "ionosphere", "vote")
 
 
@@ -195,20 +198,35 @@ def run_timed(problem: LabelProblem, method: str, params: dict, limit: float):
     return labels, seconds, "DegenerateLabelingWarning" if said else ""
 
 
-def ours(W, X, y_given, C, cap: float = CAP) -> dict:
+def ours(W, X, y_given, C, cap: float = CAP, solvers: tuple[str, ...] = SOLVERS) -> dict:
     out = {}
     problem = LabelProblem(W, y_given, n_classes=C)
-    for rule in ("auto", "none", "uniform", "labels"):
+    # the default harmonic always runs: it is every cell's time base
+    for rule in ("auto", "none", "uniform", "labels") if "harmonic" in solvers else ("auto",):
         start = time.perf_counter()
         p = solve(problem, "harmonic", class_mass=rule)
         label = "harmonic (defaults, class_mass=auto)" if rule == "auto" else f"harmonic class_mass={rule}"
         out[label] = (p.labels, time.perf_counter() - start, f"used {p.info['class_mass']}" if rule == "auto" else "")
-    out["harmonic (defaults, class_mass=auto)"][1]
+    if "nmf" in solvers:  # with its defaults, and without the calibration's five runs (what they cost)
+        out["nmf"] = _nmf(problem)
+        out["nmf calibrate=False"] = _nmf(problem, calibrate=False)
+    limit = max(KILL_RATIO * default_time_limit(W, C), cap)
+    for method, params in SLOW:
+        if method not in solvers:
+            continue
+        label = method + "".join(f" {k}={v}" for k, v in params.items())
+        prob = LabelProblem(W, y_given, n_classes=C, X=X) if method == "maxmargin" else problem
+        out[label] = run_timed(prob, method, params, limit)
+    return out
+
+
+def _nmf(problem: LabelProblem, **params) -> tuple:
+    """NMF timed in this process: (labels or None, seconds, note)."""
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            p = solve(problem, "nmf")
+            p = solve(problem, "nmf", **params)
         except SolverTimeLimit as err:
             p = None
             stopped = _stopped_note(err)
@@ -216,18 +234,13 @@ def ours(W, X, y_given, C, cap: float = CAP) -> dict:
     degenerate = any(w.category.__name__ == "DegenerateLabelingWarning" for w in caught)
     said = ["DegenerateLabelingWarning"] if degenerate else []
     if p is None:
-        out["nmf"] = (None, seconds, stopped)
-    else:
-        out["nmf"] = (p.labels, seconds, "; ".join((["deflated"] if p.info["deflated"] else []) + said))
-    limit = max(KILL_RATIO * default_time_limit(W, C), cap)
-    for method, params in SLOW:
-        label = method + "".join(f" {k}={v}" for k, v in params.items())
-        prob = LabelProblem(W, y_given, n_classes=C, X=X) if method == "maxmargin" else problem
-        out[label] = run_timed(prob, method, params, limit)
-    return out
+        return None, seconds, stopped
+    skipped = p.info.get("calibration_skipped")
+    notes = (["deflated"] if p.info["deflated"] else []) + ([f"uncalibrated: {skipped}"] if skipped else []) + said
+    return p.labels, seconds, "; ".join(notes)
 
 
-def table(sets, fractions, seeds, cap: float = CAP) -> pd.DataFrame:
+def table(sets, fractions, seeds, cap: float = CAP, solvers: tuple[str, ...] = SOLVERS) -> pd.DataFrame:
     rows = []
     for name, X, y in sets:
         W = knn_graph(X, 10)
@@ -239,7 +252,7 @@ def table(sets, fractions, seeds, cap: float = CAP) -> pd.DataFrame:
                 y_given = np.where(kept, y, -1)
                 hidden = ~kept
                 chance = np.bincount(y[hidden]).max() / hidden.sum()
-                results = {**ours(W, X, y_given, C, cap), **peers(W, y_given)}
+                results = {**ours(W, X, y_given, C, cap, solvers), **peers(W, y_given)}
                 base = results["harmonic (defaults, class_mass=auto)"][1]
                 for method, (labels, seconds, note) in results.items():
                     acc = np.nan if labels is None else float(np.mean(labels[hidden] == y[hidden]))
@@ -311,10 +324,17 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--only", help="comma-separated data set names")
     parser.add_argument("--n", type=int, help="generated sets' size (default 20,000; 50,000 with --full)")
     parser.add_argument("--seeds", type=int, default=3, help="label draws on the real sets (seeds 0..K-1; default 3)")
+    parser.add_argument("--solvers", default=",".join(SOLVERS),
+                        help="comma-separated solvers of ours to run (default all; the default harmonic always runs, "
+                             "the time base, and so do the peers)")
     parser.add_argument("--cap", type=float, default=CAP,
                         help=f"kill a solver after this many seconds, or {KILL_RATIO:g}x its default budget if longer "
                              f"(default {CAP:g})")
     args = parser.parse_args(argv)
+    solvers = tuple(args.solvers.split(","))
+    unknown = sorted(set(solvers) - set(SOLVERS))
+    if unknown:
+        parser.error(f"unknown solvers {unknown}; choose from {', '.join(SOLVERS)}")
     n = args.n or (50_000 if args.full else 20_000)
     seeds = tuple(range(args.seeds))
     names = args.only.split(",") if args.only else list(GENERATED) + list(REAL)
@@ -328,6 +348,7 @@ def main(argv: list[str]) -> None:
     # a run of other seeds or sets writes its own file, not over the full table's
     report_name = "hard_data_full" if args.full else "hard_data"
     report_name += (f"_seeds_0-{seeds[-1]}" if args.seeds != 3 else "") + (f"_{'_'.join(names)}" if args.only else "")
+    report_name += f"_{'_'.join(solvers)}" if set(solvers) != set(SOLVERS) else ""
     report = Report(report_name,
                     f"Hard data: every solver and the peers on the same 10-NN graph (generated sets at {n:,} nodes)")
     shown = f"seeds 0-{seeds[-1]}" if len(seeds) > 1 else "seed 0"
@@ -337,7 +358,7 @@ def main(argv: list[str]) -> None:
                 f"budget, {args.cap:g} s).")
     started = time.perf_counter()
     load_before = _load_average()
-    frame = table(sets, (0.01, 0.1), seeds, args.cap)
+    frame = table(sets, (0.01, 0.1), seeds, args.cap, solvers)
     mean = summary(frame)
     report.table(f"Accuracy on the unlabelled nodes (random labelled sets; means of {shown} on the real sets, seed 0 "
                  "on the generated ones), against the best "

@@ -349,3 +349,28 @@ def test_the_calibration_runs_only_when_the_time_limit_holds_them():
     assert held_out is None
     assert "would take the call past" in skipped
     assert nmf(problem).info["calibration_skipped"] is None  # the default limit: at least 30 s
+
+
+def test_the_calibration_is_bounded_by_the_harmonic_time_at_its_fastest_estimate(monkeypatch):
+    """The time limit's estimate of the harmonic solve is its median product count (generous:
+    on bench/hard_data.py's 30 classes the calibrated call took 45× the harmonic solve), so
+    the five runs are gated by the fastest (``Budget.strict_target``)."""
+    import time
+
+    from solvers import nmf as nmf_module
+    from solvers._budget import FASTEST_HARMONIC_PRODUCTS, HARMONIC_PRODUCTS, Budget
+    from solvers.nmf import _calibration_marginals
+
+    X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.0, random_state=0)
+    problem, _ = _problem(X, y, 0.1, seed=0, k=8)
+    A = normalise(problem.W)
+    settings = dict(beta=2.0, gamma_value=1.0, variant="symmetric", deflate="auto", tol=1e-3, max_iter=1000,
+                    criterion="coupling", damping="auto")
+    monkeypatch.setattr(nmf_module, "CALIBRATION_SECONDS", 0.0)
+    budget = Budget("nmf", "auto", problem.W, 3)
+    time.sleep(0.05)  # the first run's cost, as the gate reads it: five more make the call about 0.3 s
+    budget.target = 0.5  # holds the runs; its strict share, 0.15 s, does not
+    assert budget.strict_target == pytest.approx(0.5 * FASTEST_HARMONIC_PRODUCTS / HARMONIC_PRODUCTS)
+    held_out, skipped = _calibration_marginals(problem, A, {**settings, "budget": budget}, budget)
+    assert held_out is None
+    assert "10× the harmonic time as fast as estimated" in skipped
