@@ -24,7 +24,8 @@ unless the table says otherwise; each table row states them. Why each was chosen
   ``solver="cg", detect_noise=False`` for the cost of the solve alone (its CG column
   products are the SpMV-bound's count).
 - mincut: ``n_cuts=0`` and ``noise="none"`` (the randomized cuts and the leave-one-out flags
-  are 20 and one-per-label extra multi-class cuts), ``alpha=0.1`` (Blum & Chawla §5.1:
+  are 20 and one-per-label extra multi-class cuts; the harmonic relaxation that gives its
+  confidence runs in every call), ``alpha=0.1`` (Blum & Chawla §5.1:
   edges between two unlabelled nodes weigh 0.1). With ``alpha=1`` the cheapest cut isolates
   the few labelled nodes and every unlabelled node falls in one class (accuracy 0.10, shown
   at 10k); α ∈ {0.3, 0.1, 0.03} all gave ≥ 0.989 at 10k, 0.1 is the middle one.

@@ -2,16 +2,16 @@
 
 Every solver returns ``Prediction.scores`` (n × C) in a meaning of its own (its module
 docstring says which): harmonic's class distributions after class mass normalisation,
-NMF's mean-field marginals φ, maxmargin's calibrated SVM probabilities, mincut's share of
-perturbed cuts voting for each class, the spectral graph transducer's signed normalised
+NMF's mean-field marginals φ, maxmargin's calibrated SVM probabilities, mincut's harmonic
+relaxation's calibrated class probabilities, the spectral graph transducer's signed normalised
 margins (Joachims 2003, Sec. 5), LC-SNC's one-vs-rest scores. Written to the store as they
 are, the numbers of two runs with different solvers could not be compared, and signed
 margins read as nothing. ``readable_scores`` maps each node's row to one distribution over
 the classes (non-negative, summing to 1):
 
 - a row whose finite entries are all >= 0 is divided by its sum: the solver's own class
-  probabilities where it has them (harmonic, NMF, maxmargin rows already sum to 1 and are
-  unchanged), vote fractions where it votes (mincut);
+  probabilities where it has them (harmonic, NMF, maxmargin and mincut rows already sum to
+  1 and are unchanged);
 - a row holding a negative entry (signed margins) becomes the softmax of its entries at
   unit temperature: the order of the classes is kept and the margins' differences set the
   shares. These are not calibrated probabilities; ``label_confidence`` stays the solver's
@@ -35,7 +35,8 @@ on 7 of 47 nodes of the wine scenario's incremental run (tests/outputs_scenario.
 class mass became part of every run. A solver's label can still differ from its scores'
 arg-max: a flagged given label's prediction is its held-out class (harmonic's leave-one-out,
 maxmargin's cross-fitted model), harmonic's centred arg-max reads F less each class's mean,
-maxmargin's multi-class label is libsvm's one-vs-one vote. The
+maxmargin's multi-class label is libsvm's one-vs-one vote, mincut's label is the cut's and
+its scores are the relaxation's (which may prefer another class). The
 scores are kept as the solver gave them (not bent to the label, which would make them say
 what the solver did not compute); such a node's runner-up is then the class with the best
 score and its margin is negative, which is what tells a reader that a step after the scores
