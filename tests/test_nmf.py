@@ -341,14 +341,17 @@ def test_the_calibration_runs_only_when_the_time_limit_holds_them():
     settings = dict(beta=2.0, gamma_value=1.0, variant="symmetric", deflate="auto", tol=1e-3, max_iter=1000,
                     criterion="coupling", damping="auto")
     free = Budget("nmf", None)
-    held_out, skipped = _calibration_marginals(problem, A, {**settings, "budget": free}, free)
+    held_out, held, skipped = _calibration_marginals(problem, A, {**settings, "budget": free}, free)
     assert skipped is None
     assert held_out.shape == (problem.labeled.sum(), 3)
+    assert held.all()  # every fold ran
     tight = Budget("nmf", 1e-9)
-    held_out, skipped = _calibration_marginals(problem, A, {**settings, "budget": tight}, tight)
+    held_out, held, skipped = _calibration_marginals(problem, A, {**settings, "budget": tight}, tight)
     assert held_out is None
     assert "would take the call past" in skipped
-    assert nmf(problem).info["calibration_skipped"] is None  # the default limit: at least 30 s
+    info = nmf(problem).info
+    assert info["calibration_skipped"] is None  # the default limit: at least 30 s
+    assert info["calibration_labels"] == problem.labeled.sum()
 
 
 def test_the_calibration_is_bounded_by_the_harmonic_time_at_its_fastest_estimate(monkeypatch):
@@ -369,8 +372,34 @@ def test_the_calibration_is_bounded_by_the_harmonic_time_at_its_fastest_estimate
     monkeypatch.setattr(nmf_module, "CALIBRATION_SECONDS", 0.0)
     budget = Budget("nmf", "auto", problem.W, 3)
     time.sleep(0.05)  # the first run's cost, as the gate reads it: five more make the call about 0.3 s
-    budget.target = 0.5  # holds the runs; its strict share, 0.15 s, does not
-    assert budget.strict_target == pytest.approx(0.5 * FASTEST_HARMONIC_PRODUCTS / HARMONIC_PRODUCTS)
-    held_out, skipped = _calibration_marginals(problem, A, {**settings, "budget": budget}, budget)
+    budget.target = 0.3  # holds the five runs; its strict share, 0.09 s, not one
+    assert budget.strict_target == pytest.approx(0.3 * FASTEST_HARMONIC_PRODUCTS / HARMONIC_PRODUCTS)
+    held_out, held, skipped = _calibration_marginals(problem, A, {**settings, "budget": budget}, budget)
     assert held_out is None
     assert "10× the harmonic time as fast as estimated" in skipped
+
+
+def test_the_calibration_runs_the_folds_that_fit_and_fits_on_their_labels(monkeypatch):
+    """Where five more runs do not fit but some do, the temperature is fitted on the labels of
+    the folds that ran (each fold a fifth of the labels, stratified by class)."""
+    import time
+
+    from solvers import nmf as nmf_module
+    from solvers._budget import FASTEST_HARMONIC_PRODUCTS, HARMONIC_PRODUCTS, Budget
+    from solvers.nmf import _calibration_marginals
+
+    X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.0, random_state=0)
+    problem, _ = _problem(X, y, 0.1, seed=0, k=8)
+    A = normalise(problem.W)
+    settings = dict(beta=2.0, gamma_value=1.0, variant="symmetric", deflate="auto", tol=1e-3, max_iter=1000,
+                    criterion="coupling", damping="auto")
+    monkeypatch.setattr(nmf_module, "CALIBRATION_SECONDS", 0.0)
+    budget = Budget("nmf", "auto", problem.W, 3)
+    time.sleep(0.3)  # the first run's cost as the gate reads it
+    budget.target = 1.1 * HARMONIC_PRODUCTS / FASTEST_HARMONIC_PRODUCTS  # strict: 1.1 s, two more runs (one if slow)
+    held_out, held, skipped = _calibration_marginals(problem, A, {**settings, "budget": budget}, budget)
+    assert skipped is None
+    labels = problem.labeled.sum()
+    assert labels // 5 <= held.sum() <= 2 * (labels // 5 + 1) < labels
+    assert np.allclose(held_out[held].sum(axis=1), 1.0)
+    assert np.all(held_out[~held] == 0)
