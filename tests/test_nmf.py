@@ -379,27 +379,29 @@ def test_the_calibration_is_bounded_by_the_harmonic_time_at_its_fastest_estimate
     assert "10× the harmonic time as fast as estimated" in skipped
 
 
-def test_the_calibration_runs_the_folds_that_fit_and_fits_on_their_labels(monkeypatch):
-    """Where five more runs do not fit but some do, the temperature is fitted on the labels of
-    the folds that ran (each fold a fifth of the labels, stratified by class)."""
-    import time
-
-    from solvers import nmf as nmf_module
-    from solvers._budget import FASTEST_HARMONIC_PRODUCTS, HARMONIC_PRODUCTS, Budget
-    from solvers.nmf import _calibration_marginals
+def test_the_calibration_runs_the_folds_that_fit_and_fits_on_their_labels():
+    """Folds run while the next one fits (the call's own run's seconds, with a margin, for
+    the first); the temperature is fitted on the labels of the folds that ran."""
+    from solvers._budget import UNLIMITED
+    from solvers.nmf import FOLD_RUN_MARGIN, _cross_fitted_marginals
 
     X, y = make_blobs(n_samples=300, centers=3, cluster_std=1.0, random_state=0)
     problem, _ = _problem(X, y, 0.1, seed=0, k=8)
     A = normalise(problem.W)
     settings = dict(beta=2.0, gamma_value=1.0, variant="symmetric", deflate="auto", tol=1e-3, max_iter=1000,
-                    criterion="coupling", damping="auto")
-    monkeypatch.setattr(nmf_module, "CALIBRATION_SECONDS", 0.0)
-    budget = Budget("nmf", "auto", problem.W, 3)
-    time.sleep(0.3)  # the first run's cost as the gate reads it
-    budget.target = 1.1 * HARMONIC_PRODUCTS / FASTEST_HARMONIC_PRODUCTS  # strict: 1.1 s, two more runs (one if slow)
-    held_out, held, skipped = _calibration_marginals(problem, A, {**settings, "budget": budget}, budget)
-    assert skipped is None
+                    criterion="coupling", damping="auto", budget=UNLIMITED)
+    asked: list[float] = []
+
+    def two_fit(seconds: float) -> bool:
+        asked.append(seconds)
+        return len(asked) <= 2
+
+    held_out, held = _cross_fitted_marginals(problem, A, settings, two_fit, first_run=10.0)
+    assert asked[0] == FOLD_RUN_MARGIN * 10.0
+    assert len(asked) == 3  # two ran, the third did not fit
     labels = problem.labeled.sum()
-    assert labels // 5 <= held.sum() <= 2 * (labels // 5 + 1) < labels
+    assert 2 * (labels // 5) <= held.sum() <= 2 * (labels // 5 + 1)
     assert np.allclose(held_out[held].sum(axis=1), 1.0)
     assert np.all(held_out[~held] == 0)
+    # each class spread over the folds: the two that ran hold labels of every class
+    assert set(problem.y[problem.labeled][held]) == {0, 1, 2}
