@@ -98,8 +98,8 @@ Open decisions (the implementation notes' list, then ours) and what this module 
     (the calibration bench's six sets, 10 draws; k = 0, 1, 2, 5): ECE 0.144, 0.123, 0.095,
     0.084 and wrong predictions at ≥ 0.99 0.390, 0.080, 0.077, 0.083; on 20k-node
     "overlap" (``bench/hard_data.py``, 1% labelled, 2 draws) ECE 0.118, 0.103, 0.098,
-    0.065 and 0.679, 0.397, 0.370, 0.143. ``calibrate=False`` skips them. Measured in the README ("The
-    other solvers' confidences").
+    0.065 and 0.679, 0.397, 0.370, 0.143. ``calibrate=False`` skips them. Measured in
+    the README ("The other solvers' confidences").
 27. (ours) Noise flags: the marginal the node would have from its neighbours alone,
     ψ_i = softmax(β Σ_j W_ij φ_j) (its own field θ_i removed, one cavity step at the
     converged φ), gives the label's ``noise_score``: the margin of ψ's best other class
@@ -246,9 +246,10 @@ PARAMETER_CONSTRAINTS = {
 }
 #: calibrate=True: the given labels' folds, each hidden from a run of its own (item 26)
 CALIBRATION_FOLDS = 5
-#: ... run when the call stays within 10× the estimated harmonic time or this many seconds
+#: ... run while the call stays within 10× the harmonic time at its fastest estimate or this many seconds
 CALIBRATION_SECONDS = 0.5
-FOLD_RUN_MARGIN = 1.25  # item 26
+#: ... a fold's run expected to cost this many times the longest run so far
+FOLD_RUN_MARGIN = 1.25
 
 
 def normalise(W: sp.spmatrix, variant: str = "symmetric") -> sp.csr_matrix:
