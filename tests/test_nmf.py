@@ -372,7 +372,7 @@ def test_the_calibration_is_bounded_by_the_harmonic_time_at_its_fastest_estimate
     monkeypatch.setattr(nmf_module, "CALIBRATION_SECONDS", 0.0)
     budget = Budget("nmf", "auto", problem.W, 3)
     time.sleep(0.05)  # the first run's cost, as the gate reads it: five more make the call about 0.3 s
-    budget.target = 0.3  # holds the five runs; its strict share, 0.09 s, not one
+    budget.target = 0.3  # holds the five runs; its strict share (0.045 s) not one
     assert budget.strict_target == pytest.approx(0.3 * FASTEST_HARMONIC_PRODUCTS / HARMONIC_PRODUCTS)
     held_out, held, skipped = _calibration_marginals(problem, A, {**settings, "budget": budget}, budget)
     assert held_out is None
