@@ -18,7 +18,7 @@ prediction counts as wrong); "chance" is the largest class's share of them.
 
 Methods: every solver with its defaults (what users run), harmonic also with each class
 mass normalisation rule, NMF also without its calibration (``calibrate=False``, what the
-calibration's five mean-field runs cost), mincut also with α = 0.1 (the remedy its degenerate-labeling
+calibration's mean-field runs, up to five, cost), mincut also with α = 0.1 (the remedy its degenerate-labeling
 warning names); the peers: scikit-learn ``LabelSpreading`` on W (α = 0.2 with its
 defaults; α = 0.99 with max_iter = 1000, so that it converges), scikit-network
 ``DiffusionClassifier`` and ``Propagation`` with their defaults.
@@ -207,7 +207,7 @@ def ours(W, X, y_given, C, cap: float = CAP, solvers: tuple[str, ...] = SOLVERS)
         p = solve(problem, "harmonic", class_mass=rule)
         label = "harmonic (defaults, class_mass=auto)" if rule == "auto" else f"harmonic class_mass={rule}"
         out[label] = (p.labels, time.perf_counter() - start, f"used {p.info['class_mass']}" if rule == "auto" else "")
-    if "nmf" in solvers:  # with its defaults, and without the calibration's five runs (what they cost)
+    if "nmf" in solvers:  # with its defaults, and without the calibration's runs (what they cost)
         out["nmf"] = _nmf(problem)
         out["nmf calibrate=False"] = _nmf(problem, calibrate=False)
     limit = max(KILL_RATIO * default_time_limit(W, C), cap)

@@ -718,7 +718,7 @@ def mincut(
     with clock("relaxation"):  # the confidence (decision 7) and the default noise rule's second opinion
         relaxation = harmonic_relaxation(W, y, C, problem.label_confidence, calibrate=True)
         scores = class_probabilities(relaxation)
-        confidence = np.where(labels >= 0, scores[np.arange(problem.n_nodes), np.maximum(labels, 0)], 0.0)
+        confidence = scores[np.arange(problem.n_nodes), labels]  # the cuts label every node
 
     votes = np.empty((0, C))
     if noise in CAVITY_RULES:  # the randomized cuts: the cavity rules' neighbour vote only (decision 8)
