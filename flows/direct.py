@@ -189,7 +189,9 @@ class Task:
         (``flows.runners``), or on the cluster of ``flows.runners.dask_client``.
 
         The results come in the items' order; the first item to fail raises its error as it
-        fails, and the items not started by then never start (those in progress end their work)."""
+        fails, and the items not started by then never start (those in progress end their work:
+        a solve stops at the end of its current step, on threads or on a Dask cluster,
+        ``flows.cluster_stop``)."""
         items = list(items)
         if in_flow_run():
             from prefect.futures import as_completed
@@ -201,18 +203,20 @@ class Task:
                     _record_stage(name, futures[-1].task_run_id)
                 ended = {id(future): future.result() for future in as_completed(futures)}
             except BaseException as error:  # a Ctrl-C may come while the first batches already run
-                in_progress = _cancel_not_started(futures)
-                if isinstance(error, KeyboardInterrupt) and in_progress:
-                    # Prefect's runner waits for its task threads: without this line a Ctrl-C
-                    # looked ignored for as long as they ran
-                    run_logger().warning("interrupted: waiting for the %d %s task run(s) in progress to stop (a"
-                                         " solve stops at the end of its current step)", in_progress, self.name)
+                _stop_not_ended(futures, isinstance(error, KeyboardInterrupt), self.name)
                 raise
             return [ended[id(future)] for future in futures]
         client, fn = DIRECT_CLIENT.get(), self.fn
         if client is not None:
-            # Dask's gather raises at the first error (not after the other items end)
-            return client.gather(client.map(lambda item: fn(item, *args), items, pure=False))
+            from .cluster_stop import new_stop_name, stop_batches, with_stop_name
+
+            name = new_stop_name()
+            on_cluster = client.map(lambda item: with_stop_name(name, fn, item, *args), items, pure=False)
+            try:  # Dask's gather raises at the first error (not after the other items end)
+                return client.gather(on_cluster)
+            except BaseException as error:
+                stop_batches(on_cluster, name, _waiting_line(isinstance(error, KeyboardInterrupt), self.name))
+                raise
         threads = min(len(items), usable_cpus())
         if threads < 2:
             return [fn(item, *args) for item in items]
@@ -246,23 +250,43 @@ def _record_stage(name: str, task_run_id: Any) -> None:
         stages.append((name, str(task_run_id)))
 
 
-def _cancel_not_started(futures: list[Any]) -> int:
-    """Cancels the task runs a thread runner has not started, and forgets their stages: such a
-    task run never reaches the server, and a failed run's report linked to it (the UI showed an
-    empty page). Task runs in progress end their work and keep their stage. Returns how many
-    are in progress (0 on a Dask runner, whose futures are left alone)."""
-    stages, in_progress = STAGE_RUNS.get(), 0
-    for future in futures:
-        # a Dask future's cancel() would stop one in progress too: only the threads' are cancelled
-        wrapped = getattr(future, "wrapped_future", None)
-        if not isinstance(wrapped, concurrent.futures.Future):
-            continue
-        if wrapped.cancel():
-            if stages is not None:
-                stages[:] = [stage for stage in stages if stage[1] != str(future.task_run_id)]
-        elif not wrapped.done():
-            in_progress += 1
-    return in_progress
+def _waiting_line(interrupted: bool, name: str) -> Callable[[int], None]:
+    """What says, after a Ctrl-C, that the run waits for its task runs in progress to stop:
+    without the line a Ctrl-C looked ignored for as long as they ran."""
+
+    def waiting(in_progress: int) -> None:
+        if interrupted and in_progress:
+            run_logger().warning("interrupted: waiting for the %d %s task run(s) in progress to stop (a solve stops"
+                                 " at the end of its current step)", in_progress, name)
+
+    return waiting
+
+
+def _stop_not_ended(futures: list[Any], interrupted: bool, name: str) -> None:
+    """After a Ctrl-C or a failed task run: cancel the task runs not started and forget their
+    stages (such a task run never reaches the server, and a failed run's report linked to it:
+    the UI showed an empty page). Those in progress end their work and keep their stage: on
+    threads Prefect's runner waits for them (the solves stop at their next step,
+    ``flows.solving``); on a Dask runner the run asks them to stop and waits here
+    (``flows.cluster_stop``)."""
+    waiting = _waiting_line(interrupted, name)
+    # a thread runner's futures wrap concurrent.futures', a Dask runner's distributed's
+    threads = [future for future in futures if isinstance(future.wrapped_future, concurrent.futures.Future)]
+    on_cluster = [future for future in futures if not isinstance(future.wrapped_future, concurrent.futures.Future)]
+    cancelled = [future for future in threads if future.wrapped_future.cancel()]
+    waiting(sum(not future.wrapped_future.done() for future in threads))
+    if on_cluster:
+        from .cluster_stop import flow_run_stop_name, stop_batches
+
+        stop_name = flow_run_stop_name()
+        if stop_name is not None:
+            wrapped = {id(future.wrapped_future): future for future in on_cluster}
+            stopped, _ = stop_batches([future.wrapped_future for future in on_cluster], stop_name, waiting)
+            cancelled += [wrapped[id(future)] for future in stopped]
+    stages = STAGE_RUNS.get()
+    if stages is not None and cancelled:
+        ids = {str(future.task_run_id) for future in cancelled}
+        stages[:] = [stage for stage in stages if stage[1] not in ids]
 
 
 def task(name: str, **options: Any) -> Callable[[Callable], Task]:

@@ -96,10 +96,12 @@ def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> Componen
 @task("solve")
 def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
     """Run one solver on one (batch) problem."""
+    from .cluster_stop import stoppable_on_worker
     from .direct import run_logger
 
     start = time.perf_counter()
-    prediction = solvers.solve(problem, method=solver, **params)
+    with stoppable_on_worker():  # on a Dask worker: the run's stop request is on the scheduler
+        prediction = solvers.solve(problem, method=solver, **params)
     # one line per batch: the progress of a long solve stage
     run_logger().info("solved %s nodes (%s given labels) with %s in %.2f s", f"{problem.n_nodes:,}",
                       f"{int(problem.labeled.sum()):,}", solver, time.perf_counter() - start)

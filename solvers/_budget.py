@@ -67,23 +67,26 @@ the time limit a Ctrl-C on a 130k-row file waited 27 s for mincut. The request t
 ``ContextVar`` rather than a parameter because a solver's parameters are what a run records
 and compares (a changed solver is a change, issue 15 §6), and an event is neither; Prefect's
 thread runner and ``flows.direct`` run each task in a copy of the submitting context, so the
-request reaches the task threads. A solve in another process (a Dask worker) does not see it.
+request reaches the task threads. The request is anything with ``is_set()`` (``StopRequest``):
+a solve in another process (a Dask worker) reads its run's request from the cluster's
+scheduler (``flows.cluster_stop``).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._timing import Stopwatch
 
-__all__ = ["Budget", "SolverStopped", "SolverTimeLimit", "default_time_limit", "product_seconds", "stop_when"]
+__all__ = ["Budget", "SolverStopped", "SolverTimeLimit", "StopRequest", "default_time_limit", "product_seconds",
+           "stop_when"]
 
 TARGET_RATIO = 10.0
 HARMONIC_PRODUCTS = 200
@@ -120,14 +123,22 @@ class SolverStopped(RuntimeError):
         super().__init__(f"{method} stopped after {seconds:.3g} s, before {stage}: the run asked its solves to stop")
 
 
+class StopRequest(Protocol):
+    """What ``stop_when`` reads: a ``threading.Event``, or any object whose ``is_set()`` says
+    that the caller asked its solves to stop."""
+
+    def is_set(self) -> bool: ...
+
+
 #: The stop request the budgets made in this context read (``stop_when``); None: none can come.
-_STOP_REQUEST: ContextVar[threading.Event | None] = ContextVar("solver_stop_request", default=None)
+_STOP_REQUEST: ContextVar[StopRequest | None] = ContextVar("solver_stop_request", default=None)
+_Request = TypeVar("_Request", bound=StopRequest)
 
 
 @contextmanager
-def stop_when(event: threading.Event) -> Iterator[threading.Event]:
+def stop_when(event: _Request) -> Iterator[_Request]:
     """The budgets made inside the block (in this context, or in a copy of it on another
-    thread) raise ``SolverStopped`` at their next check once ``event`` is set."""
+    thread) raise ``SolverStopped`` at their next check once ``event.is_set()``."""
     token = _STOP_REQUEST.set(event)
     try:
         yield event

@@ -2,14 +2,18 @@
 (``solvers.stop_when``), with and without a Prefect server: a server run's thread runner
 waits for its task threads before the command can end, and with only the time limit a
 Ctrl-C on a 130k-row file waited 27 s for mincut; without a server the command ended at
-once but the batches ran on in the process."""
+once but the batches ran on in the process. On a Dask cluster (a scheduler the run
+connects to, with a server's ``DaskTaskRunner`` or without a server) the batches ran to
+their end on the workers after the run had ended (``flows.cluster_stop``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -98,3 +102,75 @@ def test_ctrl_c_stops_the_solver_batches_in_progress_at_their_next_step(server, 
     # unstopped, each batch runs on for 25 s or more; stopped, within a max flow or two
     assert max(at for at, _ in solves.ended) - ctrl_c_at < 5
     assert returned - ctrl_c_at < 10
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A Dask cluster of two single-threaded worker processes, as a run finds one at an address."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as local, Client(local) as client:
+        yield client
+
+
+def _ctrl_c_once_both_run(client, signalled: list[tuple[float, float]]) -> None:
+    """SIGINT to this process 6 s after both batches started on the cluster's workers;
+    ``signalled`` gets when, by ``perf_counter`` and by the workers' clock (``time.time``)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if sum(len(keys) for keys in client.processing().values()) == 2:
+            time.sleep(6)  # both past their harmonic run (2 s on a worker), into the leave-one-out cuts
+            signalled.append((time.perf_counter(), time.time()))
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["without a server", "in a flow run on a server"])
+def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, request, caplog):
+    from distributed import get_task_stream
+
+    from flows.runners import dask_client, dask_runner
+    from flows.solving import solve_by_component
+
+    address = cluster.scheduler.address
+    if server:
+        from prefect import flow
+
+        request.getfixturevalue("prefect_harness")
+        solve_stage = flow(solve_by_component).with_options(task_runner=dask_runner(address))
+        on_cluster = contextlib.nullcontext()
+    else:
+        solve_stage, on_cluster = solve_by_component, dask_client(address)
+    signalled: list[tuple[float, float]] = []
+    threading.Thread(target=_ctrl_c_once_both_run, args=(cluster, signalled), daemon=True).start()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    started = datetime.now(UTC)
+    try:
+        with get_task_stream(cluster) as stream, on_cluster, pytest.raises(KeyboardInterrupt):
+            solve_stage(two_islands(), RunOptions(solver="mincut", solver_params=SLOW_MINCUT, batch_nodes=ISLAND))
+        returned = time.perf_counter()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    (ctrl_c_at,) = signalled
+    # the run waited for its batches to stop: nothing left on the workers, both ended within a
+    # few seconds of the Ctrl-C (unstopped: 25 s or more each), each with SolverStopped
+    assert returned - ctrl_c_at[0] < 10
+    assert sum(len(keys) for keys in cluster.processing().values()) == 0
+    assert len(stream.data) == 2
+    assert all(max(part["stop"] for part in task["startstops"]) - ctrl_c_at[1] < 5 for task in stream.data)
+    if server:  # Prefect's task ends as a Failed state, which Dask holds as a result
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as prefect:
+            states = [run.state for run in prefect.read_task_runs()  # this test's: the server is the session's
+                      if run.name.startswith("solve[") and run.created >= started]
+        assert [state.type.value for state in states] == ["FAILED", "FAILED"]
+        assert all("SolverStopped" in state.message for state in states)
+    else:
+        assert "interrupted: waiting for the 2 solve task run(s) in progress to stop" in caplog.text
+        assert [task["status"] for task in stream.data] == ["error", "error"]
+        assert all("SolverStopped" in repr(task["exception"]) for task in stream.data)
+    # the run's stop request is cleared from the scheduler once its batches stopped
+    assert cluster.run_on_scheduler(lambda dask_scheduler: [
+        name for name, event in dask_scheduler.extensions["events"]._events.items() if event.is_set()]) == []
