@@ -137,8 +137,7 @@ PARAMETER_CONSTRAINTS = {
 
 
 def _run(problem: LabelProblem, method: str, params: dict) -> Prediction:
-    module = {"harmonic": "solvers.harmonic", "nmf": "solvers.nmf"}[method]
-    return getattr(import_module(module), method)(problem, **params)
+    return getattr(import_module(f"solvers.{method}"), method)(problem, **params)  # each solver's module is its name
 
 
 def class_probabilities(prediction: Prediction) -> np.ndarray:
@@ -217,7 +216,7 @@ def auto(problem: LabelProblem, *, budget: float = 10.0, cv: int = 3, n_standard
                 break
             y_fold = problem.y.copy()
             y_fold[lab[held]] = -1
-            options = {**params, **CV_PARAMETERS[method]}
+            options = {**params, **CV_PARAMETERS.get(method, {})}
             if method in TIME_LIMITED:
                 options["time_limit"] = max(allowed - clock.elapsed, 1e-3)
             try:
