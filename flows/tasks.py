@@ -97,11 +97,21 @@ def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> Componen
 def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
     """Run one solver on one (batch) problem."""
     from .cluster_stop import stoppable_on_worker
-    from .direct import run_logger
+    from .direct import in_flow_run, run_logger
 
     start = time.perf_counter()
-    with stoppable_on_worker():  # on a Dask worker: the run's stop request is on the scheduler
-        prediction = solvers.solve(problem, method=solver, **params)
+    try:
+        with stoppable_on_worker():  # on a Dask worker: the run's stop request is on the scheduler
+            prediction = solvers.solve(problem, method=solver, **params)
+    except solvers.SolverStopped as stopped:
+        if not in_flow_run():
+            raise
+        # Another batch failed or the run was interrupted: this one did not fail. As a Prefect
+        # task run it ends Cancelled, so the UI shows the batch that failed in red and the
+        # ones it stopped in grey, with one line each where a raised error logged two.
+        from prefect.states import Cancelled
+
+        return Cancelled(message=str(stopped))  # type: ignore[return-value]  # Prefect's run takes a state
     # one line per batch: the progress of a long solve stage
     run_logger().info("solved %s nodes (%s given labels) with %s in %.2f s", f"{problem.n_nodes:,}",
                       f"{int(problem.labeled.sum()):,}", solver, time.perf_counter() - start)

@@ -87,6 +87,7 @@ def test_ctrl_c_stops_the_solver_batches_in_progress_at_their_next_step(server, 
 
     # a shell's background job (CI's, say) starts Python with SIGINT ignored
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    started = datetime.now(UTC)
     threading.Thread(target=ctrl_c, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -99,9 +100,21 @@ def test_ctrl_c_stops_the_solver_batches_in_progress_at_their_next_step(server, 
         time.sleep(0.1)
     (ctrl_c_at,) = signalled
     assert sorted(name for _, name in solves.ended) == ["SolverStopped", "SolverStopped"]
+    if server:  # stopped, not failed: grey in the UI, not red
+        assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop")] * 2
     # unstopped, each batch runs on for 25 s or more; stopped, within a max flow or two
     assert max(at for at, _ in solves.ended) - ctrl_c_at < 5
     assert returned - ctrl_c_at < 10
+
+
+def _solve_states_since(started: datetime) -> list[tuple[str, str]]:
+    """(state type, the end of its message) of the solve task runs the server recorded since
+    ``started`` (the server is the session's: earlier tests' runs are on it too)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as prefect:
+        runs = [run for run in prefect.read_task_runs() if run.name.startswith("solve[") and run.created >= started]
+    return [(run.state.type.value, run.state.message.rpartition(": ")[2]) for run in runs]
 
 
 @pytest.fixture(scope="module")
@@ -159,14 +172,8 @@ def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, requ
     assert sum(len(keys) for keys in cluster.processing().values()) == 0
     assert len(stream.data) == 2
     assert all(max(part["stop"] for part in task["startstops"]) - ctrl_c_at[1] < 5 for task in stream.data)
-    if server:  # Prefect's task ends as a Failed state, which Dask holds as a result
-        from prefect.client.orchestration import get_client
-
-        with get_client(sync_client=True) as prefect:
-            states = [run.state for run in prefect.read_task_runs()  # this test's: the server is the session's
-                      if run.name.startswith("solve[") and run.created >= started]
-        assert [state.type.value for state in states] == ["FAILED", "FAILED"]
-        assert all("SolverStopped" in state.message for state in states)
+    if server:  # a stopped batch's task run ends Cancelled, a state Dask holds as the task's result
+        assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop")] * 2
     else:
         assert "interrupted: waiting for the 2 solve task run(s) in progress to stop" in caplog.text
         assert [task["status"] for task in stream.data] == ["error", "error"]
