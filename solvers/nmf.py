@@ -185,6 +185,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -517,11 +518,11 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     A = normalise(problem.W, variant)
     settings = dict(beta=beta, gamma_value=gamma_value, variant=variant, deflate=deflate, tol=tol,
                     max_iter=max_iter, criterion=criterion, damping=damping, budget=budget)
-    phi, beta_value, tuned, mode, n_iter, delta, damped_from, collapsed = _marginals(problem, problem.y, A,
-                                                                                      **settings)
+    field = _marginals(problem, problem.y, A, **settings)
+    phi, beta_value, mode, delta = field.phi, field.beta, field.mode, field.delta
     labeled_rate = float(labeled.sum()) / n
 
-    no_label = unreachable(problem.W, labeled)
+    no_label = field.unreachable
     noise_score, cavity = _noise_scores(A, phi, problem.y, labeled, beta_value, mode)
     noisy = labeled & (noise_score >= noise_threshold) & ~problem.lone_labels  # decision 27
     temperature, skipped, calibration_labels = 1.0, None, 0
@@ -556,16 +557,16 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
             "The check holds each label's own field out of its node's marginal (the cavity of the noise score, item "
             "27). Give more labels, or compare another solver's labelling."))
     info = {
-        "collapsed": collapsed,
+        "collapsed": field.collapsed,
         "deflated": mode is not None,
         "degenerate": degenerate,
         "no_better_than_majority": no_better,
         "beta": beta_value,
-        "beta_star": tuned,
-        "gamma": gamma_value if tuned is not None else None,
+        "beta_star": field.beta_star,
+        "gamma": gamma_value if field.beta_star is not None else None,
         "labeled_rate": labeled_rate,
-        "n_iter": int(n_iter),
-        "damped_from": damped_from,
+        "n_iter": int(field.n_iter),
+        "damped_from": field.damped_from,
         "converged": bool(converged),
         "delta": float(delta),
         "log_mode_probability": log_gamma,
@@ -581,12 +582,24 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     return Prediction(labels, confidence, noisy, marginals, "nmf", params, info, noise_score)
 
 
+class MeanField(NamedTuple):
+    """What ``_marginals`` found: the marginals and how they were reached."""
+
+    phi: np.ndarray  # n × q marginals φ
+    beta: float  # the β used
+    beta_star: float | None  # β* when tuned from the labelled rate, None for a fixed β
+    mode: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # the whole-graph mode deflated (item 29), or None
+    n_iter: int  # iterations, of both runs when deflated again
+    delta: float  # the last iteration's δ
+    damped_from: int | None  # the iteration damping began at
+    collapsed: bool  # the undeflated field collapsed into one class
+    unreachable: np.ndarray  # the nodes no given label reaches (``_graph.unreachable``)
+
+
 def _marginals(problem: LabelProblem, y: np.ndarray, A: sp.csr_matrix, *, beta, gamma_value, variant, deflate, tol,
-               max_iter, criterion, damping, budget):
+               max_iter, criterion, damping, budget) -> MeanField:
     """The converged marginals φ of the mean field with the given labels ``y`` (β* from their
-    rate when ``beta`` is "auto"; deflated again when one class took the graph, item 29):
-    φ, β, β* (None for a fixed β), the deflation used, iterations, the last δ, the
-    iteration damping began at, and whether the undeflated field collapsed."""
+    rate when ``beta`` is "auto"; deflated again when one class took the graph, item 29)."""
     q = problem.n_classes
     n = problem.n_nodes
     labeled = y >= 0
@@ -602,14 +615,15 @@ def _marginals(problem: LabelProblem, y: np.ndarray, A: sp.csr_matrix, *, beta, 
     mode = trivial_mode(problem.W, variant) if deflate is True else None
     phi, n_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
                                                  criterion=criterion, damping=damping, deflate=mode, budget=budget)
-    collapsed = _collapsed(phi, y, problem.n_classes, unreachable(problem.W, labeled))
+    no_label = unreachable(problem.W, labeled)
+    collapsed = _collapsed(phi, y, problem.n_classes, no_label)
     if deflate == "auto" and collapsed:
         mode = trivial_mode(problem.W, variant)
         phi, more_iter, delta, damped_from = mean_field(A, theta, beta_value, tol=tol, max_iter=max_iter,
                                                         criterion=criterion, damping=damping, deflate=mode,
                                                         budget=budget)
         n_iter += more_iter
-    return phi, beta_value, tuned, mode, n_iter, delta, damped_from, collapsed
+    return MeanField(phi, beta_value, tuned, mode, n_iter, delta, damped_from, collapsed, no_label)
 
 
 def _calibration_marginals(problem: LabelProblem, A: sp.csr_matrix, settings: dict,
@@ -671,7 +685,7 @@ def _cross_fitted_marginals(problem: LabelProblem, A: sp.csr_matrix, settings: d
         held = fold == k
         y_fold = problem.y.copy()
         y_fold[labeled[held]] = -1
-        phi = _marginals(problem, y_fold, A, **settings)[0]
+        phi = _marginals(problem, y_fold, A, **settings).phi
         held_out[held] = phi[labeled[held]]
         longest, ran = max(longest, time.perf_counter() - started), ran + 1
     return held_out, fold < ran
