@@ -181,3 +181,37 @@ def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, requ
     # the run's stop request is cleared from the scheduler once its batches stopped
     assert cluster.run_on_scheduler(lambda dask_scheduler: [
         name for name, event in dask_scheduler.extensions["events"]._events.items() if event.is_set()]) == []
+
+
+def _slow_or_failing(item: str) -> str:
+    """A batch on a Dask worker: "bad" fails after 2 s; any other runs 60 s of budgeted steps
+    inside the solve task's stop request (``flows.cluster_stop.stoppable_on_worker``)."""
+    from flows.cluster_stop import stoppable_on_worker
+    from solvers._budget import Budget
+
+    if item == "bad":
+        time.sleep(2)
+        raise ValueError("batch 'bad' failed")
+    with stoppable_on_worker():
+        budget = Budget("slow", None)
+        for step in range(600):
+            budget.check(f"step {step}")
+            time.sleep(0.1)
+    return item
+
+
+def test_without_a_server_the_first_batch_to_fail_stops_the_others_on_the_dask_cluster(cluster):
+    from distributed import get_task_stream
+
+    from flows.direct import Task
+    from flows.runners import dask_client
+
+    start = time.perf_counter()
+    with get_task_stream(cluster) as stream, dask_client(cluster.scheduler.address):
+        with pytest.raises(ValueError, match="batch 'bad' failed"):
+            Task(_slow_or_failing, "solve").map_named(["slow", "bad"], ["slow", "bad"])
+    assert time.perf_counter() - start < 10  # the slow batch alone: 60 s
+    assert sum(len(keys) for keys in cluster.processing().values()) == 0
+    assert len(stream.data) == 2  # both ended with an error: the bad one's, and the slow one stopped
+    (slow,) = [task for task in stream.data if "SolverStopped" in repr(task.get("exception"))]
+    assert "slow stopped after" in repr(slow["exception"])
