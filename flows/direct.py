@@ -211,7 +211,10 @@ class Task:
             from .cluster_stop import new_stop_name, stop_batches, with_stop_name
 
             name = new_stop_name()
-            on_cluster = client.map(lambda item: with_stop_name(name, fn, item, *args), items, pure=False)
+            # the items (solver batches: a graph each) go to the workers as data, not inside the
+            # task graph: Dask warned of every batch over 10 MB ("Sending large graph")
+            on_cluster = client.map(lambda item: with_stop_name(name, fn, item, *args), client.scatter(items),
+                                    pure=False)
             try:  # Dask's gather raises at the first error (not after the other items end)
                 return client.gather(on_cluster)
             except BaseException as error:
