@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> None:
     suffix = ("_generated" if args.generated else "") + ("" if span in ("0-4", "0-1") else f"_seeds_{span}")
     suffix += ("" if args.scoring == "accuracy" else f"_{args.scoring}") + ("_ceiling" if args.ceiling else "")
     budget = {"budget": CEILING_BUDGET} if args.ceiling else {}
-    report = Report(f"auto{suffix}", f"solve(method='auto', scoring={args.scoring!r}{', budget=1000' * args.ceiling}) "
+    called = f"scoring={args.scoring!r}" + "".join(f", {key}={value:g}" for key, value in budget.items())
+    report = Report(f"auto{suffix}", f"solve(method='auto', {called}) "
                                      f"against the single solvers, seeds {span}"
                                      + (", with mincut and maxmargin among its candidates" if args.ceiling else ""))
     load_at_start = os.getloadavg()[0]

@@ -124,17 +124,15 @@ def with_stop_name(name: str, fn: Callable[..., Any], item: Any, *args: Any) -> 
         _STOP_NAME.reset(token)
 
 
-def stop_batches(futures: list[Any], name: str,
-                 before_waiting: Callable[[int], None] | None = None) -> tuple[list[Any], int]:
+def stop_batches(futures: list[Any], name: str, before_waiting: Callable[[int], None] | None = None) -> list[Any]:
     """Stop a run's batches on the cluster (their ``distributed.Future`` objects): cancel those
     no worker has started, ask those in progress to stop and wait for them (up to
-    ``STOP_WAIT_SECONDS``; ``before_waiting`` is told how many). Returns the cancelled futures
-    and how many were in progress."""
+    ``STOP_WAIT_SECONDS``; ``before_waiting`` is told how many). Returns the cancelled futures."""
     from distributed import Event
 
     unfinished = [future for future in futures if not future.done()]
     if not unfinished:
-        return [], 0
+        return []
     client = unfinished[0].client
     processing = {key for keys in client.processing().values() for key in keys}
     started = [future for future in unfinished if future.key in processing]
@@ -151,8 +149,8 @@ def stop_batches(futures: list[Any], name: str,
             try:
                 future.exception(timeout=max(deadline - time.monotonic(), 0.0))
             except TimeoutError:  # left set, as after an interrupted wait: they stop when their step ends
-                return cancelled, len(started)
+                return cancelled
             except CancelledError:  # released by another of the run's clients: ended for this run
                 pass
         event.clear()
-    return cancelled, len(started)
+    return cancelled

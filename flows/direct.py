@@ -284,7 +284,7 @@ def _stop_not_ended(futures: list[Any], interrupted: bool, name: str) -> None:
         stop_name = flow_run_stop_name()
         if stop_name is not None:
             wrapped = {id(future.wrapped_future): future for future in on_cluster}
-            stopped, _ = stop_batches([future.wrapped_future for future in on_cluster], stop_name, waiting)
+            stopped = stop_batches([future.wrapped_future for future in on_cluster], stop_name, waiting)
             cancelled += [wrapped[id(future)] for future in stopped]
     stages = STAGE_RUNS.get()
     if stages is not None and cancelled:
