@@ -210,6 +210,15 @@ def test_ctrl_c_in_a_flow_run_says_it_waits_for_the_batches_in_progress(monkeypa
     # run and the rest are still being handed out (a Ctrl-C there went past the line)
     record_stage = flows.direct._record_stage
     monkeypatch.setattr("flows.direct._record_stage", lambda *a: (record_stage(*a), time.sleep(0.5)))
+    # the batches run until the run has counted those in progress: with a fixed sleep, on a
+    # loaded machine the first batch had ended before the second began (CI counted 1, not 2)
+    waiting_line, counted = flows.direct._waiting_line, threading.Event()
+
+    def counting_line(*args):
+        line = waiting_line(*args)
+        return lambda in_progress: (line(in_progress), counted.set())
+
+    monkeypatch.setattr("flows.direct._waiting_line", counting_line)
     started, both_running, run_ids = [], threading.Event(), set()
 
     def batch(item):
@@ -219,7 +228,7 @@ def test_ctrl_c_in_a_flow_run_says_it_waits_for_the_batches_in_progress(monkeypa
         run_ids.add(flow_run.id)
         if len(started) == 2:
             both_running.set()
-        time.sleep(3)
+        counted.wait(60)
         return item
 
     solve = Task(batch, "solve")
