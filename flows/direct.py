@@ -198,7 +198,7 @@ class Task:
 
             futures = []
             try:  # as they end: the first to fail raises as it fails
-                for item, name in zip(items, names):
+                for item, name in zip(_scattered_to_the_flows_cluster(items), names):
                     futures.append(self.prefect.with_options(task_run_name=name).submit(item, *args))
                     _record_stage(name, futures[-1].task_run_id)
                 ended = {id(future): future.result() for future in as_completed(futures)}
@@ -213,8 +213,8 @@ class Task:
             name = new_stop_name()
             # the items (solver batches: a graph each) go to the workers as data, not inside the
             # task graph: Dask warned of every batch over 10 MB ("Sending large graph")
-            on_cluster = client.map(lambda item: with_stop_name(name, fn, item, *args), client.scatter(items),
-                                    pure=False)
+            on_cluster = client.map(lambda item: with_stop_name(name, fn, item, *args),
+                                    client.scatter(items, hash=False), pure=False)
             try:  # Dask's gather raises at the first error (not after the other items end)
                 return client.gather(on_cluster)
             except BaseException as error:
@@ -240,6 +240,24 @@ class Task:
             for place, result in pool.imap_unordered(numbered, placed, chunksize=1):
                 results[place] = result
         return results
+
+
+def _scattered_to_the_flows_cluster(items: list[Any]) -> list[Any]:
+    """The items as data on the flow run's Dask cluster (``distributed`` futures, which Dask
+    hands to the task runs as the items), when its task runner is a ``DaskTaskRunner``; else
+    the items. Why: the runner sends a task run's parameters inside the task graph, and Dask
+    warned of every solver batch over 10 MB ("Sending large graph of size 10.90 MiB" for a
+    20k-node batch). ``hash=False``: a batch need not be hashed (pickled once more) for a key."""
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    context = FlowRunContext.get()
+    runner = context.task_runner if context is not None else None
+    if runner is None or isinstance(runner, ThreadPoolTaskRunner):
+        return items
+    from prefect_dask import DaskTaskRunner
+
+    return runner.client.scatter(items, hash=False) if isinstance(runner, DaskTaskRunner) else items
 
 
 def usable_cpus() -> int:

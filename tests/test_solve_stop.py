@@ -4,7 +4,8 @@ waits for its task threads before the command can end, and with only the time li
 Ctrl-C on a 130k-row file waited 27 s for mincut; without a server the command ended at
 once but the batches ran on in the process. On a Dask cluster (a scheduler the run
 connects to, with a server's ``DaskTaskRunner`` or without a server) the batches ran to
-their end on the workers after the run had ended (``flows.cluster_stop``)."""
+their end on the workers after the run had ended (``flows.cluster_stop``). The batches reach
+the cluster as data, not inside Dask's task graph."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from datetime import UTC, datetime
 
 import numpy as np
@@ -181,6 +183,32 @@ def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, requ
     # the run's stop request is cleared from the scheduler once its batches stopped
     assert cluster.run_on_scheduler(lambda dask_scheduler: [
         name for name, event in dask_scheduler.extensions["events"]._events.items() if event.is_set()]) == []
+
+
+@pytest.mark.parametrize("server", [False, True], ids=["without a server", "in a flow run on a server"])
+def test_the_batches_reach_a_dask_cluster_as_data_not_in_the_task_graph(server, cluster, request):
+    # Dask warned "Sending large graph of size 10.90 MiB" of each 20k-node batch sent inside
+    # the task graph, once per run and batch
+    from flows.runners import dask_client, dask_runner
+    from flows.solving import solve_by_component
+
+    address, options = cluster.scheduler.address, RunOptions(batch_nodes=ISLAND)
+    if server:
+        from prefect import flow
+
+        request.getfixturevalue("prefect_harness")
+        solve_stage = flow(solve_by_component).with_options(task_runner=dask_runner(address))
+        on_cluster = contextlib.nullcontext()
+    else:
+        solve_stage, on_cluster = solve_by_component, dask_client(address)
+    exported = two_islands()
+    here = solve_by_component(exported, options)
+    with warnings.catch_warnings(record=True) as caught, on_cluster:
+        warnings.simplefilter("always")
+        there = solve_stage(exported, options)
+    assert [str(warning.message) for warning in caught if "large graph" in str(warning.message)] == []
+    assert there.info["n_batches"] == 2
+    np.testing.assert_array_equal(there.labels, here.labels)
 
 
 def _slow_or_failing(item: str) -> str:
