@@ -97,7 +97,7 @@ def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> Componen
 def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
     """Run one solver on one (batch) problem."""
     from .cluster_stop import stoppable_on_worker
-    from .direct import in_flow_run, run_logger
+    from .direct import in_flow_run, log_stopped_at_warning, run_logger
 
     start = time.perf_counter()
     try:
@@ -108,9 +108,11 @@ def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, 
             raise
         # Another batch failed or the run was interrupted: this one did not fail. As a Prefect
         # task run it ends Cancelled, so the UI shows the batch that failed in red and the
-        # ones it stopped in grey, with one line each where a raised error logged two.
+        # ones it stopped in grey, with one line each where a raised error logged two, a
+        # warning where Prefect logs an error.
         from prefect.states import Cancelled
 
+        log_stopped_at_warning()
         return Cancelled(message=str(stopped))  # type: ignore[return-value]  # Prefect's run takes a state
     # one line per batch: the progress of a long solve stage
     run_logger().info("solved %s nodes (%s given labels) with %s in %.2f s", f"{problem.n_nodes:,}",

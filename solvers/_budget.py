@@ -116,11 +116,14 @@ class SolverStopped(RuntimeError):
     """A solver stopped between two of its steps because its caller asked it to (``stop_when``):
     the run was interrupted, or another of its batches failed.
 
-    Attributes: ``method``, ``stage`` (the step it was about to take) and ``seconds`` (spent)."""
+    Attributes: ``method``, ``stage`` (the step it was about to take) and ``seconds`` (spent).
+    ``WHY`` ends every such message."""
+
+    WHY = "the run asked its solves to stop"
 
     def __init__(self, method: str, stage: str, seconds: float):
         self.method, self.stage, self.seconds = method, stage, seconds
-        super().__init__(f"{method} stopped after {seconds:.3g} s, before {stage}: the run asked its solves to stop")
+        super().__init__(f"{method} stopped after {seconds:.3g} s, before {stage}: {self.WHY}")
 
 
 class StopRequest(Protocol):

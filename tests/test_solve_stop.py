@@ -10,6 +10,7 @@ the cluster as data, not inside Dask's task graph."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -102,21 +103,31 @@ def test_ctrl_c_stops_the_solver_batches_in_progress_at_their_next_step(server, 
         time.sleep(0.1)
     (ctrl_c_at,) = signalled
     assert sorted(name for _, name in solves.ended) == ["SolverStopped", "SolverStopped"]
-    if server:  # stopped, not failed: grey in the UI, not red
-        assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop")] * 2
+    if server:  # stopped, not failed: grey in the UI, its last line a warning, not red
+        assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop", "WARNING")] * 2
     # unstopped, each batch runs on for 25 s or more; stopped, within a max flow or two
     assert max(at for at, _ in solves.ended) - ctrl_c_at < 5
     assert returned - ctrl_c_at < 10
 
 
-def _solve_states_since(started: datetime) -> list[tuple[str, str]]:
-    """(state type, the end of its message) of the solve task runs the server recorded since
-    ``started`` (the server is the session's: earlier tests' runs are on it too)."""
+def _solve_states_since(started: datetime) -> list[tuple[str, str, str]]:
+    """(state type, the end of its message, the level of its "Finished in state" line) of the
+    solve task runs the server recorded since ``started`` (the server is the session's: earlier
+    tests' runs are on it too)."""
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterTaskRunId
 
     with get_client(sync_client=True) as prefect:
         runs = [run for run in prefect.read_task_runs() if run.name.startswith("solve[") and run.created >= started]
-    return [(run.state.type.value, run.state.message.rpartition(": ")[2]) for run in runs]
+        # a run's log reaches the server in batches, a few seconds after its state
+        deadline, levels = time.monotonic() + 30, {}
+        while len(levels) < len(runs) and time.monotonic() < deadline:
+            logs = prefect.read_logs(LogFilter(task_run_id=LogFilterTaskRunId(any_=[run.id for run in runs])))
+            levels = {log.task_run_id: logging.getLevelName(log.level) for log in logs
+                      if log.message.startswith("Finished in state")}
+            time.sleep(0.5)
+    return [(run.state.type.value, run.state.message.rpartition(": ")[2], levels.get(run.id, "no line"))
+            for run in runs]
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +185,8 @@ def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, requ
     assert sum(len(keys) for keys in cluster.processing().values()) == 0
     assert len(stream.data) == 2
     assert all(max(part["stop"] for part in task["startstops"]) - ctrl_c_at[1] < 5 for task in stream.data)
-    if server:  # a stopped batch's task run ends Cancelled, a state Dask holds as the task's result
-        assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop")] * 2
+    if server:  # a stopped batch ends Cancelled (a state Dask holds as the task's result), logged as a warning
+        assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop", "WARNING")] * 2
     else:
         assert "interrupted: waiting for the 2 solve task run(s) in progress to stop" in caplog.text
         assert [task["status"] for task in stream.data] == ["error", "error"]
