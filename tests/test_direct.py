@@ -175,7 +175,11 @@ def test_in_a_flow_run_the_first_batch_to_fail_raises_as_it_fails(monkeypatch):
     from flows.runners import thread_runner
 
     monkeypatch.setattr("flows.runners.usable_cpus", lambda: 2)
-    batch, started, _ = failing_batches(10)
+    # the batches in progress hold on until the run has cancelled those not started (a fixed
+    # hold could end first on a loaded machine, and a freed thread start "slow 3")
+    batch, started, gate = failing_batches(60)
+    stop_not_ended = flows.direct._stop_not_ended
+    monkeypatch.setattr("flows.direct._stop_not_ended", lambda *args: (stop_not_ended(*args), gate.set()))
     solve, stages = Task(batch, "solve"), []
 
     @flow(task_runner=thread_runner())

@@ -195,14 +195,23 @@ def test_a_served_jobs_deployment_page_shows_its_schedule(labelled):
             assert serve.poll() is None, (folder / "serve.log").read_text()
             assert time.monotonic() < deadline, (folder / "serve.log").read_text()
             time.sleep(1)
+        # the next run, made by the server's scheduler a few seconds after the deployment
+        query = {"flow_runs": {"deployment_id": {"any_": [found[0]["id"]]}, "state": {"type": {"any_": ["SCHEDULED"]}}}}
+        while not (scheduled := server.post("/flow_runs/filter", query)):
+            assert time.monotonic() < deadline, (folder / "serve.log").read_text()
+            time.sleep(1)
         _, text = rendered(f"{server.ui_url}/deployments/deployment/{found[0]['id']}", folder / "deployment.png",
-                           "Every 10 minutes")
+                           "Next Run")
     finally:
         stop(serve)
         log.close()
     lines = text.splitlines()
     assert "wine-every-10" in lines, text
     assert "Every 10 minutes" in lines, text
-    assert "Scheduled" in lines, text  # the next run, made by the server's scheduler
+    # the next run, made by the server's scheduler, by its name ("Scheduled" is on the page
+    # with no run scheduled: a label of the runs' filter)
+    at = lines.index("Next Run") if "Next Run" in lines else len(lines)
+    assert {run["name"] for run in scheduled} & set(lines[at:at + 3]), text
+    assert any(line.startswith("Scheduled for ") for line in lines[at:]), text
     assert lines[lines.index("Status") + 1] == "Ready", text
     assert lines[lines.index("Concurrency Limit") + 1] == "1", text

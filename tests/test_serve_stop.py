@@ -114,9 +114,10 @@ def gone(pid: int) -> bool:
 
 def signal_mid_run(server: PrefectServer, served, log: Path, sent: signal.Signals, in_task: bool = False,
                    times: int = 1, with_runs: bool = False) -> tuple[dict, int, dict[int, int]]:
-    """Serve the job and send ``sent`` ``times`` times (0.1 s apart) to serve's whole process
-    group once a run is Running; with ``in_task``, once its LabelRun is written and the
-    server has a later task of it running; ``with_runs``, to the runs' process groups too.
+    """Serve the job and send ``sent`` ``times`` times (the next once serve said it stops) to
+    serve's whole process group once a run is Running; with ``in_task``, once its LabelRun
+    is written and the server has a later task of it running; ``with_runs``, to the runs'
+    process groups too.
     Returns that run, serve's exit status and the process group of each run process serve
     had started, by process."""
     folder, config, _ = served
@@ -128,7 +129,9 @@ def signal_mid_run(server: PrefectServer, served, log: Path, sent: signal.Signal
                      and running_task(server, run["id"]), 60, serve, log)
         runs = {process: os.getpgid(process) for process in children(serve.pid)}
         for time_ in range(times):
-            time.sleep(0.1 if time_ else 0.0)  # one signal each: a signal pending again is not queued
+            if time_:  # the next once serve has taken the last: two close together merge into one
+                wait_for(lambda: f"{sent.name}: stopping; runs in progress are cancelled" in log.read_text(), 60,
+                         serve, log)
             os.killpg(serve.pid, sent)
         for process in runs if with_runs else ():
             os.killpg(process, sent)
@@ -426,7 +429,9 @@ def test_runs_the_runners_cancel_did_not_end_are_signalled_by_the_stop_at_once(p
         ended = asyncio.run(stop([run.id for run in runs]))
         for status, seconds in ended:
             assert status == -signal.SIGTERM
-            assert CANCELLED_RUN_SECONDS <= seconds < CANCELLED_RUN_SECONDS + 5, ended
+            # side by side: under 2 × CANCELLED_RUN_SECONDS, where one after the other ends the
+            # second (the slack is for a loaded server's API calls before each wait)
+            assert CANCELLED_RUN_SECONDS <= seconds < 1.8 * CANCELLED_RUN_SECONDS, ended
         for run in runs:
             assert client.read_flow_run(run.id).state.type.value == "CANCELLED"
 

@@ -105,9 +105,10 @@ def test_ctrl_c_stops_the_solver_batches_in_progress_at_their_next_step(server, 
     assert sorted(name for _, name in solves.ended) == ["SolverStopped", "SolverStopped"]
     if server:  # stopped, not failed: grey in the UI, its last line a warning, not red
         assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop", "WARNING")] * 2
-    # unstopped, each batch runs on for 25 s or more; stopped, within a max flow or two
-    assert max(at for at, _ in solves.ended) - ctrl_c_at < 5
-    assert returned - ctrl_c_at < 10
+    # unstopped, each batch runs on for 25 s or more; stopped, within a max flow or two (the
+    # bounds leave room for a loaded machine and, with a server, Prefect's own API calls)
+    assert max(at for at, _ in solves.ended) - ctrl_c_at < 12
+    assert returned - ctrl_c_at < 20
 
 
 def _solve_states_since(started: datetime) -> list[tuple[str, str, str]]:
@@ -181,10 +182,10 @@ def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, requ
     (ctrl_c_at,) = signalled
     # the run waited for its batches to stop: nothing left on the workers, both ended within a
     # few seconds of the Ctrl-C (unstopped: 25 s or more each), each with SolverStopped
-    assert returned - ctrl_c_at[0] < 10
+    assert returned - ctrl_c_at[0] < 20
     assert sum(len(keys) for keys in cluster.processing().values()) == 0
     assert len(stream.data) == 2
-    assert all(max(part["stop"] for part in task["startstops"]) - ctrl_c_at[1] < 5 for task in stream.data)
+    assert all(max(part["stop"] for part in task["startstops"]) - ctrl_c_at[1] < 12 for task in stream.data)
     if server:  # a stopped batch ends Cancelled (a state Dask holds as the task's result), logged as a warning
         assert _solve_states_since(started) == [("CANCELLED", "the run asked its solves to stop", "WARNING")] * 2
     else:
