@@ -5,6 +5,7 @@ before a change), so that every ratio pairs runs of the same moment on a shared 
     python -m bench harmonic_paired                       # 100k nodes, 3 rounds
     python -m bench harmonic_paired --n 1000000 --rounds 3
     python -m bench harmonic_paired --against /tmp/old    # also that checkout's harmonic
+    python -m bench harmonic_paired --out NAME            # bench/results/NAME.md
 
 Graph: ``bench/solver_scale.py``'s ``graph_for(n)`` (10 blobs in 32-d, seed 0,
 ``similarity.knn_graph(X, 10)``, 1% labelled, seed 0), built once and kept in
@@ -15,7 +16,9 @@ with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags
 ``solver="cg", detect_noise=False`` (the solve alone), the defaults again with
 ``OMP_NUM_THREADS=1`` (graphlabel's sparse products, and BLAS, on one thread, as on a one-core
 machine; this checkout only), and how far the call raised the
-process's peak resident memory (``ru_maxrss``, MiB, over the peak of loading the graph).
+process's peak resident memory (``ru_maxrss``, MiB, over the peak of loading the graph), and
+harmonic's own clock of its steps (``info["timings"]``: the components, the solve, the
+leave-one-out estimate, the re-solve and the rest).
 A round runs each once, in that order; a ratio is a run's seconds over the same round's
 ``Propagation``; the table gives medians over the rounds. ``bench/solver_scale.py`` gives
 the other peers at 100k; this one exists for 1M, where that bench's full run takes 40
@@ -73,7 +76,8 @@ else:
     prediction = solve(problem, "harmonic", **params)
     labels = prediction.labels
     info = {"block products": prediction.info.get("cg_block_products"), "flagged": int(prediction.noisy.sum()),
-            "local re-solve nodes": (prediction.info.get("resolve_near") or {}).get("nodes")}
+            "local re-solve nodes": (prediction.info.get("resolve_near") or {}).get("nodes"),
+            **{f"step {step}": sec for step, sec in (prediction.info.get("timings") or {}).items()}}
 seconds = time.perf_counter() - start
 peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024  # kB on Linux: MiB over the prior peak
 hidden = ~given
@@ -110,6 +114,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--n", type=int, default=100_000, help="nodes (default 100,000)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", type=Path, help="another checkout of graphlabel: its harmonic runs too")
+    parser.add_argument("--out", help="results file name (bench/results/OUT.md); default harmonic_paired_N")
     args = parser.parse_args(argv)
     graph = saved_graph(args.n)
     here = Path(__file__).resolve().parent.parent
@@ -130,12 +135,21 @@ def main(argv: list[str]) -> None:
         **{"peak MiB": ("peak MiB", "median")}, accuracy=("accuracy", "median"),
         **{c: (c, "median") for c in ("block products", "flagged", "local re-solve nodes") if c in frame}
     ).reset_index().rename(columns={"ratio": "× Propagation (same round, median)"})
-    report = Report(f"harmonic_paired_{args.n}", f"harmonic against Propagation on one {args.n:,}-node graph, "
-                                                 "alternating fresh processes")
+    report = Report(args.out or f"harmonic_paired_{args.n}",
+                    f"harmonic against Propagation on one {args.n:,}-node graph, alternating fresh processes")
     # the checkouts by role, not by path: a result names no folder of the machine it ran on
     report.table(f"Medians of {args.rounds} rounds; the code: this checkout"
                  + (", and --against (another checkout, the code before)" if args.against else ""),
                  table)
+    steps = [column for column in frame if column.startswith("step ")]
+    if steps:  # harmonic's own clock of its steps (info["timings"]): where its time goes, this checkout
+        mine = frame[(frame["code"] == "this checkout") & frame[steps].notna().any(axis=1)].copy()
+        for column in steps:
+            mine[column.replace("step ", "× Propagation: ")] = mine[column] / mine["round"].map(peer)
+        report.table("Where harmonic's time goes, by its own clock (info['timings'], medians of the rounds; "
+                     "seconds, and over the same round's Propagation)",
+                     mine.groupby("run", sort=False)[[c for c in mine if "step " in c or "× Propagation: " in c]]
+                     .median().reset_index())
     report.table("Every run", frame)
     from solvers._row_split_product import product_threads
 

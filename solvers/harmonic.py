@@ -381,6 +381,7 @@ from ._budget import Budget
 from ._calibration import fit_held_out_temperature, normalise, sharpen
 from ._graph import margin_scores, per_label
 from ._row_split_product import RowSplitProduct
+from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, validate_params
 from .problem import LabelProblem, Prediction
 
@@ -1491,13 +1492,18 @@ def harmonic(
         ``scores`` are the absorption probabilities F (n × C); ``noise_score`` the margin of
         the best other class over the given one in each given label's leave-one-out
         distribution (NaN for unlabelled nodes); ``info["loo_scores"]`` those normalised
-        leave-one-out distributions.
+        leave-one-out distributions; ``info["timings"]`` the seconds of its steps: "graph" (the
+        edges kept, degrees and components), "solve" (the harmonic solution),
+        "leave_one_out" (the noise flags' estimate), "re_solve" (after the flagged labels
+        changed) and "other" (the rest: checks, flags, class masses, calibration, labels).
     """
+    clock = Stopwatch()
     validate_params({"gamma_g": gamma_g, "gamma_d": gamma_d, "noise_threshold": noise_threshold, "solver": solver,
                      "loo": loo, "class_mass": class_mass, "stop": stop, "resolve_hops": resolve_hops,
                      "noisy_labels": noisy_labels},
                     PARAMETER_CONSTRAINTS)
-    W, y, C = _resolvable(problem.W).tocsr(), problem.y, problem.n_classes
+    with clock("graph"):
+        W, y, C = _resolvable(problem.W).tocsr(), problem.y, problem.n_classes
     cut_edges = W.nnz < problem.W.nnz  # _resolvable dropped negligible edges: see _attach_faint_nodes
     labeled = problem.labeled
     l = np.flatnonzero(labeled)
@@ -1506,8 +1512,9 @@ def harmonic(
     Y_l[np.arange(len(l)), y[l]] = trust  # a label of trust c enters its class column with value c
     # (1 + γ_d) d: the diagonal of L_uu + γ_d D_uu without γ_g; every solve and the
     # leave-one-out's Schur formula read the diagonal from here
-    degree = np.asarray(W.sum(axis=1)).ravel() * (1.0 + gamma_d)
-    component = _components(W)  # once: every solve and the estimate use it
+    with clock("graph"):
+        degree = np.asarray(W.sum(axis=1)).ravel() * (1.0 + gamma_d)
+        component = _components(W)  # once: every solve and the estimate use it
     kw = dict(gamma_g=gamma_g, solver=solver, direct_max_nodes=direct_max_nodes, rtol=rtol, degree=degree,
               stop=stop)
 
@@ -1516,7 +1523,8 @@ def harmonic(
     rule = _mass_rule(class_mass, int(np.count_nonzero(problem.class_label_counts)), len(l) / max(len(y), 1))
     target = _mass_target(rule, y, labeled, C)
     reachable = _reachable(component, labeled)  # the nodes some label reaches: the soft re-solve's too
-    system = _solve_system(W, Y_l, labeled, reachable=reachable, mass_target=target, **kw)
+    with clock("solve"):
+        system = _solve_system(W, Y_l, labeled, reachable=reachable, mass_target=target, **kw)
     used = [system.counts]  # every solve of this call, for the CG iteration count
     noisy = np.zeros(len(y), dtype=bool)
     clamped = labeled  # the labels the final system holds (the class masses are taken over them)
@@ -1526,12 +1534,13 @@ def harmonic(
     loo_label = None
     loo_scores = None
     if detect_noise:
-        if loo == "exact":
-            solve_uu = _uu_solver(W, system, gamma_g, solver, direct_max_nodes, rtol)
-            unclamped = _leave_one_out(W, Y_l, system, gamma_g, solve_uu)
-            used.append({"cg_iterations": solve_uu.cg_iterations, "amg_fallbacks": solve_uu.amg_fallbacks})
-        else:
-            unclamped, _ = _local_leave_one_out(W, Y_l, system, gamma_g, component[l])
+        with clock("leave_one_out"):
+            if loo == "exact":
+                solve_uu = _uu_solver(W, system, gamma_g, solver, direct_max_nodes, rtol)
+                unclamped = _leave_one_out(W, Y_l, system, gamma_g, solve_uu)
+                used.append({"cg_iterations": solve_uu.cg_iterations, "amg_fallbacks": solve_uu.amg_fallbacks})
+            else:
+                unclamped, _ = _local_leave_one_out(W, Y_l, system, gamma_g, component[l])
         info["loo"] = loo
         # the leave-one-out distributions on the class-mass scale the predictions use
         flag_target = _mass_target(_flag_mass_rule(class_mass), y, labeled, C)
@@ -1563,8 +1572,9 @@ def harmonic(
             if len(set(y[kept].tolist())) >= 2:
                 clamped, Y_clamped = kept, Y_l[~revised]
                 start[l[revised]] = unclamped[revised]  # the dropped labels' own estimates
-                resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised], _reachable(component, kept),
-                                    _mass_target(rule, y, kept, C), resolve_hops, kw)
+                with clock("re_solve"):
+                    resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised],
+                                        _reachable(component, kept), _mass_target(rule, y, kept, C), resolve_hops, kw)
         elif noisy_labels == "soften" and revised.any():
             # the expected class distribution: the given class with weight 1 − m, the label's
             # leave-one-out distribution with weight m (m its margin; a label of trust c keeps c)
@@ -1572,8 +1582,9 @@ def harmonic(
             Y_clamped = Y_l.copy()
             Y_clamped[revised] = (1.0 - doubt) * Y_l[revised] + doubt * trust[revised][:, None] * loo_scores[revised]
             start[l[revised]] = Y_clamped[revised]
-            resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised], reachable, target, resolve_hops,
-                                kw)
+            with clock("re_solve"):
+                resolved = _resolve(W, system, start, clamped, Y_clamped, l[revised], reachable, target,
+                                    resolve_hops, kw)
         if resolved is not None:
             system, near = resolved
             if near is None:
@@ -1616,8 +1627,9 @@ def harmonic(
         candidates = system.u[np.einsum("ij->i", F)[system.u] <= 0]
         sunk = candidates[F[candidates].max(axis=1) <= 0]
     if sunk.size:
-        plain = _solve_system(W, Y_clamped, clamped, **{**kw, "degree": degree / (1.0 + gamma_d)},
-                              reachable=_reachable(component, clamped), mass_target=None)
+        with clock("solve"):
+            plain = _solve_system(W, Y_clamped, clamped, **{**kw, "degree": degree / (1.0 + gamma_d)},
+                                  reachable=_reachable(component, clamped), mass_target=None)
         F = F.copy()
         F[sunk] = plain.F[sunk]
         info["n_sunk"] = int(sunk.size)
@@ -1632,6 +1644,8 @@ def harmonic(
         idx, cls = loo_label
         labels[idx] = cls
         confidence[idx] = loo_scores[np.searchsorted(l, idx), cls]
+    # the rest: parameter checks, flags and class masses, calibration, labels and confidences
+    info["timings"] = {**clock.seconds, "other": clock.elapsed - sum(clock.seconds.values())}
     params = dict(gamma_g=gamma_g, gamma_d=gamma_d, class_mass=class_mass, noise_threshold=noise_threshold, loo=loo,
                   noisy_labels=noisy_labels, detect_noise=detect_noise, calibrate=calibrate, solver=solver,
                   resolve_hops=resolve_hops)

@@ -1,5 +1,6 @@
 """The harmonic solver against exact dense solves, and its noise flags and calibration on digits."""
 
+import time
 import warnings
 
 import numpy as np
@@ -307,6 +308,23 @@ def test_digits_accuracy_noise_flags_and_calibration(digits):
     assert np.mean(recalls) > 0.5
     assert np.mean(precisions) > 0.7
     assert np.mean(eces) < 0.08
+
+
+def test_its_clock_accounts_for_the_call_step_by_step(digits):
+    X, y = digits
+    rng = np.random.default_rng(0)
+    kept = keep_per_class(y, 10, rng)
+    noisy, _ = flip_labels(y, kept, 0.1, 10, rng)
+    problem = LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1))
+    start = time.perf_counter()
+    prediction = solve(problem, "harmonic")
+    seconds = time.perf_counter() - start
+    timings = prediction.info["timings"]
+    assert list(timings) == ["graph", "solve", "leave_one_out", "re_solve", "other"]  # flags revised: a re-solve
+    assert all(step >= 0 for step in timings.values())
+    assert 0.5 * seconds <= sum(timings.values()) <= seconds  # the steps cover the call, within it
+    flagless = solve(problem, "harmonic", detect_noise=False).info["timings"]
+    assert list(flagless) == ["graph", "solve", "other"]
 
 
 def test_noise_flags_improve_accuracy_when_dropped(digits):
