@@ -16,6 +16,7 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -140,6 +141,21 @@ def cluster():
         yield client
 
 
+def _solve_stage_on(cluster, server: bool, request) -> tuple[Callable, contextlib.AbstractContextManager]:
+    """The solve stage on ``cluster`` and the block to call it in: in a flow run on a server
+    with a ``DaskTaskRunner``, or without a server inside ``dask_client``."""
+    from flows.runners import dask_client, dask_runner
+    from flows.solving import solve_by_component
+
+    address = cluster.scheduler.address
+    if not server:
+        return solve_by_component, dask_client(address)
+    from prefect import flow
+
+    request.getfixturevalue("prefect_harness")
+    return flow(solve_by_component).with_options(task_runner=dask_runner(address)), contextlib.nullcontext()
+
+
 def _ctrl_c_once_both_run(client, signalled: list[tuple[float, float]]) -> None:
     """SIGINT to this process 6 s after both batches started on the cluster's workers;
     ``signalled`` gets when, by ``perf_counter`` and by the workers' clock (``time.time``)."""
@@ -157,18 +173,7 @@ def _ctrl_c_once_both_run(client, signalled: list[tuple[float, float]]) -> None:
 def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, request, caplog):
     from distributed import get_task_stream
 
-    from flows.runners import dask_client, dask_runner
-    from flows.solving import solve_by_component
-
-    address = cluster.scheduler.address
-    if server:
-        from prefect import flow
-
-        request.getfixturevalue("prefect_harness")
-        solve_stage = flow(solve_by_component).with_options(task_runner=dask_runner(address))
-        on_cluster = contextlib.nullcontext()
-    else:
-        solve_stage, on_cluster = solve_by_component, dask_client(address)
+    solve_stage, on_cluster = _solve_stage_on(cluster, server, request)
     signalled: list[tuple[float, float]] = []
     threading.Thread(target=_ctrl_c_once_both_run, args=(cluster, signalled), daemon=True).start()
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -201,18 +206,10 @@ def test_ctrl_c_stops_the_solver_batches_on_a_dask_cluster(server, cluster, requ
 def test_the_batches_reach_a_dask_cluster_as_data_not_in_the_task_graph(server, cluster, request):
     # Dask warned "Sending large graph of size 10.90 MiB" of each 20k-node batch sent inside
     # the task graph, once per run and batch
-    from flows.runners import dask_client, dask_runner
     from flows.solving import solve_by_component
 
-    address, options = cluster.scheduler.address, RunOptions(batch_nodes=ISLAND)
-    if server:
-        from prefect import flow
-
-        request.getfixturevalue("prefect_harness")
-        solve_stage = flow(solve_by_component).with_options(task_runner=dask_runner(address))
-        on_cluster = contextlib.nullcontext()
-    else:
-        solve_stage, on_cluster = solve_by_component, dask_client(address)
+    solve_stage, on_cluster = _solve_stage_on(cluster, server, request)
+    options = RunOptions(batch_nodes=ISLAND)
     exported = two_islands()
     here = solve_by_component(exported, options)
     with warnings.catch_warnings(record=True) as caught, on_cluster:
