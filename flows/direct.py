@@ -347,33 +347,6 @@ def _log_in_one_line(data_errors: tuple[type[BaseException], ...]) -> None:
             logger.addFilter(quiet)
 
 
-class _StoppedAtWarning(logging.Filter):
-    """Lowers to WARNING the line "Finished in state Cancelled(...: the run asked its solves to
-    stop)" of a solve task run that its run stopped (``flows.tasks.solve_problem``): Prefect's
-    engine logs every end but Completed at ERROR, and a run's Logs tab showed a red line for
-    each batch stopped beside the batch that failed. Other cancellations keep Prefect's level."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        from solvers import SolverStopped
-
-        message = record.msg if isinstance(record.msg, str) else ""
-        if (record.levelno == logging.ERROR and message.startswith("Finished in state Cancelled(")
-                and SolverStopped.WHY in message):
-            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
-        return True
-
-
-_STOPPED_AT_WARNING = _StoppedAtWarning()
-
-
-def log_stopped_at_warning() -> None:
-    """Log the end of a task run its run stopped at WARNING in this process (``_StoppedAtWarning``;
-    a Dask worker's task runs log from the worker). Idempotent."""
-    logger = logging.getLogger("prefect.task_runs")
-    if _STOPPED_AT_WARNING not in logger.filters:
-        logger.addFilter(_STOPPED_AT_WARNING)
-
-
 def parameter_descriptions(fn: Callable) -> dict[str, str]:
     """The numpydoc ``Parameters`` of ``fn``'s docstring, one line each, by name.
 

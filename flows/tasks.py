@@ -8,6 +8,7 @@ decorator is ``flows.direct.task``: Prefect's options, Prefect imported on first
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -93,11 +94,36 @@ def plan_components(problem: solvers.LabelProblem, batch_nodes: int) -> Componen
     return components.plan_components(problem, batch_nodes)
 
 
+class _StoppedAtWarning(logging.Filter):
+    """Lowers to WARNING the line "Finished in state Cancelled(...: the run asked its solves to
+    stop)" of a solve task run that its run stopped (``solve_problem``): Prefect's engine logs
+    every end but Completed at ERROR, and a run's Logs tab showed a red line for each batch
+    stopped beside the batch that failed. Other cancellations keep Prefect's level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg if isinstance(record.msg, str) else ""
+        if (record.levelno == logging.ERROR and message.startswith("Finished in state Cancelled(")
+                and solvers.SolverStopped.WHY in message):
+            record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
+
+
+_STOPPED_AT_WARNING = _StoppedAtWarning()
+
+
+def _log_stopped_at_warning() -> None:
+    """Log the end of a task run its run stopped at WARNING in this process (``_StoppedAtWarning``;
+    a Dask worker's task runs log from the worker). Idempotent."""
+    logger = logging.getLogger("prefect.task_runs")
+    if _STOPPED_AT_WARNING not in logger.filters:
+        logger.addFilter(_STOPPED_AT_WARNING)
+
+
 @task("solve")
 def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, Any]) -> solvers.Prediction:
     """Run one solver on one (batch) problem."""
     from .cluster_stop import stoppable_on_worker
-    from .direct import in_flow_run, log_stopped_at_warning, run_logger
+    from .direct import in_flow_run, run_logger
 
     start = time.perf_counter()
     try:
@@ -112,7 +138,7 @@ def solve_problem(problem: solvers.LabelProblem, solver: str, params: dict[str, 
         # warning where Prefect logs an error.
         from prefect.states import Cancelled
 
-        log_stopped_at_warning()
+        _log_stopped_at_warning()
         return Cancelled(message=str(stopped))  # type: ignore[return-value]  # Prefect's run takes a state
     # one line per batch: the progress of a long solve stage
     run_logger().info("solved %s nodes (%s given labels) with %s in %.2f s", f"{problem.n_nodes:,}",
