@@ -72,6 +72,7 @@ without a label is refused (it would speak of nothing).
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -490,30 +491,54 @@ def _as_lists(values: pd.Series) -> pd.Series | None:
 
 def _list_column(values: pd.Series, column: str, expected_dim: int | None, reasons: Reasons) -> np.ndarray:
     """One column of feature lists. The expected length is ``expected_dim`` when the dataset
-    has one, else the most common non-zero length of the batch (the smallest on a tie)."""
+    has one, else the most common non-zero length of the batch (the smallest on a tie).
+
+    The rows of that length are checked as one block (``_list_block``): row by row, with a
+    pandas Series per row, 250,000 rows of 384 numbers (an embedding column in Parquet)
+    took 115 s of the ingest's 138."""
     lengths = values.map(lambda v: len(v) if isinstance(v, (list, tuple, np.ndarray)) else -1).to_numpy()
     common = expected_dim if expected_dim is not None else common_length(lengths)
     matrix = np.full((len(values), common), np.nan)
-    for i, (v, length) in enumerate(zip(values, lengths)):  # per-row parse of ragged lists
-        if length != common:
-            reasons[i].append((WRONG_LENGTH, f"wrong feature length: got {length if length >= 0 else 'none'},"
-                                             f" expected {common}"))
-            continue
-        items = pd.Series(list(v), dtype=object)
-        row = pd.to_numeric(items, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        missing = items.isna().to_numpy() | items.map(_is_blank).to_numpy(dtype=bool)
-        bad = np.flatnonzero(np.isnan(row) & ~missing)
-        if len(bad):
-            reasons[i].append((NON_NUMERIC, f"non-numeric value {_shown(items.iloc[bad[0]])} at position {bad[0]}"
-                                            f" of feature list {column}"))
-        if missing.any():
-            reasons[i].append((MISSING_FEATURE, f"missing (NaN) value at position {np.flatnonzero(missing)[0]}"
-                                                f" of feature list {column}"))
-        if np.isinf(row).any():
-            reasons[i].append((INFINITE_FEATURE, f"infinite value at position {np.flatnonzero(np.isinf(row))[0]}"
-                                                 f" of feature list {column}"))
-        matrix[i] = row
+    for i in np.flatnonzero(lengths != common):  # a loop over the rows of another length
+        length = lengths[i]
+        reasons[i].append((WRONG_LENGTH, f"wrong feature length: got {length if length >= 0 else 'none'},"
+                                         f" expected {common}"))
+    rows = np.flatnonzero(lengths == common)
+    if len(rows):
+        matrix[rows] = _list_block(values.iloc[rows].to_numpy(), rows, column, reasons)
     return matrix
+
+
+def _list_block(cells: np.ndarray, rows: np.ndarray, column: str, reasons: Reasons) -> np.ndarray:
+    """The feature lists ``cells`` (all of one length) as a float matrix, with a reason for
+    each of ``rows`` that holds a non-numeric, missing or infinite value (the first of each
+    kind, by position)."""
+    shape = (len(cells), len(cells[0]))
+    if all(isinstance(cell, np.ndarray) and cell.dtype.kind in "biuf" for cell in cells):
+        # a numeric list column (Parquet): NaN is a missing value, nothing is text
+        block = np.stack(list(cells)).astype(float, copy=False).reshape(shape)
+        numeric, missing = block, np.isnan(block)
+        bad = np.zeros_like(missing)
+    else:  # text lists ("[0.1, -0.2]") or mixed cells: parsed as numbers, as a feature column is
+        # the cells' own values, one per item (fromiter: a list inside a list stays one item)
+        block = np.fromiter(itertools.chain.from_iterable(cells), dtype=object, count=shape[0] * shape[1])
+        items = pd.Series(block, dtype=object)
+        block = block.reshape(shape)
+        numeric = pd.to_numeric(items, errors="coerce").to_numpy(dtype=float, na_value=np.nan).reshape(shape)
+        missing = (items.isna().to_numpy() | items.map(_is_blank).to_numpy(dtype=bool)).reshape(shape)
+        bad = np.isnan(numeric) & ~missing
+    infinite = np.isinf(numeric)
+    for i in np.flatnonzero(bad.any(axis=1)):  # loops over the rows with a reason only
+        position = int(np.argmax(bad[i]))
+        reasons[rows[i]].append((NON_NUMERIC, f"non-numeric value {_shown(block[i, position])} at position"
+                                              f" {position} of feature list {column}"))
+    for i in np.flatnonzero(missing.any(axis=1)):
+        reasons[rows[i]].append((MISSING_FEATURE, f"missing (NaN) value at position {int(np.argmax(missing[i]))}"
+                                                  f" of feature list {column}"))
+    for i in np.flatnonzero(infinite.any(axis=1)):
+        reasons[rows[i]].append((INFINITE_FEATURE, f"infinite value at position {int(np.argmax(infinite[i]))}"
+                                                   f" of feature list {column}"))
+    return numeric
 
 
 def _reject_duplicates(keys: pd.Series, labels: pd.Series, matrix: np.ndarray, reasons: Reasons,
