@@ -83,6 +83,12 @@ ENGINES = {"kuzu": "graph.kuzu", "ladybug": "graph.lbug"}
 #: features of 1M nodes read at once held 1.2 GB (kuzu 0.11.3), and a result larger than
 #: the pool (``buffer_pool_bytes``) fails the query.
 READ_SLICE = 200_000
+#: ... and at most the pool's bytes over this many, where rows are wide (``_offset_slices``):
+#: 200,000 nodes of 384 features (an embedding: 616 MB) failed in the 700 MiB pool their store
+#: opened with. A slice of 32 features (54 MB) is an eighth of 512 MiB and stays 200,000.
+READ_POOL_SHARE = 8
+#: Offsets the first slice of a read spans, before a row's bytes are known (``_offset_slices``).
+READ_PROBE = 1024
 #: Kùzu's page cache, at least (``buffer_pool_bytes``). Its default, 80% of the machine's
 #: memory, let every page a run read or wrote stay resident: labelling 1M nodes peaked at
 #: 3.5 GB. Reads come in ``READ_SLICE``s and writes in batches in table order, so the pool
@@ -96,25 +102,43 @@ BUFFER_POOL_BYTES = 512 << 20
 #: had and took 142 s in a 4 GiB one, where 5M-row COPYs into the growing table took 553 s
 #: (each rewrites the relationship lists it touches; kuzu 0.11.3). 6.7M at 1M fit in 840 MiB.
 COPY_BYTES_PER_RELATIONSHIP = 64
+#: Rows of a node table in one node group, the unit in which the engine rewrites a column at a
+#: checkpoint (``NODE_GROUP_SIZE`` of Kùzu's storage, 2^17).
+NODE_GROUP_ROWS = 1 << 17
+#: The pool a write of wide rows needs, in bytes per byte of a node group of such rows (as
+#: Arrow hands them to the engine). Why: a row's bytes grow with its features (an embedding:
+#: 384 numbers, 3 kB as a BLOB) and with the classes its scores hold, and what the engine
+#: needs follows one node group of them, not the rows stored nor the ones written at once
+#: (ladybug 0.22, a new store). 250,000 nodes of 384 features written in batches of 50,000
+#: or 100,000 failed in the 512 MiB pool a store had ("the post-commit checkpoint failed:
+#: ... buffer pool is full") and in 2 GiB, and passed in 2.9 GiB (7 times one node group's
+#: bytes); 500,000 passed in 4 GiB. Predictions of 150 classes failed on 131,072 nodes in
+#: 512 MiB and passed in 1.3 GiB (on 262,144 too), of 1,000 classes on 20,000 nodes failed in
+#: 1 GiB and passed in 1.3 GiB. Rows of 32 features (0.3 kB) ask for 0.3 GiB: the 512 MiB
+#: floor stays.
+WIDE_ROW_POOL_FACTOR = 7
 
 
-def buffer_pool_bytes(database: Path, relationships: int = 0) -> int:
+def buffer_pool_bytes(database: Path, relationships: int = 0, row_bytes: int = 0) -> int:
     """The pool a store opens with: ``BUFFER_POOL_BYTES`` and a quarter of the database
     file's size (the primary-key index and the pages a statement touches grow with the
     nodes: a 512 MiB pool failed to look up the keys of a batch into 8.5M stored nodes),
     or, for a COPY of ``relationships``, ``COPY_BYTES_PER_RELATIONSHIP`` each if that is
-    more; never more than Kùzu's own default of 80% of the memory."""
+    more; for a write of nodes or predictions of ``row_bytes`` a row, at least
+    ``WIDE_ROW_POOL_FACTOR`` times a node group of them; never more than Kùzu's own default
+    of 80% of the memory."""
     import psutil
 
     stored = database.stat().st_size if database.is_file() else 0
-    wanted = BUFFER_POOL_BYTES + max(stored // 4, COPY_BYTES_PER_RELATIONSHIP * relationships)
+    wanted = max(BUFFER_POOL_BYTES + max(stored // 4, COPY_BYTES_PER_RELATIONSHIP * relationships),
+                 WIDE_ROW_POOL_FACTOR * NODE_GROUP_ROWS * row_bytes)
     return int(min(wanted, 0.8 * psutil.virtual_memory().total))
 
 
 #: Prediction rows one SET statement writes (``write_predictions``): 1M rows did not fit in
 #: a 1 GiB pool; per 100k the writes took as long as in one statement (kuzu 0.11.3).
 WRITE_SLICE = 100_000
-#: How both engines' errors begin when the buffer pool cannot hold a statement's pages
+#: What both engines' errors say when the buffer pool cannot hold a statement's pages
 #: (``StoreOutOfMemory``): an 8 MiB pool reading 60k nodes of 32 features, and the reads
 #: of a store hit by kuzu 0.11.3's string-column defect (README, The embedded engine).
 POOL_FULL = "Buffer manager exception"
@@ -437,7 +461,7 @@ class KuzuStore(GraphStore):
         try:
             yield
         except RuntimeError as error:
-            if not str(error).startswith(POOL_FULL):
+            if POOL_FULL not in str(error):  # also "the post-commit checkpoint failed: Buffer manager..."
                 raise
             defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
                       " (README, The embedded engine): keep new datasets in a ladybug store"
@@ -473,6 +497,7 @@ class KuzuStore(GraphStore):
             "given_label": nodes.column("label"), "categories": nodes.column("categories"),
             "given_label_confidence": nodes.column("label_confidence"),
             "content_hash": pa.array(content_hashes(nodes), pa.int64())})
+        self._fit_pool(rows=rows)  # wide features (an embedding) ask for more
         # updated_at: only for new rows and rows whose hash differs (upsert_nodes.kuzu.cypher)
         now = pd.Timestamp.now(tz="UTC").tz_localize(None).to_pydatetime()
         stored = self._rows("existing_nodes", {"rows": rows.select(["uid"])}).column("uid")
@@ -492,12 +517,13 @@ class KuzuStore(GraphStore):
         self._fit_pool()
         return rows.num_rows
 
-    def _fit_pool(self, relationships: int = 0) -> None:
+    def _fit_pool(self, relationships: int = 0, rows: pa.Table | None = None) -> None:
         """Open the database again with a larger pool once it has grown past the one it
-        was opened with, or before a COPY of ``relationships`` that needs more
-        (``buffer_pool_bytes``): an ingest of 10M rows into a new store starts with 512 MiB
-        and needs more as the stored keys grow."""
-        wanted = buffer_pool_bytes(self._file, relationships)
+        was opened with, or before a COPY of ``relationships`` or a write of ``rows`` that
+        needs more (``buffer_pool_bytes``): an ingest of 10M rows into a new store starts with
+        512 MiB and needs more as the stored keys grow."""
+        row_bytes = rows.nbytes // rows.num_rows if rows is not None and rows.num_rows else 0
+        wanted = buffer_pool_bytes(self._file, relationships, row_bytes)
         if wanted > 1.25 * self._pool_bytes:
             self._reopen(wanted)
 
@@ -674,19 +700,35 @@ class KuzuStore(GraphStore):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         return tuple(np.concatenate(column) for column in zip(*parts))  # type: ignore[return-value]
 
+    def _offset_slices(self, name: str, parameters: dict[str, Any], end: int) -> Iterator[pa.Table]:
+        """Query ``name`` over the Entity-table offsets [0, ``end``), one slice of offsets at a
+        time (its ``$first`` and ``$last``), each slice's rows one result: ``READ_SLICE``
+        offsets, or fewer, so that a slice of the widest rows read so far holds at most the
+        pool's bytes over ``READ_POOL_SHARE`` (an embedding's 384 features, many classes'
+        scores). The first slice spans ``READ_PROBE`` offsets, and the span doubles while
+        no row has been read (offsets of other datasets)."""
+        first, span, widest = 0, READ_PROBE, 0
+        while first < end:  # a loop over slices of offsets
+            part = self._rows(name, {**parameters, "first": first, "last": first + span})
+            yield part
+            first += span
+            if part.num_rows:
+                widest = max(widest, part.nbytes // part.num_rows)
+            span = (min(READ_SLICE, max(1, self._pool_bytes // (READ_POOL_SHARE * widest))) if widest
+                    else min(READ_SLICE, 2 * span))
+
     def _read_features(self, dataset: str, position: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The nodes' features as ``SubGraph`` holds them, in the rows ``position`` gives
         each Entity-table offset: an (n, d) matrix, or when the lengths differ (None and)
-        each node's length. Read ``READ_SLICE`` offsets at a time (read_features.kuzu.cypher)."""
+        each node's length. Read a slice of offsets at a time (``_offset_slices``,
+        read_features.kuzu.cypher)."""
         n = int((position >= 0).sum())
         if n == 0:
             return None, None
         lengths = np.zeros(n, dtype=np.int64)
         matrix: np.ndarray | None = None
         mixed = False
-        for first in range(0, len(position), READ_SLICE):  # a loop over slices of nodes
-            part = self._rows("read_features", {"dataset": dataset, "first": first,
-                                                "last": first + READ_SLICE})
+        for part in self._offset_slices("read_features", {"dataset": dataset}, len(position)):
             rows = position[part.column("node").to_numpy()]
             blobs = part.column("features").combine_chunks().cast(pa.large_binary())
             sizes = pa.compute.binary_length(blobs).fill_null(0).to_numpy(zero_copy_only=False) // 8
@@ -728,6 +770,7 @@ class KuzuStore(GraphStore):
             return 0
         index = rows.column_names.index("label_scores")
         rows = rows.set_column(index, "label_scores", _nullable_blob(rows.column("label_scores")))
+        self._fit_pool(rows=rows)  # many classes: wide rows
         # in the nodes' table order (node_offsets.kuzu.cypher says why); a row whose uid is
         # no node matches nothing, as before
         found = self._rows("node_offsets", {"rows": rows.select(["uid"])})
@@ -826,7 +869,10 @@ class KuzuStore(GraphStore):
 
     def read_export(self, dataset: str) -> pa.Table:
         check_dataset_name(dataset)
-        table = self._rows("read_export", {"dataset": dataset})
+        last = self._run("last_offset", {"dataset": dataset}).get_next()[0]
+        # a slice at a time (a node's scores hold a number per class); one slice when there is no node
+        table = pa.concat_tables(self._offset_slices("read_export", {"dataset": dataset},
+                                                     1 if last is None else last + 1))
         index = table.column_names.index("label_scores")
         scores = _blob_to_features(table.column("label_scores"))
         return table.set_column(index, "label_scores", scores).cast(EXPORT_SCHEMA)
