@@ -498,14 +498,17 @@ def _list_column(values: pd.Series, column: str, expected_dim: int | None, reaso
     took 115 s of the ingest's 138."""
     lengths = values.map(lambda v: len(v) if isinstance(v, (list, tuple, np.ndarray)) else -1).to_numpy()
     common = expected_dim if expected_dim is not None else common_length(lengths)
+    rows = np.flatnonzero(lengths == common)
+    block = _list_block(values.iloc[rows].to_numpy(), rows, column, reasons) if len(rows) else None
+    if block is not None and len(rows) == len(values):  # every row of the length: the block is the matrix
+        return block
     matrix = np.full((len(values), common), np.nan)
+    if block is not None:
+        matrix[rows] = block
     for i in np.flatnonzero(lengths != common):  # a loop over the rows of another length
         length = lengths[i]
         reasons[i].append((WRONG_LENGTH, f"wrong feature length: got {length if length >= 0 else 'none'},"
                                          f" expected {common}"))
-    rows = np.flatnonzero(lengths == common)
-    if len(rows):
-        matrix[rows] = _list_block(values.iloc[rows].to_numpy(), rows, column, reasons)
     return matrix
 
 
@@ -516,7 +519,7 @@ def _list_block(cells: np.ndarray, rows: np.ndarray, column: str, reasons: Reaso
     shape = (len(cells), len(cells[0]))
     if all(isinstance(cell, np.ndarray) and cell.dtype.kind in "biuf" for cell in cells):
         # a numeric list column (Parquet): NaN is a missing value, nothing is text
-        block = np.stack(list(cells)).astype(float, copy=False).reshape(shape)
+        block = np.stack(list(cells)).astype(float, copy=False)
         numeric, missing = block, np.isnan(block)
         bad = np.zeros_like(missing)
     else:  # text lists ("[0.1, -0.2]") or mixed cells: parsed as numbers, as a feature column is
