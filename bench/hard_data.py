@@ -81,6 +81,8 @@ def generated(name: str, n: int, seed: int = 0):
                                    class_sep=1.0, **common)
     if name == "30 classes":
         return make_classification(n_informative=16, n_classes=30, n_clusters_per_class=1, class_sep=1.5, **common)
+    if name == "100 classes":  # by --only: q > 1/√tol, where NMF's convergence test stopped at once
+        return make_classification(n_informative=16, n_classes=100, n_clusters_per_class=1, class_sep=1.5, **common)
     if name == "20% of labels flipped":
         return make_classification(n_informative=16, n_classes=10, n_clusters_per_class=1, class_sep=1.5,
                                    flip_y=0.2, **common)
@@ -347,7 +349,8 @@ def main(argv: list[str]) -> None:
             sets.append((name, X, y))
     # a run of other seeds or sets writes its own file, not over the full table's
     report_name = "hard_data_full" if args.full else "hard_data"
-    report_name += (f"_seeds_0-{seeds[-1]}" if args.seeds != 3 else "") + (f"_{'_'.join(names)}" if args.only else "")
+    report_name += f"_seeds_0-{seeds[-1]}" if args.seeds != 3 else ""
+    report_name += f"_{'_'.join(names).replace(' ', '-')}" if args.only else ""  # a file name without spaces
     report_name += f"_{'_'.join(solvers)}" if set(solvers) != set(SOLVERS) else ""
     report = Report(report_name,
                     f"Hard data: every solver and the peers on the same 10-NN graph (generated sets at {n:,} nodes)")
