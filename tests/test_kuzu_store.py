@@ -308,6 +308,55 @@ def test_the_page_pool_grows_before_a_copy_of_relationships_that_needs_it(store_
         assert len(store.read_subgraph("d", with_features=False).source) == 3 * n
 
 
+WIDE_NODES = 10_000
+
+
+def _wide_rows(n: int, features: int, classes: int):
+    """n nodes of ``features`` numbers (an embedding's width) and their predictions of ``classes``."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    keys = [f"k{i}" for i in range(n)]
+    X, scores = rng.normal(size=(n, features)), rng.dirichlet(np.ones(classes), size=n)
+    nodes = pa.table({"key": keys, "features": list(X), "label": [None] * n}, schema=NODE_SCHEMA)
+    predictions = pa.table({
+        "key": keys, "predicted_label": [str(c) for c in scores.argmax(axis=1)], "label_confidence": scores.max(axis=1),
+        "label_noise": [None] * n, "label_run_id": ["r"] * n, "label_solver": ["harmonic"] * n,
+        "labelled_at": [T0.tz_localize(None).to_pydatetime()] * n, "label_scores": list(scores),
+        "label_runner_up": ["0"] * n, "label_margin": np.zeros(n)})
+    return X, scores, nodes, predictions
+
+
+def test_wide_rows_an_embedding_and_many_classes_are_written_and_read_whole(store_path, monkeypatch):
+    """Rows of 384 features (an embedding's width: ``ingest`` of 250,000 of them failed) and
+    predictions of 300 classes (labelling 100,000 nodes of 993 classes failed at the
+    write-back): the engine's checkpoint needs a pool in proportion to a node group of such
+    rows, and a read of 200,000 of them at once did not fit the pool its store opened with.
+    The store sizes its pool by the rows' width before each write (``WIDE_ROW_POOL_FACTOR``)
+    and reads wide rows in shorter slices (``READ_POOL_SHARE``). Made real with small floors
+    for the pool: each step, a store opened anew, failed before (64 MiB for the writes,
+    16 MiB for the reads)."""
+    import numpy as np
+
+    import graphstore.kuzu_store as kuzu_store
+
+    X, scores, nodes, predictions = _wide_rows(WIDE_NODES, 384, 300)
+    order = np.argsort([f"k{i}" for i in range(WIDE_NODES)])  # a subgraph's rows are in key order
+    monkeypatch.setattr(kuzu_store, "BUFFER_POOL_BYTES", 64 << 20)
+    with open_store(store_path, create=True) as store:
+        assert store.write_nodes("wide", nodes) == WIDE_NODES
+    with open_store(store_path) as store:
+        assert store.write_predictions("wide", predictions) == WIDE_NODES
+        store.write_run(run_record("r", 0, classes=[str(c) for c in range(300)]))
+    monkeypatch.setattr(kuzu_store, "BUFFER_POOL_BYTES", 16 << 20)
+    with open_store(store_path) as store:
+        np.testing.assert_array_equal(store.read_subgraph("wide", with_edges=False).features, X[order])
+    with open_store(store_path) as store:
+        export = store.read_export("wide").sort_by("key")
+        np.testing.assert_array_equal(np.stack(export.column("label_scores").to_numpy(zero_copy_only=False)),
+                                      scores[order])
+
+
 OPEN_IN_ANOTHER_PROCESS = """
 import sys
 from graphstore import StoreLocked
@@ -390,51 +439,3 @@ else:  # tests that start processes of their own for each engine: run once, in t
     del test_graphlabel_engine_names_the_engine_of_every_new_store_without_a_scheme
     del test_kuzus_string_column_defect_and_ladybug_without_it
 
-
-WIDE_NODES = 10_000
-
-
-def _wide_rows(n: int, features: int, classes: int):
-    """n nodes of ``features`` numbers (an embedding's width) and their predictions of ``classes``."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    keys = [f"k{i}" for i in range(n)]
-    X, scores = rng.normal(size=(n, features)), rng.dirichlet(np.ones(classes), size=n)
-    nodes = pa.table({"key": keys, "features": list(X), "label": [None] * n}, schema=NODE_SCHEMA)
-    predictions = pa.table({
-        "key": keys, "predicted_label": [str(c) for c in scores.argmax(axis=1)], "label_confidence": scores.max(axis=1),
-        "label_noise": [None] * n, "label_run_id": ["r"] * n, "label_solver": ["harmonic"] * n,
-        "labelled_at": [T0.tz_localize(None).to_pydatetime()] * n, "label_scores": list(scores),
-        "label_runner_up": ["0"] * n, "label_margin": np.zeros(n)})
-    return X, scores, nodes, predictions
-
-
-def test_wide_rows_an_embedding_and_many_classes_are_written_and_read_whole(store_path, monkeypatch):
-    """Rows of 384 features (an embedding's width: ``ingest`` of 250,000 of them failed) and
-    predictions of 300 classes (labelling 100,000 nodes of 993 classes failed at the
-    write-back): the engine's checkpoint needs a pool in proportion to a node group of such
-    rows, and a read of 200,000 of them at once did not fit the pool its store opened with.
-    The store sizes its pool by the rows' width before each write (``WIDE_ROW_POOL_FACTOR``)
-    and reads wide rows in shorter slices (``READ_POOL_SHARE``). Made real with small floors
-    for the pool: each step, a store opened anew, failed before (64 MiB for the writes,
-    16 MiB for the reads)."""
-    import numpy as np
-
-    import graphstore.kuzu_store as kuzu_store
-
-    X, scores, nodes, predictions = _wide_rows(WIDE_NODES, 384, 300)
-    order = np.argsort([f"k{i}" for i in range(WIDE_NODES)])  # a subgraph's rows are in key order
-    monkeypatch.setattr(kuzu_store, "BUFFER_POOL_BYTES", 64 << 20)
-    with open_store(store_path, create=True) as store:
-        assert store.write_nodes("wide", nodes) == WIDE_NODES
-    with open_store(store_path) as store:
-        assert store.write_predictions("wide", predictions) == WIDE_NODES
-        store.write_run(run_record("r", 0, classes=[str(c) for c in range(300)]))
-    monkeypatch.setattr(kuzu_store, "BUFFER_POOL_BYTES", 16 << 20)
-    with open_store(store_path) as store:
-        np.testing.assert_array_equal(store.read_subgraph("wide", with_edges=False).features, X[order])
-    with open_store(store_path) as store:
-        export = store.read_export("wide").sort_by("key")
-        np.testing.assert_array_equal(np.stack(export.column("label_scores").to_numpy(zero_copy_only=False)),
-                                      scores[order])
