@@ -105,8 +105,8 @@ class SolverTimeLimit(RuntimeError):
 
     def __init__(self, method: str, stage: str, seconds: float, budget: float, projected: float | None = None):
         self.method, self.stage, self.seconds, self.budget, self.projected = method, stage, seconds, budget, projected
-        ahead = f" and {stage} would take about {projected:.3g} s more" if projected is not None else ""
-        self.what = (f"{method} stopped itself after {seconds:.3g} s{ahead}, before {stage}: its time budget is "
+        ahead = f", which would take about {projected:.3g} s more" if projected is not None else ""
+        self.what = (f"{method} stopped itself after {seconds:.3g} s, before {stage}{ahead}: its time budget is "
                      f"{budget:.3g} s (time_limit; by default {TARGET_RATIO:g}× an estimate of the harmonic solve of "
                      f"this graph, at least {MIN_SECONDS:g} s).")
         super().__init__(f"{self.what} Use method='harmonic', or time_limit=None to let it run.")

@@ -245,6 +245,13 @@ DIRECT_MAX_NODES = 1_000
 # fit on the 20k induced labels in bench/hard_data.py, 1.8 from 1,000 points; 1.75 fits both.
 SVM_PROBE = 1_000
 SVM_EXPONENT = 1.75
+# The decision values on the graph's nodes, which maxmargin() computes after fit, cannot be
+# interrupted either: per node the kernel against the l support vectors and, one-vs-one, a sum
+# over the support vectors of every class pair, about l·(d + C − 1). With 100 classes
+# (hard_data's "100 classes", 20,000 nodes, 10% labelled) they took 54 s after a 14 s fit,
+# the call 75 s against a budget of 54 s. fit ends by checking the time spent plus their
+# projection from PREDICT_PROBE nodes (linear: each node costs the same).
+PREDICT_PROBE = 256
 # Induced labels each cross-fitting fold's SVM trains on at most: the fold models only score
 # the held-out given labels, and on every induced label each fold cost as much as the final fit
 # (module docstring, Cross-fitting sample).
@@ -480,8 +487,10 @@ class MaxMarginGraphCut(BaseEstimator):
     time_limit : "auto", float > 0 or None, default "auto"
         Seconds ``fit`` may take (``SolverTimeLimit`` when spent). An SVM fit cannot be
         interrupted, so each one is checked before it starts against the time spent plus
-        the previous fit's seconds (solvers/_budget.py, decision 4). "auto": 10× an
-        estimate of the harmonic solve of the graph, at least 30 s; None: no limit.
+        the previous fit's seconds (solvers/_budget.py, decision 4), and so are the
+        decision values on the problem's nodes that ``maxmargin`` computes after ``fit``
+        (projected from ``PREDICT_PROBE`` nodes). "auto": 10× an estimate of the harmonic
+        solve of the graph, at least 30 s; None: no limit.
 
     Attributes
     ----------
@@ -708,7 +717,19 @@ class MaxMarginGraphCut(BaseEstimator):
         self.classes_ = self.svm_.classes_
         if self.calibrator_ is not None and cross is not None and not np.array_equal(cross[1], self.classes_):
             self.calibrator_ = None  # the final SVM's decision columns differ from the folds'
+        if budget.limit is not None:
+            budget.check_next(f"the SVM's decision values on the graph's {problem.n_nodes:,} nodes",
+                              self._decision_seconds(_features(problem)))
         return self
+
+    def _decision_seconds(self, X: np.ndarray) -> float:
+        """Expected seconds of the fitted SVM's decision values on the rows of X, from those of
+        its first ``PREDICT_PROBE`` rows (0 when X is small)."""
+        if len(X) <= 2 * PREDICT_PROBE:
+            return 0.0
+        start = time.perf_counter()
+        self.svm_.decision_function(X[:PREDICT_PROBE])
+        return (time.perf_counter() - start) * len(X) / PREDICT_PROBE
 
     @staticmethod
     def _fit_calibrator(D: np.ndarray, target: np.ndarray, classes: np.ndarray):

@@ -90,7 +90,7 @@ def test_spectral_stops_inside_the_lanczos_iteration(big):
 def test_spectral_refuses_a_dense_eigen_step_its_budget_cannot_pay():
     problem, _ = blobs(1500)
     estimate = DENSE_EIGEN_SECONDS_PER_N3 * 1500.0**3
-    with pytest.raises(SolverTimeLimit, match="the dense eigen step would take about") as stopped:
+    with pytest.raises(SolverTimeLimit, match="before the dense eigen step, which would take about") as stopped:
         solve(problem, "spectral", time_limit=estimate / 2)
     assert stopped.value.projected == pytest.approx(estimate)
     assert stopped.value.seconds < estimate / 2  # refused before it started, not after
@@ -101,16 +101,41 @@ def test_maxmargin_projects_its_first_svm_fit_from_a_probe(big, monkeypatch):
 
     problem, _ = big
     monkeypatch.setattr(maxmargin_module, "SVM_EXPONENT", 40.0)  # a projection far past any budget
-    with pytest.raises(SolverTimeLimit, match="an SVM fit would take about") as stopped:
+    with pytest.raises(SolverTimeLimit, match="before an SVM fit, which would take about") as stopped:
         solve(problem, "maxmargin", time_limit=600.0)
     assert stopped.value.projected > 600.0
     assert stopped.value.seconds < 600.0  # refused before the fit, not after it
 
 
+def test_maxmargin_checks_its_decision_values_on_the_graph_against_the_budget(big, monkeypatch):
+    """With 100 classes the decision values on 20,000 nodes took 54 s after a 14 s fit, past
+    a 54 s budget: fit now ends by checking their projection (``PREDICT_PROBE``)."""
+    from solvers.maxmargin import PREDICT_PROBE, MaxMarginGraphCut
+
+    problem, _ = big
+    probed = []
+    projection = MaxMarginGraphCut._decision_seconds
+
+    def far_past_the_budget(model, X):
+        probed.append(projection(model, X))  # the real projection, then one past any budget
+        return 1e4
+
+    monkeypatch.setattr(MaxMarginGraphCut, "_decision_seconds", far_past_the_budget)
+    with pytest.raises(SolverTimeLimit, match="before the SVM's decision values on the graph's 4,000 nodes, which "
+                                              "would take about 1e[+]04 s more") as stopped:
+        solve(problem, "maxmargin", time_limit=600.0)
+    assert stopped.value.projected == 1e4
+    assert probed[0] > 0.0  # 4,000 nodes: more than 2 × PREDICT_PROBE, so a probe ran
+    assert problem.n_nodes > 2 * PREDICT_PROBE
+    probed.clear()
+    assert solve(problem, "maxmargin", time_limit=None).labels.shape == (4000,)
+    assert probed == []  # no limit: no probe
+
+
 def test_maxmargin_refuses_an_svm_fit_projected_past_the_budget():
     budget = Budget("maxmargin", 10.0)
     budget.check_next("an SVM fit", 1.0)  # 1 s more fits
-    with pytest.raises(SolverTimeLimit, match="an SVM fit would take about 20 s more"):
+    with pytest.raises(SolverTimeLimit, match="before an SVM fit, which would take about 20 s more"):
         budget.check_next("an SVM fit", 20.0)
 
 
