@@ -375,10 +375,12 @@ def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, 
     needs_cv = ((len(checked["lam"]) > 1 and not path) or (class_balance and fixed["lam"] is None)
                 or (variant == "lc" and len(checked["c"]) > 1)
                 or (uses_k_eps and len(checked["k"]) * len(checked["eps"]) > 1))
-    if needs_cv and counts[counts > 0].min() < cv:
-        raise ValueError(
-            f"every labelled class needs at least cv={cv} labels for the tuning"
-            f" (smallest has {counts[counts > 0].min()}); fix lam, c, k, eps or lower cv")
+    smallest = int(counts[counts > 0].min())
+    if needs_cv and smallest < cv:
+        # a class of one label cannot be split into folds: lowering cv does not help then
+        lower = f" or lower cv to {smallest}" if smallest >= 2 else " (a class of one label has no folds)"
+        raise ValueError(f"every labelled class needs at least cv={cv} labels for the tuning (smallest has "
+                         f"{smallest}); fix lam, c, k and eps{lower}")
     if needs_cv and n_lab < 2 * cv:
         raise ValueError(f"too few labelled nodes ({n_lab}) for cv={cv}")
     # The signed sweep covers both signs; an unprimed model only uses lam > 0.

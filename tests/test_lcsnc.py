@@ -295,6 +295,18 @@ def test_bad_options_raise():
         lcsnc(problem, backend="networkx")
 
 
+@pytest.mark.parametrize(("labels_of_class_1", "advice"),
+                         [(3, "or lower cv to 3"), (1, "a class of one label has no folds")])
+def test_too_few_labels_for_the_tuning_says_what_helps(labels_of_class_1, advice):
+    """Lowering cv helps a class of 3 labels, not a class of 1 (100 classes at 1% labelled)."""
+    X, y = make_moons(60, noise=0.1, random_state=0)
+    y_obs = np.full(60, -1)
+    y_obs[np.flatnonzero(y == 0)[:10]] = 0
+    y_obs[np.flatnonzero(y == 1)[:labels_of_class_1]] = 1
+    with pytest.raises(ValueError, match=f"needs at least cv=5 labels.*smallest has {labels_of_class_1}.*{advice}"):
+        lcsnc(LabelProblem(knn_graph(X, 5), y_obs))
+
+
 def test_ensemble_is_the_majority_of_its_members_on_a_given_graph():
     X, y, given, y_obs, flipped = _wdbc_split(0.2, seed=3)
     W = knn_graph(X / X.std(axis=0), 8)
