@@ -225,7 +225,7 @@ def main_wide(rounds: int) -> None:
         frame[f"{engine}_s"] = frame.stage.map(per_stage.seconds.median())
         frame[f"{engine} range"] = frame.stage.map(
             per_stage.seconds.agg(lambda s: f"{s.min():.2f}-{s.max():.2f}"))
-        frame[f"{engine} peak MiB"] = frame.stage.map(per_stage.peak_mib.max()).round()
+        frame[f"{engine} peak MiB"] = frame.stage.map(per_stage.peak_mib.max()).round().astype(int)
     frame["ladybug / kuzu"] = frame["ladybug_s"] / frame["kuzu_s"]
     frame["parquet_s"] = frame.stage.map(parquet)
     settings = "; ".join(f"{story}: {n:,} nodes of {d} features" + (f", predictions of {c:,} classes" if c else "")
