@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
@@ -863,12 +864,34 @@ def serve(
     serve_jobs(jobs, say=lambda line: console.print(_escape(line), highlight=False))
 
 
+#: The packages whose warnings are said to the user (a labelling no better than a guess, a
+#: graph whose weights say nothing), not traced for a developer.
+OWN_PACKAGES = frozenset({"solvers", "similarity", "labelling", "flows", "graphstore", "graphlabel"})
+
+
+def say_own_warnings() -> None:
+    """Print graphlabel's own warnings as the commands' other warnings, one ``warning: ...``
+    line, rather than Python's format, which adds the file and line that raised it and that
+    line's source ("solvers/registry.py:92: DegenerateLabelingWarning: ... return
+    function(problem, **params)"). Other packages' warnings keep Python's format."""
+    python_format = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.partition(".")[0] in OWN_PACKAGES:
+            err.print(f"warning: {message}", markup=False, highlight=False)
+        else:
+            python_format(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main() -> None:
     """The ``graphlabel`` script and ``python -m graphlabel``: the commands, with output a reader
-    may stop reading (``graphlabel.streams``)."""
+    may stop reading (``graphlabel.streams``) and graphlabel's warnings as lines."""
     from graphlabel.streams import let_readers_close
 
     let_readers_close()
+    say_own_warnings()
     try:
         app(prog_name="graphlabel")
     except SystemExit as end:

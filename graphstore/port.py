@@ -260,7 +260,10 @@ class GraphStore(ABC):
             W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
                                               categories=graph.categories,
                                               on_progress=lambda step, done, total: report(step, done, total, "nodes"))
-        problem = similarity.weights_problem(W.data, sigma) if spec.weights == "gaussian" else None
+        # a kNN graph of two or more nodes finds neighbours: none stored means that every
+        # Gaussian weight was 0 (σ far below the distances) and was dropped with the zeros
+        weights = W.data if W.nnz or spec.kind != "knn" or graph.n_nodes < 2 else np.zeros(1)
+        problem = similarity.weights_problem(weights, sigma) if spec.weights == "gaussian" else None
         said = [f"the similarity graph of {dataset!r}: {problem}"] if problem else []
         said += [f"the similarity graph of {dataset!r}: {w.message}" for w in searched
                  if issubclass(w.category, similarity.LowRecallWarning)]

@@ -724,6 +724,33 @@ def test_09_a_run_without_a_server_says_each_warning_once(tmp_path, store_path):
     assert said[0].startswith("warning: ")
 
 
+@pytest.mark.parametrize("server", ["the harness's", "none"])
+def test_09_a_solvers_warning_is_one_line_without_the_code_that_raised_it(tmp_path, store_path, server):
+    """A labelling no better than a guess (mincut on one blob with 4 labels: one class takes
+    every unlabelled node) is said as the command's other warnings are; Python's format
+    printed "solvers/registry.py:92: DegenerateLabelingWarning: ..." and then that line's
+    source, "return function(problem, **params)"."""
+    ingest_frame(tmp_path, store_path, "blob", two_blobs(labelled=4, gap=0.0))
+    done = cli_process("label", "--dataset", "blob", "--k", "5", "--solver", "mincut", "--store", store_path,
+                       cwd=tmp_path, env={"PREFECT_API_URL": ""} if server == "none" else None)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "no better than guessing" in line]
+    assert len(said) == 1, done.stderr
+    assert said[0].startswith("warning: mincut: class "), said
+    assert "Warning" not in done.stderr, done.stderr  # no category name, no file and line
+    assert "return function(" not in done.stderr, done.stderr
+
+
+def test_09_a_sigma_that_zeroes_every_weight_is_said(tmp_path, store_path):
+    """Every Gaussian weight 0 (σ far below the distances): the graph had no relationship and
+    said nothing, since the zero weights were dropped before the weights were judged."""
+    ingest_frame(tmp_path, store_path, "base", two_blobs())
+    result = cli("build-graph", "--dataset", "base", "--k", "5", "--sigma", "1e-9", "--store", store_path)
+    assert result.exit_code == 0, result.output
+    assert "100% of the Gaussian weights (σ = 1e-09) are below 0.001" in " ".join(result.output.split())
+    assert "wrote 0 similarity relationships" in result.output
+
+
 def test_09_nodes_no_label_reaches_are_counted_and_said(tmp_path, store_path):
     from graphstore import open_store
 
