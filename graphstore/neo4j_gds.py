@@ -63,6 +63,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from similarity.encoding import FeatureEncoding
+from similarity.knn import FLAT, shares_problem
 
 from .errors import StoreSetupError
 from .neo4j_config import Neo4jGraphConfig
@@ -234,8 +235,20 @@ def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights
         record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
         sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
     set_weights(store, dataset, keys, k, metric, weights, sigma)
-    return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None,
+    said = weights_said(store, dataset, sigma) if weights == "gaussian" and sigma is not None else ()
+    return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None, said,
                       encoding=encoding)
+
+
+def weights_said(store: Neo4jSession, dataset: str, sigma: float) -> tuple[str, ...]:
+    """What the run is told when the Gaussian weights just set say nothing (σ far from the
+    distances, or every node the same), counted on the server; the local builder's words."""
+    record = store._single("gds_weight_shares", {"dataset": dataset, "flat": FLAT}, READ)
+    if record is None or not record["n"]:
+        return ()
+    n = int(record["n"])
+    problem = shares_problem(record["near_one"] / n, record["near_zero"] / n, record["lowest"] == 1.0, float(sigma))
+    return (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
 
 
 def build_knn_for(store: Neo4jSession, dataset: str, keys: list[str], *, k: int, metric: str,

@@ -563,12 +563,20 @@ def weights_problem(weights: np.ndarray, sigma: float | None) -> str | None:
     weights = np.asarray(weights, dtype=np.float64)
     if not len(weights) or sigma is None:
         return None
-    if np.all(weights == 1.0):
+    return shares_problem(float(np.mean(weights > 1.0 - FLAT)), float(np.mean(weights < FLAT)),
+                          bool(np.all(weights == 1.0)), sigma)
+
+
+def shares_problem(near_one: float, near_zero: float, all_one: bool, sigma: float) -> str | None:
+    """``weights_problem`` from the shares of the weights within ``FLAT`` of 1 and of 0 and
+    whether every one is exactly 1: what a store that holds the weights counts where they
+    are (Neo4j, cypher/gds_weight_shares.neo4j.cypher)."""
+    if all_one:
         return "every node has the same features (all distances are 0): the graph carries no information"
-    for share, what in ((np.mean(weights > 1.0 - FLAT), "above 0.999 (σ is far larger than the distances"
-                                                        " between neighbours: every edge weighs the same)"),
-                        (np.mean(weights < FLAT), "below 0.001 (σ is far smaller than the distances"
-                                                  " between neighbours: the graph falls apart)")):
+    for share, what in ((near_one, "above 0.999 (σ is far larger than the distances"
+                                   " between neighbours: every edge weighs the same)"),
+                        (near_zero, "below 0.001 (σ is far smaller than the distances"
+                                    " between neighbours: the graph falls apart)")):
         if share >= DEGENERATE_SHARE:
             return f"{share:.0%} of the Gaussian weights (σ = {sigma:.4g}) are {what}"
     return None

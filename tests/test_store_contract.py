@@ -763,6 +763,17 @@ def test_build_edges_makes_the_specs_knn_graph_and_its_sigma(store, dataset, dig
     assert not built.warnings
 
 
+@pytest.mark.parametrize("sigma, said", [(1e-9, "100% of the Gaussian weights (σ = 1e-09) are below 0.001"),
+                                         (1e9, "100% of the Gaussian weights (σ = 1e+09) are above 0.999")])
+def test_build_edges_says_when_the_gaussian_weights_say_nothing(store, dataset, digits, sigma, said):
+    """A σ far below the distances makes every weight 0 (the embedded store dropped them and
+    said nothing), far above makes every weight 1; Neo4j counts them on the server."""
+    store.write_nodes(dataset, digits_nodes(digits[0][:100], digits[1][:100]))
+    built = store.build_edges(dataset, GraphSpec(k=5, sigma=sigma))
+    assert [message.split(": ", 1)[0] for message in built.warnings] == [f"the similarity graph of {dataset!r}"]
+    assert said in built.warnings[0]
+
+
 def test_build_edges_on_an_empty_dataset_is_refused(store, dataset):
     with pytest.raises(NotFound, match=f"no dataset '{dataset}' in the store"):
         store.build_edges(dataset, GraphSpec(k=3))
