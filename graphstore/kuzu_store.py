@@ -517,12 +517,13 @@ class KuzuStore(GraphStore):
         self._fit_pool()
         return rows.num_rows
 
-    def _fit_pool(self, relationships: int = 0, rows: pa.Table | None = None) -> None:
+    def _fit_pool(self, relationships: int = 0, rows: pa.Table | None = None, row_bytes: int = 0) -> None:
         """Open the database again with a larger pool once it has grown past the one it
-        was opened with, or before a COPY of ``relationships`` or a write of ``rows`` that
-        needs more (``buffer_pool_bytes``): an ingest of 10M rows into a new store starts with
-        512 MiB and needs more as the stored keys grow."""
-        row_bytes = rows.nbytes // rows.num_rows if rows is not None and rows.num_rows else 0
+        was opened with, or before a COPY of ``relationships`` or a write of ``rows`` (or of
+        rows of ``row_bytes``) that needs more (``buffer_pool_bytes``): an ingest of 10M
+        rows into a new store starts with 512 MiB and needs more as the stored keys grow."""
+        if rows is not None and rows.num_rows:
+            row_bytes = max(row_bytes, rows.nbytes // rows.num_rows)
         wanted = buffer_pool_bytes(self._file, relationships, row_bytes)
         if wanted > 1.25 * self._pool_bytes:
             self._reopen(wanted)
@@ -951,12 +952,24 @@ class KuzuStore(GraphStore):
 
     # -- the whole store, for graphstore.store_copy ------------------------------------------
 
-    def export_database(self, folder: Path) -> dict[str, dict[str, int]]:
+    def export_database(self, folder: Path, row_bytes: int = 0) -> dict[str, dict[str, int]]:
         """Write every table to ``folder`` as Parquet, with the schema and the ``COPY``
         statements that load them (the engine's ``EXPORT DATABASE``), and return the rows of
-        each table as ``table_rows`` counts them."""
-        self._conn.execute(f"EXPORT DATABASE {_path_literal(folder)} (format='parquet')")
+        each table as ``table_rows`` counts them. The pool is first sized for rows of
+        ``row_bytes`` (``widest_row_bytes``), as a write of them is: 100,000 nodes of 993
+        classes' scores failed to export with 'the buffer pool is full'."""
+        self._fit_pool(row_bytes=row_bytes)
+        with self._pool_errors("export_database"):  # one line, should the memory still be short
+            self._conn.execute(f"EXPORT DATABASE {_path_literal(folder)} (format='parquet')")
         return self.table_rows()
+
+    def widest_row_bytes(self) -> int:
+        """The bytes of the widest features plus the widest per-class scores of any node (0
+        for an Entity table without those columns: a database graphlabel did not make)."""
+        columns = set(self._rows("entity_columns", {}).column("name").to_pylist())
+        if not {"features", "label_scores"} <= columns:
+            return 0
+        return int(self._run("widest_row", {}).get_next()[0])
 
     def table_rows(self) -> dict[str, dict[str, int]]:
         """Rows of each table, by kind (``"NODE"``, ``"REL"``) and table name."""
@@ -969,11 +982,13 @@ class KuzuStore(GraphStore):
         return rows
 
 
-def import_database(folder: Path, engine: str, exported: Path, relationships: int,
+def import_database(folder: Path, engine: str, exported: Path, relationships: int, row_bytes: int = 0,
                     lock_timeout: float | None = None) -> KuzuStore:
     """A new ``engine`` store in ``folder`` (which must hold no database) loaded from a
     folder ``KuzuStore.export_database`` wrote (the engine's ``IMPORT DATABASE``), opened;
-    its pool is sized for a COPY of ``relationships`` (``buffer_pool_bytes``)."""
+    its pool is sized for a COPY of ``relationships`` and for rows of ``row_bytes`` (the
+    source's ``widest_row_bytes``: 20,000 nodes of 1,000 classes' scores failed to import
+    with the engine's pool error; ``buffer_pool_bytes``)."""
     module = engine_module(engine)
     folder.mkdir(parents=True, exist_ok=True)
     if stored_engines(folder):
@@ -982,10 +997,16 @@ def import_database(folder: Path, engine: str, exported: Path, relationships: in
     lock_file = _hold_store(folder, timeout)  # no other graphlabel process opens it half made
     try:
         database_file = folder / ENGINES[engine]
-        database = _open_database(module, database_file, timeout, buffer_pool_bytes(database_file, relationships))
+        pool_bytes = buffer_pool_bytes(database_file, relationships, row_bytes)
+        database = _open_database(module, database_file, timeout, pool_bytes)
         connection = module.Connection(database)
         try:
             connection.execute(f"IMPORT DATABASE {_path_literal(exported)}")
+        except RuntimeError as error:  # one line, as a store's own pool errors (_pool_errors)
+            if POOL_FULL not in str(error):
+                raise
+            raise StoreOutOfMemory(f"the new {engine} store {folder} ran out of its page cache ({pool_bytes >> 20:,}"
+                                   f" MiB) in import_database: {error} Close other programs and try again") from None
         finally:
             connection.close()
             database.close()

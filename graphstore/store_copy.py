@@ -90,10 +90,12 @@ def copy_store(source: str, destination: str) -> StoreCopy:
         # beside the destination: the export is as large as the store, and /tmp may be small
         with tempfile.TemporaryDirectory(prefix=".graphlabel-copy-", dir=target.resolve().parent) as scratch:
             exported = Path(scratch) / "tables"
-            by_kind = _side("export", "kuzu", origin, [str(origin), str(exported)])
+            export = _side("export", "kuzu", origin, [str(origin), str(exported)])
+            by_kind = export["rows"]
             rows = {**by_kind["NODE"], **by_kind["REL"]}
             copied_by_kind = _side("import", "ladybug", target, [str(exported), str(target),
-                                                                 str(sum(by_kind["REL"].values()))])
+                                                                 str(sum(by_kind["REL"].values())),
+                                                                 str(export["row_bytes"])])
             copied = {**copied_by_kind["NODE"], **copied_by_kind["REL"]}
         missing = {table: (count, copied.get(table, 0)) for table, count in rows.items()
                    if copied.get(table, 0) != count}
@@ -138,19 +140,22 @@ def _side(step: str, engine: str, folder: Path, arguments: list[str]) -> dict:
 
 
 def _export(folder: str, out: str) -> dict:
+    """The export side: every table's rows, and the widest row's bytes, which both sides size
+    their pools by (wide rows: an embedding's features, many classes' scores)."""
     from .kuzu_store import KuzuStore
 
     store = KuzuStore(folder, engine="kuzu")
     try:
-        return store.export_database(Path(out))
+        row_bytes = store.widest_row_bytes()
+        return {"rows": store.export_database(Path(out), row_bytes), "row_bytes": row_bytes}
     finally:
         store.close()
 
 
-def _import(exported: str, folder: str, relationships: str) -> dict:
+def _import(exported: str, folder: str, relationships: str, row_bytes: str) -> dict:
     from .kuzu_store import import_database
 
-    store = import_database(Path(folder), "ladybug", Path(exported), int(relationships))
+    store = import_database(Path(folder), "ladybug", Path(exported), int(relationships), int(row_bytes))
     try:
         return store.table_rows()
     finally:

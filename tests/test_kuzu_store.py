@@ -357,6 +357,26 @@ def test_wide_rows_an_embedding_and_many_classes_are_written_and_read_whole(stor
                                       scores[order])
 
 
+
+def test_a_whole_store_export_and_import_short_of_memory_say_so_in_one_line(store_path, monkeypatch, tmp_path):
+    """copy-store's two sides size their pools by the widest row (``widest_row_bytes``); when
+    the memory is still short, each side's pool error is one line, not the engine's traceback."""
+    import graphstore.kuzu_store as kuzu_store
+    from graphstore.errors import StoreOutOfMemory
+
+    _, _, nodes, predictions = _wide_rows(WIDE_NODES, 32, 300)
+    with open_store(store_path, create=True) as store:
+        store.write_nodes("wide", nodes)
+        store.write_predictions("wide", predictions)
+        assert store.widest_row_bytes() == 32 * 8 + 300 * 8
+        store.export_database(tmp_path / "exported", store.widest_row_bytes())
+    monkeypatch.setattr(kuzu_store, "buffer_pool_bytes", lambda *args: 8 << 20)
+    with pytest.raises(StoreOutOfMemory, match=r"ran out of its page cache \(8 MiB\) in import_database"):
+        kuzu_store.import_database(tmp_path / "copy", ENGINE, tmp_path / "exported", 0, 300 * 8)
+    monkeypatch.setattr(kuzu_store, "BUFFER_POOL_BYTES", 8 << 20)
+    with open_store(store_path) as store, pytest.raises(StoreOutOfMemory, match="in export_database"):
+        store.export_database(tmp_path / "again")
+
 OPEN_IN_ANOTHER_PROCESS = """
 import sys
 from graphstore import StoreLocked

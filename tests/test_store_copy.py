@@ -103,6 +103,34 @@ def test_a_kuzu_store_is_copied_to_ladybug_with_all_it_holds(kuzu_store):
     assert runs["runs"].tolist() == [2]
 
 
+WIDE_KUZU_STORE = """
+import sys
+import numpy as np
+from bench.store import wide_tables
+from graphstore import open_store
+nodes, predictions = wide_tables(50_000, 32, 1_000, np.random.default_rng(0))
+with open_store("kuzu://" + sys.argv[1], create=True) as store:
+    store.write_nodes("wide", nodes)
+    store.write_predictions("wide", predictions)
+"""
+
+
+def test_a_kuzu_store_of_wide_rows_is_copied(tmp_path):
+    """Predictions of 1,000 classes on 50,000 nodes (a node's scores are 8 kB): the export
+    failed with the engine's 'buffer pool is full' (so did the import, from 20,000 such
+    nodes). Both sides now size their pools by the widest row, as the store's writes do."""
+    subprocess.run([sys.executable, "-c", WIDE_KUZU_STORE, "old"], cwd=tmp_path, check=True, timeout=600,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    said = " ".join(graphlabel("copy-store", "old", "new", cwd=tmp_path).stdout.split())
+    assert "50,000 nodes" in said, said
+    for store in ("old", "new"):
+        graphlabel("export", "--dataset", "wide", "--store", store, "--output", f"{store}.parquet", cwd=tmp_path)
+    old, new = (pd.read_parquet(tmp_path / f"{store}.parquet").sort_values("key", ignore_index=True)
+                for store in ("old", "new"))
+    assert new.shape == (50_000, old.shape[1])
+    pd.testing.assert_frame_equal(old, new)
+
+
 def test_the_default_store_is_copied_and_the_way_to_put_the_copy_in_its_place_is_said(kuzu_store):
     folder = kuzu_store
     shutil.copytree(folder / "old", folder / "mine")  # a store of one's own (the other tests read old)
