@@ -65,7 +65,7 @@ WIDE_STORIES = {"embedding": ((250_000, 384, 0), WIDE_STAGES[:2]), "classes": ((
 
 def tables(n: int, d: int, degree: int, rng: np.random.Generator):
     keys = pa.array([f"k{i}" for i in range(n)], pa.string())
-    feats = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32) * d), pa.array(rng.random(n * d)))
+    feats = _list_column(rng.random((n, d)))  # the same draws, row by row, as rng.random(n * d)
     labels = pa.array(np.where(rng.random(n) < 0.01, "c" + (np.arange(n) % 10).astype(str), None).tolist(), pa.string())
     nodes = pa.table({"key": keys, "features": feats, "label": labels}).cast(NODE_SCHEMA)
     src = np.repeat(np.arange(n), degree)

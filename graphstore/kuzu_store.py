@@ -454,22 +454,9 @@ class KuzuStore(GraphStore):
         with self._pool_errors(name):
             return result.get_as_arrow()
 
-    @contextmanager
-    def _pool_errors(self, name: str) -> Iterator[None]:
-        """The engine's "buffer pool is full" as ``StoreOutOfMemory``, one line with what to
-        do; any other engine error is a bug of a query of ours and keeps its traceback."""
-        try:
-            yield
-        except RuntimeError as error:
-            if POOL_FULL not in str(error):  # also "the post-commit checkpoint failed: Buffer manager..."
-                raise
-            defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
-                      " (README, The embedded engine): keep new datasets in a ladybug store"
-                      " (GRAPHLABEL_ENGINE=ladybug; graphlabel copy-store moves a kuzu store that still"
-                      " reads)") if self.engine == "kuzu" else ""
-            raise StoreOutOfMemory(
-                f"the {self.engine} store {self.path} ran out of its page cache ({self._pool_bytes >> 20:,} MiB)"
-                f" in {name}: {error} Close other programs and try again{defect}") from None
+    def _pool_errors(self, name: str):
+        """``_pool_full_as_one_line`` for this store's ``name`` statement."""
+        return _pool_full_as_one_line(self.engine, self.path, self._pool_bytes, name)
 
     def _bulk(self, name: str, parameters: dict[str, Any]):
         """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why);
@@ -982,6 +969,24 @@ class KuzuStore(GraphStore):
         return rows
 
 
+@contextmanager
+def _pool_full_as_one_line(engine: str, path: Path | str, pool_bytes: int, name: str) -> Iterator[None]:
+    """The engine's "buffer pool is full" as ``StoreOutOfMemory``, one line with what to
+    do; any other engine error is a bug of a query of ours and keeps its traceback."""
+    try:
+        yield
+    except RuntimeError as error:
+        if POOL_FULL not in str(error):  # also "the post-commit checkpoint failed: Buffer manager..."
+            raise
+        defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
+                  " (README, The embedded engine): keep new datasets in a ladybug store"
+                  " (GRAPHLABEL_ENGINE=ladybug; graphlabel copy-store moves a kuzu store that still"
+                  " reads)") if engine == "kuzu" else ""
+        raise StoreOutOfMemory(
+            f"the {engine} store {path} ran out of its page cache ({pool_bytes >> 20:,} MiB)"
+            f" in {name}: {error} Close other programs and try again{defect}") from None
+
+
 def import_database(folder: Path, engine: str, exported: Path, relationships: int, row_bytes: int = 0,
                     lock_timeout: float | None = None) -> KuzuStore:
     """A new ``engine`` store in ``folder`` (which must hold no database) loaded from a
@@ -1001,12 +1006,8 @@ def import_database(folder: Path, engine: str, exported: Path, relationships: in
         database = _open_database(module, database_file, timeout, pool_bytes)
         connection = module.Connection(database)
         try:
-            connection.execute(f"IMPORT DATABASE {_path_literal(exported)}")
-        except RuntimeError as error:  # one line, as a store's own pool errors (_pool_errors)
-            if POOL_FULL not in str(error):
-                raise
-            raise StoreOutOfMemory(f"the new {engine} store {folder} ran out of its page cache ({pool_bytes >> 20:,}"
-                                   f" MiB) in import_database: {error} Close other programs and try again") from None
+            with _pool_full_as_one_line(engine, folder, pool_bytes, "import_database"):
+                connection.execute(f"IMPORT DATABASE {_path_literal(exported)}")
         finally:
             connection.close()
             database.close()
