@@ -112,15 +112,24 @@ def test_ctrl_c_stops_the_solver_batches_in_progress_at_their_next_step(server, 
     assert returned - ctrl_c_at < 20
 
 
-def _solve_states_since(started: datetime) -> list[tuple[str, str, str]]:
+def _solve_states_since(started: datetime, expected: int = 2) -> list[tuple[str, str, str]]:
     """(state type, the end of its message, the level of its "Finished in state" line) of the
     solve task runs the server recorded since ``started`` (the server is the session's: earlier
-    tests' runs are on it too)."""
+    tests' runs are on it too), once ``expected`` of them are there or 30 s have passed."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import LogFilter, LogFilterTaskRunId
 
+    def solves() -> list:
+        return [run for run in prefect.read_task_runs() if run.name.startswith("solve[") and run.created >= started]
+
     with get_client(sync_client=True) as prefect:
-        runs = [run for run in prefect.read_task_runs() if run.name.startswith("solve[") and run.created >= started]
+        # a task run's states reach the server as events, written a moment after the run ends:
+        # CI once read one of the two stopped runs before the other had arrived
+        deadline, runs = time.monotonic() + 30, solves()
+        while not (len(runs) >= expected and all(run.state and run.state.is_final() for run in runs)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
+            runs = solves()
         # a run's log reaches the server in batches, a few seconds after its state
         deadline, levels = time.monotonic() + 30, {}
         while len(levels) < len(runs) and time.monotonic() < deadline:
