@@ -255,20 +255,17 @@ class GraphStore(ABC):
             raise ValueError(graph.mixed_lengths(dataset))
         report("read features", graph.n_nodes, None, "nodes")
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
-        with warnings.catch_warnings(record=True) as searched:  # a search that found too few: said to the run
-            warnings.simplefilter("always", similarity.LowRecallWarning)
+        said_to_the_run = (similarity.LowRecallWarning, similarity.DegenerateWeightsWarning)
+        with warnings.catch_warnings(record=True) as caught:  # a search that found too few, weights that
+            for category in said_to_the_run:                   # say nothing: said to the run, in its words
+                warnings.simplefilter("always", category)
             W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
                                               categories=graph.categories,
                                               on_progress=lambda step, done, total: report(step, done, total, "nodes"))
-        # a kNN graph of two or more nodes finds neighbours: none stored means that every
-        # Gaussian weight was 0 (σ far below the distances) and was dropped with the zeros
-        weights = W.data if W.nnz or spec.kind != "knn" or graph.n_nodes < 2 else np.zeros(1)
-        problem = similarity.weights_problem(weights, sigma) if spec.weights == "gaussian" else None
-        said = [f"the similarity graph of {dataset!r}: {problem}"] if problem else []
-        said += [f"the similarity graph of {dataset!r}: {w.message}" for w in searched
-                 if issubclass(w.category, similarity.LowRecallWarning)]
-        for other in searched:  # recording caught every warning: the others go on as they came
-            if not issubclass(other.category, similarity.LowRecallWarning):
+        said = [f"the similarity graph of {dataset!r}: {w.message}" for w in caught
+                if issubclass(w.category, said_to_the_run)]
+        for other in caught:  # recording caught every warning: the others go on as they came
+            if not issubclass(other.category, said_to_the_run):
                 warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
         edges = edge_table(graph.keys, W)
         del W, graph  # the relationships are written from the edge table alone

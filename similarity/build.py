@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -13,7 +12,7 @@ from .encoding import FeatureEncoding
 
 # .cut_graphs is imported in its branches: it loads scikit-learn and scipy.cluster (0.1 s
 # beside the kNN graph's own search, python -X importtime), which only its graphs need.
-from .knn import DegenerateWeightsWarning, delta_graph, knn_graph
+from .knn import delta_graph, knn_graph
 from .paper_graphs import directed_similarities, mutual_knn_graph
 from .spec import GraphSpec
 
@@ -56,11 +55,9 @@ def build_graph(features: np.ndarray, labels: np.ndarray, spec: GraphSpec,
     codes = np.full(len(given), -1)
     codes[given.notna().to_numpy()] = pd.factorize(given.dropna())[0]
     if spec.kind == "knn":
-        with warnings.catch_warnings():  # the caller reports it (similarity.weights_problem), once
-            warnings.simplefilter("ignore", DegenerateWeightsWarning)
-            return knn_graph(features, k, metric=metric, weights=weights, sigma=spec.sigma,
-                             symmetrise=spec.symmetrise or "max", backend=spec.search or "auto", return_sigma=True,
-                             on_progress=on_progress)
+        return knn_graph(features, k, metric=metric, weights=weights, sigma=spec.sigma,
+                         symmetrise=spec.symmetrise or "max", backend=spec.search or "auto", return_sigma=True,
+                         on_progress=on_progress)
     if spec.kind == "delta":
         return delta_graph(features, delta, metric=metric, weights=weights, sigma=spec.sigma), None
     if spec.kind == "mincut3":

@@ -685,7 +685,8 @@ def delta_graph(
 ) -> sp.csr_matrix:
     """All pairs closer than ``delta`` (scikit-learn's radius search), symmetric.
 
-    With ``weights="binary"`` this is the 0/1 δ-graph of Blum & Chawla (2001).
+    With ``weights="binary"`` this is the 0/1 δ-graph of Blum & Chawla (2001). Gaussian
+    weights that carry no information warn as ``knn_graph``'s do (``weights_problem``).
     """
     X = _validate(X, None, metric, weights, "max")
     if not delta > 0:
@@ -700,7 +701,8 @@ def delta_graph(
     rows, cols, dist = D.row[off], D.col[off], D.data[off]
     if metric == "cosine":
         dist = dist**2 / 2.0
-    w, _ = _weights_from(dist, X, rows, cols, metric, weights, sigma)
+    w, used_sigma = _weights_from(dist, X, rows, cols, metric, weights, sigma)
+    _warn_if_degenerate(w, used_sigma)
     W = sp.csr_matrix((w, (rows, cols)), shape=(X.shape[0],) * 2)
     return symmetrise_graph(W, "max")
 

@@ -94,6 +94,10 @@ def test_weights_without_information_are_named_and_warned_about(rng):
         knn_graph(X, 5, sigma=1e-3)
     with pytest.warns(DegenerateWeightsWarning, match="same features"):
         knn_graph(np.ones((20, 3)), 5)
+    with pytest.warns(DegenerateWeightsWarning, match="below 0.001"):  # judged before the zeros are dropped
+        assert delta_graph(X, 2.0, weights="gaussian", sigma=1e-3).nnz == 0
+    with pytest.warns(DegenerateWeightsWarning, match="above 0.999"):
+        delta_graph(X, 2.0, weights="gaussian", sigma=1e4)
     assert weights_problem(knn_graph(X, 5).data, 1.0) is None
     import warnings
 

@@ -765,11 +765,14 @@ def test_build_edges_makes_the_specs_knn_graph_and_its_sigma(store, dataset, dig
 
 @pytest.mark.parametrize("sigma, said", [(1e-9, "100% of the Gaussian weights (σ = 1e-09) are below 0.001"),
                                          (1e9, "100% of the Gaussian weights (σ = 1e+09) are above 0.999")])
-def test_build_edges_says_when_the_gaussian_weights_say_nothing(store, dataset, digits, sigma, said):
+@pytest.mark.parametrize("spec", [GraphSpec(k=5), GraphSpec(kind="delta", delta=20.0, weights="gaussian")],
+                         ids=["knn", "delta"])
+def test_build_edges_says_when_the_gaussian_weights_say_nothing(store, dataset, digits, sigma, said, spec):
     """A σ far below the distances makes every weight 0 (the embedded store dropped them and
-    said nothing), far above makes every weight 1; Neo4j counts them on the server."""
+    said nothing), far above makes every weight 1; Neo4j counts its kNN graph's weights on the
+    server. A δ-graph's Gaussian weights were never judged."""
     store.write_nodes(dataset, digits_nodes(digits[0][:100], digits[1][:100]))
-    built = store.build_edges(dataset, GraphSpec(k=5, sigma=sigma))
+    built = store.build_edges(dataset, replace(spec, sigma=sigma))
     assert [message.split(": ", 1)[0] for message in built.warnings] == [f"the similarity graph of {dataset!r}"]
     assert said in built.warnings[0]
 
