@@ -75,13 +75,24 @@ class RowSplitProduct:
         self._pool: ThreadPoolExecutor | None = None
 
     def __matmul__(self, X: np.ndarray) -> np.ndarray:
+        return self.product(X)
+
+    def product(self, X: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """K X, written into ``out`` (C-contiguous, K's dtype, K's rows × X's columns) when
+        given: the block CG keeps one block for its products instead of a new one each
+        iteration (module docstring of ``harmonic``, "The block CG's memory")."""
         K = self.matrix
-        # scipy's own product where the kernel would not give its result: another dtype (scipy
-        # upcasts both), a vector, or too little work to share
-        if X.ndim != 2 or X.dtype != K.dtype or len(self._ranges) < 2 or K.nnz * X.shape[1] < MIN_WORK:
-            return K @ X
+        if X.ndim != 2 or X.dtype != K.dtype:  # scipy's own product: it upcasts both, or takes a vector
+            if out is None:
+                return K @ X
+            out[...] = K @ X
+            return out
         X = np.ascontiguousarray(X)
-        out = np.empty((K.shape[0], X.shape[1]), dtype=K.dtype)  # each thread zeroes its own rows
+        if out is None:
+            out = np.empty((K.shape[0], X.shape[1]), dtype=K.dtype)  # each range zeroes its own rows
+        if len(self._ranges) < 2 or K.nnz * X.shape[1] < MIN_WORK:  # too little work to share
+            self._rows(X, out, 0, K.shape[0])
+            return out
         if self._pool is None:
             self._pool = ThreadPoolExecutor(len(self._ranges) - 1, thread_name_prefix="graphlabel-product")
         pending = [self._pool.submit(self._rows, X, out, a, b) for a, b in self._ranges[1:]]

@@ -231,8 +231,7 @@ Decisions the papers leave open, and what this module does
   residual's padded block, with no dense float64 n × C copy (80 MB at 1M, held through the
   solve before) and no float32 copy held by the caller; the node-order operator is built in
   the call, so ``_block_cg`` holds the only reference and releases it once the rows are
-  regrouped (``_System`` no longer keeps it: only its dtype was read); each product's output
-  is released before the next product allocates its own. Why it is worth time as well as
+  regrouped (``_System`` no longer keeps it: only its dtype was read). Why it is worth time as well as
   memory: on this 2-core VM a page the process touches for the first time costs a fault
   (a 40 MB block took 120 ms to fill when freshly mapped against 7 ms when reused), so a
   fresh process pays for its peak. On the 1M-node graph of ``bench/solver_scale.py`` the
@@ -246,11 +245,28 @@ Decisions the papers leave open, and what this module does
   bench at 1M, 5 rounds each, medians of the ratio to ``Propagation``): the coarse space
   after 2 iterations on the regrouped (large) systems, so that one more product runs
   grouped: 2.26× against 2.22× with the flags, 1.81× against 1.86× without, the same 9
-  products and 2 labels of the 990k changed; no scratch block in the CG step (the product's
-  own block reused for α P) and one reused block for the label tracking's X w: 2.29×
-  against 2.22× and 1.82× against 1.84×, and the same peak: it is reached in the iterations
-  after the regrouping, with the grouped operator (8 bytes an edge) and six n × C blocks
-  alive (tracemalloc at 1M: 479 MiB there, 474 in the regrouping, 333 in the leave-one-out).
+  products and 2 labels of the 990k changed.
+  Since then the CG holds five n × C blocks and nothing of that size for a moment: the
+  residual, the iterate, the direction, the preconditioned residual and one block Q for
+  everything else, namely each product (``RowSplitProduct.product`` writes into it), the step
+  α P, the start vector's residual product and the regrouping's copies (Q then swaps places
+  with the iterate); the coarse space's E is summed from K's rows by class (no dense n × m Z
+  and K Z); the label tracking scales X a slice of rows at a time; the warm start is
+  rounded to float32 as it is divided by the scale and released once padded. Measured
+  (tracemalloc, 50,000 blobs of 500 classes, a 10-NN graph, 5% labelled, one block = n × C
+  float32 = 95 MiB): the first solve peaked 7.3 blocks above its start before, 5.3 after;
+  the whole call (its peak, the whole re-solve at this size) 10.8 before, 7.6 after (the
+  leave-one-out estimate's part, 6.7 blocks before, is 2.7 since it sums its short walks by
+  label pairs at 32 classes and more, ``_local_leave_one_out``). ``python -m bench
+  harmonic_paired --classes 500 --against CHECKOUT`` (100k nodes, 1% labelled, 3 rounds,
+  2026-12-06, ``bench/results/harmonic_paired_100000_500.md``): the call's peak 902 against
+  1,147 MiB over the loaded graph, 6.3× against 7.4× ``Propagation``'s time with the flags
+  (the estimate 0.12 against 0.31-0.55 s) and 5.8× against 6.8× without; at 10 classes 23
+  against 30 MiB at 100k (``harmonic_paired_100000_memory.md``, 7 rounds) and 281 against
+  280 at 1M (``harmonic_paired_1000000_memory.md``, 5 rounds: there the graph outweighs the
+  blocks), 1.44× ``Propagation``'s time at 1M in both. The labels and flags are the same;
+  the scores differ by up to 2.5e-7 where the rows are regrouped (E in float64 now, from
+  float32 products before).
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -402,6 +418,11 @@ COARSE_AFTER = 3
 # The block CG regroups the rows by label (_grouped_by_label) when an n × C block is at least this
 # large: below, the block stays in the CPU's cache in any order.
 GROUP_MIN_BYTES = 2 * 2**20
+#: Classes from which the leave-one-out estimate sums its short walks as one l × l matrix of
+#: label pairs (_local_leave_one_out says why).
+SHORT_WALKS_BY_LABEL_PAIRS = 32
+#: Values (rows × classes) of X the block CG's label tracking scales at a time.
+LABEL_SLICE = 2**20
 
 
 @functools.cache
@@ -476,7 +497,7 @@ def _coarse_space(K, scale, labels, blocks: _Blocks):
 
     Z (n × m) holds s_i⁻¹ = (d_i + γ_g)^½ at the unknowns whose current label is class c in
     column c (the near-null vector of I − K = S A S on a region: A 1 ≈ 0 away from labels),
-    and E = Zᵀ (I − K) Z is m × m (m ≤ C): one more product with K. None when no node has
+    and E = Zᵀ (I − K) Z is m × m (m ≤ C): one more pass over K (below). None when no node has
     a label yet or E is singular.
 
     When the rows are grouped by label (``_grouped_by_label``, the large systems), column c of
@@ -492,18 +513,25 @@ def _coarse_space(K, scale, labels, blocks: _Blocks):
         return None
     classes, column = np.unique(labels[rows], return_inverse=True)
     z = (1.0 / scale[rows]).astype(blocks.dtype)
-    Z = np.zeros((blocks.rows, classes.size), dtype=blocks.dtype)
-    Z[rows, column] = z
-    KZ = K @ Z
     first, last = int(rows[0]), int(rows[-1]) + 1
     grouped = last - first == rows.size and bool(np.all(column[1:] >= column[:-1]))
     if grouped:
         bounds = np.searchsorted(column, np.arange(classes.size), side="right")
         ranges = list(zip([0, *bounds[:-1].tolist()], bounds.tolist()))  # per class, in rows
         ZtZ = np.diag([float(z[a:b] @ z[a:b]) for a, b in ranges])
-        ZtKZ = np.stack([z[a:b] @ KZ[first + a:first + b] for a, b in ranges]).astype(np.float64)
+        # Zᵀ K Z row by row: z_cᵀ K over class c's rows alone (K is symmetric), summed over each
+        # class's range of columns. Why not K Z: Z dense is n × m and K Z another, two blocks of
+        # the solve's size beside the CG's own at its peak ("The block CG's memory"), for
+        # products with one short vector each.
+        z64 = z.astype(np.float64)
+        starts = np.array([a for a, _ in ranges])
+        ZtKZ = np.stack([np.add.reduceat((K.matrix[first + a:first + b].T @ z64[a:b])[first:last] * z64, starts)
+                         for a, b in ranges])
         E = ZtZ - ZtKZ
-    else:
+    else:  # small systems (GROUP_MIN_BYTES): Z dense, two BLAS products
+        Z = np.zeros((blocks.rows, classes.size), dtype=blocks.dtype)
+        Z[rows, column] = z
+        KZ = K @ Z
         Z_t = np.ascontiguousarray(Z.T)
         E = (Z_t @ Z).astype(np.float64) - (Z_t @ KZ).astype(np.float64)
     try:
@@ -547,6 +575,26 @@ def _reached(X: np.ndarray, unknown: np.ndarray) -> bool:
     """Every unknown holds some mass: CG's front has reached the whole of every component with a
     label (a residual below rtol does not say so: far nodes of a long chain can still be 0)."""
     return bool(np.all((X.max(axis=1) > 0) | ~unknown))
+
+
+def _weighted_labels(X: np.ndarray, w: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+    """The arg-max of each row of X scaled by the class weights ``w`` (``_arg_max``'s labels).
+
+    With the previous labels, the arg-max is taken only at the rows where the previous label
+    is no longer the strict, positive maximum (a count of the columns at or above it); the
+    same labels as a full arg-max (see ``_arg_max``).
+    """
+    Z = X * w
+    if previous is None:
+        return _arg_max(Z)
+    C = Z.shape[1]
+    top = np.take(Z, np.arange(len(Z)) * C + np.maximum(previous, 0))
+    kept = Z >= top[:, None]
+    at_least = np.einsum("ij->i", kept.view(np.int8)) if C < 128 else np.count_nonzero(kept, axis=1)
+    recheck = np.flatnonzero((at_least != 1) | (previous < 0) | ~(top > 0))
+    best = previous.copy()
+    best[recheck] = _arg_max(Z[recheck])
+    return best
 
 
 def _grouped_by_label(K: sp.csr_matrix, labels: np.ndarray) -> tuple[np.ndarray, sp.csr_matrix]:
@@ -618,49 +666,57 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     K = blocks.operator(K)
     R = blocks.padded(B)  # B, and from here on the residual B − (I − K) X
     del B
+    # K P, then (I − K) P, then the step α P in each iteration, and the scratch of the products
+    # and copies before them: one block for all (the module docstring, "The block CG's memory")
+    Q = np.zeros_like(R)
     target = rtol**2 * blocks.dot(R, R)
-    if X0 is None:
+    started = X0 is not None
+    if not started:
         X = np.zeros_like(R)
     else:
         X = blocks.padded(X0)
+        del X0  # the caller builds it in the call: the padded copy is the only one held
         R -= X
-        R += K @ X
+        R += K.product(X, out=Q)
     rr = blocks.dot(R, R)
     active = rr > target
     unknown = scale > 0
     # no start vector: X = 0 and no node has a label yet (labels_of would say -1 everywhere)
-    labels = labels_of(X[:n], scale) if X0 is not None else np.full(n, -1)
+    labels = labels_of(X[:n], scale) if started else np.full(n, -1)
     order = None  # the iterates' row order when regrouped (None: the graph's)
 
     def regroup(labels):
         """Rows sorted by their current label (``_grouped_by_label``); the iterates follow."""
-        nonlocal K, X, R, scale, unknown, graph
+        nonlocal K, X, R, Q, scale, unknown, graph
         order, grouped = _grouped_by_label(graph, labels)
         graph = None  # the node-order operator: 4 bytes an edge nothing reads again
         K = blocks.operator(grouped)
         # np.take, not X[order]: numpy's take of whole rows took 0.2-0.3 ms on 100k × 10 float32
-        # against 0.9 ms for the fancy index (medians of 31)
-        X[:n], R[:n] = np.take(X[:n], order, axis=0), np.take(R[:n], order, axis=0)
+        # against 0.9 ms for the fancy index (medians of 31). Taken into the scratch block, which
+        # then swaps places with the iterate (the padding rows are 0 in all three).
+        np.take(X[:n], order, axis=0, out=Q[:n])
+        X, Q = Q, X
+        np.take(R[:n], order, axis=0, out=Q[:n])
+        R, Q = Q, R
         scale, unknown = scale[order], unknown[order]
         return order, labels[order]
 
-    if X0 is not None and n * C * K.dtype.itemsize >= GROUP_MIN_BYTES:
+    if started and n * C * K.dtype.itemsize >= GROUP_MIN_BYTES:
         order, labels = regroup(labels)
-    correct = _coarse_space(K, scale, labels, blocks) if X0 is not None else None
+    correct = _coarse_space(K, scale, labels, blocks) if started else None
     Z = R if correct is None else correct(R)
     P = Z.copy()
-    T = blocks.empty()  # scratch
     rz = blocks.dot(R, Z)
     steady, iterations, reason = 0, 0, "rtol"
     # labels that may still change in a steady iteration (stop_on_labels; module docstring: "Stopping")
     settled = int(LABEL_CHANGE_SHARE * np.count_nonzero(unknown))
-    products = int(X0 is not None) + int(correct is not None)  # products with K outside the iterations
+    products = int(started) + int(correct is not None)  # products with K outside the iterations
     while active.any() or not _reached(X[:n], unknown):
         if iterations >= maxiter:
             reason = "maxiter"
             break
         budget.check(f"block CG iteration {iterations + 1}")
-        if correct is None and X0 is None and iterations == coarse_after:
+        if correct is None and not started and iterations == coarse_after:
             if not stop_on_labels:
                 labels = labels_of(X[:n], scale)
             if n * C * K.dtype.itemsize >= GROUP_MIN_BYTES:
@@ -669,27 +725,29 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
             products += 1
             if correct is not None:  # restart from X with the two-level preconditioner
                 Z = correct(R)
-                P = Z.copy()
+                P[...] = Z  # in place: the old direction's block is not held beside a new one
                 rz = blocks.dot(R, Z)
         moving = active if active.any() else rz > 0  # below rtol but not reached: every column goes on
-        if iterations == 0 and X0 is None:
+        if iterations == 0 and not started:
             # The first direction is the right-hand side, nonzero only next to the labels (on the
             # 100k-node graph 1% labelled, 15% of the rows): K P = Kᵀ P (K is symmetric) is then
             # a product over those rows of K alone: 10 against 25 ms (medians of 21, interleaved;
             # 24 against 48-54 ms on a machine loaded 4 times over).
             nonzero = np.flatnonzero(np.einsum("ij->i", np.abs(P[:n])) > 0)
-            Q = K.matrix[nonzero].T @ P[nonzero] if nonzero.size < n // 4 else K @ P
+            if nonzero.size < n // 4:
+                Q[...] = K.matrix[nonzero].T @ P[nonzero]
+            else:
+                K.product(P, out=Q)
         else:
-            Q = K @ P
+            K.product(P, out=Q)
         np.subtract(P, Q, out=Q)  # (I − K) P
         curvature = blocks.dot(P, Q)
         # a converged column (or an exact solution: zero direction) takes no further step
-        alpha = np.divide(rz, curvature, out=np.zeros_like(rz), where=moving & (curvature > 0))
-        np.multiply(blocks.wide(P), blocks.tiled(alpha), out=blocks.wide(T))
-        X += T
-        np.multiply(blocks.wide(Q), blocks.tiled(alpha), out=blocks.wide(Q))
+        alpha = blocks.tiled(np.divide(rz, curvature, out=np.zeros_like(rz), where=moving & (curvature > 0)))
+        np.multiply(blocks.wide(Q), alpha, out=blocks.wide(Q))
         R -= Q
-        del Q  # released before the next product allocates its own (n × C each)
+        np.multiply(blocks.wide(P), alpha, out=blocks.wide(Q))  # Q is free: the step α P
+        X += Q
         Z = R if correct is None else correct(R)
         rz_new = blocks.dot(R, Z)
         rr = rz_new if correct is None else blocks.dot(R, R)
@@ -704,14 +762,15 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
         # it the front is still spreading (100k-node graph: 14,837 and 79,682 labels changed in the
         # first two iterations), so no earlier iteration can count as steady on a graph more than a
         # few hops across, and each call costs ~4 ms there (numpy's arg-max over rows of C values).
-        if stop_on_labels and (X0 is not None or iterations >= coarse_after):
-            new = labels_of(X[:n], scale, labels if iterations > coarse_after or X0 is not None else None)
+        if stop_on_labels and (started or iterations >= coarse_after):
+            new = labels_of(X[:n], scale, labels if iterations > coarse_after or started else None)
             steady = steady + 1 if np.count_nonzero(new != labels) <= settled else 0
             labels = new
             if steady >= patience:
                 reason = "labels"
                 break
     converged = np.ones(C, dtype=bool) if reason == "labels" else ~active & _reached(X[:n], unknown)
+    del R, P, Q, Z, correct  # before the copy below: the iterate is the only block left
     if order is not None:  # back to the graph's node order
         X_graph = np.empty((n, C), dtype=X.dtype)
         X_graph[order] = X[:n]
@@ -968,28 +1027,26 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
                 w = np.divide(mass_target, mass, out=np.zeros(C, dtype=np.float32), where=mass > 0)
             else:
                 w = weights
-            Z = X * w
-            if previous is None:
-                return _arg_max(Z)
-            # With the previous labels, the arg-max is taken only at the rows where the previous
-            # label is no longer the strict, positive maximum (a count of the columns at or above
-            # it); the same labels as a full arg-max (see _arg_max).
-            top = np.take(Z, np.arange(len(Z)) * C + np.maximum(previous, 0))
-            kept = Z >= top[:, None]
-            at_least = np.einsum("ij->i", kept.view(np.int8)) if C < 128 else np.count_nonzero(kept, axis=1)
-            recheck = np.flatnonzero((at_least != 1) | (previous < 0) | ~(top > 0))
-            best = previous.copy()
-            best[recheck] = _arg_max(Z[recheck])
-            return best
+            # by slices of rows: the scaled copy of X is then a slice's, not a third of the
+            # block CG's memory beside its four blocks (the labels are the same)
+            step = max(1, LABEL_SLICE // C)
+            if len(X) <= step:
+                return _weighted_labels(X, w, previous)
+            slices = [slice(a, a + step) for a in range(0, len(X), step)]
+            return np.concatenate([_weighted_labels(X[rows], w, None if previous is None else previous[rows])
+                                   for rows in slices])
 
-        start = None if x0 is None else np.divide(x0, s[:, None], out=np.zeros((n, C)), where=s[:, None] > 0)
         with _one_blas_thread():
-            # the operator and the right-hand side are built in the call: _block_cg then holds the
-            # only reference to the node-order K and frees it once it has regrouped the rows
+            # the operator, the right-hand side and the start (x̂ = S⁻¹ x, rounded to float32 as
+            # it is divided) are built in the call: _block_cg then holds the only reference to
+            # each, frees the node-order K once it has regrouped the rows and the start once
+            # it has its padded copy
             X, converged, iterations, products, reason = _block_cg(
                 _scaled_operator(W, s),
                 sp.coo_matrix((np.multiply(s[B.row], B.data, dtype=np.float32), (B.row, B.col)), shape=B.shape),
-                start, rtol, JACOBI_MAX_ITERATIONS, labels_of, s, stop_on_labels=stop == "labels")
+                None if x0 is None else np.divide(x0, s[:, None], out=np.zeros((n, C), dtype=np.float32),
+                                                  where=s[:, None] > 0, casting="same_kind"),
+                rtol, JACOBI_MAX_ITERATIONS, labels_of, s, stop_on_labels=stop == "labels")
         F = np.multiply(X, s[:, None], dtype=np.float64)  # x = S x̂; 0 outside the unknowns
         counts.update(cg_iterations=iterations * C, cg_block_iterations=iterations, cg_block_products=products,
                       cg_stop=reason)
@@ -1221,8 +1278,9 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     # KB = (Bᵀ K)ᵀ (K is symmetric): a product over the labels' rows, each pulling the rows of K
     # at its neighbours (about k² entries per label), where K B ran over all of K's rows. On the
     # 100k-node graph of bench/solver_scale.py (1,000 labels) this function took 66 ms against
-    # 97 ms (medians of 15, interleaved, same process). Not kept: S = BᵀB + BᵀKB + (KB)ᵀ(KB) as
-    # one l × l sparse matrix (its diagonal and S Y_l), 105 ms against 70 ms for these lines.
+    # 97 ms (medians of 15, interleaved, same process). S = BᵀB + BᵀKB + (KB)ᵀ(KB) as one
+    # l × l sparse matrix (its diagonal and S Y_l) took 105 ms against 70 ms for these lines at 10
+    # classes: it is kept for many classes only (SHORT_WALKS_BY_LABEL_PAIRS, below).
     # Bᵀ K = (Bᵀ S) W S with W itself (float64, as the graph comes): no float64 copy of K's values
     # (1.7M on that graph) for one product.
     B_s = sp.csr_matrix((B_t.data * scale[B_t.indices], B_t.indices, B_t.indptr), shape=B_t.shape)
@@ -1242,12 +1300,20 @@ def _local_leave_one_out(W, Y_l, system: _System, gamma_g, labeled_component) ->
     # (scipy's product with the CSC KB scatters over its columns, on one thread): at 1M nodes
     # (10k labels, KB 4.4M entries, 2 cores) KB Y took 69 against 109 ms and the three products
     # 60 against 129 ms (line profiler), the same values bit for bit (rows summed in one order)
-    BY = B @ Y_l
-    KBY = RowSplitProduct(KB.tocsr()) @ Y_l
-    # three products with the sparse rows, not the sum BY + KBY: that was one more n × C array
-    # (at 1M nodes 80 MB; these lines took 259 against 345 ms there, 11 against 16 ms at 100k)
-    B_rows, KB_rows = RowSplitProduct(B_t), RowSplitProduct(KB_t)
-    short_rows = B_rows @ BY + B_rows @ KBY + KB_rows @ KBY
+    if C >= SHORT_WALKS_BY_LABEL_PAIRS:
+        # S = BᵀB + BᵀKB + (KB)ᵀKB, l × l (labels within 4 hops of each other), then S Y_l: no
+        # n × C array. The products below make two n × C float64 ones, which at many classes
+        # outweigh the sparse products (on bench/harmonic_paired.py's 100k-node graphs, medians
+        # of 5 in one process: 0.031 against 0.054 s at 10 classes, 0.038 against 0.045 at 25,
+        # 0.088 against 0.054 at 50, 0.24 against 0.13 at 500; the same values within 6e-17)
+        short_rows = (B_t @ B + (B_t + KB_t) @ KB) @ Y_l
+    else:
+        BY = B @ Y_l
+        KBY = RowSplitProduct(KB.tocsr()) @ Y_l
+        # three products with the sparse rows, not the sum BY + KBY: that was one more n × C array
+        # (at 1M nodes 80 MB; these lines took 259 against 345 ms there, 11 against 16 ms at 100k)
+        B_rows, KB_rows = RowSplitProduct(B_t), RowSplitProduct(KB_t)
+        short_rows = B_rows @ BY + B_rows @ KBY + KB_rows @ KBY
     unknown = (scale > 0).astype(np.float64)
     R = W_l @ system.F - W_l[:, l] @ Y_l  # W_lu F_u (F is 0 off the unknowns and the labels)
     tail = np.maximum(R[rows, y_l] - short_rows[rows, y_l], 0.0)

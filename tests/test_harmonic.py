@@ -468,6 +468,58 @@ def test_local_leave_one_out_tracks_the_exact_one_on_digits(digits):
     assert min(corr) > 0.95
 
 
+def test_the_short_walks_summed_by_label_pairs_are_the_walks_through_the_nodes(digits, monkeypatch):
+    # from SHORT_WALKS_BY_LABEL_PAIRS classes up the estimate sums its 2- to 4-step returns as an
+    # l × l matrix of label pairs, not through two n × C arrays: the same estimate either way
+    import solvers.harmonic as harmonic_module
+
+    X, y_true = digits
+    rng = np.random.default_rng(3)
+    kept = keep_per_class(y_true, 10, rng)
+    noisy, _ = flip_labels(y_true, kept, 0.1, 10, rng)
+    problem = LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1))
+    monkeypatch.setattr(harmonic_module, "SHORT_WALKS_BY_LABEL_PAIRS", 10**6)
+    through_nodes = solve(problem, "harmonic")
+    monkeypatch.setattr(harmonic_module, "SHORT_WALKS_BY_LABEL_PAIRS", 1)
+    by_pairs = solve(problem, "harmonic")
+    assert through_nodes.noisy.sum() >= 5
+    np.testing.assert_allclose(by_pairs.noise_score[kept], through_nodes.noise_score[kept], rtol=1e-12)
+    np.testing.assert_array_equal(by_pairs.noisy, through_nodes.noisy)
+    np.testing.assert_array_equal(by_pairs.labels, through_nodes.labels)
+
+
+@pytest.mark.parametrize("detect_noise, blocks", [(False, 6.5), (True, 9.5)])
+def test_the_block_cg_holds_five_blocks_of_the_solution_size(detect_noise, blocks):
+    # Many classes make every n × C block wide (a catalogue of categories): the block CG holds
+    # five of them (residual, iterate, direction, preconditioned residual, one scratch) and
+    # nothing of that size for a moment. Measured here (tracemalloc, the graph and the labels'
+    # arrays included): 5.8 blocks without the flags, 8.4 with them (the whole re-solve, below
+    # 50k unknowns), where the code before peaked at 7.5 and 11.3.
+    import tracemalloc
+
+    from sklearn.datasets import make_blobs
+
+    import solvers.harmonic as harmonic_module
+
+    X, y_true = make_blobs(n_samples=20_000, centers=200, n_features=16, cluster_std=3.0, random_state=0)
+    rng = np.random.default_rng(0)
+    kept = keep_per_class(y_true, 5, rng)
+    noisy, _ = flip_labels(y_true, kept, 0.1, 200, rng)
+    problem = LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1))
+    block = len(y_true) * 200 * 4  # n × C float32
+    assert block >= harmonic_module.GROUP_MIN_BYTES  # the rows are regrouped, as on large graphs
+    tracemalloc.start()
+    try:
+        prediction = solve(problem, "harmonic", detect_noise=detect_noise)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert prediction.info["cg_block_iterations"] > harmonic_module.COARSE_AFTER  # the coarse restart ran
+    assert detect_noise == bool(prediction.noisy.any())
+    assert np.mean(prediction.labels == y_true) > 0.95
+    assert peak / block < blocks
+
+
 def test_noise_scores_rank_flipped_labels_first(digits):
     X, y_true = digits
     W = knn_graph(X, 10)

@@ -31,6 +31,22 @@ def test_the_split_product_is_scipys_product_bit_for_bit(digits, monkeypatch, th
     assert split.shape == (K.shape[0], 10)
 
 
+@pytest.mark.parametrize("min_work", [0, 10**12], ids=["split", "one range"])
+def test_the_product_writes_into_the_block_it_is_given(digits, monkeypatch, min_work):
+    # the block CG keeps one block for its products: the same bits as scipy's, written in place
+    monkeypatch.setattr(row_split, "MIN_WORK", min_work)
+    X, _ = digits
+    K = knn_graph(X, k=10).astype(np.float32)
+    operator = RowSplitProduct(K, threads=2)
+    block = np.random.default_rng(0).random((K.shape[1], 6)).astype(np.float32)
+    out = np.full((K.shape[0], 6), np.nan, dtype=np.float32)  # what was there before is overwritten
+    assert operator.product(block, out=out) is out
+    np.testing.assert_array_equal(out, K @ block)
+    upcast = np.full((K.shape[0], 6), np.nan)  # float64 block: scipy's upcast product, copied in
+    assert operator.product(block.astype(np.float64), out=upcast) is upcast
+    np.testing.assert_array_equal(upcast, K @ block.astype(np.float64))
+
+
 def test_a_block_of_another_dtype_or_a_vector_gets_scipys_upcast_product(digits, monkeypatch):
     monkeypatch.setattr(row_split, "MIN_WORK", 0)
     X, _ = digits
