@@ -6,10 +6,12 @@ before a change), so that every ratio pairs runs of the same moment on a shared 
     python -m bench harmonic_paired --n 1000000 --rounds 3
     python -m bench harmonic_paired --against /tmp/old    # also that checkout's harmonic
     python -m bench harmonic_paired --out NAME            # bench/results/NAME.md
+    python -m bench harmonic_paired --classes 500         # 500 blobs: blocks of n × 500
 
 Graph: ``bench/solver_scale.py``'s ``graph_for(n)`` (10 blobs in 32-d, seed 0,
-``similarity.knn_graph(X, 10)``, 1% labelled, seed 0), built once and kept in
-``.data/bench/solver_scale_graph_N.npz`` (at 1M about 7 minutes to build, 190 MB). Each run is
+``similarity.knn_graph(X, 10)``, 1% labelled, seed 0; ``--classes C``: C blobs, the same share
+labelled), built once and kept in ``.data/bench/solver_scale_graph_N[_C].npz`` (at 1M about 7
+minutes to build, 190 MB). Each run is
 a new interpreter that loads the graph, imports the method's module (as solver_scale's
 ``PRELOAD`` does: start-up, not solving) and times the call alone: ``Propagation().fit_predict``
 with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags on) and with
@@ -40,6 +42,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from ._common import Report
+from .knn_build import N_CLASSES
 
 CACHE = Path(__file__).resolve().parent.parent / ".data" / "bench"
 RUNS = (("Propagation", "scikit-network Propagation (defaults)"),
@@ -86,13 +89,13 @@ print(json.dumps({"seconds": seconds, "peak MiB": peak, "accuracy": float(np.mea
 """
 
 
-def saved_graph(n: int) -> Path:
-    """``graph_for(n)``'s W, classes and labelled mask, built once."""
-    path = CACHE / f"solver_scale_graph_{n}.npz"
+def saved_graph(n: int, classes: int = N_CLASSES) -> Path:
+    """``graph_for(n, classes)``'s W, classes and labelled mask, built once."""
+    path = CACHE / (f"solver_scale_graph_{n}.npz" if classes == N_CLASSES else f"solver_scale_graph_{n}_{classes}.npz")
     if not path.exists():
         from .solver_scale import graph_for
 
-        _, y, W, given, seconds = graph_for(n)
+        _, y, W, given, seconds = graph_for(n, classes)
         W = sp.csr_matrix(W)
         CACHE.mkdir(parents=True, exist_ok=True)
         np.savez(path, data=W.data, indices=W.indices, indptr=W.indptr, shape=np.array(W.shape), y=y, given=given)
@@ -112,11 +115,13 @@ def run(code: Path, method: str, graph: Path) -> dict:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench harmonic_paired")
     parser.add_argument("--n", type=int, default=100_000, help="nodes (default 100,000)")
+    parser.add_argument("--classes", type=int, default=N_CLASSES,
+                        help=f"blobs, one class each (default {N_CLASSES}): the solve's blocks are n × classes")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", type=Path, help="another checkout of graphlabel: its harmonic runs too")
     parser.add_argument("--out", help="results file name (bench/results/OUT.md); default harmonic_paired_N")
     args = parser.parse_args(argv)
-    graph = saved_graph(args.n)
+    graph = saved_graph(args.n, args.classes)
     here = Path(__file__).resolve().parent.parent
     codes = [("this checkout", here)] + ([("--against", args.against.resolve())] if args.against else [])
     load_before = os.getloadavg()[0]
@@ -135,8 +140,9 @@ def main(argv: list[str]) -> None:
         **{"peak MiB": ("peak MiB", "median")}, accuracy=("accuracy", "median"),
         **{c: (c, "median") for c in ("block products", "flagged", "local re-solve nodes") if c in frame}
     ).reset_index().rename(columns={"ratio": "× Propagation (same round, median)"})
-    report = Report(args.out or f"harmonic_paired_{args.n}",
-                    f"harmonic against Propagation on one {args.n:,}-node graph, alternating fresh processes")
+    of = "" if args.classes == N_CLASSES else f" of {args.classes:,} classes"
+    report = Report(args.out or f"harmonic_paired_{args.n}" + (f"_{args.classes}" if of else ""),
+                    f"harmonic against Propagation on one {args.n:,}-node graph{of}, alternating fresh processes")
     # the checkouts by role, not by path: a result names no folder of the machine it ran on
     report.table(f"Medians of {args.rounds} rounds; the code: this checkout"
                  + (", and --against (another checkout, the code before)" if args.against else ""),

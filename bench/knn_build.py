@@ -80,9 +80,9 @@ LIBRARIES = {"hnsw": "faiss HNSW", "ivf": "faiss IVF-Flat", "hnswlib": "hnswlib 
 DATA = ("e2e", "blobs")
 
 
-def blobs(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The hard-case points: 10 Gaussian blobs in 32-d, fixed seed (shared with solver_scale)."""
-    return make_blobs(n, n_features=N_FEATURES, centers=N_CLASSES, cluster_std=CLUSTER_STD, random_state=0)
+def blobs(n: int, classes: int = N_CLASSES) -> tuple[np.ndarray, np.ndarray]:
+    """The hard-case points: 10 (or ``classes``) Gaussian blobs in 32-d, fixed seed (shared with solver_scale)."""
+    return make_blobs(n, n_features=N_FEATURES, centers=classes, cluster_std=CLUSTER_STD, random_state=0)
 
 
 def dataset(name: str, n: int) -> np.ndarray:

@@ -266,13 +266,14 @@ def spmv_seconds(W: sp.csr_matrix, columns: int, repeats: int = SPMV_REPEATS) ->
     return statistics.median(times)
 
 
-def graph_for(n: int):
-    """Points, classes, the library's 10-NN graph (and its build seconds), the labelled mask."""
-    X, y = blobs(n)
+def graph_for(n: int, classes: int = N_CLASSES):
+    """Points, classes, the library's 10-NN graph (and its build seconds), the labelled mask
+    (of 10 blobs, or ``classes``)."""
+    X, y = blobs(n, classes)
     start = time.perf_counter()
     W = knn_graph(X, K)
     seconds = time.perf_counter() - start
-    given = keep_per_class(y, max(1, round(LABELED_FRACTION * n / N_CLASSES)), np.random.default_rng(0))
+    given = keep_per_class(y, max(1, round(LABELED_FRACTION * n / classes)), np.random.default_rng(0))
     return X, y, W, given, seconds
 
 
