@@ -56,7 +56,7 @@ from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliabilit
 from labelling.run_model import keep_run_model
 from labelling.wording import counted
 from similarity.spec import REQUESTED, GraphRequest
-from solvers import GRAPH_ONLY_METHODS, Prediction, SolverStopped, SolverTimeLimit
+from solvers import GRAPH_ONLY_METHODS, Prediction, SolverOutOfMemory, SolverStopped, SolverTimeLimit
 
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
@@ -196,8 +196,10 @@ def run_name_from_parameters(what: str):
 #: for longer than the lock timeout, an operating condition whose message says what to do.
 #: ``FeatureColumnsDiffer``: a file whose feature columns are not the dataset's.
 #: ``SolverTimeLimit`` too: a slow solver stopped itself at its time budget and says what to do;
-#: and ``SolverStopped``: a batch the run stopped after a Ctrl-C or another batch's failure.
-DATA_ERRORS = (NotEnoughLabels, NoValidRecords, FeatureColumnsDiffer, StoreLocked, SolverTimeLimit, SolverStopped)
+#: and ``SolverStopped``: a batch the run stopped after a Ctrl-C or another batch's failure;
+#: ``SolverOutOfMemory``: a solve whose arrays would not fit, refused before they were made.
+DATA_ERRORS = (NotEnoughLabels, NoValidRecords, FeatureColumnsDiffer, StoreLocked, SolverTimeLimit, SolverStopped,
+               SolverOutOfMemory)
 
 
 @flow("ingest-records", flow_run_name=run_name_from_parameters("ingest"), data_errors=DATA_ERRORS)

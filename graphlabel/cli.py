@@ -182,10 +182,10 @@ def _user_errors():
     from graphstore.secrets import StoreConnectionError
     from labelling.problems import NotEnoughLabels
     from labelling.records import NoValidRecords
-    from solvers import SolverTimeLimit
+    from solvers import SolverOutOfMemory, SolverTimeLimit
 
     return (NotEnoughLabels, NoValidRecords, FileNotFoundError, ValueError, StoreConnectionError,
-            StoreSetupError, SolverTimeLimit)
+            StoreSetupError, SolverTimeLimit, SolverOutOfMemory)
 
 
 def _in_command_line_words(error: Exception) -> str:

@@ -6,12 +6,15 @@ of the project (the bottom layer).
 
 The slower solvers (spectral, mincut, lcsnc, maxmargin, nmf) stop themselves with
 ``SolverTimeLimit`` when their ``time_limit`` runs out, and with ``SolverStopped`` when
-their caller asks them to (``stop_when``; solvers/_budget.py).
+their caller asks them to (``stop_when``; solvers/_budget.py). ``harmonic`` refuses a
+problem whose arrays would not fit in the memory the process may take, before it allocates
+them, with ``SolverOutOfMemory`` (solvers/_memory.py).
 """
 
 from ._budget import SolverStopped, SolverTimeLimit, stop_when
+from ._memory import SolverOutOfMemory
 from .problem import UNLABELED, LabelProblem, Prediction
 from .registry import GRAPH_ONLY_METHODS, METHODS, check_params, solve
 
 __all__ = ["LabelProblem", "Prediction", "solve", "check_params", "METHODS", "GRAPH_ONLY_METHODS", "UNLABELED",
-           "SolverTimeLimit", "SolverStopped", "stop_when"]
+           "SolverTimeLimit", "SolverStopped", "SolverOutOfMemory", "stop_when"]

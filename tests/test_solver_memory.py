@@ -1,0 +1,77 @@
+"""A solve too large for the memory its process may take is refused before it allocates, in
+one line (``solvers/_memory.py``), under a real limit: ``ulimit -v`` (RLIMIT_AS) set in a
+fresh process, as a container's or a batch system's limit would be."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from solvers import SolverOutOfMemory
+from solvers._memory import available_bytes, check_memory
+
+# n nodes of C classes: a block (n × C float32) is 40 MB; harmonic asks for 8 of them and the graph
+SOLVE_UNDER_A_LIMIT = """
+import json, resource, sys, time
+import numpy as np, psutil
+from sklearn.datasets import make_blobs
+from similarity import knn_graph
+from solvers import LabelProblem, solve
+import solvers.harmonic
+
+headroom, checked = int(sys.argv[1]), sys.argv[2] == "checked"
+X, y = make_blobs(n_samples=20_000, centers=500, n_features=8, cluster_std=1.0, random_state=0)
+given = np.full(len(y), -1)
+given[::10] = y[::10]
+problem = LabelProblem(knn_graph(X, 10), given, n_classes=500)
+if not checked:  # the solve as it was before the check
+    solvers.harmonic.check_memory = lambda *args: None
+resource.setrlimit(resource.RLIMIT_AS, (psutil.Process().memory_info().vms + headroom, resource.RLIM_INFINITY))
+start = time.perf_counter()
+try:
+    prediction = solve(problem, "harmonic")
+    outcome = {"solved": float(np.mean(prediction.labels == y))}
+except BaseException as error:
+    outcome = {"error": type(error).__name__, "message": str(error)}
+print(json.dumps({**outcome, "seconds": time.perf_counter() - start}))
+"""
+
+
+def _solve_under_a_limit(headroom: int, checked: bool = True) -> dict:
+    out = subprocess.run([sys.executable, "-c", SOLVE_UNDER_A_LIMIT, str(headroom), "checked" if checked else "not"],
+                         capture_output=True, text=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_solve_beyond_the_address_space_limit_is_refused_before_it_allocates():
+    refused = _solve_under_a_limit(150 * 2**20)
+    assert refused["error"] == "SolverOutOfMemory"
+    assert refused["message"].startswith("harmonic needs about 0.3")
+    assert "20,000 nodes of 500 classes" in refused["message"]
+    assert "with fewer classes" in refused["message"]
+    assert refused["seconds"] < 1  # at the door, before the graph's first pass
+    # the limit is real: without the check the same solve fails on its way, as numpy's error
+    unchecked = _solve_under_a_limit(150 * 2**20, checked=False)
+    assert unchecked.get("error") in {"MemoryError", "_ArrayMemoryError", "RuntimeError"}, unchecked
+    # and the check is no stricter than the solve: with room for its peak it labels the nodes
+    assert _solve_under_a_limit(1536 * 2**20)["solved"] > 0.9
+
+
+def test_the_refusal_travels_between_processes_with_its_fields():
+    import pickle
+
+    error = SolverOutOfMemory("harmonic", "1,000 nodes of 10 classes", 3 * 2**30, 2**30)
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.method, copy.what, copy.need, copy.available) == (error.method, error.what, error.need,
+                                                                   error.available)
+    assert str(copy) == str(error)
+
+
+def test_small_solves_and_an_unlimited_machine_are_not_refused():
+    check_memory("harmonic", 2**20, "a small problem")  # below CHECK_FROM_BYTES: nothing read
+    available = available_bytes()
+    assert available is not None  # this machine's MemAvailable at least
+    assert available > 0
+    with pytest.raises(SolverOutOfMemory, match="needs about"):
+        check_memory("harmonic", available + 2**40, "a problem one TiB too large")
