@@ -419,11 +419,14 @@ COARSE_AFTER = 3
 # The block CG regroups the rows by label (_grouped_by_label) when an n × C block is at least this
 # large: below, the block stays in the CPU's cache in any order.
 GROUP_MIN_BYTES = 2 * 2**20
-#: n × C float32 blocks at the call's peak, the graph's and the labels' arrays aside (the module
-#: docstring, "The block CG's memory", measured 7.6 with them at 50,000 nodes of 500 classes and
-#: 8.4 at 20,000 of 200): what ``check_memory`` asks for at the door, with the graph's copies
-#: (the kept edges, the scaled operator, its regrouped rows; 12 bytes an edge each).
+#: n × C float32 blocks at the call's peak (tracemalloc, the graph's and the labels' arrays
+#: included): with the whole re-solve after the flags (below RESOLVE_NEAR_MIN_NODES unknowns)
+#: 7.6 at 50,000 nodes of 500 classes and 8.4 at 20,000 of 200; with one solve (no flags, or
+#: the local re-solve) 5.8 at 20,000 of 200 and 5.4 at 100,000 of 200. What ``check_memory``
+#: asks for at the door, with the graph's copies (the kept edges, the scaled operator, its
+#: regrouped rows; 12 bytes an edge each).
 PEAK_BLOCKS = 8
+PEAK_BLOCKS_ONE_SOLVE = 6
 GRAPH_COPIES = 3
 #: Classes from which the leave-one-out estimate sums its short walks as one l × l matrix of
 #: label pairs (_local_leave_one_out says why).
@@ -1576,9 +1579,13 @@ def harmonic(
                      "noisy_labels": noisy_labels},
                     PARAMETER_CONSTRAINTS)
     n, C = problem.n_nodes, problem.n_classes
-    # its arrays' peak, asked before they exist ("The block CG's memory": 7.6-8.4 blocks measured)
-    check_memory("harmonic", PEAK_BLOCKS * n * C * 4 + GRAPH_COPIES * problem.W.nnz * 12,
-                 f"{n:,} nodes of {C:,} classes ({PEAK_BLOCKS} blocks of a score per node and class, "
+    # its arrays' peak, asked before they exist ("The block CG's memory"): the whole re-solve
+    # after the flags holds the first solution beside its own blocks
+    whole_resolve = (detect_noise and noisy_labels != "keep"
+                     and n - np.count_nonzero(problem.labeled) < RESOLVE_NEAR_MIN_NODES)
+    blocks = PEAK_BLOCKS if whole_resolve else PEAK_BLOCKS_ONE_SOLVE
+    check_memory("harmonic", blocks * n * C * 4 + GRAPH_COPIES * problem.W.nnz * 12,
+                 f"{n:,} nodes of {C:,} classes ({blocks} blocks of a score per node and class, "
                  f"{GRAPH_COPIES} copies of the graph)")
     with clock("graph"):
         W, y = _resolvable(problem.W).tocsr(), problem.y
