@@ -266,7 +266,8 @@ Decisions the papers leave open, and what this module does
   280 at 1M (``harmonic_paired_1000000_memory.md``, 5 rounds: there the graph outweighs the
   blocks), 1.44× ``Propagation``'s time at 1M in both. The labels and flags are the same;
   the scores differ by up to 2.5e-7 where the rows are regrouped (E in float64 now, from
-  float32 products before).
+  float32 products before). Knowing its peak, the call asks for it at the door
+  (``check_memory``; ``PEAK_BLOCKS``): a solve that cannot fit ends at once in one line.
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -1572,6 +1573,13 @@ def harmonic(
         edges kept, degrees and components), "solve" (the harmonic solution),
         "leave_one_out" (the noise flags' estimate), "re_solve" (after the flagged labels
         changed) and "other" (the rest: checks, flags, class masses, calibration, labels).
+
+    Raises
+    ------
+    SolverOutOfMemory
+        Before anything is allocated, when the call's peak (``PEAK_BLOCKS`` or
+        ``PEAK_BLOCKS_ONE_SOLVE`` blocks of n × C float32 and the graph's copies) exceeds the
+        memory the process may take (``solvers/_memory.py``).
     """
     clock = Stopwatch()
     validate_params({"gamma_g": gamma_g, "gamma_d": gamma_d, "noise_threshold": noise_threshold, "solver": solver,
