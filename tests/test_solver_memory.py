@@ -11,7 +11,8 @@ import pytest
 from solvers import SolverOutOfMemory
 from solvers._memory import available_bytes, check_memory
 
-# n nodes of C classes: a block (n × C float32) is 40 MB; harmonic asks for 8 of them and the graph
+# 20,000 nodes of 500 classes: a block (n × C float32) is 40 MB; harmonic asks for 8 of them and
+# the graph's copies, nmf for 21
 SOLVE_UNDER_A_LIMIT = """
 import json, resource, sys, time
 import numpy as np, psutil
@@ -20,7 +21,7 @@ from similarity import knn_graph
 from solvers import LabelProblem, solve
 import solvers.harmonic
 
-headroom, checked = int(sys.argv[1]), sys.argv[2] == "checked"
+headroom, checked, method = int(sys.argv[1]), sys.argv[2] == "checked", sys.argv[3]
 X, y = make_blobs(n_samples=20_000, centers=500, n_features=8, cluster_std=1.0, random_state=0)
 given = np.full(len(y), -1)
 given[::10] = y[::10]
@@ -30,7 +31,7 @@ if not checked:  # the solve as it was before the check
 resource.setrlimit(resource.RLIMIT_AS, (psutil.Process().memory_info().vms + headroom, resource.RLIM_INFINITY))
 start = time.perf_counter()
 try:
-    prediction = solve(problem, "harmonic")
+    prediction = solve(problem, method)
     outcome = {"solved": float(np.mean(prediction.labels == y))}
 except BaseException as error:
     outcome = {"error": type(error).__name__, "message": str(error)}
@@ -38,9 +39,9 @@ print(json.dumps({**outcome, "seconds": time.perf_counter() - start}))
 """
 
 
-def _solve_under_a_limit(headroom: int, checked: bool = True) -> dict:
-    out = subprocess.run([sys.executable, "-c", SOLVE_UNDER_A_LIMIT, str(headroom), "checked" if checked else "not"],
-                         capture_output=True, text=True, timeout=300)
+def _solve_under_a_limit(headroom: int, checked: bool = True, method: str = "harmonic") -> dict:
+    out = subprocess.run([sys.executable, "-c", SOLVE_UNDER_A_LIMIT, str(headroom), "checked" if checked else "not",
+                          method], capture_output=True, text=True, timeout=300)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -56,6 +57,16 @@ def test_a_solve_beyond_the_address_space_limit_is_refused_before_it_allocates()
     assert unchecked.get("error") in {"MemoryError", "_ArrayMemoryError", "RuntimeError"}, unchecked
     # and the check is no stricter than the solve: with room for its peak it labels the nodes
     assert _solve_under_a_limit(1536 * 2**20)["solved"] > 0.9
+
+
+def test_nmf_asks_for_its_own_peak():
+    # its float64 marginals, fields and couplings: about 21 blocks where harmonic needs 8; with
+    # 640 MiB of room harmonic labels these nodes and nmf is refused at the door
+    refused = _solve_under_a_limit(640 * 2**20, method="nmf")
+    assert refused["error"] == "SolverOutOfMemory"
+    assert refused["message"].startswith("nmf needs about 0.788 GiB for 20,000 nodes of 500 classes")
+    assert refused["seconds"] < 1
+    assert _solve_under_a_limit(640 * 2**20)["solved"] > 0.9
 
 
 def test_the_refusal_travels_between_processes_with_its_fields():
