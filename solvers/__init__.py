@@ -6,9 +6,9 @@ of the project (the bottom layer).
 
 The slower solvers (spectral, mincut, lcsnc, maxmargin, nmf) stop themselves with
 ``SolverTimeLimit`` when their ``time_limit`` runs out, and with ``SolverStopped`` when
-their caller asks them to (``stop_when``; solvers/_budget.py). ``harmonic`` refuses a
-problem whose arrays would not fit in the memory the process may take, before it allocates
-them, with ``SolverOutOfMemory`` (solvers/_memory.py).
+their caller asks them to (``stop_when``; solvers/_budget.py). ``harmonic`` and ``nmf``
+refuse a problem whose arrays would not fit in the memory the process may take, before they
+allocate them, with ``SolverOutOfMemory`` (solvers/_memory.py).
 """
 
 from ._budget import SolverStopped, SolverTimeLimit, stop_when
