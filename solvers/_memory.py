@@ -30,7 +30,7 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-__all__ = ["SolverOutOfMemory", "available_bytes", "check_memory"]
+__all__ = ["SolverOutOfMemory", "available_bytes", "check_blocks", "check_memory"]
 
 #: Below this many bytes a solve is not checked (reading the limits costs more than it saves).
 CHECK_FROM_BYTES = 64 * 2**20
@@ -86,3 +86,12 @@ def check_memory(method: str, need: int, what: str) -> None:
     available = available_bytes()
     if available is not None and need > available:
         raise SolverOutOfMemory(method, what, int(need), int(available))
+
+
+def check_blocks(method: str, n: int, classes: int, blocks: int, edges: int, graph_copies: int, per: str) -> None:
+    """``check_memory`` for a solve whose peak is ``blocks`` n × C float32 arrays (``per`` node
+    and class: "a score", "a marginal") and ``graph_copies`` copies of a graph of ``edges``
+    stored entries (12 bytes each: a weight and a column index)."""
+    check_memory(method, blocks * n * classes * 4 + graph_copies * edges * 12,
+                 f"{n:,} nodes of {classes:,} classes ({blocks} blocks of {per} per node and class, "
+                 f"{graph_copies} copies of the graph)")

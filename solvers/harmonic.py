@@ -267,7 +267,7 @@ Decisions the papers leave open, and what this module does
   blocks), 1.44× ``Propagation``'s time at 1M in both. The labels and flags are the same;
   the scores differ by up to 2.5e-7 where the rows are regrouped (E in float64 now, from
   float32 products before). Knowing its peak, the call asks for it at the door
-  (``check_memory``; ``PEAK_BLOCKS``): a solve that cannot fit ends at once in one line.
+  (``check_blocks``; ``PEAK_BLOCKS``): a solve that cannot fit ends at once in one line.
 - Stopping (``stop=``): ``"labels"`` (the default) stops the block CG once no node's
   label has changed for 2 iterations; ``"rtol"`` runs to the residual tolerance. On the
   100k-node graph of ``bench/solver_scale.py`` (1% labelled, one run on a loaded 2-core
@@ -397,7 +397,7 @@ from threadpoolctl import ThreadpoolController
 from ._budget import Budget
 from ._calibration import fit_held_out_temperature, normalise, sharpen
 from ._graph import margin_scores, per_label
-from ._memory import check_memory
+from ._memory import check_blocks
 from ._row_split_product import RowSplitProduct
 from ._timing import Stopwatch
 from ._validation import Integral, Interval, Options, Real, validate_params
@@ -423,7 +423,7 @@ GROUP_MIN_BYTES = 2 * 2**20
 #: n × C float32 blocks at the call's peak (tracemalloc, the graph's and the labels' arrays
 #: included): with the whole re-solve after the flags (below RESOLVE_NEAR_MIN_NODES unknowns)
 #: 7.6 at 50,000 nodes of 500 classes and 8.4 at 20,000 of 200; with one solve (no flags, or
-#: the local re-solve) 5.8 at 20,000 of 200 and 5.4 at 100,000 of 200. What ``check_memory``
+#: the local re-solve) 5.8 at 20,000 of 200 and 5.4 at 100,000 of 200. What ``check_blocks``
 #: asks for at the door, with the graph's copies (the kept edges, the scaled operator, its
 #: regrouped rows; 12 bytes an edge each).
 PEAK_BLOCKS = 8
@@ -1589,12 +1589,11 @@ def harmonic(
     n, C = problem.n_nodes, problem.n_classes
     # its arrays' peak, asked before they exist ("The block CG's memory"): the whole re-solve
     # after the flags holds the first solution beside its own blocks
+    # (_resolve's rule: the local re-solve needs hops and RESOLVE_NEAR_MIN_NODES unknowns)
     whole_resolve = (detect_noise and noisy_labels != "keep"
-                     and n - np.count_nonzero(problem.labeled) < RESOLVE_NEAR_MIN_NODES)
-    blocks = PEAK_BLOCKS if whole_resolve else PEAK_BLOCKS_ONE_SOLVE
-    check_memory("harmonic", blocks * n * C * 4 + GRAPH_COPIES * problem.W.nnz * 12,
-                 f"{n:,} nodes of {C:,} classes ({blocks} blocks of a score per node and class, "
-                 f"{GRAPH_COPIES} copies of the graph)")
+                     and (resolve_hops == 0 or n - np.count_nonzero(problem.labeled) < RESOLVE_NEAR_MIN_NODES))
+    check_blocks("harmonic", n, C, PEAK_BLOCKS if whole_resolve else PEAK_BLOCKS_ONE_SOLVE, problem.W.nnz,
+                 GRAPH_COPIES, "a score")
     with clock("graph"):
         W, y = _resolvable(problem.W).tocsr(), problem.y
     cut_edges = W.nnz < problem.W.nnz  # _resolvable dropped negligible edges: see _attach_faint_nodes

@@ -214,7 +214,7 @@ from ._graph import (
     warn_degenerate,
     warn_no_better_than_majority,
 )
-from ._memory import check_memory
+from ._memory import check_blocks
 from ._row_split_product import RowSplitProduct
 from ._timing import Stopwatch
 from ._validation import (
@@ -258,7 +258,7 @@ PARAMETER_CONSTRAINTS = {
 #: calibrate=True: the given labels' folds, each hidden from a run of its own (item 26)
 #: n × q float32 blocks at the call's peak (float64 marginals, fields and couplings, the
 #: calibration's runs included): 20.5 measured with tracemalloc at 20,000 nodes of 200 classes
-#: and 20.6 at 50,000 of 100 (10-NN, 5 labels per class). What ``check_memory`` asks for at
+#: and 20.6 at 50,000 of 100 (10-NN, 5 labels per class). What ``check_blocks`` asks for at
 #: the door, with the graph's copies (W and the normalised couplings A; 12 bytes an edge each).
 PEAK_BLOCKS = 21
 GRAPH_COPIES = 2
@@ -535,9 +535,7 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         raise ValueError(f"the Potts model needs at least 2 classes, got {q}")
     gamma_value = _gamma_value(gamma, q)  # validated even for a fixed β
     n = problem.n_nodes
-    check_memory("nmf", PEAK_BLOCKS * n * q * 4 + GRAPH_COPIES * problem.W.nnz * 12,
-                 f"{n:,} nodes of {q:,} classes ({PEAK_BLOCKS} blocks of a marginal per node and class, "
-                 f"{GRAPH_COPIES} copies of the graph)")
+    check_blocks("nmf", n, q, PEAK_BLOCKS, problem.W.nnz, GRAPH_COPIES, "a marginal")
 
     clock = Stopwatch()
     budget = Budget("nmf", time_limit, problem.W, q)

@@ -27,7 +27,7 @@ given = np.full(len(y), -1)
 given[::10] = y[::10]
 problem = LabelProblem(knn_graph(X, 10), given, n_classes=500)
 if not checked:  # the solve as it was before the check
-    solvers.harmonic.check_memory = lambda *args: None
+    solvers.harmonic.check_blocks = lambda *args: None
 resource.setrlimit(resource.RLIMIT_AS, (psutil.Process().memory_info().vms + headroom, resource.RLIM_INFINITY))
 start = time.perf_counter()
 try:
