@@ -250,9 +250,9 @@ def demo(
 
     _quiet_expected_errors()
 
-    with _progress("running the labelling flow on the digits...", quiet):
+    with _one_line_errors(), _progress("running the labelling flow on the digits...", quiet):
         # "full": the demo's labelling run (a subflow, tagged as its parent) relabels every node
-        result = run_flow(demo_flow, run_tags(DATASET, solver, "full", "demo"), store_uri=store,
+        result = run_flow(demo_flow, run_tags(DATASET, solver, "full", "demo"), _user_errors(), store_uri=store,
                           per_class=per_class, flip_fraction=flip, seed=seed, k=k, solver=solver)
     noise = result["noise"]
     console.rule("[bold]graphlabel demo: handwritten digits")

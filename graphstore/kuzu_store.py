@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .address_space import AddressRoom, address_room
 from .changes import (
     content_hashes,
     graph_build_from_json,
@@ -142,6 +143,9 @@ WRITE_SLICE = 100_000
 #: (``StoreOutOfMemory``): an 8 MiB pool reading 60k nodes of 32 features, and the reads
 #: of a store hit by kuzu 0.11.3's string-column defect (README, The embedded engine).
 POOL_FULL = "Buffer manager exception"
+#: ... and what ladybug's and kuzu's say when the database has filled its pages' region
+#: (``max_db_size``, bounded under an address-space limit: ``graphstore.address_space``).
+REGION_FULL = ("Maximum database size", "No more frame groups can be added")
 #: The engine of a new store opened without a scheme: ladybug, which keeps clear of kuzu
 #: 0.11.3's string-column defect (README "The embedded engine"; tests/engine_defect.py) at
 #: 1.11x kuzu's time end to end (1M entities: 103.2 s against 92.5 s, medians of 2 rounds
@@ -315,16 +319,21 @@ def stored_engines(folder: Path) -> list[str]:
     return [engine for engine, name in ENGINES.items() if (folder / name).exists()]
 
 
-def _open_database(module: ModuleType, path: Path, timeout: float, pool_bytes: int):
-    """The database at ``path``, waiting up to ``timeout`` seconds while another process
-    holds its lock (Kùzu lets one process at a time open a database for writing: a
-    scheduled run and a user's ``query`` meet here). Says once that it waits, then either
-    opens or raises ``StoreLocked``."""
+def _open_database(module: ModuleType, path: Path, timeout: float, bounds: dict[str, int]):
+    """The database at ``path`` opened with ``bounds`` (its pool, and under an address-space
+    limit its pages' region: ``graphstore.address_space``), waiting
+    up to ``timeout`` seconds while another process holds its lock (Kùzu lets one process
+    at a time open a database for writing: a scheduled run and a user's ``query`` meet
+    here). Says once that it waits, then either opens or raises ``StoreLocked``."""
 
     def attempt():
         try:
-            return module.Database(str(path), buffer_pool_size=pool_bytes)
+            return module.Database(str(path), **bounds)
         except RuntimeError as error:
+            if "Mmap" in str(error):  # the address space could not hold the reservation
+                raise StoreOutOfMemory(f"the store {path.parent} could not reserve its page cache and pages"
+                                       f" ({error}): raise the address-space limit (ulimit -v) or lift it"
+                                       " (ulimit -v unlimited)") from None
             if "lock" not in str(error).lower():
                 raise
             return None
@@ -433,10 +442,12 @@ class KuzuStore(GraphStore):
         self.path.mkdir(parents=True, exist_ok=True)
         timeout = lock_timeout_from_env() if lock_timeout is None else lock_timeout
         self._file, self._timeout = self.path / ENGINES[engine], timeout
-        self._pool_bytes = buffer_pool_bytes(self._file)
         self._lock_file: Path | None = _hold_store(self.path, timeout)
         try:
-            self._db = _open_database(module, self._file, timeout, self._pool_bytes)
+            self._room = address_room(self._file)  # before the engine reserves anything
+            bounds = self._bounds(buffer_pool_bytes(self._file))
+            self._db = _open_database(module, self._file, timeout, bounds)
+            self._pool_bytes, self._region = bounds["buffer_pool_size"], bounds.get("max_db_size")
         except BaseException:
             _release_store(self._lock_file)
             raise
@@ -456,7 +467,7 @@ class KuzuStore(GraphStore):
 
     def _pool_errors(self, name: str):
         """``_pool_full_as_one_line`` for this store's ``name`` statement."""
-        return _pool_full_as_one_line(self.engine, self.path, self._pool_bytes, name)
+        return _pool_full_as_one_line(self.engine, self.path, self._pool_bytes, name, self._room)
 
     def _bulk(self, name: str, parameters: dict[str, Any]):
         """A bulk write, then a checkpoint (see cypher/checkpoint.kuzu.cypher for why);
@@ -512,7 +523,8 @@ class KuzuStore(GraphStore):
         if rows is not None and rows.num_rows:
             row_bytes = max(row_bytes, rows.nbytes // rows.num_rows)
         wanted = buffer_pool_bytes(self._file, relationships, row_bytes)
-        if wanted > 1.25 * self._pool_bytes:
+        bounds = self._bounds(wanted)
+        if bounds["buffer_pool_size"] > 1.25 * self._pool_bytes or bounds.get("max_db_size", 0) > (self._region or 0):
             self._reopen(wanted)
 
     def _reopen(self, pool_bytes: int) -> None:
@@ -526,15 +538,28 @@ class KuzuStore(GraphStore):
         try:
             self._conn.close()
             self._db.close()
-            self._db = _open_database(self._module, self._file, self._timeout, pool_bytes)
-            self._pool_bytes = pool_bytes
+            bounds = self._bounds(pool_bytes)
+            self._db = _open_database(self._module, self._file, self._timeout, bounds)
+            self._pool_bytes, self._region = bounds["buffer_pool_size"], bounds.get("max_db_size")
         except BaseException:
             self._conn.close()
             self._db.close()
-            self._db = _open_database(self._module, self._file, self._timeout, self._pool_bytes)
+            self._db = _open_database(self._module, self._file, self._timeout,
+                                      {"buffer_pool_size": self._pool_bytes,
+                                       **({"max_db_size": self._region} if self._region else {})})
             raise
         finally:
             self._conn = self._module.Connection(self._db)
+
+    def _bounds(self, pool_bytes: int) -> dict[str, int]:
+        """What the database opens with: a pool of ``pool_bytes``, but under an address-space
+        limit within the room the store took when it first opened (``address_room``), not
+        within what the process has left at each reopen: what the run has allocated since
+        is the run's (judged again, the write-back's reopen of a run that had labelled the
+        digits was refused)."""
+        if self._room is None:
+            return {"buffer_pool_size": pool_bytes}
+        return self._room.bounds(self._file, pool_bytes)
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
@@ -970,21 +995,30 @@ class KuzuStore(GraphStore):
 
 
 @contextmanager
-def _pool_full_as_one_line(engine: str, path: Path | str, pool_bytes: int, name: str) -> Iterator[None]:
+def _pool_full_as_one_line(engine: str, path: Path | str, pool_bytes: int, name: str,
+                           room: AddressRoom | None = None) -> Iterator[None]:
     """The engine's "buffer pool is full" as ``StoreOutOfMemory``, one line with what to
-    do; any other engine error is a bug of a query of ours and keeps its traceback."""
+    do (under an address-space limit, the ``room`` that bounds the pool: raise it); any
+    other engine error is a bug of a query of ours and keeps its traceback."""
     try:
         yield
     except RuntimeError as error:
         if POOL_FULL not in str(error):  # also "the post-commit checkpoint failed: Buffer manager..."
             raise
+        if any(full in str(error) for full in REGION_FULL):  # the pages' region under an address-space limit
+            raise StoreOutOfMemory(
+                f"the {engine} store {path} reached the size its address-space reservation holds, in {name}:"
+                f" {error} Raise the address-space limit (ulimit -v), or lift it (ulimit -v unlimited)") from None
         defect = ("; on a kuzu store that holds several datasets it is more likely kuzu 0.11.3's known defect"
                   " (README, The embedded engine): keep new datasets in a ladybug store"
                   " (GRAPHLABEL_ENGINE=ladybug; graphlabel copy-store moves a kuzu store that still"
                   " reads)") if engine == "kuzu" else ""
+        advice = ("Close other programs and try again" if room is None else
+                  f"The address-space limit (ulimit -v) keeps the page cache under {room.pool >> 20:,} MiB: raise"
+                  " it, or lift it (ulimit -v unlimited)")
         raise StoreOutOfMemory(
             f"the {engine} store {path} ran out of its page cache ({pool_bytes >> 20:,} MiB)"
-            f" in {name}: {error} Close other programs and try again{defect}") from None
+            f" in {name}: {error} {advice}{defect}") from None
 
 
 def import_database(folder: Path, engine: str, exported: Path, relationships: int, row_bytes: int = 0,
@@ -1002,11 +1036,13 @@ def import_database(folder: Path, engine: str, exported: Path, relationships: in
     lock_file = _hold_store(folder, timeout)  # no other graphlabel process opens it half made
     try:
         database_file = folder / ENGINES[engine]
-        pool_bytes = buffer_pool_bytes(database_file, relationships, row_bytes)
-        database = _open_database(module, database_file, timeout, pool_bytes)
+        room, pool_bytes = address_room(database_file), buffer_pool_bytes(database_file, relationships, row_bytes)
+        bounds = {"buffer_pool_size": pool_bytes} if room is None else room.bounds(database_file, pool_bytes)
+        pool_bytes = bounds["buffer_pool_size"]
+        database = _open_database(module, database_file, timeout, bounds)
         connection = module.Connection(database)
         try:
-            with _pool_full_as_one_line(engine, folder, pool_bytes, "import_database"):
+            with _pool_full_as_one_line(engine, folder, pool_bytes, "import_database", room):
                 connection.execute(f"IMPORT DATABASE {_path_literal(exported)}")
         finally:
             connection.close()

@@ -21,8 +21,8 @@ reservations: under ``ulimit -v`` each thread's malloc arena reserves up to 64 M
 space, so a solve close to that limit can still fail with numpy's ``MemoryError`` (measured,
 tests/test_solver_memory.py's problem: harmonic asked for 0.31 GiB, solved with 0.49 GiB of
 address space to spare, failed on its way with 0.39, and was refused at the door with 0.15).
-The embedded store does not open under ``ulimit -v`` at all: the engine maps 8 TiB of address
-space when it starts.
+The embedded store takes its share of that address space when it opens (half of what is left,
+keeping 3 GiB for the run: graphstore/address_space.py), so a solve sees what the store left.
 """
 
 from __future__ import annotations

@@ -447,6 +447,84 @@ def test_a_signal_during_a_reopen_leaves_the_store_open_for_the_runs_failure(sto
         assert store.read_runs("toy")["status"].tolist() == ["failed"]
 
 
+def test_under_an_address_space_limit_the_pages_region_grows_with_the_file_within_the_room(store_path, monkeypatch):
+    """A file past its pages' region stops the engine ("Maximum database size of … bytes
+    has been reached"): the store reopens with a larger region as the file grows, up to the
+    room it took (``graphstore.address_space``), and past that says so in one line. Made real
+    with small regions: 64 MiB, growing at 2x the file."""
+    import numpy as np
+
+    import graphstore.address_space as address_space
+    import graphstore.kuzu_store as kuzu_store
+    from graphstore.errors import StoreOutOfMemory
+
+    monkeypatch.setattr(address_space, "SMALLEST_REGION_BYTES", 64 << 20)
+    monkeypatch.setattr(address_space, "REGION_GROWTH", 4)
+    rng = np.random.default_rng(0)
+
+    def write(store, batches):
+        for batch in range(batches):  # 50k nodes of 32 features: about 13 MB of pages each
+            keys = [f"k{batch}-{i}" for i in range(50_000)]
+            store.write_nodes("big", pa.table({"key": keys, "features": list(rng.normal(size=(50_000, 32))),
+                                               "label": [None] * 50_000}, schema=NODE_SCHEMA))
+
+    room = address_space.AddressRoom(pool=512 << 20, pages=1 << 30)
+    monkeypatch.setattr(kuzu_store, "address_room", lambda path: room)
+    with open_store(store_path, create=True) as store:
+        assert store._region == 64 << 20
+        write(store, 8)
+        assert store._file.stat().st_size > 64 << 20  # past the first region, which grew
+        assert store._region >= 4 * store._file.stat().st_size
+        assert store.count_nodes("big") == 400_000
+
+    small = address_space.AddressRoom(pool=512 << 20, pages=128 << 20)
+    monkeypatch.setattr(kuzu_store, "address_room", lambda path: small)
+    with pytest.raises(StoreOutOfMemory, match=r"(outgrown the 0\.12 GiB|reservation holds).*ulimit -v"):
+        with open_store(store_path) as store:
+            write(store, 8)
+
+
+UNDER_AN_ADDRESS_SPACE_LIMIT = """
+import resource, sys
+import psutil
+from graphlabel.cli import main
+resource.setrlimit(resource.RLIMIT_AS, (psutil.Process().memory_info().vms + int(sys.argv[1]), resource.RLIM_INFINITY))
+sys.argv[:] = ["graphlabel", *sys.argv[2:]]
+main()
+"""
+
+
+def test_under_an_address_space_limit_the_store_labels_or_says_in_one_line_why_not(tmp_path):
+    """``ulimit -v`` (a batch system's or a container's limit): the engine reserved 8 TiB of
+    address space for its pages whatever the limit, so ``graphlabel demo`` under a 5 GiB one
+    ended in a traceback ("Mmap for size 8796093022208 failed"). The store now reserves
+    within the limit, keeping room for the run (``graphstore.address_space``), and reopens
+    within what it first took; with too little room it says so in one line."""
+    import os
+    import subprocess
+    import sys
+
+    def demo(headroom: int, folder: Path) -> subprocess.CompletedProcess:
+        # the limit is set once the CLI's module is loaded (24 MiB); the run's own imports take ~0.5 GiB of it
+        return subprocess.run([sys.executable, "-c", UNDER_AN_ADDRESS_SPACE_LIMIT, str(headroom), "demo", "--store",
+                               str(folder), "-q"], capture_output=True, text=True, timeout=300,
+                              cwd=Path(__file__).resolve().parent.parent,
+                              env={**os.environ, "GRAPHLABEL_ENGINE": ENGINE})
+
+    labelled = demo(5 << 30, tmp_path / "roomy")
+    assert labelled.returncode == 0, labelled.stderr[-2000:]
+    accuracy = float(re.search(r"accuracy on the 1,697 hidden labels: ([0-9.]+)", labelled.stdout).group(1))
+    assert accuracy > 0.9
+    assert (tmp_path / "roomy" / DATABASE_FILE).is_file()
+
+    refused = demo(2 << 30, tmp_path / "tight")
+    assert refused.returncode == 1
+    said = refused.stderr.strip()
+    assert len(said.splitlines()) == 1, said[-2000:]
+    assert said.startswith("error: the address-space limit (ulimit -v) leaves this process")
+    assert re.search(r"where the store \S+tight needs 3\.12 GiB .* raise the limit, or lift it", said)
+
+
 # -- the other engine ------------------------------------------------------------------------
 
 if IN_DEFAULT_PROCESS:
