@@ -246,8 +246,12 @@ def demo(
     """Label scikit-learn's handwritten digits end to end and score the result."""
     from flows.demo import DATASET, demo_flow
     from flows.direct import run_flow
-    from labelling.options import run_tags
+    from labelling.options import RunOptions, run_tags
 
+    try:  # as label does: a misspelt solver is a bad option, not a failed run
+        RunOptions(solver)
+    except ValueError as error:
+        _fail(str(error), code=2)
     _quiet_expected_errors()
 
     with _one_line_errors(), _progress("running the labelling flow on the digits...", quiet):

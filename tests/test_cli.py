@@ -108,6 +108,15 @@ def test_label_without_labels_and_bad_json_fail_clearly(tmp_path, store_path):
     assert "not valid JSON" in result.output
 
 
+def test_demo_with_an_unknown_solver_is_a_bad_option_and_creates_no_store(tmp_path):
+    # it was a traceback (ValueError) after the demo had made a store and ingested the digits
+    result = runner.invoke(app, ["demo", "--solver", "nope", "--store", str(tmp_path / "demo")])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("error: unknown solver 'nope'; choose one of ['auto', 'harmonic', 'lcsnc',"
+                                     " 'maxmargin', 'mincut', 'nmf', 'spectral']")
+    assert not (tmp_path / "demo").exists()
+
+
 def test_ingest_with_classes_rejects_other_labels_and_counts_each_kind(tmp_path, store_path):
     rows = [[f"n{i}", i, i % 3, ["p", "q", ""][i % 3]] for i in range(9)]
     rows += [["x1", 1, 1, "r"], ["x2", 2, 2, "P"], ["n0", 0, 0, "p"], ["", 1, 1, "p"]]
