@@ -66,9 +66,9 @@ def measure(full: bool) -> pd.DataFrame:
 
         as_list_s, _ = median_time(as_list, 3)
         # the same statement for the BLOB column alone: the like-for-like pair of the row above
-        from graphstore.kuzu_store import _nullable_blob
+        from graphstore.kuzu_store import _floats_to_blob
 
-        blobs = pa.table({"uid": table.column("uid"), "scores": _nullable_blob(scored.column("label_scores"))})
+        blobs = pa.table({"uid": table.column("uid"), "scores": _floats_to_blob(scored.column("label_scores"))})
 
         def as_blob():
             store._conn.execute("LOAD FROM $rows MATCH (e:Entity {uid: uid}) SET e.label_scores = scores",

@@ -182,23 +182,36 @@ USER_WEIGHT = "weight"
 logger = logging.getLogger(__name__)
 
 
-def _features_to_blob(features: pa.ChunkedArray) -> pa.Array:
-    """list<double> → one BLOB of little-endian float64 per node, without per-row objects.
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its chunk itself where it has one (``combine_chunks``
+    copies even then: 1.0 s for a write-back slice of 100,000 nodes' 1,000 scores)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _floats_to_blob(lists: pa.ChunkedArray) -> pa.Array:
+    """list<double> → one BLOB of little-endian float64 per row, null where the list is
+    null (a node without scores), sharing the lists' values: no per-row object, no copy.
 
     Why a BLOB and not DOUBLE[]: in kuzu 0.11.3, re-setting a DOUBLE[] (or DOUBLE[d]) column
     on nodes that have relationships made the next checkpoint take 22 s for 20k nodes,
-    against 0.1 s for a BLOB (bench/store.py measures the bulk paths)."""
-    flat = features.combine_chunks()
+    against 0.1 s for a BLOB (bench/store.py measures the bulk paths); per-class scores on
+    100k nodes with 1M relationships took 1.9 s as a BLOB, 147 s as DOUBLE[]
+    (bench/results/scores_write.md). Why shared: a write-back slice of 100,000 nodes of
+    1,000 classes is 0.8 GB of scores, and the copies made on the way to the engine took
+    2.3 s of it. A null row keeps the span its list had, which Arrow allows and both engines
+    read as null (measured, kuzu 0.11.3 and ladybug 0.22)."""
+    flat = _one_chunk(lists)
     offsets = np.asarray(flat.offsets, dtype=np.int64)
     values = np.ascontiguousarray(flat.values.to_numpy(zero_copy_only=False), dtype="<f8")
     values = values[offsets[0]:offsets[-1]]
-    # the values' own buffer, not a copy: the BLOB column shares the features' memory
+    validity = (None if flat.null_count == 0 else
+                pa.py_buffer(np.packbits(np.asarray(flat.is_valid()), bitorder="little")))
     return pa.Array.from_buffers(pa.large_binary(), len(flat),
-                                 [None, pa.py_buffer((offsets - offsets[0]) * 8), pa.py_buffer(values)])
+                                 [validity, pa.py_buffer((offsets - offsets[0]) * 8), pa.py_buffer(values)])
 
 
 def _blob_to_features(blobs: pa.ChunkedArray) -> pa.Array:
-    """The inverse of ``_features_to_blob`` and ``_nullable_blob``: BLOB column → list<double>,
+    """The inverse of ``_floats_to_blob``: BLOB column → list<double>,
     null where the BLOB is null."""
     flat = blobs.combine_chunks().cast(pa.large_binary())
     validity, offsets_buffer, data = flat.buffers()
@@ -222,21 +235,6 @@ def _row_positions(position: np.ndarray, offsets: pa.ChunkedArray) -> np.ndarray
     offsets = offsets.to_numpy().astype(np.int64, copy=False)
     inside = offsets < len(position)
     return np.where(inside, position[np.where(inside, offsets, 0)], -1)
-
-
-def _nullable_blob(lists: pa.ChunkedArray) -> pa.Array:
-    """list<double> → BLOB as ``_features_to_blob``, null where the list is null (a node
-    without scores). Per-class scores use the BLOB for the reason features do: setting
-    them on 100k nodes with 1M relationships took 1.9 s as a BLOB, 147 s as DOUBLE[]
-    (bench/results/scores_write.md)."""
-    flat = lists.combine_chunks()
-    values = pa.compute.list_flatten(flat)  # a null list's values are skipped
-    sizes = pa.compute.list_value_length(flat).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    data = np.ascontiguousarray(values.to_numpy(zero_copy_only=False), dtype="<f8")
-    blob = pa.Array.from_buffers(pa.large_binary(), len(flat),
-                                 [None, pa.py_buffer(offsets * 8), pa.py_buffer(data.tobytes())])
-    return pa.compute.if_else(flat.is_valid(), blob, pa.scalar(None, pa.large_binary()))
 
 
 def _float_blobs_decoded(array: pa.Array) -> pa.Array:
@@ -491,7 +489,7 @@ class KuzuStore(GraphStore):
             return 0
         rows = pa.table({
             "uid": _uids(dataset, nodes.column("key")), "dataset": pa.repeat(pa.scalar(dataset), nodes.num_rows),
-            "key": nodes.column("key"), "features": _features_to_blob(nodes.column("features")),
+            "key": nodes.column("key"), "features": _floats_to_blob(nodes.column("features")),
             "given_label": nodes.column("label"), "categories": nodes.column("categories"),
             "given_label_confidence": nodes.column("label_confidence"),
             "content_hash": pa.array(content_hashes(nodes), pa.int64())})
@@ -782,7 +780,7 @@ class KuzuStore(GraphStore):
         if not rows.num_rows:
             return 0
         index = rows.column_names.index("label_scores")
-        rows = rows.set_column(index, "label_scores", _nullable_blob(rows.column("label_scores")))
+        rows = rows.set_column(index, "label_scores", _floats_to_blob(rows.column("label_scores")))
         self._fit_pool(rows=rows)  # many classes: wide rows
         # in the nodes' table order (node_offsets.kuzu.cypher says why); a row whose uid is
         # no node matches nothing, as before

@@ -22,12 +22,16 @@ def test_readable_scores_keep_probabilities_and_map_signed_margins_to_a_distribu
                        [0.3, 0.3, 0.4],       # no prediction (label -1): no scores
                        [0.0, 0.0, 0.0]])      # nothing at all: no scores
     labels = np.array([0, 0, 0, -1, 1])
+    given = scores.copy()
     readable = readable_scores(scores, labels)
+    np.testing.assert_array_equal(scores, given)  # worked on a copy: the solver's scores are left alone
     np.testing.assert_allclose(readable[0], [0.7, 0.2, 0.1])
     np.testing.assert_allclose(readable[1], [0.5, 0.25, 0.25])
     np.testing.assert_allclose(readable[2], [np.e / (np.e + 1), 1 / (np.e + 1), 0.0])
     assert np.isnan(readable[3:]).all()
+    shown = readable.copy()
     runner_class, margin = runner_up(readable, labels)
+    np.testing.assert_array_equal(readable, shown)  # the own class set aside for the argmax is put back
     np.testing.assert_array_equal(runner_class, [1, 1, 1, -1, -1])
     np.testing.assert_allclose(margin[:3], [0.5, 0.25, (np.e - 1) / (np.e + 1)])
     assert np.isnan(margin[3:]).all()

@@ -834,7 +834,10 @@ def test_scores_and_classes_are_written_and_read_back_for_export(store, names):
     dataset = names()
     store.write_nodes(dataset, nodes(["a", "b", "c"], ["x", None, None]))
     rows = predictions(["a", "b"], ["x", None], scores=[0.25, None])
-    rows = rows.append_column("label_scores", pa.array([[0.75, 0.25], None], pa.list_(pa.float64())))
+    # as prediction_rows makes them: one flat buffer, a null row still spanning its values
+    # (Arrow allows it; the embedded store's BLOBs share the buffer)
+    rows = rows.append_column("label_scores", pa.ListArray.from_arrays(
+        pa.array([0, 2, 4], pa.int32()), pa.array([0.75, 0.25, 9.0, 9.0]), mask=pa.array([False, True])))
     rows = rows.append_column("label_runner_up", pa.array(["y", None], pa.string()))
     rows = rows.append_column("label_margin", pa.array([0.5, None], pa.float64()))
     assert store.write_predictions(dataset, rows) == 2
