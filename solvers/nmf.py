@@ -207,7 +207,6 @@ from ._graph import (
     margin_scores,
     no_better_than_majority,
     one_class_takes_all,
-    one_hot,
     per_label,
     predict_flagged,
     unreachable,
@@ -256,11 +255,13 @@ PARAMETER_CONSTRAINTS = {
     "time_limit": TIME_LIMIT,
 }
 #: calibrate=True: the given labels' folds, each hidden from a run of its own (item 26)
-#: n × q float32 blocks at the call's peak (float64 marginals, fields and couplings, the
-#: calibration's runs included): 20.5 measured with tracemalloc at 20,000 nodes of 200 classes
-#: and 20.6 at 50,000 of 100 (10-NN, 5 labels per class). What ``check_blocks`` asks for at
-#: the door, with the graph's copies (W and the normalised couplings A; 12 bytes an edge each).
-PEAK_BLOCKS = 21
+#: n × q float32 blocks at the call's peak (the float64 marginals and the mean field's four
+#: buffers, ``mean_field``; a calibration run's beside the call's marginals): 8.5, 10.9 and 10.5
+#: measured with tracemalloc at 20,000 nodes of 200 classes, 50,000 of 100 and 20,000 of 500
+#: (blobs, 10-NN, 5% labelled), where the iteration's arrays made anew took it to 18.5 at the
+#: first. What ``check_blocks`` asks for at the door, with the graph's copies (W and the
+#: normalised couplings A; 12 bytes an edge each).
+PEAK_BLOCKS = 11
 GRAPH_COPIES = 2
 CALIBRATION_FOLDS = 5
 #: ... run while the call stays within 10× the harmonic time at its fastest estimate or this many seconds
@@ -354,9 +355,10 @@ def _gamma_value(gamma, q: int) -> float:
     return (1.0 + q) / (2.0 * q) if isinstance(gamma, str) else float(gamma)
 
 
-def _softmax_rows(h: np.ndarray) -> np.ndarray:
-    """Row softmax with the max subtracted (log-sum-exp), safe at any β."""
-    out = h - h.max(axis=1, keepdims=True)
+def _softmax_rows(h: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Row softmax with the max subtracted (log-sum-exp), safe at any β; into ``out``
+    (which may be ``h``) when given."""
+    out = np.subtract(h, h.max(axis=1, keepdims=True), out=out)
     np.exp(out, out=out)
     out /= out.sum(axis=1, keepdims=True)
     return out
@@ -386,7 +388,7 @@ def trivial_mode(W: sp.spmatrix, variant: str = "symmetric"):
     return right, left_sum, comp
 
 
-def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float = TOL,
+def mean_field(A: sp.csr_matrix, theta: np.ndarray | sp.spmatrix, beta: float, *, tol: float = TOL,
                max_iter: int = MAX_ITER, criterion: str = "coupling", damping: float | str = "auto",
                deflate: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, budget: Budget = UNLIMITED):
     """Iterate the synchronous NMF update (Eq. 15–16, Alg. 3.1) from φ = 1/q.
@@ -395,8 +397,8 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
     ----------
     A : csr_matrix, shape (n, n)
         Normalised couplings (see ``normalise``).
-    theta : array, shape (n, q)
-        Label field.
+    theta : array or sparse matrix, shape (n, q)
+        Label field (nonzero on the labelled nodes' rows only).
     beta : float
     tol, max_iter, criterion, damping
         See ``nmf``.
@@ -416,14 +418,23 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
         The iteration ``damping="auto"`` first switched damping on at (None: never).
     """
     n, q = theta.shape
+    # the field on the labelled rows only (the rest is 0), and the iteration's n × q arrays
+    # in four buffers it reuses: φ, m and the m before it, and h (the next φ), each step's
+    # scratch whichever of them is spent. Why: the call peaked at 18.5 float32 blocks of n × q
+    # (tracemalloc, 20,000 nodes of 200 classes, 5% labelled), the iteration making an n × q
+    # float64 anew at each step (β θ, β m, the softmax, the damping's λ φ, the criterion's
+    # (m − m')², the deflation's two); 8 blocks hold the loop now.
+    labels = sp.csr_matrix(theta)
+    rows = np.flatnonzero(np.diff(labels.indptr))
+    field = beta * labels[rows].toarray()
     phi = np.full((n, q), 1.0 / q)
-    prev = np.zeros((n, q))  # m⁽⁰⁾ = 0 (code) or h⁽⁰⁾ = 0 (paper)
+    m, prev = np.empty((n, q)), np.zeros((n, q))  # m⁽⁰⁾ = 0 (code) or h⁽⁰⁾ = 0 (paper)
+    h = np.empty((n, q))
     delta = np.inf
     auto = isinstance(damping, str)
     lam = 0.0 if auto else float(damping)
     step = 1.0  # the current update moves φ by 1−λ of the undamped step
     switched = None
-    field = beta * theta
     # A @ φ with A's rows split over threads, the same values as A @ φ: the whole solve on the
     # 20k-node "overlap" set of bench/hard_data.py (1% labelled, 2 cores) took 0.24 against 0.31 s
     couplings = RowSplitProduct(A)
@@ -432,30 +443,33 @@ def mean_field(A: sp.csr_matrix, theta: np.ndarray, beta: float, *, tol: float =
         if auto and it > AUTO_PATIENCE and (it - 1) % AUTO_PATIENCE == 0:
             lam = min(1.0 - (1.0 - lam) / 2.0, AUTO_MAX_DAMPING)
             switched = switched or it
-        m = couplings @ phi
+        couplings.product(phi, out=m)
         if deflate is not None:
             right, left_sum, comp = deflate  # left_sum: sparse, component × node, the left vector
-            m -= right[:, None] * (left_sum @ phi)[comp]
-        h = beta * m
-        h += field
-        new = _softmax_rows(h)
+            np.take(left_sum @ phi, comp, axis=0, out=h)  # h is not made yet
+            h *= right[:, None]
+            m -= h
+        np.multiply(m, beta, out=h)
+        h[rows] += field
+        if criterion == "field":  # h before its softmax (the paper's criterion)
+            delta = float(np.max(np.abs(np.subtract(h, prev, out=prev), out=prev))) / step
+            np.copyto(prev, h)
+        new = _softmax_rows(h, out=h)
         if lam:
             new *= 1.0 - lam
-            new += lam * phi
-        phi = new
+            phi *= lam  # spent after this step
+            new += phi
+        phi, h = new, phi  # the old φ is the next h
         # The change of m (or h) made by the step just before, rescaled to an undamped one.
         # Not tested at the first iteration: the labels reach the couplings at the second
         # (item 8).
         if criterion == "coupling":
-            delta = float(np.max((m - prev) ** 2)) / step**2
-            prev = m
+            delta = float(np.max(np.square(np.subtract(m, prev, out=prev), out=prev))) / step**2
+            m, prev = prev, m  # the spent m' is the next m
             if delta <= tol and it > 1:
                 break
-        else:
-            delta = float(np.max(np.abs(h - prev))) / step
-            prev = h
-            if delta < tol and it > 1:
-                break
+        elif delta < tol and it > 1:
+            break
         step = 1.0 - lam
     return phi, it, delta, switched
 
@@ -566,7 +580,7 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
     # a flagged label's node is predicted as its neighbours say without it (decision 27)
     predict_flagged(labels, confidence, noisy, labeled, cavity)
     reach = ~no_label
-    log_gamma = float(np.mean(np.log(np.maximum(phi[reach].max(axis=1), 1e-300)))) if reach.any() else 0.0
+    log_gamma = float(np.mean(np.log(np.maximum(phi.max(axis=1)[reach], 1e-300)))) if reach.any() else 0.0
     converged = delta <= tol if criterion == "coupling" else delta < tol
     degenerate = one_class_takes_all(labels, problem.y, q)
     if degenerate:
@@ -630,7 +644,8 @@ def _marginals(problem: LabelProblem, y: np.ndarray, A: sp.csr_matrix, *, beta, 
     labeled = y >= 0
     conf = np.ones(n) if problem.label_confidence is None else problem.label_confidence
     field = np.where(labeled, conf, 0.0)
-    theta = one_hot(y, q) * field[:, None]
+    at = np.flatnonzero(labeled)  # θ: each given label's confidence at its class, sparse
+    theta = sp.csr_matrix((field[at], (at, y[at])), shape=(n, q))
     if isinstance(beta, str):
         values, counts = np.unique(field, return_counts=True)
         beta_value = beta_star(float(labeled.sum()) / n, q, gamma_value, values, counts / n)
@@ -710,8 +725,8 @@ def _cross_fitted_marginals(problem: LabelProblem, A: sp.csr_matrix, settings: d
         held = fold == k
         y_fold = problem.y.copy()
         y_fold[labeled[held]] = -1
-        phi = _marginals(problem, y_fold, A, **settings).phi
-        held_out[held] = phi[labeled[held]]
+        # the fold's marginals kept for its rows only, not beside the next fold's run
+        held_out[held] = _marginals(problem, y_fold, A, **settings).phi[labeled[held]]
         longest, ran = max(longest, time.perf_counter() - started), ran + 1
     return held_out, fold < ran
 
@@ -722,7 +737,7 @@ def _collapsed(phi, y: np.ndarray, n_classes: int, no_label) -> bool:
     reach = ~no_label
     if not reach.any():
         return False
-    predicted = np.bincount(phi[reach].argmax(axis=1), minlength=n_classes) / reach.sum()
+    predicted = np.bincount(phi.argmax(axis=1)[reach], minlength=n_classes) / reach.sum()
     given = np.bincount(y[y >= 0], minlength=n_classes) / np.count_nonzero(y >= 0)
     return bool(np.max(predicted - given) > COLLAPSE_SHARE)
 
