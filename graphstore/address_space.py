@@ -104,3 +104,9 @@ def address_room(path: Path) -> AddressRoom | None:
             f" being {stored / 2**30:.2f} GiB, and {RUN_ADDRESS_BYTES / 2**30:.0f} GiB for the rest of the run):"
             " raise the limit, or lift it (ulimit -v unlimited)")
     return room
+
+
+def database_bounds(room: AddressRoom | None, path: Path, pool_bytes: int) -> dict[str, int]:
+    """The engine's options for the database file ``path``: a pool of ``pool_bytes`` and
+    the engine's own region without a limit (``room`` None), else within ``room``."""
+    return {"buffer_pool_size": pool_bytes} if room is None else room.bounds(path, pool_bytes)

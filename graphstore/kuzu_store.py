@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .address_space import AddressRoom, address_room
+from .address_space import AddressRoom, address_room, database_bounds
 from .changes import (
     content_hashes,
     graph_build_from_json,
@@ -443,9 +443,8 @@ class KuzuStore(GraphStore):
         self._lock_file: Path | None = _hold_store(self.path, timeout)
         try:
             self._room = address_room(self._file)  # before the engine reserves anything
-            bounds = self._bounds(buffer_pool_bytes(self._file))
-            self._db = _open_database(module, self._file, timeout, bounds)
-            self._pool_bytes, self._region = bounds["buffer_pool_size"], bounds.get("max_db_size")
+            self._opened = self._bounds(buffer_pool_bytes(self._file))  # what the database opened with
+            self._db = _open_database(module, self._file, timeout, self._opened)
         except BaseException:
             _release_store(self._lock_file)
             raise
@@ -522,7 +521,8 @@ class KuzuStore(GraphStore):
             row_bytes = max(row_bytes, rows.nbytes // rows.num_rows)
         wanted = buffer_pool_bytes(self._file, relationships, row_bytes)
         bounds = self._bounds(wanted)
-        if bounds["buffer_pool_size"] > 1.25 * self._pool_bytes or bounds.get("max_db_size", 0) > (self._region or 0):
+        larger_region = bounds.get("max_db_size", 0) > (self._region or 0)  # under an address-space limit
+        if bounds["buffer_pool_size"] > 1.25 * self._pool_bytes or larger_region:
             self._reopen(wanted)
 
     def _reopen(self, pool_bytes: int) -> None:
@@ -538,13 +538,11 @@ class KuzuStore(GraphStore):
             self._db.close()
             bounds = self._bounds(pool_bytes)
             self._db = _open_database(self._module, self._file, self._timeout, bounds)
-            self._pool_bytes, self._region = bounds["buffer_pool_size"], bounds.get("max_db_size")
+            self._opened = bounds
         except BaseException:
             self._conn.close()
             self._db.close()
-            self._db = _open_database(self._module, self._file, self._timeout,
-                                      {"buffer_pool_size": self._pool_bytes,
-                                       **({"max_db_size": self._region} if self._region else {})})
+            self._db = _open_database(self._module, self._file, self._timeout, self._opened)
             raise
         finally:
             self._conn = self._module.Connection(self._db)
@@ -555,9 +553,17 @@ class KuzuStore(GraphStore):
         within what the process has left at each reopen: what the run has allocated since
         is the run's (judged again, the write-back's reopen of a run that had labelled the
         digits was refused)."""
-        if self._room is None:
-            return {"buffer_pool_size": pool_bytes}
-        return self._room.bounds(self._file, pool_bytes)
+        return database_bounds(self._room, self._file, pool_bytes)
+
+    @property
+    def _pool_bytes(self) -> int:
+        """The page cache the database is open with."""
+        return self._opened["buffer_pool_size"]
+
+    @property
+    def _region(self) -> int | None:
+        """The pages' region it is open with; None: the engine's own (no address-space limit)."""
+        return self._opened.get("max_db_size")
 
     def replace_edges(self, dataset: str, edges: pa.Table) -> int:
         check_dataset_name(dataset)
@@ -1034,8 +1040,8 @@ def import_database(folder: Path, engine: str, exported: Path, relationships: in
     lock_file = _hold_store(folder, timeout)  # no other graphlabel process opens it half made
     try:
         database_file = folder / ENGINES[engine]
-        room, pool_bytes = address_room(database_file), buffer_pool_bytes(database_file, relationships, row_bytes)
-        bounds = {"buffer_pool_size": pool_bytes} if room is None else room.bounds(database_file, pool_bytes)
+        room = address_room(database_file)
+        bounds = database_bounds(room, database_file, buffer_pool_bytes(database_file, relationships, row_bytes))
         pool_bytes = bounds["buffer_pool_size"]
         database = _open_database(module, database_file, timeout, bounds)
         connection = module.Connection(database)
