@@ -13,17 +13,17 @@ import numpy as np
 def normalise(F: np.ndarray) -> np.ndarray:
     """Each row divided by its sum (negatives clipped to 0); a row of zeros stays zeros.
     One new array: the scores of a million nodes of 1,000 classes are 8 GB each."""
-    return _rows_normalised(np.clip(F, 0.0, None))
+    return rows_normalised(np.clip(F, 0.0, None))
 
 
 def sharpen(P: np.ndarray, temperature: float) -> np.ndarray:
     """Each row p as p^(1/T) / Σ_c p_c^(1/T), in one new array."""
     # CG may leave -1e-17 where the exact value is 0; a fractional power of it is NaN.
     sharp = np.clip(P, 0.0, None)
-    return _rows_normalised(np.power(sharp, 1.0 / temperature, out=sharp))
+    return rows_normalised(np.power(sharp, 1.0 / temperature, out=sharp))
 
 
-def _rows_normalised(F: np.ndarray) -> np.ndarray:
+def rows_normalised(F: np.ndarray) -> np.ndarray:
     """``F`` (non-negative) with each row divided by its sum, in place; a row without a
     positive sum becomes zeros."""
     total = F.sum(axis=1, keepdims=True)

@@ -42,7 +42,12 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 def finish_labels(scores: np.ndarray, confidence: np.ndarray, no_label: np.ndarray):
     """Arg-max labels with the contract's rule: no reachable label → label -1, confidence 0."""
-    labels = np.argmax(scores, axis=1).astype(np.int64)
+    return finished(np.argmax(scores, axis=1), confidence, no_label)
+
+
+def finished(labels: np.ndarray, confidence: np.ndarray, no_label: np.ndarray):
+    """``labels`` (a copy) with the contract's rule, as ``finish_labels`` gives them."""
+    labels = np.array(labels, dtype=np.int64)
     labels[no_label] = -1
     confidence = np.clip(confidence, 0.0, 1.0)
     confidence[no_label] = 0.0

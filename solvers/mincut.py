@@ -198,7 +198,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ._budget import UNLIMITED, Budget
-from ._graph import finish_labels, margin_scores, one_class_takes_all, one_hot, per_label, unreachable, warn_degenerate
+from ._graph import finished, margin_scores, one_class_takes_all, one_hot, per_label, unreachable, warn_degenerate
+from ._memory import check_blocks
 from ._relaxation import class_probabilities, harmonic_relaxation
 from ._timing import Stopwatch
 from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, validate_params
@@ -209,6 +210,14 @@ NOISE_RULES = ("cavity", "grouped", "loo", "none", "cavity_harmonic")
 CAVITY_RULES = ("cavity", "cavity_harmonic")
 # noise_threshold=None takes the rule's own (module docstring, decision 8)
 DEFAULT_THRESHOLDS = {"cavity": 0.95, "cavity_harmonic": 0.3}
+#: n × C float32 blocks at the call's peak: the harmonic relaxation's (solvers/_relaxation.py),
+#: beside which the cuts hold the randomized votes and the relaxation's probabilities in
+#: doubles: 7.3 measured with tracemalloc at 10,000 nodes of 100 classes and 7.4 at 20,000 of
+#: 200 (blobs, 10-NN, 5% labelled), where one-hot labellings and a copy of the votes took it
+#: to 8.4 and 8.2. What ``check_blocks`` asks for at the door, before the cuts, with the
+#: graph's copies (W, its scaled and perturbed copies, and the relaxation's).
+PEAK_BLOCKS = 8
+GRAPH_COPIES = 4
 UNREACHED_RULES = ("none", "paper", "nearest")
 MULTICLASS_RULES = ("expansion", "isolation")
 DEGENERATE_REASON = (
@@ -482,8 +491,15 @@ def _neighbour_vote(W: sp.spmatrix, nodes: np.ndarray, membership: np.ndarray) -
     ``membership`` (n × C: the randomized cuts' distribution, or the exact labelling one-hot):
     Lemma 3.4's vote for the node with its own label left out; rows of zeros without edges."""
     vote = sp.csr_matrix(W)[nodes] @ membership
+    vote = vote.toarray() if sp.issparse(vote) else np.asarray(vote)
     total = vote.sum(axis=1, keepdims=True)
     return np.divide(vote, total, out=np.zeros_like(vote), where=total > 0)
+
+
+def _membership(labels: np.ndarray, n_classes: int) -> sp.csr_matrix:
+    """The labelling one-hot, sparse (n × C doubles of it were a peak of the call)."""
+    n = len(labels)
+    return sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, n_classes))
 
 
 def _cavity_scores(W: sp.spmatrix, y: np.ndarray, lone: np.ndarray, membership: np.ndarray) -> np.ndarray:
@@ -595,7 +611,8 @@ def randomized_votes(W: sp.spmatrix, y: np.ndarray, n_classes: int, labels: np.n
         run_labels, _ = _multiclass(_perturb(W, perturbation, rng), y, n_classes, multiclass, max_sweeps, hops,
                                     budget)
         votes[rows, run_labels] += 1.0
-    return votes / n_cuts
+    votes /= n_cuts
+    return votes
 
 
 def mincut(
@@ -681,6 +698,12 @@ def mincut(
         flags. ``info``: cut values per class, claim counts, the relaxation's
         ``temperature``, timings.
 
+    Raises
+    ------
+    SolverOutOfMemory
+        Before the cuts, when ``PEAK_BLOCKS`` blocks of n × C float32 and the graph's
+        copies exceed the memory the process may take (``solvers/_memory.py``).
+
     References
     ----------
     Blum, A. & Chawla, S. (2001). Learning from labelled and unlabelled data using graph
@@ -707,6 +730,7 @@ def mincut(
     labeled = problem.labeled
     if not labeled.any():
         raise ValueError("mincut needs at least one given label")
+    check_blocks("mincut", problem.n_nodes, C, PEAK_BLOCKS, problem.W.nnz, GRAPH_COPIES, "a score")
 
     threshold = DEFAULT_THRESHOLDS.get(noise, 0.0) if noise_threshold is None else noise_threshold
     clock = Stopwatch()
@@ -742,12 +766,12 @@ def mincut(
 
     labels_exact = labels
     no_label = unreachable(problem.W, labeled)
-    labels, confidence = finish_labels(one_hot(labels, C), confidence, no_label)
+    labels, confidence = finished(labels, confidence, no_label)  # the cuts label every node
     flagged = np.flatnonzero(noisy)
     if flagged.size:  # predicted as its neighbours vote without it (decision 8)
         # by the exact cut's labels, not the randomized cuts' shares: the same answer whether
         # the components are solved together or apart (tests/test_components.py)
-        share = _neighbour_vote(W, flagged, one_hot(labels_exact, C))
+        share = _neighbour_vote(W, flagged, _membership(labels_exact, C))
         share[np.arange(flagged.size), y[flagged]] = -1.0  # the class the flag doubts
         voted = share.max(axis=1) > 0  # a leave-one-out cut's flag with no other class around keeps its label
         labels[flagged[voted]] = np.argmax(share[voted], axis=1)

@@ -71,6 +71,17 @@ def test_nmf_asks_for_its_own_peak():
     assert refused["seconds"] < 1
 
 
+def test_mincut_is_refused_before_its_cuts():
+    # its peak is the harmonic relaxation's with its votes and probabilities beside it (8
+    # blocks); unchecked, this solve failed on its way with numpy's MemoryError (a traceback
+    # for the user: "Unable to allocate 76.3 MiB for an array with shape (20000, 500)")
+    refused = _solve_under_a_limit(150 * 2**20, method="mincut")
+    assert refused["error"] == "SolverOutOfMemory"
+    assert refused["message"].startswith("mincut needs about 0.3")
+    assert "20,000 nodes of 500 classes (8 blocks of a score per node and class, 4 copies" in refused["message"]
+    assert refused["seconds"] < 1
+
+
 def test_the_refusal_travels_between_processes_with_its_fields():
     import pickle
 
