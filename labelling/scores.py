@@ -70,8 +70,9 @@ def readable_scores(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     if np.ndim(scores) != 2 or np.shape(scores)[0] != labels.shape[0]:
         raise ValueError(f"scores must have shape (n, C) with n = {labels.shape[0]}, got {np.shape(scores)}")
     # in place on one copy, a few passes over it: a million nodes of 1,000 classes is 8 GB
-    # an array, and the write-back made ten such temporaries (readable, runner_up and the
-    # BLOB: 12.0 s and 3.1 GiB over the scores at 100,000 x 1,000; bench/results/scores_write.md)
+    # an array, and the write-back made about ten such temporaries (readable, runner_up and
+    # the BLOB: 12.0 s and 3.1 GiB over the scores at 100,000 x 1,000, measured ad hoc with
+    # tracemalloc on; the write-back as a whole: bench/results/write_back_paired_100000_1000.md)
     readable = np.array(scores, dtype=np.float64)
     finite = np.isfinite(readable)
     if not finite.all():
