@@ -789,15 +789,37 @@ def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, pa
     return X[:n], converged, iterations, products, reason
 
 
-class _CountedSolve:
-    """B ↦ A⁻¹ B (``solve(B, x0)``) and the work done so far: ``cg_iterations``, one product
-    with A each (None for a factorisation), and ``amg_fallbacks``, the right-hand sides
-    that Jacobi-CG left to AMG."""
+class _Work:
+    """What a ``_CountedSolve`` has done: ``cg_iterations``, one product with A each (None for
+    a factorisation), and ``amg_fallbacks``, the right-hand sides that Jacobi-CG left to AMG.
 
-    def __init__(self, solve: Callable[..., np.ndarray], cg_iterations: int | None) -> None:
-        self._solve = solve
+    Why an object of its own: the solve function counts into it, and when it counted into
+    the ``_CountedSolve`` that holds it, the two made a reference cycle, which kept each
+    solve's matrix (and ``_uu_solver``'s n × C system) alive until Python's cycle collector
+    ran. maxmargin's five cross-fitting folds then held about 3 blocks of n × C float32
+    each beside the next fold's solve (5,000 nodes of 50 classes, tracemalloc)."""
+
+    __slots__ = ("cg_iterations", "amg_fallbacks")
+
+    def __init__(self, cg_iterations: int | None) -> None:
         self.cg_iterations = cg_iterations
         self.amg_fallbacks = 0
+
+
+class _CountedSolve:
+    """B ↦ A⁻¹ B (``solve(B, x0)``) and the work done so far (``_Work``)."""
+
+    def __init__(self, solve: Callable[..., np.ndarray], work: _Work) -> None:
+        self._solve = solve
+        self._work = work
+
+    @property
+    def cg_iterations(self) -> int | None:
+        return self._work.cg_iterations
+
+    @property
+    def amg_fallbacks(self) -> int:
+        return self._work.amg_fallbacks
 
     def __call__(self, B, x0=None) -> np.ndarray:
         return self._solve(B, x0)
@@ -833,7 +855,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
             return (lu.solve(B * (scale[:, None] if B.ndim == 2 else scale))
                     * (scale[:, None] if B.ndim == 2 else scale))
 
-        return _CountedSolve(solve_direct, cg_iterations=None)  # no CG: a factorisation
+        return _CountedSolve(solve_direct, _Work(cg_iterations=None))  # no CG: a factorisation
 
     A = A.tocsr()
     diagonal = A.diagonal()
@@ -854,7 +876,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
     def count(_x):
         # scipy's cg calls back once per iteration, and each iteration is one product
         # with A (plus one preconditioner application).
-        counted.cg_iterations = (counted.cg_iterations or 0) + 1
+        work.cg_iterations = (work.cg_iterations or 0) + 1
 
     def solve(B, x0=None):
         # column-major, so that each right-hand side B[:, j] is a contiguous vector
@@ -871,7 +893,7 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
                     x, info = cg(A, B[:, j], x0=None if X0 is None else X0[:, j], rtol=rtol,
                                  maxiter=JACOBI_MAX_ITERATIONS, M=jacobi, callback=count)
                 if info != 0:
-                    counted.amg_fallbacks += method == "cg"
+                    work.amg_fallbacks += method == "cg"
                     x, info = cg(A, B[:, j], x0=x, rtol=rtol, maxiter=1000, M=amg_preconditioner(),
                                  callback=count)
                 if info != 0:
@@ -879,8 +901,8 @@ def _spd_solver(A: sp.csr_matrix, method: str, direct_max_nodes: int, rtol: floa
                 out[:, j] = x
         return out
 
-    counted = _CountedSolve(solve, cg_iterations=0)  # over every right-hand side solved so far
-    return counted
+    work = _Work(cg_iterations=0)  # over every right-hand side solved so far
+    return _CountedSolve(solve, work)
 
 
 class _System(NamedTuple):
@@ -1178,7 +1200,9 @@ def harmonic_scores(
 ):
     """Regularised harmonic solution F (n × C) with F_l = Y_l, F_u = (L_uu + γ_g I)⁻¹ W_ul Y_l.
 
-    Nodes that no labelled node reaches are left out of the system and get F = 0.
+    Nodes that no labelled node reaches are left out of the system and get F = 0. ``Y`` is
+    (n, C), of which only the labelled rows are read, or those rows alone, (l, C) in node
+    order (an n × C array of zeros is two blocks of float32 a caller need not hold).
 
     Returns
     -------
@@ -1189,7 +1213,12 @@ def harmonic_scores(
     """
     W = _resolvable(W).tocsr()
     labeled = np.asarray(labeled, dtype=bool)
-    system = _solve_system(W, np.asarray(Y, dtype=np.float64)[labeled], labeled, gamma_g=gamma_g, solver=solver,
+    Y = np.asarray(Y, dtype=np.float64)
+    Y_l = Y[labeled] if len(Y) == len(labeled) else Y
+    if len(Y_l) != np.count_nonzero(labeled):
+        raise ValueError(f"Y has {len(Y)} rows: give one per node ({len(labeled)}) or per labelled node "
+                         f"({np.count_nonzero(labeled)})")
+    system = _solve_system(W, Y_l, labeled, gamma_g=gamma_g, solver=solver,
                            direct_max_nodes=direct_max_nodes, rtol=rtol)
     return system.F, _uu_solver(W, system, gamma_g, solver, direct_max_nodes, rtol), system.u
 
@@ -1206,12 +1235,12 @@ def _uu_solver(W, system: _System, gamma_g, solver, direct_max_nodes, rtol) -> _
             A, _ = _uu_system(W, system.u, system.l, system.degree, gamma_g)
             built.append(_spd_solver(A, solver, direct_max_nodes, rtol))
         X = built[0](B, x0)
-        counted.cg_iterations = built[0].cg_iterations
-        counted.amg_fallbacks = built[0].amg_fallbacks
+        work.cg_iterations = built[0].cg_iterations
+        work.amg_fallbacks = built[0].amg_fallbacks
         return X
 
-    counted = _CountedSolve(solve_uu, cg_iterations=0)
-    return counted
+    work = _Work(cg_iterations=0)
+    return _CountedSolve(solve_uu, work)
 
 
 def _leave_one_out(W, Y_l, system: _System, gamma_g, solve_uu, chunk: int = 256) -> np.ndarray:
