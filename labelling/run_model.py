@@ -78,6 +78,9 @@ KERNELS = ("linear", "rbf", "poly")
 #: of float64, and the rbf kernel makes three such temporaries (1M rows × 329 support vectors:
 #: 2.6 GB each at once); a block of 8,192 rows keeps them near 20 MB.
 BATCH_ROWS = 8192
+#: And at most this many bytes of one-vs-one decision values per block: a row has
+#: C(C − 1)/2 of them, float64, so 8,192 rows of 100 classes were 324 MB.
+PAIR_BLOCK_BYTES = 16 * 2**20
 
 
 class ModelVersionError(ValueError):
@@ -275,12 +278,14 @@ class RunModel:
     def predict_with_proba(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``predict(X)`` and ``predict_proba(X)`` from one evaluation of the kernel against
         the support vectors, which is nearly all of either's cost; ``BATCH_ROWS`` rows at a
-        time."""
+        time, fewer when their decision values would pass ``PAIR_BLOCK_BYTES``."""
         X = self.check_features(X)
         labels = np.empty(len(X), dtype=np.int64)
         P = np.empty((len(X), len(self.class_names)))
-        for start in range(0, len(X), BATCH_ROWS):  # a loop over blocks of rows, for memory
-            rows = slice(start, start + BATCH_ROWS)
+        k = len(self.svm_classes)
+        step = max(1, min(BATCH_ROWS, PAIR_BLOCK_BYTES // (8 * max(1, k * (k - 1) // 2))))
+        for start in range(0, len(X), step):  # a loop over blocks of rows, for memory
+            rows = slice(start, start + step)
             D = self.pair_decisions(X[rows])
             labels[rows], P[rows] = self._vote(D), self._probabilities(D)
         return labels, P
@@ -308,10 +313,13 @@ class RunModel:
         if k == 2:
             return np.column_stack([-D[:, 0], D[:, 0]])
         first, second = np.triu_indices(k, 1)
-        M = np.zeros((len(first), k))
-        M[np.arange(len(first)), first] = 1.0
-        M[np.arange(len(first)), second] = -1.0
-        return D @ M / (k - 1)
+        S = np.zeros((len(D), k))
+        # the pairs (i, ·) are contiguous in libsvm's order; the pairs (·, j) after a stable sort
+        S[:, :-1] = np.add.reduceat(D, np.flatnonzero(np.diff(first, prepend=-1)), axis=1)
+        by_second = np.argsort(second, kind="stable")
+        S[:, 1:] -= np.add.reduceat(D[:, by_second], np.searchsorted(second[by_second], np.arange(1, k)), axis=1)
+        S /= k - 1
+        return S
 
     def _probabilities(self, D: np.ndarray) -> np.ndarray:
         Z = self._scores(D) / self.temperature

@@ -88,10 +88,12 @@ def check_memory(method: str, need: int, what: str) -> None:
         raise SolverOutOfMemory(method, what, int(need), int(available))
 
 
-def check_blocks(method: str, n: int, classes: int, blocks: int, edges: int, graph_copies: int, per: str) -> None:
+def check_blocks(method: str, n: int, classes: int, blocks: int, edges: int, graph_copies: int, per: str,
+                 more: int = 0, more_what: str = "") -> None:
     """``check_memory`` for a solve whose peak is ``blocks`` n × C float32 arrays (``per`` node
     and class: "a score", "a marginal") and ``graph_copies`` copies of a graph of ``edges``
-    stored entries (12 bytes each: a weight and a column index)."""
-    check_memory(method, blocks * n * classes * 4 + graph_copies * edges * 12,
+    stored entries (12 bytes each: a weight and a column index), and ``more`` bytes of
+    ``more_what`` ("libsvm's kernel cache")."""
+    check_memory(method, blocks * n * classes * 4 + graph_copies * edges * 12 + more,
                  f"{n:,} nodes of {classes:,} classes ({blocks} blocks of {per} per node and class, "
-                 f"{graph_copies} copies of the graph)")
+                 f"{graph_copies} copies of the graph{', ' + more_what if more else ''})")

@@ -187,6 +187,18 @@ Decisions the paper leaves open, and what this module does
   geometrically per hop but stays above 10⁻⁶ for many hops).
 - Cost: ``cv`` ≥ 2 fits ``cv`` + 1 models (harmonic solve and SVM each; the folds' SVMs on
   at most ``cv_sample`` induced labels, see Cross-fitting sample); use ``cv=0`` for one fit.
+- Memory (not in the paper): the peak is the harmonic step's (eq. 6), ``PEAK_BLOCKS`` blocks
+  of n × C float32, asked for at the door with libsvm's kernel cache (``cache_size``) and
+  two copies of the features (``solvers/_memory.py``). The SVM's one-vs-one decision values
+  on the nodes, C(C − 1)/2 per node, are made a block of rows at a time
+  (``DECISION_BLOCK_BYTES``), and the class scores are summed per class. Measured
+  (tracemalloc, blobs in 16-d, 10-NN, 5 labels per class, ad hoc: ``peak blocks`` of a
+  script timing ``solve(problem, "maxmargin")``): 20,000 nodes of 200 classes peaked at 605
+  blocks before (9.7 GB; 101 s) and 8.7 after (88 s); 50,000 of 20 at 76 and 15.7 (of which
+  about 53 MB are the decision blocks). ``graphlabel label --solver maxmargin`` on 20,000
+  such nodes of 100 classes: maximum resident set 2.8 GB before, 0.53 GB after (39 s, 34 s;
+  one run each). The same labels and flags; probabilities within 1e-12 (digits, WDBC,
+  blobs of 40 classes).
 - The harmonic solve is ``solvers.harmonic.harmonic_scores`` (SuperLU up to
   ``direct_max_nodes`` unknowns, AMG-preconditioned CG above).
 - Degenerate labellings: when one class takes at least 95% of the unlabelled nodes while
@@ -218,6 +230,7 @@ from sklearn.svm import SVC
 
 from ._budget import UNLIMITED, Budget
 from ._graph import margin_scores, one_class_takes_all, per_label, predict_flagged, unreachable, warn_degenerate
+from ._memory import check_blocks
 from ._relaxation import harmonic_loo_margin
 from ._timing import Stopwatch
 from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check_choice, validate_params
@@ -252,6 +265,21 @@ SVM_EXPONENT = 1.75
 # the call 75 s against a budget of 54 s. fit ends by checking the time spent plus their
 # projection from PREDICT_PROBE nodes (linear: each node costs the same).
 PREDICT_PROBE = 256
+# One-vs-one decision values held at once (``_decision_blocks``): libsvm returns C(C − 1)/2
+# of them per row, float64, so one call on every node of 20,000 at 200 classes was 3.2 GB,
+# and with the votes and class scores made from them (and a pairs × C matrix of ±1)
+# maxmargin's peak was 605 blocks of n × C float32, 9.7 GB (module docstring, Memory).
+# Blocks of rows keep them to about 3.3 times these bytes whatever the classes.
+DECISION_BLOCK_BYTES = 16 * 2**20
+#: n × C float32 blocks at fit's peak, the harmonic step's (eq. 6: float64 CG one class at a
+#: time, with its right-hand sides and solution): 8.6 measured with tracemalloc at 20,000 nodes
+#: of 200 classes (blobs, 10-NN, 5 labels per class). What ``check_blocks`` asks for at the
+#: door, with the graph's copies (the harmonic step's), two copies of the features (the SVM's
+#: training rows and libsvm's) and libsvm's kernel cache (``cache_size``, or what n points'
+#: kernel columns can fill), which libsvm allocates outside numpy.
+PEAK_BLOCKS = 9
+GRAPH_COPIES = 3
+FEATURE_COPIES = 2
 # Induced labels each cross-fitting fold's SVM trains on at most: the fold models only score
 # the held-out given labels, and on every induced label each fold cost as much as the final fit
 # (module docstring, Cross-fitting sample).
@@ -329,12 +357,17 @@ def induce_labels(
                               direct_max_nodes=direct_max_nodes)[0][:, 0]
         induced, margin = (ell > 0).astype(np.int64), np.abs(ell)
     else:
-        Y = np.zeros((len(y), n_classes))
-        Y[np.flatnonzero(labeled), y[labeled]] = trust[labeled]
-        F = harmonic_scores(W, Y, labeled, gamma_g=gamma_g, solver=solver,
+        Y_l = np.zeros((np.count_nonzero(labeled), n_classes))  # the labelled rows only
+        Y_l[np.arange(len(Y_l)), y[labeled]] = trust[labeled]
+        F = harmonic_scores(W, Y_l, labeled, gamma_g=gamma_g, solver=solver,
                             direct_max_nodes=direct_max_nodes)[0]
-        top2 = -np.partition(-F, 1, axis=1)[:, :2]
-        induced, margin = F.argmax(axis=1).astype(np.int64), top2[:, 0] - top2[:, 1]
+        # the top two in place: F is this call's own, and a partition copied it twice
+        induced = F.argmax(axis=1)
+        rows = np.arange(len(F))
+        margin = F[rows, induced]
+        F[rows, induced] = -np.inf
+        margin -= F.max(axis=1)
+        induced = induced.astype(np.int64)
     induced[(margin < epsilon) | (margin <= 0)] = -1
     return induced, margin
 
@@ -350,15 +383,38 @@ def _class_scores(svm: SVC, D: np.ndarray) -> np.ndarray:
     Binary: [−f, f]. One-vs-one: class c scores the mean of its C' − 1 pairwise decision
     values, signed towards c (SVC's one-vs-rest-shaped output is vote counts, whose top two
     differ by about one vote whatever the margins, so it cannot carry a confidence).
+    Summed per class, not by a product with a pairs × C' matrix of ±1, which at 1,000
+    classes is 4 GB of zeros.
     """
     if D.ndim == 1:
         return np.column_stack([-D, D])
     k = len(svm.classes_)
     first, second = np.triu_indices(k, 1)  # libsvm's pair order; positive favours `first`
-    M = np.zeros((len(first), k))
-    M[np.arange(len(first)), first] = 1.0
-    M[np.arange(len(first)), second] = -1.0
-    return D @ M / (k - 1)
+    S = np.zeros((len(D), k))
+    # the pairs (i, ·) are contiguous in that order; the pairs (·, j) after a stable sort
+    S[:, :-1] = np.add.reduceat(D, np.flatnonzero(np.diff(first, prepend=-1)), axis=1)
+    by_second = np.argsort(second, kind="stable")
+    S[:, 1:] -= np.add.reduceat(D[:, by_second], np.searchsorted(second[by_second], np.arange(1, k)), axis=1)
+    S /= k - 1
+    return S
+
+
+def _decision_blocks(svm: SVC, X: np.ndarray):
+    """``(rows, D)``: the SVM's decision values on X's rows, ``DECISION_BLOCK_BYTES`` of them at
+    a time (libsvm returns all C'(C' − 1)/2 one-vs-one values of a row)."""
+    k = len(svm.classes_)
+    step = max(1, DECISION_BLOCK_BYTES // (8 * max(1, k * (k - 1) // 2)))
+    for start in range(0, len(X), step):  # a loop over blocks of rows, for memory
+        rows = slice(start, start + step)
+        yield rows, svm.decision_function(X[rows])
+
+
+def _class_scores_of(svm: SVC, X: np.ndarray) -> np.ndarray:
+    """``_class_scores`` of X's rows, a block of decision values at a time."""
+    S = np.empty((len(X), max(2, len(svm.classes_))))
+    for rows, D in _decision_blocks(svm, X):
+        S[rows] = _class_scores(svm, D)
+    return S
 
 
 def _vote(svm: SVC, D: np.ndarray) -> np.ndarray:
@@ -642,7 +698,7 @@ class MaxMarginGraphCut(BaseEstimator):
                 classes = svm.classes_
             elif not np.array_equal(classes, svm.classes_):
                 return None  # a fold's SVM saw other classes: its columns differ
-            held_scores.append((held, _class_scores(svm, svm.decision_function(X[labeled[held]]))))
+            held_scores.append((held, _class_scores_of(svm, X[labeled[held]])))
         if classes is None:  # no fold at all: n_splits >= 2 draws some
             return None
         D = np.zeros((len(labeled), held_scores[0][1].shape[1]))
@@ -664,8 +720,20 @@ class MaxMarginGraphCut(BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        SolverOutOfMemory
+            Before anything is solved, when ``PEAK_BLOCKS`` blocks of n × C float32, the
+            graph's and the features' copies and libsvm's kernel cache exceed the memory the
+            process may take (``solvers/_memory.py``).
         """
         self._validate(problem)
+        n, X = problem.n_nodes, _features(problem)
+        cache = min(int(self.cache_size * 2**20), 4 * n * n)  # float32 kernel columns, libsvm's Qfloat
+        check_blocks("maxmargin", n, problem.n_classes, PEAK_BLOCKS, problem.W.nnz, GRAPH_COPIES, "a score",
+                     FEATURE_COPIES * 8 * X.size + cache,
+                     f"{FEATURE_COPIES} copies of the features and libsvm's kernel cache of {cache / 2**20:,.0f} MiB")
         budget = Budget("maxmargin", self.time_limit, problem.W, problem.n_classes)
         self.time_limit_seconds_ = budget.limit
         y = problem.y
@@ -751,7 +819,7 @@ class MaxMarginGraphCut(BaseEstimator):
         Multi-class: per-class scores (m, len(classes_)), each class's mean signed pairwise
         (one-vs-one) decision value."""
         X = self._check_fitted(X)
-        S = _class_scores(self.svm_, self.svm_.decision_function(X))
+        S = _class_scores_of(self.svm_, X)
         return S[:, 1] if len(self.classes_) == 2 else S
 
     def predict(self, X) -> np.ndarray:
@@ -762,17 +830,19 @@ class MaxMarginGraphCut(BaseEstimator):
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities (m, n_classes_): calibrated when ``cv`` allowed it, else a softmax."""
-        X = self._check_fitted(X)
-        S = _class_scores(self.svm_, self.svm_.decision_function(X))
-        return self._proba_from(S, self.classes_, self.calibrator_)
+        return self.predict_with_proba(X)[1]
 
     def predict_with_proba(self, X) -> tuple[np.ndarray, np.ndarray]:
         """``predict(X)`` and ``predict_proba(X)`` from one evaluation of the kernel against the
-        support vectors (each alone evaluates it; on n nodes that is most of a fit's cost)."""
+        support vectors (each alone evaluates it; on n nodes that is most of a fit's cost), a
+        block of rows at a time (``DECISION_BLOCK_BYTES``)."""
         X = self._check_fitted(X)
-        D = self.svm_.decision_function(X)
-        P = self._proba_from(_class_scores(self.svm_, D), self.classes_, self.calibrator_)
-        return _vote(self.svm_, D).astype(np.int64), P
+        labels = np.empty(len(X), dtype=np.int64)
+        P = np.empty((len(X), self.n_classes_))
+        for rows, D in _decision_blocks(self.svm_, X):
+            labels[rows] = _vote(self.svm_, D)
+            P[rows] = self._proba_from(_class_scores(self.svm_, D), self.classes_, self.calibrator_)
+        return labels, P
 
 
 def maxmargin(

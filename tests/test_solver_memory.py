@@ -25,7 +25,7 @@ headroom, checked, method = int(sys.argv[1]), sys.argv[2] == "checked", sys.argv
 X, y = make_blobs(n_samples=20_000, centers=500, n_features=8, cluster_std=1.0, random_state=0)
 given = np.full(len(y), -1)
 given[::10] = y[::10]
-problem = LabelProblem(knn_graph(X, 10), given, n_classes=500)
+problem = LabelProblem(knn_graph(X, 10), given, n_classes=500, X=X)  # maxmargin's SVM needs the features
 if not checked:  # the solve as it was before the check
     solvers.harmonic.check_blocks = lambda *args: None
 resource.setrlimit(resource.RLIMIT_AS, (psutil.Process().memory_info().vms + headroom, resource.RLIM_INFINITY))
@@ -79,6 +79,18 @@ def test_mincut_is_refused_before_its_cuts():
     assert refused["error"] == "SolverOutOfMemory"
     assert refused["message"].startswith("mincut needs about 0.3")
     assert "20,000 nodes of 500 classes (8 blocks of a score per node and class, 4 copies" in refused["message"]
+    assert refused["seconds"] < 1
+
+
+def test_maxmargin_is_refused_before_its_harmonic_step():
+    # its peak is the harmonic step's (eq. 6, 9 blocks), and libsvm's kernel cache (500 MB by
+    # default) is allocated outside numpy; the code before asked nothing and held every row's
+    # C(C - 1)/2 one-vs-one decision values at once, 20 GB for these nodes
+    refused = _solve_under_a_limit(150 * 2**20, method="maxmargin")
+    assert refused["error"] == "SolverOutOfMemory"
+    assert refused["message"].startswith("maxmargin needs about 0.8")
+    assert "(9 blocks of a score per node and class, 3 copies of the graph, 2 copies of the features and " \
+           "libsvm's kernel cache of 500 MiB)" in refused["message"]
     assert refused["seconds"] < 1
 
 
