@@ -390,3 +390,32 @@ def test_sphere_zero_first_component_with_a_root_below_the_pole():
     assert lam == pytest.approx(lam_blk, rel=1e-9)
     assert w @ w == pytest.approx(5.0, rel=1e-10)
     np.testing.assert_allclose(w, w_blk, rtol=1e-7, atol=1e-9)
+
+
+def test_the_tasks_and_the_leave_one_out_from_class_sums_equal_the_sums_over_labels():
+    """_tasks and _leave_one_out build each one-vs-rest task from the classes' sums (the
+    leave-one-out less the held-out label's term) rather than summing over the labels anew
+    for every held-out label; the reference sums over the labels (Sec. 5's G and b), and
+    holds out a class's only label (its task goes) and, with two classes, the only label
+    of one (no task is left: every margin -inf)."""
+    from solvers.spectral import _leave_one_out, _margins, _solve_labels, _tasks
+
+    rng = np.random.default_rng(0)
+    for y_l, n_classes in ((np.array([0, 1, 2, 3] * 9 + [4]), 6), (np.array([0, 0, 0, 1]), 2)):
+        l, d = len(y_l), 6
+        V_l, conf_l, D = rng.normal(size=(l, d)), rng.uniform(0.3, 1.0, l), rng.uniform(0.0, 2.0, d)
+        classes = np.unique(y_l)
+        G, b, g_pos, g_neg, gamma, cost = _tasks(V_l, y_l, conf_l, classes, 3.0, D)
+        np.testing.assert_allclose(G, np.diag(D)[None] + 3.0 * np.einsum("li,cl,lj->cij", V_l, cost, V_l),
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(b, 3.0 * np.einsum("li,cl->ci", V_l, cost * gamma), rtol=1e-12, atol=1e-12)
+        expected = np.full((l, n_classes), -np.inf)
+        for i in range(l):
+            kept = np.arange(l) != i
+            Wt, theta, span, _, valid = _solve_labels(V_l[kept], y_l[kept], conf_l[kept], n_classes, 3.0, D, 100.0,
+                                                      "secular")
+            expected[i] = _margins(V_l[i : i + 1], Wt, theta, span, valid)[0]
+        got = _leave_one_out(V_l, y_l, conf_l, n_classes, 3.0, D, 100.0, "secular")
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
+        np.testing.assert_allclose(got[np.isfinite(got)], expected[np.isfinite(expected)], rtol=1e-9, atol=1e-9)
+    assert np.isinf(got[3]).all()  # the only label of class 1 held out: one class, no task
