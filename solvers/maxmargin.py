@@ -188,17 +188,17 @@ Decisions the paper leaves open, and what this module does
 - Cost: ``cv`` ≥ 2 fits ``cv`` + 1 models (harmonic solve and SVM each; the folds' SVMs on
   at most ``cv_sample`` induced labels, see Cross-fitting sample); use ``cv=0`` for one fit.
 - Memory (not in the paper): the peak is the harmonic step's (eq. 6), ``PEAK_BLOCKS`` blocks
-  of n × C float32, asked for at the door with libsvm's kernel cache (``cache_size``) and
-  two copies of the features (``solvers/_memory.py``). The SVM's one-vs-one decision values
-  on the nodes, C(C − 1)/2 per node, are made a block of rows at a time
-  (``DECISION_BLOCK_BYTES``), and the class scores are summed per class. Measured
-  (tracemalloc, blobs in 16-d, 10-NN, 5 labels per class, ad hoc: ``peak blocks`` of a
-  script timing ``solve(problem, "maxmargin")``): 20,000 nodes of 200 classes peaked at 605
-  blocks before (9.7 GB; 101 s) and 8.7 after (88 s); 50,000 of 20 at 76 and 15.7 (of which
-  about 53 MB are the decision blocks). ``graphlabel label --solver maxmargin`` on 20,000
-  such nodes of 100 classes: maximum resident set 2.8 GB before, 0.53 GB after (39 s, 34 s;
-  one run each). The same labels and flags; probabilities within 1e-12 (digits, WDBC,
-  blobs of 40 classes).
+  of n × C float32, asked for at the door with two copies of the features and what libsvm's
+  kernel cache (``cache_size``) can hold of one class pair's points (``solvers/_memory.py``).
+  The SVM's one-vs-one decision values on the nodes, C(C − 1)/2 per node, are made a block
+  of rows at a time (``DECISION_BLOCK_BYTES``), and the class scores are summed per class.
+  ``python -m bench solver_memory --against CHECKOUT`` (20,000 nodes of 200 classes, blobs
+  in 16-d, 10-NN, 5 labels per class; ``bench/results/solver_memory_20000_200.md``): the
+  call's traced peak 605 blocks before (9.2 GiB; the process 9.3 GiB) and 8.7 after (132
+  MiB; the process 348 MiB), 120 s and 92 s under load; the same accuracy.
+  ``graphlabel label --solver maxmargin`` on 20,000 such nodes of 100 classes: maximum
+  resident set 2.8 GB before, 0.53 GB after (39 s, 34 s; one run each, ad hoc). The same
+  labels and flags; probabilities within 1e-12 (digits, WDBC, blobs of 40 classes).
 - The harmonic solve is ``solvers.harmonic.harmonic_scores`` (SuperLU up to
   ``direct_max_nodes`` unknowns, AMG-preconditioned CG above).
 - Degenerate labellings: when one class takes at least 95% of the unlabelled nodes while
@@ -268,15 +268,17 @@ PREDICT_PROBE = 256
 # One-vs-one decision values held at once (``_decision_blocks``): libsvm returns C(C − 1)/2
 # of them per row, float64, so one call on every node of 20,000 at 200 classes was 3.2 GB,
 # and with the votes and class scores made from them (and a pairs × C matrix of ±1)
-# maxmargin's peak was 605 blocks of n × C float32, 9.7 GB (module docstring, Memory).
+# maxmargin's peak was 605 blocks of n × C float32, 9.2 GiB (module docstring, Memory).
 # Blocks of rows keep them to about 3.3 times these bytes whatever the classes.
 DECISION_BLOCK_BYTES = 16 * 2**20
 #: n × C float32 blocks at fit's peak, the harmonic step's (eq. 6: float64 CG one class at a
-#: time, with its right-hand sides and solution): 8.6 measured with tracemalloc at 20,000 nodes
-#: of 200 classes (blobs, 10-NN, 5 labels per class). What ``check_blocks`` asks for at the
-#: door, with the graph's copies (the harmonic step's), two copies of the features (the SVM's
-#: training rows and libsvm's) and libsvm's kernel cache (``cache_size``, or what n points'
-#: kernel columns can fill), which libsvm allocates outside numpy.
+#: time, with its right-hand sides and solution): 8.7 measured with tracemalloc at 20,000 nodes
+#: of 200 classes (blobs, 10-NN, 5 labels per class), the decision values and graph included
+#: (``python -m bench solver_memory``, ``bench/results/solver_memory_20000_200.md``). What
+#: ``check_blocks`` asks for at the door, with the graph's copies (the harmonic step's), two
+#: copies of the features (the SVM's training rows and libsvm's) and libsvm's kernel cache
+#: (``cache_size``, or what one class pair's kernel columns can fill), which libsvm
+#: allocates outside numpy.
 PEAK_BLOCKS = 9
 GRAPH_COPIES = 3
 FEATURE_COPIES = 2
@@ -730,10 +732,15 @@ class MaxMarginGraphCut(BaseEstimator):
         """
         self._validate(problem)
         n, X = problem.n_nodes, _features(problem)
-        cache = min(int(self.cache_size * 2**20), 4 * n * n)  # float32 kernel columns, libsvm's Qfloat
+        # libsvm fills its cache with float32 kernel columns of one class pair's points at a
+        # time (one-vs-one): the pair's share of the nodes is taken as the two largest
+        # classes' share of the given labels, the induced labels being unknown at the door
+        given = np.sort(np.bincount(problem.y[problem.labeled], minlength=2))[-2:].sum()
+        pair = n * given / max(1, np.count_nonzero(problem.labeled))
+        cache = int(min(self.cache_size * 2**20, 4 * pair * pair))
         check_blocks("maxmargin", n, problem.n_classes, PEAK_BLOCKS, problem.W.nnz, GRAPH_COPIES, "a score",
                      FEATURE_COPIES * 8 * X.size + cache,
-                     f"{FEATURE_COPIES} copies of the features and libsvm's kernel cache of {cache / 2**20:,.0f} MiB")
+                     f"{FEATURE_COPIES} copies of the features and libsvm's kernel cache of {cache / 2**20:.3g} MiB")
         budget = Budget("maxmargin", self.time_limit, problem.W, problem.n_classes)
         self.time_limit_seconds_ = budget.limit
         y = problem.y

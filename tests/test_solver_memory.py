@@ -83,14 +83,15 @@ def test_mincut_is_refused_before_its_cuts():
 
 
 def test_maxmargin_is_refused_before_its_harmonic_step():
-    # its peak is the harmonic step's (eq. 6, 9 blocks), and libsvm's kernel cache (500 MB by
-    # default) is allocated outside numpy; the code before asked nothing and held every row's
-    # C(C - 1)/2 one-vs-one decision values at once, 20 GB for these nodes
+    # its peak is the harmonic step's (eq. 6, 9 blocks), and libsvm's kernel cache is allocated
+    # outside numpy (one class pair's kernel columns: little, with 500 classes); the code before
+    # asked nothing and held every row's C(C - 1)/2 one-vs-one decision values at once, 20 GB
+    # for these nodes
     refused = _solve_under_a_limit(150 * 2**20, method="maxmargin")
     assert refused["error"] == "SolverOutOfMemory"
-    assert refused["message"].startswith("maxmargin needs about 0.8")
+    assert refused["message"].startswith("maxmargin needs about 0.34")
     assert "(9 blocks of a score per node and class, 3 copies of the graph, 2 copies of the features and " \
-           "libsvm's kernel cache of 500 MiB)" in refused["message"]
+           "libsvm's kernel cache of 0.1" in refused["message"]
     assert refused["seconds"] < 1
 
 
