@@ -539,9 +539,17 @@ def _secular_root(G, b, n, iterations: int = 60):
 def _class_sums(V_l, y_l, conf_l, n_classes):
     """Each class's Σ conf_l v_l v_lᵀ (C × d × d) and Σ conf_l v_l (C × d) over its given
     labels: every one-vs-rest task's G and b are made of them (``_task_system``)."""
-    member = np.zeros((len(y_l), n_classes))
-    member[np.arange(len(y_l)), y_l] = conf_l
-    return np.einsum("lk,li,lj->kij", member, V_l, V_l, optimize=True), member.T @ V_l
+    weighted = V_l * conf_l[:, None]
+    order = np.argsort(y_l, kind="stable")
+    bounds = np.searchsorted(y_l[order], np.arange(n_classes + 1))
+    grams = np.zeros((n_classes, V_l.shape[1], V_l.shape[1]))
+    sums = np.zeros((n_classes, V_l.shape[1]))
+    # a loop over classes, one d × d product each: l·d² in all, where one einsum over a
+    # one-hot membership took C·l·d²
+    for k in np.flatnonzero(np.diff(bounds)):
+        rows = order[bounds[k] : bounds[k + 1]]
+        grams[k], sums[k] = weighted[rows].T @ V_l[rows], weighted[rows].sum(axis=0)
+    return grams, sums
 
 
 def _task_system(own, own_sum, total, total_sum, l_pos, l, c, D):
