@@ -53,8 +53,9 @@ Open decisions (paper silent or ambiguous) and what this module chooses
    label costs one more solve of every class's task, no O(n) work). Labels whose class has no
    other given label cannot be predicted when held out and are left out of the fit.
    The fit is against the *given* labels, so label noise makes it conservative.
-   Cost: l extra solves of O(C·d³) each (l = number of given labels): a held-out
-   label's tasks are the classes' sums less its own term (``_leave_one_out``).
+   Cost: 2·C eigendecompositions of d × d and O(C·d²) per given label: a held-out
+   label changes each task by a rank-one term once the task's scaling is fixed, and that
+   takes two values per task (``_leave_one_out``, ``_downdated_sphere``).
    With fewer than ``min_calibration`` usable held-out labels (or ``calibration=
    "none"``) the confidence is min(gap, 1) (gap 1 = both targets hit exactly).
 10. Noise flags: a given label's ``noise_score`` is the margin of the best other class
@@ -129,6 +130,15 @@ _AUTO_EXACT = 3000
 # 1.4 s at 1,000 nodes, 4.8 s at 2,000 and 36 s at 3,000, i.e. 0.6-1.4e-9 × n³. 1e-9 is
 # within that range: a step refused was likely to take at least about that long.
 DENSE_EIGEN_SECONDS_PER_N3 = 1e-9
+# Held-out labels × tasks × d floats the leave-one-out holds per array (16 MiB of float64):
+# its rank-one problems are solved that many at a time, whatever the number of labels.
+LOO_BLOCK_FLOATS = 2**21
+# `_downdated_sphere` stops a Newton iteration when its step is under 4e-16 relative (as
+# `_secular_root` does) or when its equation holds within this relative residual, a few
+# units in the last place: its evaluation through Sherman-Morrison rounds more than the
+# secular root's eigenbasis does, and on weka's segment 239 of 1,736 of its problems
+# (10% labelled) went on stepping by 1e-15 at |r/‖w‖ − 1| ≈ 3e-16 until the iteration cap.
+ROOT_RESIDUAL = 1e-15
 # The paper's settings (Sec. 6): d = 80 eigenvectors, c = 3200.
 D_PAPER = 80
 C_PAPER = 3200.0
@@ -533,6 +543,81 @@ def _secular_root(G, b, n, iterations: int = 60):
     return w, lam
 
 
+def _downdated_sphere(Gam, u, beta, n, iterations: int = 100):
+    """`sphere_minimizer` of G = diag(Γ) − u uᵀ and b = β, one problem per row, without an
+    eigendecomposition of G: O(d) a Newton step where the secular root's ``eigh`` costs O(d³).
+
+    Γ is ascending in each row (an eigendecomposition of the matrix before the rank-one
+    change, done once for many u). Two roots, each by Newton from the left on a concave
+    increasing function (so no overshoot and no bracket):
+
+    1. G's smallest eigenvalue μ₁ = Γ₁ − g, the root of Σ_j u_j²/(Γ_j − Γ₁ + g) = 1 (the
+       secular equation of a rank-one change, Golub 1973), on 1/s(g) − 1, from g = u₁²;
+    2. λ* = μ₁ − δ with ‖(G − λ*I)⁻¹β‖² = n, on 1/‖w(δ)‖ − 1/r (as ``_secular_root``), with
+       (G − λI)⁻¹ by Sherman-Morrison on diag(e), e = Γ − λ, and 1 − Σ u_j²/e_j written
+       δ·Σ u_j²/((Γ_j − μ₁) e_j) so that it keeps its relative precision as δ → 0.
+
+    Returns w (in Γ's basis) and a mask of the rows it solved: a row with u₁ = 0 (the
+    change misses G's lowest direction), with β's projection on G's lowest eigenvector zero
+    (the hard case) or not converged is left to `sphere_minimizer` on the explicit matrix.
+    """
+    r = np.sqrt(n)
+    rest = Gam - Gam[:, :1]
+    u2 = u**2
+    unorm2 = u2.sum(axis=1)
+    ok = u2[:, 0] > 1e-20 * unorm2
+    g = np.where(ok, u2[:, 0], 1.0)  # s(u₁²) ≥ 1, and g ≤ ‖u‖² at the root
+    active = ok.copy()
+    for _ in range(iterations):
+        if not active.any():
+            break
+        x = rest[active] + g[active, None]
+        s = np.sum(u2[active] / x, axis=1)
+        ds = np.sum(u2[active] / x**2, axis=1)
+        old = g[active]
+        new = np.minimum(old + s * (s - 1.0) / ds, unorm2[active])
+        g[active] = new
+        idx = np.flatnonzero(active)
+        active[idx[(np.abs(new - old) <= 4e-16 * new) | (np.abs(s - 1.0) <= ROOT_RESIDUAL)]] = False
+    ok &= ~active
+    pole = rest + g[:, None]  # Γ_j − μ₁ > 0
+    bnorm = np.linalg.norm(beta, axis=1)
+    beta1 = np.zeros(len(g))  # β on μ₁'s eigenvector, ∝ diag(Γ − μ₁)⁻¹u
+    rows = np.flatnonzero(ok)
+    p = pole[rows]
+    beta1[rows] = np.sum(u[rows] * beta[rows] / p, axis=1) / np.sqrt(np.sum(u2[rows] / p**2, axis=1))
+    ok &= np.abs(beta1) > 1e-12 * np.maximum(bnorm, 1e-300)
+
+    def solution(rows, delta):
+        e = pole[rows] + delta[:, None]
+        ur, br = u[rows], beta[rows]
+        dT = delta * np.sum(u2[rows] / (pole[rows] * e), axis=1)  # 1 − uᵀ diag(e)⁻¹ u
+        phi = np.sum(ur * br / e, axis=1) / dT
+        return (br + phi[:, None] * ur) / e, e, dT
+
+    delta = np.where(ok, np.abs(beta1) / r, 1.0)
+    delta_hi = bnorm / r
+    active = ok.copy()
+    for _ in range(iterations):
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        w, e, dT = solution(idx, delta[idx])
+        wn = np.linalg.norm(w, axis=1)
+        # wᵀ(G − λI)⁻¹w, Sherman-Morrison again: the derivative of ‖w‖² in δ, over −2
+        dh = (np.sum(w**2 / e, axis=1) + np.sum(u[idx] * w / e, axis=1) ** 2 / dT) / wn**3
+        old = delta[idx]
+        h = 1.0 / wn - 1.0 / r
+        new = np.minimum(old - h / dh, delta_hi[idx])
+        delta[idx] = new
+        active[idx[(np.abs(new - old) <= 4e-16 * new) | (np.abs(h) * r <= ROOT_RESIDUAL)]] = False
+    ok &= ~active
+    w = np.zeros_like(beta)
+    solved = np.flatnonzero(ok)
+    w[solved] = solution(solved, delta[solved])[0]
+    return w, ok
+
+
 # ----------------------------------------------------------------------- the solver
 
 
@@ -552,6 +637,12 @@ def _class_sums(V_l, y_l, conf_l, n_classes):
     return grams, sums
 
 
+def _side_costs(l_pos, l, c):
+    """c times a label's cost on a task's positive side, l/(2 l₊), and on its negative side,
+    l/(2 l₋) (Sec. 5's cost matrix C, before ``label_confidence`` scales it)."""
+    return c * l / (2 * l_pos), c * l / (2 * (l - l_pos))
+
+
 def _task_system(own, own_sum, total, total_sum, l_pos, l, c, D):
     """G, b, γ̂₊, γ̂₋ of one-vs-rest tasks (Sec. 5) from sums over the given labels: ``own``
     and ``own_sum``, each task's class's Σ conf·v vᵀ and Σ conf·v (``_class_sums``); ``total``
@@ -560,7 +651,7 @@ def _task_system(own, own_sum, total, total_sum, l_pos, l, c, D):
     side, so each task's G and b are two scaled sums, its class's and the rest's."""
     l_neg = l - l_pos
     g_pos, g_neg = np.sqrt(l_neg / l_pos), -np.sqrt(l_pos / l_neg)
-    a_pos, a_neg = c * l / (2 * l_pos), c * l / (2 * l_neg)
+    a_pos, a_neg = _side_costs(l_pos, l, c)
     G = np.diag(D)[None] + a_pos[:, None, None] * own + a_neg[:, None, None] * (total - own)
     b = (a_pos * g_pos)[:, None] * own_sum + (a_neg * g_neg)[:, None] * (total_sum - own_sum)
     return G, b, g_pos, g_neg
@@ -617,36 +708,84 @@ def _top_gap(s):
 def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root, budget: Budget = UNLIMITED):
     """Margins of each given label's node when its own label is held out.
 
-    Each held-out label's tasks are made from the class sums of all labels less its own
-    term (``_class_sums``, ``_task_system``), not summed anew over the other l − 1 labels:
-    O(C·d²) a label instead of O(C·l·d²), beside the C eigendecompositions of d × d that
-    the secular root takes (``_secular_root``), which are now most of its time. Measured
-    (blobs in 16-d, 10-NN, 5 labels per class, d = 80, ``solve(problem, "spectral",
-    time_limit=None)`` in a fresh process, ad hoc): 5,000 nodes of 40 classes 15.5 s before
-    and 4.6 s after, of 80 classes 277 s and 46 s (separate runs); digits, WDBC and blobs
-    of 15 classes give the same labels and flags, and scores within 2e-12.
+    Holding out a label of class k changes each task by that label's term alone, once the
+    tasks' scalings are fixed, and these take two values per task: task k's when the label is
+    its own class's (l₊ − 1 and l − 1 labels), and every other task's when it is not (l₊ and
+    l − 1). So each task's G is one of two matrices less a rank-one term conf·ρ·v vᵀ (ρ the
+    label's cost on that side, `_side_costs`), and b one of two vectors less conf·τ·v. The
+    2·C matrices are eigendecomposed once, and each held-out label's C problems are solved in
+    their bases by `_downdated_sphere`, O(C·d²) a label; its rows that the rank-one route
+    leaves (the hard case) are solved on the explicit matrices by `sphere_minimizer`.
+    Whatever ``root`` is, the leave-one-out takes the secular route: eq. 21's block matrix
+    has no such update, and the minimiser is the same.
+
+    Why: each held-out label's tasks were eigendecomposed anew before, l·C ``eigh`` of
+    d × d: 12.4 s of a 15.0 s run on ``bench/hard_data.py``'s "overlap" at 10% labelled
+    (20,000 nodes, 10 classes, 2,000 labels; now 0.22 s of 1.9 s). Measured with
+    ``solve(problem, "spectral", time_limit=None)`` on its graphs and label seed 0, one
+    fresh process each, ad hoc: "30 classes" at 10% 37.6 s → 3.0 s, "overlap" 16.4 →
+    2.9 s, "unequal sizes" 10.0 → 2.4 s, digits 1.5 → 0.6 s, segment 2.8 → 1.1 s; blobs
+    of 80 classes at 5,000 nodes (5 labels each) 17.1 → 1.4 s. The same labels and noise
+    flags in all of them, scores within 3e-11; on segment at 10% labelled 7 of its 1,736
+    problems took the explicit route.
     """
     l = len(y_l)
     grams, sums = _class_sums(V_l, y_l, conf_l, n_classes)
     total, total_sum = grams.sum(axis=0), sums.sum(axis=0)
     counts = np.bincount(y_l, minlength=n_classes)
     out = np.full((l, n_classes), -np.inf)
-    for i in range(l):  # one small O(C·d² + C·d³) solve per held-out label
+    present = np.flatnonzero(counts)
+    if len(present) < 2:
+        return out
+    # each task as the held-out label's class sees it: "other" (a negative for the task)
+    # needs another class's label left, "own" another label of its class
+    sides = {}
+    for name, tasks, l_pos in (("other", present[counts[present] < l - 1], counts),
+                               ("own", present[counts[present] >= 2], counts - 1)):
+        if not len(tasks):
+            continue
+        G, b, g_pos, g_neg = _task_system(grams[tasks], sums[tasks], total, total_sum, l_pos[tasks].astype(float),
+                                          l - 1, c, D)
+        a_pos, a_neg = _side_costs(l_pos[tasks].astype(float), l - 1, c)
+        rho, tau = (a_pos, a_pos * g_pos) if name == "own" else (a_neg, a_neg * g_neg)
+        Gam, Q = np.linalg.eigh(G)  # batched LAPACK
+        sides[name] = dict(tasks=tasks, G=G, b=b, Gam=Gam, Q=Q, beta=np.einsum("tji,tj->ti", Q, b), rho=rho,
+                           tau=tau, theta=(g_pos + g_neg) / 2, span=g_pos - g_neg)
+    d = V_l.shape[1]
+    for k in present:  # a loop over classes: the labels of one class share their tasks
         budget.check("the leave-one-out solves of the calibration and noise flags")
-        k, v = y_l[i], V_l[i]
-        term, term_sum = conf_l[i] * np.outer(v, v), conf_l[i] * v  # the held-out label's
-        l_pos = counts.astype(float)
-        l_pos[k] -= 1
-        classes = np.flatnonzero(l_pos)
+        classes = present if counts[k] >= 2 else present[present != k]
         if len(classes) < 2:
-            continue  # no task: every margin -inf, as _solve_labels leaves them
-        own, own_sum = grams[classes], sums[classes]
-        own[classes == k] -= term
-        own_sum[classes == k] -= term_sum
-        G, b, g_pos, g_neg = _task_system(own, own_sum, total - term, total_sum - term_sum, l_pos[classes], l - 1,
-                                          c, D)
-        w, _ = sphere_minimizer(G, b, n, root=root)
-        out[i, classes] = (np.atleast_2d(w) @ v - (g_pos + g_neg) / 2) / (g_pos - g_neg)
+            continue
+        # every task's arrays, its own class's from the "own" side
+        pick = {key: np.empty((len(classes),) + value.shape[1:]) for key, value in sides["other"].items()
+                if key != "tasks"}
+        for side, which in (("other", classes != k), ("own", classes == k)):
+            if which.any():
+                at = np.searchsorted(sides[side]["tasks"], classes[which])
+                for key in pick:
+                    pick[key][which] = sides[side][key][at]
+        rows = np.flatnonzero(y_l == k)
+        step = max(1, LOO_BLOCK_FLOATS // (len(classes) * d))
+        for start in range(0, len(rows), step):
+            budget.check("the leave-one-out solves of the calibration and noise flags")
+            held = rows[start : start + step]
+            v, conf = V_l[held], conf_l[held]
+            z = np.einsum("tji,mj->mti", pick["Q"], v)  # v in each task's eigenbasis: (m, T, d)
+            u = np.sqrt(pick["rho"][None, :] * conf[:, None])[..., None] * z
+            beta = pick["beta"][None] - (pick["tau"][None, :] * conf[:, None])[..., None] * z
+            shape = (len(held) * len(classes), d)
+            Gam = np.broadcast_to(pick["Gam"][None], z.shape).reshape(shape)
+            w, ok = _downdated_sphere(Gam, u.reshape(shape), beta.reshape(shape), n)
+            wv = np.einsum("ij,ij->i", w, z.reshape(shape))
+            if not ok.all():  # the hard case and its kin, on the explicit matrices
+                m, t = np.divmod(np.flatnonzero(~ok), len(classes))
+                vv = v[m]
+                G = pick["G"][t] - (pick["rho"][t] * conf[m])[:, None, None] * (vv[:, :, None] * vv[:, None, :])
+                b = pick["b"][t] - (pick["tau"][t] * conf[m])[:, None] * vv
+                wv[~ok] = np.einsum("ij,ij->i", np.atleast_2d(sphere_minimizer(G, b, n, root=root)[0]), vv)
+            margins = (wv.reshape(len(held), len(classes)) - pick["theta"]) / pick["span"]
+            out[held[:, None], classes[None, :]] = margins
     return out
 
 

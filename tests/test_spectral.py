@@ -401,9 +401,12 @@ def test_the_tasks_and_the_leave_one_out_from_class_sums_equal_the_sums_over_lab
     from solvers.spectral import _leave_one_out, _margins, _solve_labels, _tasks
 
     rng = np.random.default_rng(0)
-    for y_l, n_classes in ((np.array([0, 1, 2, 3] * 9 + [4]), 6), (np.array([0, 0, 0, 1]), 2)):
+    for y_l, n_classes in ((np.array([0, 1, 2, 3] * 9 + [4]), 6), (np.array([0, 0, 0, 1]), 2),
+                           (np.array([0, 1, 2] * 5), 3)):
         l, d = len(y_l), 6
         V_l, conf_l, D = rng.normal(size=(l, d)), rng.uniform(0.3, 1.0, l), rng.uniform(0.0, 2.0, d)
+        if n_classes == 3:
+            conf_l[4] = 0.0  # held out, it changes no task: the explicit route (u = 0)
         classes = np.unique(y_l)
         G, b, g_pos, g_neg, gamma, cost = _tasks(V_l, y_l, conf_l, classes, 3.0, D)
         np.testing.assert_allclose(G, np.diag(D)[None] + 3.0 * np.einsum("li,cl,lj->cij", V_l, cost, V_l),
@@ -418,4 +421,52 @@ def test_the_tasks_and_the_leave_one_out_from_class_sums_equal_the_sums_over_lab
         got = _leave_one_out(V_l, y_l, conf_l, n_classes, 3.0, D, 100.0, "secular")
         np.testing.assert_array_equal(np.isinf(got), np.isinf(expected))
         np.testing.assert_allclose(got[np.isfinite(got)], expected[np.isfinite(expected)], rtol=1e-9, atol=1e-9)
-    assert np.isinf(got[3]).all()  # the only label of class 1 held out: one class, no task
+        if n_classes == 2:
+            assert np.isinf(got[3]).all()  # the only label of class 1 held out: one class, no task
+
+
+def test_the_rank_one_sphere_equals_the_sphere_minimizer_of_the_explicit_matrix():
+    """_downdated_sphere solves diag(Γ) − u uᵀ without its eigendecomposition; the rows it
+    leaves (u₁ = 0, and the hard case: b with no component on the lowest eigenvector) are
+    marked, not answered wrongly."""
+    from solvers.spectral import _downdated_sphere
+
+    rng = np.random.default_rng(3)
+    m, d, n = 200, 12, 50.0
+    Gam = np.sort(rng.uniform(0.0, 40.0, (m, d)), axis=1)
+    Gam[:20, 1] = Gam[:20, 0]  # a repeated lowest eigenvalue
+    u = rng.normal(size=(m, d)) * rng.uniform(0.01, 3.0, (m, 1))
+    beta = rng.normal(size=(m, d)) * rng.uniform(0.1, 100.0, (m, 1))
+    u[-2, 0] = 0.0  # the change misses Γ₁'s direction
+    A = np.einsum("mi,ij->mij", Gam, np.eye(d)) - u[:, :, None] * u[:, None, :]
+    lowest = np.linalg.eigh(A[-1])[1][:, 0]
+    beta[-1] -= (beta[-1] @ lowest) * lowest  # the hard case
+    w, ok = _downdated_sphere(Gam, u, beta, n)
+    assert not ok[-2]
+    assert not ok[-1]
+    assert ok[:-2].all()
+    expected, _ = sphere_minimizer(A[:-2], beta[:-2], n)
+    np.testing.assert_allclose(w[:-2], expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max())
+    np.testing.assert_allclose(np.sum(w[:-2] ** 2, axis=1), n, rtol=1e-12)
+
+
+def test_the_leave_one_out_eigendecomposes_two_matrices_a_class_not_one_a_label(monkeypatch):
+    """A held-out label changes each task by a rank-one term once its scaling is fixed, and
+    the scaling takes two values per task: 2·C eigendecompositions of d × d for any number of
+    labels, where one per label and class made the leave-one-out l·C of them."""
+    from solvers import spectral as module
+
+    rng = np.random.default_rng(1)
+    C, l, d = 4, 120, 10
+    y_l, V_l = rng.integers(0, C, l), rng.normal(size=(l, d))
+    decomposed = []
+    real = np.linalg.eigh
+
+    def counted(a, *args, **kwargs):
+        decomposed.append(1 if np.ndim(a) == 2 else len(a))
+        return real(a, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", counted)
+    got = module._leave_one_out(V_l, y_l, np.ones(l), C, 3.0, np.arange(1.0, d + 1) ** 2, 500.0, "secular")
+    assert np.isfinite(got).all()
+    assert sum(decomposed) <= 2 * C
