@@ -220,6 +220,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -232,6 +233,7 @@ from ._budget import UNLIMITED, Budget
 from ._graph import margin_scores, one_class_takes_all, per_label, predict_flagged, unreachable, warn_degenerate
 from ._memory import check_blocks
 from ._relaxation import harmonic_loo_margin
+from ._row_split_product import product_threads
 from ._timing import Stopwatch
 from ._validation import TIME_LIMIT, Integral, Interval, Options, Real, check_choice, validate_params
 from .harmonic import SOLVERS, harmonic_scores
@@ -401,14 +403,27 @@ def _class_scores(svm: SVC, D: np.ndarray) -> np.ndarray:
     return S
 
 
-def _decision_blocks(svm: SVC, X: np.ndarray):
-    """``(rows, D)``: the SVM's decision values on X's rows, ``DECISION_BLOCK_BYTES`` of them at
-    a time (libsvm returns all C'(C' − 1)/2 one-vs-one values of a row)."""
+def _decision_blocks(svm: SVC, X: np.ndarray, threads: int | None = None):
+    """``(rows, D)`` in the order of X's rows: the SVM's decision values, ``DECISION_BLOCK_BYTES``
+    of them at a time (libsvm returns all C'(C' − 1)/2 one-vs-one values of a row), that block
+    split over ``threads`` (default ``product_threads()``). libsvm's prediction releases the GIL
+    (scikit-learn's ``_libsvm.decision_function`` runs it ``nogil``) and is most of a large
+    prediction's time: each row's kernel against every support vector, on one core."""
     k = len(svm.classes_)
-    step = max(1, DECISION_BLOCK_BYTES // (8 * max(1, k * (k - 1) // 2)))
-    for start in range(0, len(X), step):  # a loop over blocks of rows, for memory
-        rows = slice(start, start + step)
-        yield rows, svm.decision_function(X[rows])
+    threads = product_threads() if threads is None else threads
+    block = max(1, DECISION_BLOCK_BYTES // (8 * max(1, k * (k - 1) // 2)))
+    step = max(1, min(block // threads, -(-len(X) // threads)))  # the threads' rows: a block in all
+    starts = range(0, len(X), step)
+    if threads == 1 or len(starts) == 1:
+        for start in starts:  # a loop over blocks of rows, for memory
+            yield slice(start, start + step), svm.decision_function(X[start : start + step])
+        return
+    with ThreadPoolExecutor(threads) as pool:
+        for wave in range(0, len(starts), threads):  # a block's worth of rows in flight at a time
+            firsts = starts[wave : wave + threads]
+            values = pool.map(lambda start: svm.decision_function(X[start : start + step]), firsts)
+            for start, D in zip(firsts, values, strict=True):
+                yield slice(start, start + step), D
 
 
 def _class_scores_of(svm: SVC, X: np.ndarray) -> np.ndarray:
@@ -799,12 +814,13 @@ class MaxMarginGraphCut(BaseEstimator):
 
     def _decision_seconds(self, X: np.ndarray) -> float:
         """Expected seconds of the fitted SVM's decision values on the rows of X, from those of
-        its first ``PREDICT_PROBE`` rows (0 when X is small)."""
+        its first ``PREDICT_PROBE`` rows on one thread (0 when X is small), shared by the threads
+        of ``_decision_blocks``."""
         if len(X) <= 2 * PREDICT_PROBE:
             return 0.0
         start = time.perf_counter()
         self.svm_.decision_function(X[:PREDICT_PROBE])
-        return (time.perf_counter() - start) * len(X) / PREDICT_PROBE
+        return (time.perf_counter() - start) * len(X) / PREDICT_PROBE / product_threads()
 
     @staticmethod
     def _fit_calibrator(D: np.ndarray, target: np.ndarray, classes: np.ndarray):

@@ -428,3 +428,26 @@ def test_the_decision_values_on_the_nodes_are_held_a_block_of_rows_at_a_time(mon
     np.testing.assert_array_equal(blocked_labels, model.svm_.predict(X))
     every_row = len(X) * 30 * 29 // 2 * 8
     assert peak < 5 * 2**20 + 2 * P.nbytes < every_row, peak
+
+
+def test_the_decision_values_are_made_on_threads_in_the_rows_order(monkeypatch):
+    """_decision_blocks splits each block's rows over the threads (libsvm's prediction releases
+    the GIL) and yields them in order: the same values as one call on every row, for one thread
+    and more, blocks of a few rows included."""
+    import solvers.maxmargin as mm
+
+    X, y = make_blobs(1500, centers=12, n_features=4, cluster_std=1.5, random_state=1)
+    given = np.where(keep_per_class(y, 5, np.random.default_rng(1)), y, -1)
+    model = MaxMarginGraphCut(cv=0).fit(LabelProblem(knn_graph(X, 10), given, X=X, n_classes=12))
+    expected = model.svm_.decision_function(X)
+    monkeypatch.setattr(mm, "DECISION_BLOCK_BYTES", 66 * 8 * 100)  # 100 rows of 66 pairs a block
+    called = []
+    real = type(model.svm_).decision_function
+    monkeypatch.setattr(type(model.svm_), "decision_function", lambda svm, rows: called.append(len(rows)) or
+                        real(svm, rows))
+    for threads in (1, 2, 3):
+        called.clear()
+        blocks = list(mm._decision_blocks(model.svm_, X, threads))
+        assert [rows.start for rows, _ in blocks] == list(range(0, len(X), 100 // threads))
+        np.testing.assert_array_equal(np.concatenate([D for _, D in blocks]), expected)
+        assert max(called) == 100 // threads  # a block's rows shared by the threads
