@@ -729,8 +729,11 @@ def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root, budget: Budget = 
     fresh process each, ad hoc: "30 classes" at 10% 37.6 s → 3.0 s, "overlap" 16.4 →
     2.9 s, "unequal sizes" 10.0 → 2.4 s, digits 1.5 → 0.6 s, segment 2.8 → 1.1 s; blobs
     of 80 classes at 5,000 nodes (5 labels each) 17.1 → 1.4 s. The same labels and noise
-    flags in all of them, scores within 3e-11; on segment at 10% labelled 7 of its 1,736
-    problems took the explicit route.
+    flags in all of them, scores within 2e-10; on segment at 10% labelled 7 of its 1,736
+    problems took the explicit route. At 20,000 nodes of 200 classes (5 labels each; ``python -m
+    bench solver_memory``) 103 s → 8.6 s, its traced peak the same 105 MiB: the 2·C
+    eigendecompositions keep their eigenvectors only (2·C·d² floats), and each class's tasks
+    are read from them, not copied.
     """
     l = len(y_l)
     grams, sums = _class_sums(V_l, y_l, conf_l, n_classes)
@@ -741,53 +744,60 @@ def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root, budget: Budget = 
     if len(present) < 2:
         return out
     # each task as the held-out label's class sees it: "other" (a negative for the task)
-    # needs another class's label left, "own" another label of its class
+    # needs another class's label left, "own" another label of its class. Only the
+    # eigenvectors are kept (2·C·d² floats): a task's G, which the explicit route needs for a
+    # few rows, is Q diag(Γ) Qᵀ again.
     sides = {}
     for name, tasks, l_pos in (("other", present[counts[present] < l - 1], counts),
                                ("own", present[counts[present] >= 2], counts - 1)):
-        if not len(tasks):
-            continue
         G, b, g_pos, g_neg = _task_system(grams[tasks], sums[tasks], total, total_sum, l_pos[tasks].astype(float),
                                           l - 1, c, D)
         a_pos, a_neg = _side_costs(l_pos[tasks].astype(float), l - 1, c)
         rho, tau = (a_pos, a_pos * g_pos) if name == "own" else (a_neg, a_neg * g_neg)
         Gam, Q = np.linalg.eigh(G)  # batched LAPACK
-        sides[name] = dict(tasks=tasks, G=G, b=b, Gam=Gam, Q=Q, beta=np.einsum("tji,tj->ti", Q, b), rho=rho,
-                           tau=tau, theta=(g_pos + g_neg) / 2, span=g_pos - g_neg)
+        sides[name] = dict(tasks=tasks, Gam=Gam, Q=Q, b=b, beta=np.einsum("tji,tj->ti", Q, b), rho=rho, tau=tau,
+                           theta=(g_pos + g_neg) / 2, span=g_pos - g_neg)
+        del G
+    other, own = sides["other"], sides["own"]
     d = V_l.shape[1]
     for k in present:  # a loop over classes: the labels of one class share their tasks
         budget.check("the leave-one-out solves of the calibration and noise flags")
-        classes = present if counts[k] >= 2 else present[present != k]
-        if len(classes) < 2:
-            continue
-        # every task's arrays, its own class's from the "own" side
-        pick = {key: np.empty((len(classes),) + value.shape[1:]) for key, value in sides["other"].items()
-                if key != "tasks"}
-        for side, which in (("other", classes != k), ("own", classes == k)):
-            if which.any():
-                at = np.searchsorted(sides[side]["tasks"], classes[which])
-                for key in pick:
-                    pick[key][which] = sides[side][key][at]
+        # its tasks: every other class's as a negative (all of them are in "other" whenever
+        # two classes are left), then its own class's when it keeps a label
+        sel = np.flatnonzero(other["tasks"] != k)
+        mine = np.flatnonzero(own["tasks"] == k)
+        if len(sel) + len(mine) < 2:
+            continue  # one class left: no task, every margin -inf, as _solve_labels leaves them
+        classes = np.concatenate([other["tasks"][sel], own["tasks"][mine]])
+        task = {key: np.concatenate([other[key][sel], own[key][mine]]) for key in
+                ("Gam", "b", "beta", "rho", "tau", "theta", "span")}
         rows = np.flatnonzero(y_l == k)
         step = max(1, LOO_BLOCK_FLOATS // (len(classes) * d))
         for start in range(0, len(rows), step):
             budget.check("the leave-one-out solves of the calibration and noise flags")
             held = rows[start : start + step]
             v, conf = V_l[held], conf_l[held]
-            z = np.einsum("tji,mj->mti", pick["Q"], v)  # v in each task's eigenbasis: (m, T, d)
-            u = np.sqrt(pick["rho"][None, :] * conf[:, None])[..., None] * z
-            beta = pick["beta"][None] - (pick["tau"][None, :] * conf[:, None])[..., None] * z
+            # v in each task's eigenbasis, (m, T, d): over all of "other" (its one unused task
+            # costs less than copying the others' eigenvectors out), then its own class's
+            z = np.concatenate([np.einsum("tji,mj->mti", other["Q"], v)[:, sel],
+                                np.einsum("tji,mj->mti", own["Q"][mine], v)], axis=1)
+            u = np.sqrt(task["rho"][None, :] * conf[:, None])[..., None] * z
+            beta = task["beta"][None] - (task["tau"][None, :] * conf[:, None])[..., None] * z
             shape = (len(held) * len(classes), d)
-            Gam = np.broadcast_to(pick["Gam"][None], z.shape).reshape(shape)
+            Gam = np.broadcast_to(task["Gam"][None], z.shape).reshape(shape)
             w, ok = _downdated_sphere(Gam, u.reshape(shape), beta.reshape(shape), n)
             wv = np.einsum("ij,ij->i", w, z.reshape(shape))
             if not ok.all():  # the hard case and its kin, on the explicit matrices
                 m, t = np.divmod(np.flatnonzero(~ok), len(classes))
+                first = t < len(sel)  # the task's eigenvectors, from its side
+                Q = np.empty((len(t), d, d))
+                Q[first], Q[~first] = other["Q"][sel[t[first]]], own["Q"][mine[t[~first] - len(sel)]]
                 vv = v[m]
-                G = pick["G"][t] - (pick["rho"][t] * conf[m])[:, None, None] * (vv[:, :, None] * vv[:, None, :])
-                b = pick["b"][t] - (pick["tau"][t] * conf[m])[:, None] * vv
+                G = (Q * task["Gam"][t][:, None, :]) @ Q.transpose(0, 2, 1)
+                G -= (task["rho"][t] * conf[m])[:, None, None] * (vv[:, :, None] * vv[:, None, :])
+                b = task["b"][t] - (task["tau"][t] * conf[m])[:, None] * vv
                 wv[~ok] = np.einsum("ij,ij->i", np.atleast_2d(sphere_minimizer(G, b, n, root=root)[0]), vv)
-            margins = (wv.reshape(len(held), len(classes)) - pick["theta"]) / pick["span"]
+            margins = (wv.reshape(len(held), len(classes)) - task["theta"]) / task["span"]
             out[held[:, None], classes[None, :]] = margins
     return out
 
