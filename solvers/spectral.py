@@ -731,7 +731,8 @@ def _leave_one_out(V_l, y_l, conf_l, n_classes, c, D, n, root, budget: Budget = 
     of 80 classes at 5,000 nodes (5 labels each) 17.1 → 1.4 s. The same labels and noise
     flags in all of them, scores within 2e-10; on segment at 10% labelled 7 of its 1,736
     problems took the explicit route. At 20,000 nodes of 200 classes (5 labels each; ``python -m
-    bench solver_memory``) 103 s → 8.6 s, its traced peak the same 105 MiB: the 2·C
+    bench solver_memory --against``, ``bench/results/solver_memory_20000_200_spectral_maxmargin.md``)
+    99 s → 8.3 s, its traced peak the same 105 MiB: the 2·C
     eigendecompositions keep their eigenvectors only (2·C·d² floats), and each class's tasks
     are read from them, not copied.
     """
