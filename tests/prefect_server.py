@@ -76,7 +76,21 @@ class PrefectServer:
         return self.log.read_text(errors="replace")[-5000:] if self.log.exists() else ""
 
     def post(self, path: str, body: dict | None = None):
-        response = httpx.post(f"{self.api_url}{path}", json=body or {}, timeout=10)
+        return self.request("POST", path, json=body or {})
+
+    def get(self, path: str):
+        return self.request("GET", path)
+
+    def request(self, method: str, path: str, **kwargs):
+        """One API call, retried as Prefect's own client retries it (``PrefectHttpxAsyncClient``):
+        on the statuses the server sends for errors a client may retry (503 for a busy SQLite
+        database, the one CI met while a serve process registered its deployment), up to
+        ``CLIENT_RETRIES`` times with exponential backoff, honouring ``Retry-After``."""
+        for attempt in range(CLIENT_RETRIES + 1):
+            response = httpx.request(method, f"{self.api_url}{path}", timeout=10, **kwargs)
+            if response.status_code not in RETRY_STATUSES or attempt == CLIENT_RETRIES:
+                break
+            time.sleep(retry_seconds(response, attempt))
         response.raise_for_status()
         return response.json()
 
@@ -88,6 +102,19 @@ class PrefectServer:
             return []
         return self.post("/flow_runs/filter", {"flow_runs": {"deployment_id": {"any_": [found[0]["id"]]}},
                                                "sort": "EXPECTED_START_TIME_ASC", "limit": 200})
+
+
+#: Prefect's client retries these statuses (``prefect.client.base``: 408, 429, 502, 503) ...
+RETRY_STATUSES = frozenset({408, 429, 502, 503})
+#: ... this many times (``PREFECT_CLIENT_MAX_RETRIES``'s default).
+CLIENT_RETRIES = 5
+
+
+def retry_seconds(response: httpx.Response, attempt: int) -> float:
+    """The wait before the next try: the server's ``Retry-After`` in seconds if it sent one,
+    else 2**attempt seconds, as Prefect's client waits (without its jitter)."""
+    header = response.headers.get("Retry-After", "")
+    return float(header) if header.replace(".", "", 1).isdigit() else float(2**attempt)
 
 
 def stop(process: subprocess.Popen | None, grace: float = 15.0) -> None:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 from prefect_server import PrefectServer, prefect_env
 from test_progress import blobs
 
@@ -79,6 +78,5 @@ def test_a_closed_pipe_leaves_the_flow_run_completed_on_a_prefect_server(tmp_pat
         the_run_completed_and_labelled_every_node(store)
         runs = server.post("/flow_runs/filter", {"flow_runs": {"tags": {"all_": ["blobs", "harmonic"]}}})
         assert [run["state_type"] for run in runs] == ["COMPLETED"]
-        logs = httpx.post(f"{server.api_url}/logs/filter",
-                          json={"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}}, timeout=10).json()
+        logs = server.post("/logs/filter", {"logs": {"flow_run_id": {"any_": [runs[0]["id"]]}}})
         assert "wrote 2,000 predictions" in [log["message"] for log in logs]  # the server has the whole log

@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pandas as pd
 import pytest
@@ -65,9 +64,7 @@ def progress_artifacts(server: PrefectServer, flow_run_id: str) -> dict[str, dic
 
 
 def task_run_name(server: PrefectServer, task_run_id: str) -> str:
-    response = httpx.get(f"{server.api_url}/task_runs/{task_run_id}", timeout=10)
-    response.raise_for_status()
-    return response.json()["name"]
+    return server.get(f"/task_runs/{task_run_id}")["name"]
 
 
 #: Seconds the CLI runs between two pauses in the slow-machine test: less than a batch of
