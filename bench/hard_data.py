@@ -174,9 +174,12 @@ def run_timed(problem: LabelProblem, method: str, params: dict, limit: float):
     the bench's stop after ``limit`` seconds of the call."""
     ctx = _context()
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(child, method), daemon=True)
+    # not daemonic, as a user's process is not: a daemonic one may not start children, and
+    # lcsnc's cuts go to worker processes (solvers/_worker_processes.py); terminated below
+    proc = ctx.Process(target=_child, args=(child, method), daemon=False)
     proc.start()
     child.close()
+    message = None
     try:
         parent.send((problem, params))
         if not parent.poll(300) or parent.recv() != "ready":  # start-up: imports and the problem
@@ -188,6 +191,7 @@ def run_timed(problem: LabelProblem, method: str, params: dict, limit: float):
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return None, np.nan, f"failed: the child died (exit code {proc.exitcode})"
     finally:
+        proc.join(0 if message is None else 10)  # a child that answered ends by itself (its workers with it)
         if proc.is_alive():
             proc.terminate()
         proc.join(10)

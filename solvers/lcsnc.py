@@ -103,11 +103,24 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
     least 95% of the unlabelled nodes while holding less of the given labels, a
     ``DegenerateLabelingWarning`` says so with the CV score, and ``info["degenerate"]``
     holds the shares.
+19. Processes (not in the paper; ``n_jobs``): the tuning's cv × settings runs are
+    independent, and so are the final cut's classes, but libhpf keeps its network in C
+    globals, so they cannot share a process on threads; they go to worker processes
+    (``solvers/_worker_processes.py``) when the first one says the rest would take 8 s or
+    more here. A tuning task is one fold and setting with all its classes (a class's path
+    alone, 0.12 s at 20,000 nodes, is too short to pay for sending the graph). Measured on
+    ``bench/hard_data.py``'s "overlap" at 10% labelled (20,000 nodes, 6 settings × 5
+    folds, ``time_limit=None``, the 2-core VM): 39.3 s in one process, 24.8 s with two,
+    the same labels, scores, flags and choice. On segment (6.9 s in all) the first task
+    projects less than 8 s and the call stays in its process. The budget is checked before
+    each task is handed out, so a stop drops the tasks queued (a worker finishes the one it
+    has; up to two per worker are out at a time).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import product
 
 import numpy as np
@@ -120,6 +133,7 @@ from ._graph import margin_scores, one_class_takes_all, per_label, unreachable, 
 from ._parametric_cut import BACKENDS, entry_parameters, parametric_min_cut, resolve_backend
 from ._timing import Stopwatch
 from ._validation import TIME_LIMIT, Integral, Interval, Options, validate_params
+from ._worker_processes import in_order, worker_count
 from .problem import LabelProblem, Prediction
 
 LAMBDA_GRID = tuple(4.0 ** np.arange(-4, 0))  # Table 2
@@ -152,6 +166,7 @@ PARAMETER_CONSTRAINTS = {
     "multiclass": [Options(MULTICLASS)],
     "random_state": [None, Interval(Integral)],
     "time_limit": TIME_LIMIT,
+    "n_jobs": [None, Interval(Integral, 1, None)],
 }
 
 
@@ -179,6 +194,7 @@ def lcsnc(
     multiclass: str = "path",
     random_state: int = 0,
     time_limit: float | str | None = "auto",
+    n_jobs: int | None = None,
 ) -> Prediction:
     """Label nodes with SNC or LC-SNC and flag given labels the cut overrules.
 
@@ -227,11 +243,18 @@ def lcsnc(
     random_state : int
         Seed of the folds, of the random draws and of the forest.
     time_limit : "auto", float > 0 or None, default "auto"
-        Seconds the call may take (``SolverTimeLimit`` when spent), checked before every
-        fold, hyperparameter setting and class's cut or parametric sweep of the tuning
-        and the final cut. "auto": 10× an estimate of the harmonic solve of the given
-        graph, at least 30 s (solvers/_budget.py); no limit with ``graph="knn"`` on a
-        problem without a graph (nothing to time); None: no limit.
+        Seconds the call may take (``SolverTimeLimit`` when spent), checked before each
+        fold and hyperparameter setting of the tuning and each class's cut or parametric
+        path of the final cut (decision 19). "auto": 10× an estimate of the harmonic solve
+        of the given graph, at least 30 s (solvers/_budget.py); no limit with
+        ``graph="knn"`` on a problem without a graph (nothing to time); None: no limit.
+    n_jobs : int, optional
+        Processes for the independent cuts: the tuning's fold × setting runs, and the final
+        cut's classes (``solvers/_worker_processes.py``). None: the CPUs this process may use
+        (``OMP_NUM_THREADS`` if set, at most 8). The first run is timed here, and the rest go
+        to worker processes only when they would take ``MIN_SECONDS`` (8 s) or more in this
+        one: starting the workers costs about 2.5 s. 1: every cut in this process. The
+        results are the same either way.
 
     Returns
     -------
@@ -259,12 +282,13 @@ def lcsnc(
         {"variant": variant, "confidence": confidence, "class_balance": class_balance, "graph": graph, "cv": cv,
          "scoring": scoring, "n_iter": n_iter, "cv_graph": cv_graph, "feature_weights": feature_weights,
          "n_trees": n_trees, "backend": backend, "multiclass": multiclass, "random_state": random_state,
-         "time_limit": time_limit}, PARAMETER_CONSTRAINTS)
+         "time_limit": time_limit, "n_jobs": n_jobs}, PARAMETER_CONSTRAINTS)
     budget = Budget("lcsnc", time_limit, problem.W if problem.has_graph else None, problem.n_classes)
     opts = _Settings(
         variant=variant, confidence=confidence, class_balance=class_balance, graph=graph, cv=cv, scoring=scoring,
         n_iter=n_iter, cv_graph=cv_graph, feature_weights=feature_weights, n_trees=n_trees,
         backend=resolve_backend(backend), multiclass=multiclass, random_state=random_state, budget=budget,
+        processes=worker_count(n_jobs),
         **_grids(problem, variant=variant, confidence=confidence, class_balance=class_balance, graph=graph,
                  multiclass=multiclass, cv=cv, fixed={"lam": lam, "c": c, "k": k, "eps": eps},
                  grids={"lam": lam_grid, "c": c_grid, "k": k_grid, "eps": eps_grid}))
@@ -287,6 +311,7 @@ def lcsnc(
         warn_degenerate("lcsnc", info["degenerate"], _degenerate_reason(problem, opts, info))
     info["seconds"] = clock.elapsed
     info["time_limit_seconds"] = budget.limit
+    info["processes"] = opts.processes
     params = {key: getattr(opts, key) for key in (
         "variant", "confidence", "class_balance", "graph", "cv", "scoring", "n_iter",
         "cv_graph", "feature_weights", "n_trees", "backend", "multiclass", "random_state")}
@@ -334,6 +359,7 @@ class _Settings:
     path: bool  # the multi-class path rule is used (decision 13)
     shared: dict | None = None  # the ensemble members' cache of forests and neighbours
     budget: Budget = UNLIMITED  # the call's time budget, checked between cuts (solvers/_budget.py)
+    processes: int = 1  # processes the independent cuts may use (``n_jobs``)
 
 
 def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, multiclass, cv, fixed: dict,
@@ -514,11 +540,10 @@ def _sweep(W, d, y_fit, positive_class, conf, c, lams, variant, backend):
     return parametric_min_cut(W, source_const, np.where(free, d, 0.0), sink, lams + shift, backend)
 
 
-def _entry(W, d, y_fit, positive_class, conf, c, variant, budget: Budget = UNLIMITED) -> np.ndarray:
+def _entry(W, d, y_fit, positive_class, conf, c, variant) -> np.ndarray:
     """The λ at which each node enters ``positive_class``'s minimal source set (decision 13,
     ``multiclass="path"``): exact, from one parametric pseudoflow run over ``PATH_RANGE``."""
     lo, hi = PATH_RANGE
-    budget.check(f"the parametric path of class {positive_class}")
     lab = y_fit >= 0
     pos = lab & (y_fit == positive_class)
     neg = lab & ~pos
@@ -539,8 +564,9 @@ def _path_labels(W, y_fit, n_classes, opts, conf_by_class, c):
     """Labels and scores of the path rule: the class entered at the smallest λ; score =
     the share of the log-λ range on the class's side (decision 14 on the exact path)."""
     d = np.asarray(W.sum(axis=1)).ravel()
-    entry = np.column_stack([_entry(W, d, y_fit, cls, conf_by_class.get(cls), c, opts.variant, opts.budget)
-                             for cls in range(n_classes)])  # a loop over classes
+    tasks = ((W, d, y_fit, cls, conf_by_class.get(cls), c, opts.variant) for cls in range(n_classes))
+    entry = np.column_stack(list(in_order(_entry, _entry, tasks, n_classes, opts.processes,
+                                          lambda cls: opts.budget.check(f"the parametric path of class {cls}"))))
     lo, hi = PATH_RANGE
     with np.errstate(divide="ignore"):  # a class never entered: log(hi / inf) = -inf, score 0
         scores = np.clip(np.log(hi / np.maximum(entry, lo)) / np.log(hi / lo), 0.0, 1.0)
@@ -552,12 +578,10 @@ def _class_sweeps(W, y_fit, n_classes, opts, conf_by_class, c, lams):
     (class, membership array of shape (len(lams), n))."""
     d = np.asarray(W.sum(axis=1)).ravel()
     positives = [1] if n_classes == 2 else list(range(n_classes))
-    out = []
-    for cls in positives:  # a loop over classes
-        opts.budget.check(f"the λ sweep of class {cls}")
-        member, _ = _sweep(W, d, y_fit, cls, conf_by_class.get(cls), c, lams, opts.variant, opts.backend)
-        out.append((cls, member))
-    return out
+    tasks = ((W, d, y_fit, cls, conf_by_class.get(cls), c, lams, opts.variant, opts.backend) for cls in positives)
+    sweeps = in_order(_sweep, _sweep, tasks, len(positives), opts.processes,
+                      lambda i: opts.budget.check(f"the λ sweep of class {positives[i]}"))
+    return [(cls, member) for cls, (member, _) in zip(positives, sweeps)]
 
 
 def _labels_from(sweeps, n_classes: int, which: int):
@@ -642,35 +666,53 @@ def _tune(problem, opts):
     if len(combos) == 1 and len(lams) == 1:
         return combos[0], lams[0], float("nan")
     lab = np.flatnonzero(problem.labeled)
-    folds = StratifiedKFold(opts.cv, shuffle=True, random_state=opts.random_state)
+    folds = list(StratifiedKFold(opts.cv, shuffle=True, random_state=opts.random_state).split(lab, problem.y[lab]))
     totals = np.zeros((len(combos), len(lams)))
-    for _, valid in folds.split(lab, problem.y[lab]):  # a loop over folds
-        nodes = np.arange(problem.n_nodes) if opts.cv_graph == "all" else lab
-        y_fit = problem.y[nodes].copy()
-        valid_nodes = np.searchsorted(nodes, lab[valid])
-        y_fit[valid_nodes] = -1
-        W0, Z, nbrs = _setting(problem, y_fit, nodes, opts)
-        cache = {}
-        for q, (k, eps, c) in enumerate(combos):  # a loop over hyperparameter values
-            opts.budget.check("the tuning's cross-validation")
-            if (k, eps) not in cache:
-                Wk = _graph_for(W0, nbrs, k, eps)
-                cache = {(k, eps): (Wk, _conf_for(problem.n_classes, y_fit, Z, Wk, k, eps, opts))}
-            Wk, conf = cache[(k, eps)]
-            truth = problem.y[lab[valid]]
-            if opts.path:
-                pred, _ = _path_labels(Wk, y_fit, problem.n_classes, opts, conf, c)
-                totals[q, 0] += _score(truth, pred[valid_nodes], opts.scoring)
-                continue
-            sweeps = _class_sweeps(Wk, y_fit, problem.n_classes, opts, conf, c, lams)
-            for j in range(len(lams)):  # a loop over lambda values
-                pred, _ = _labels_from(sweeps, problem.n_classes, j)
-                totals[q, j] += _score(truth, pred[valid_nodes], opts.scoring)
+    # each fold × setting is one task, its classes' cuts in one process (here with the call's
+    # budget between them, on a worker without); tasks come fold by fold, settings in order
+    local = partial(_fold_scores, replace(opts, processes=1))
+    worker = partial(_fold_scores, replace(opts, processes=1, budget=UNLIMITED, shared=None))
+    runs = in_order(local, worker, _tuning_tasks(problem, opts, combos, lams, folds, lab), len(folds) * len(combos),
+                    opts.processes, lambda i: opts.budget.check(
+                        f"the tuning's fold {i // len(combos) + 1} of {len(folds)} with setting "
+                        f"{i % len(combos) + 1} of {len(combos)}"))
+    for i, scores in enumerate(runs):  # a loop over folds × hyperparameter values
+        totals[i % len(combos)] += scores
     # Ties (frequent: validation folds are small and the labels noisy) go to a random
     # candidate, as in the paper's randomized search, not to the first of the grid.
     priority = np.random.default_rng(opts.random_state).permutation(totals.size).reshape(totals.shape)
     best = np.unravel_index(np.argmin(np.where(totals == totals.max(), priority, totals.size)), totals.shape)
     return combos[best[0]], lams[best[1]], float(totals[best] / opts.cv)
+
+
+def _tuning_tasks(problem, opts, combos, lams, folds, lab):
+    """``_fold_scores``' arguments but its settings, per fold and hyperparameter values: the
+    fold's graph (one (k, eps) graph held at a time) and confidences, its labels with the
+    validation fold hidden, and what the validation is scored against."""
+    for _, valid in folds:  # a loop over folds
+        nodes = np.arange(problem.n_nodes) if opts.cv_graph == "all" else lab
+        y_fit = problem.y[nodes].copy()
+        valid_nodes = np.searchsorted(nodes, lab[valid])
+        y_fit[valid_nodes] = -1
+        truth = problem.y[lab[valid]]
+        W0, Z, nbrs = _setting(problem, y_fit, nodes, opts)
+        cache = {}
+        for k, eps, c in combos:  # a loop over hyperparameter values
+            if (k, eps) not in cache:
+                Wk = _graph_for(W0, nbrs, k, eps)
+                cache = {(k, eps): (Wk, _conf_for(problem.n_classes, y_fit, Z, Wk, k, eps, opts))}
+            Wk, conf = cache[(k, eps)]
+            yield Wk, y_fit, problem.n_classes, conf, c, lams, truth, valid_nodes
+
+
+def _fold_scores(opts, W, y_fit, n_classes, conf, c, lams, truth, valid_nodes) -> np.ndarray:
+    """One fold and setting's validation scores, one per λ of ``lams`` (one for the path rule)."""
+    if opts.path:
+        pred, _ = _path_labels(W, y_fit, n_classes, opts, conf, c)
+        return np.array([_score(truth, pred[valid_nodes], opts.scoring)])
+    sweeps = _class_sweeps(W, y_fit, n_classes, opts, conf, c, lams)
+    return np.array([_score(truth, _labels_from(sweeps, n_classes, j)[0][valid_nodes], opts.scoring)
+                     for j in range(len(lams))])  # a loop over lambda values
 
 
 def _fit_one(problem: LabelProblem, opts: _Settings):
