@@ -311,7 +311,7 @@ def lcsnc(
         warn_degenerate("lcsnc", info["degenerate"], _degenerate_reason(problem, opts, info))
     info["seconds"] = clock.elapsed
     info["time_limit_seconds"] = budget.limit
-    info["processes"] = opts.processes
+    info["n_jobs"] = opts.processes  # the processes its cuts could use (the first run decides: decision 19)
     params = {key: getattr(opts, key) for key in (
         "variant", "confidence", "class_balance", "graph", "cv", "scoring", "n_iter",
         "cv_graph", "feature_weights", "n_trees", "backend", "multiclass", "random_state")}

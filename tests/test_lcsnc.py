@@ -425,5 +425,5 @@ def test_the_cuts_on_worker_processes_are_the_cuts_in_this_process(monkeypatch):
     np.testing.assert_array_equal(shared.scores, alone.scores)
     np.testing.assert_array_equal(shared.noisy, alone.noisy)
     assert (shared.info["chosen"], shared.info["cv_score"]) == (alone.info["chosen"], alone.info["cv_score"])
-    assert (shared.info["processes"], alone.info["processes"]) == (2, 1)
+    assert (shared.info["n_jobs"], alone.info["n_jobs"]) == (2, 1)
     assert np.mean(shared.labels[~given] == y[~given]) > 0.9
