@@ -124,10 +124,13 @@ def test_the_workers_of_a_killed_process_end_after_their_idle_time(tmp_path):
         "print(' '.join(str(p) for p in pids - {os.getpid()}), flush=True)\n"
         "time.sleep(600)\n")
     repo = Path(__file__).resolve().parents[1]
-    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(repo)})
+    # its stderr to a file: the killed parent's loky resource tracker says what it cleaned up
+    # there, after this test
+    with (tmp_path / "parent.err").open("w") as err:
+        parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True,
+                                  env={**os.environ, "PYTHONPATH": str(repo)})
     workers = [int(pid) for pid in parent.stdout.readline().split()]
-    assert workers
+    assert workers, (tmp_path / "parent.err").read_text()
     assert all(_alive(pid) for pid in workers)
     parent.send_signal(signal.SIGKILL)
     parent.wait(10)
