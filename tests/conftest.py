@@ -58,6 +58,22 @@ def digits():
 
 
 @pytest.fixture
+def executors(monkeypatch):
+    """The worker counts of the executors ``in_order`` asked for (the real loky executor)."""
+    from joblib.externals import loky
+
+    asked: list[int] = []
+    real = loky.get_reusable_executor
+
+    def spy(max_workers=None, **kwargs):
+        asked.append(max_workers)
+        return real(max_workers=max_workers, **kwargs)
+
+    monkeypatch.setattr(loky, "get_reusable_executor", spy)
+    return asked
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(12345)
 

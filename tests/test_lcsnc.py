@@ -399,10 +399,9 @@ def test_lcsnc_on_segments_gaussian_graph_finishes():
     assert np.mean(p.labels[~kept] == y[~kept]) > 0.5
 
 
-def test_the_cuts_on_worker_processes_are_the_cuts_in_this_process(monkeypatch):
+def test_the_cuts_on_worker_processes_are_the_cuts_in_this_process(monkeypatch, executors):
     """The tuning's fold × setting runs and the final cut's classes on two worker processes
     (sent there whatever their time): the same labels, scores, flags and choice as in one."""
-    from joblib.externals import loky
     from sklearn.datasets import load_digits
 
     from labelling.sampling import keep_per_class
@@ -414,13 +413,10 @@ def test_the_cuts_on_worker_processes_are_the_cuts_in_this_process(monkeypatch):
     given = keep_per_class(y, 10, np.random.default_rng(1))
     problem = LabelProblem(W, np.where(given, y, -1))
     alone = solve(problem, "lcsnc", c_grid=(4.0, 16.0), n_jobs=1)
-    asked = []
-    real = loky.get_reusable_executor
-    monkeypatch.setattr(loky, "get_reusable_executor",
-                        lambda max_workers, **kwargs: asked.append(max_workers) or real(max_workers, **kwargs))
+    assert executors == []  # one process: no workers asked for
     monkeypatch.setattr(_worker_processes, "MIN_SECONDS", 0.0)
     shared = solve(problem, "lcsnc", c_grid=(4.0, 16.0), n_jobs=2)
-    assert asked == [2, 2]  # the tuning, then the final cut
+    assert executors == [2, 2]  # the tuning, then the final cut
     np.testing.assert_array_equal(shared.labels, alone.labels)
     np.testing.assert_array_equal(shared.scores, alone.scores)
     np.testing.assert_array_equal(shared.noisy, alone.noisy)

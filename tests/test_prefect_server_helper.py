@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -13,9 +14,11 @@ import pytest
 from prefect_server import CLIENT_RETRIES, PrefectServer
 
 
+@contextmanager
 def serving(statuses: list[int]):
     """A loopback HTTP server answering POSTs with ``statuses`` in turn (the last one
-    ever after), ``Retry-After: 0`` on each 503; returns it and the list of calls."""
+    ever after), ``Retry-After: 0`` on each 503, while the block runs: yields the test
+    helper pointed at it and the list of calls."""
     calls: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -35,40 +38,27 @@ def serving(statuses: list[int]):
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, calls
-
-
-def helper_for(server) -> PrefectServer:
-    helper = PrefectServer.__new__(PrefectServer)
+    helper = PrefectServer.__new__(PrefectServer)  # the client side only: no server process
     helper.api_url = f"http://127.0.0.1:{server.server_address[1]}/api"
-    return helper
+    try:
+        yield helper, calls
+    finally:
+        server.shutdown()
 
 
 def test_a_503_is_retried_until_the_server_answers():
-    server, calls = serving([503, 503, 200])
-    try:
-        answer = helper_for(server).post("/deployments/x/create_flow_run")
-        assert answer == {"path": "/api/deployments/x/create_flow_run"}
-        assert len(calls) == 3
-    finally:
-        server.shutdown()
+    with serving([503, 503, 200]) as (helper, calls):
+        assert helper.post("/deployments/x/create_flow_run") == {"path": "/api/deployments/x/create_flow_run"}
+    assert len(calls) == 3
 
 
 def test_a_server_that_stays_unavailable_fails_after_the_clients_retries():
-    server, calls = serving([503])
-    try:
-        with pytest.raises(httpx.HTTPStatusError, match="503"):
-            helper_for(server).post("/flow_runs/filter")
-        assert len(calls) == CLIENT_RETRIES + 1
-    finally:
-        server.shutdown()
+    with serving([503]) as (helper, calls), pytest.raises(httpx.HTTPStatusError, match="503"):
+        helper.post("/flow_runs/filter")
+    assert len(calls) == CLIENT_RETRIES + 1
 
 
 def test_other_errors_are_not_retried():
-    server, calls = serving([404])
-    try:
-        with pytest.raises(httpx.HTTPStatusError, match="404"):
-            helper_for(server).post("/flow_runs/filter")
-        assert len(calls) == 1
-    finally:
-        server.shutdown()
+    with serving([404]) as (helper, calls), pytest.raises(httpx.HTTPStatusError, match="404"):
+        helper.post("/flow_runs/filter")
+    assert len(calls) == 1

@@ -18,22 +18,6 @@ class Stop(Exception):
     pass
 
 
-@pytest.fixture
-def executors(monkeypatch):
-    """The worker counts of the executors ``in_order`` asked for (the real loky executor)."""
-    from joblib.externals import loky
-
-    asked: list[int] = []
-    real = loky.get_reusable_executor
-
-    def spy(max_workers=None, **kwargs):
-        asked.append(max_workers)
-        return real(max_workers=max_workers, **kwargs)
-
-    monkeypatch.setattr(loky, "get_reusable_executor", spy)
-    return asked
-
-
 def test_the_results_come_in_the_tasks_order_from_the_workers(monkeypatch, executors):
     monkeypatch.setattr(_worker_processes, "MIN_SECONDS", 0.0)
     checked: list[int] = []
