@@ -112,3 +112,20 @@ def test_small_solves_and_an_unlimited_machine_are_not_refused():
     assert available > 0
     with pytest.raises(SolverOutOfMemory, match="needs about"):
         check_memory("harmonic", available + 2**40, "a problem one TiB too large")
+
+
+def test_the_proc_files_say_what_psutil_says_and_psutil_answers_where_they_are_missing(monkeypatch, tmp_path):
+    # The check reads /proc/meminfo and /proc/self/statm (importing psutil at a solve's door
+    # cost 7-27 ms); psutil reads the same files, so the two agree, and psutil is the fallback.
+    import psutil
+
+    from solvers import _memory
+
+    def agree():
+        assert abs(_memory._machine_available() - psutil.virtual_memory().available) < 256 * 2**20
+        assert abs(_memory._virtual_size() - psutil.Process().memory_info().vms) < 64 * 2**20
+
+    agree()
+    monkeypatch.setattr(_memory, "MEMINFO", tmp_path / "no-meminfo")
+    monkeypatch.setattr(_memory, "STATM", tmp_path / "no-statm")
+    agree()
