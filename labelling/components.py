@@ -27,9 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
-from solvers import LabelProblem, Prediction
+from solvers import LabelProblem, Prediction, graph_components
 
 #: Batches are packed up to about this many nodes.
 BATCH_NODES = 50_000
@@ -67,7 +66,10 @@ def plan_components(problem: LabelProblem, batch_nodes: int = BATCH_NODES) -> Co
     """Split ``problem`` into its connected components and pack them into batches."""
     if batch_nodes < 1:
         raise ValueError(f"batch_nodes must be >= 1, got {batch_nodes}")
-    n_components, component = connected_components(problem.W, directed=False)
+    # a LabelProblem's W is symmetric; one search when the graph is one component (at 1M nodes
+    # 0.24-0.29 s against 1.1-1.4 s for scipy's directed=False, the same numbering)
+    component = graph_components(problem.W, symmetric=True)
+    n_components = int(component.max(initial=-1)) + 1
     labeled = problem.labeled
     # labels per (component, class): a sparse count table (duplicates summed on
     # construction), no loop over components

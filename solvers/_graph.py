@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from .problem import DegenerateLabelingWarning
 
@@ -18,9 +18,39 @@ DEGENERATE_SHARE = 0.95
 DEGENERATE_MIN_NODES = round(1 / (1 - DEGENERATE_SHARE))
 
 
+def graph_components(W: sp.spmatrix, symmetric: bool = False) -> np.ndarray:
+    """Each node's connected component (W's edges read in both directions), numbered in the
+    order of each component's first node, as ``scipy.sparse.csgraph.connected_components(W,
+    directed=False)`` numbers them.
+
+    A breadth-first search from node 0 first: when it reaches every node the graph is one
+    component (kNN graphs mostly are; a search along W's own edges that reaches every node
+    also does so along both directions). Otherwise scipy's components: of a ``symmetric`` W
+    (a ``LabelProblem``'s) its strongly connected ones, found on W itself, where
+    ``directed=False`` first builds Wᵀ; else ``directed=False``.
+
+    Measured (the 10-NN graphs of ``bench/solver_scale.py``; scipy 1.17): at 1M nodes (17M
+    stored edges) the search took 0.24-0.29 s, the strong components 0.73-0.80 s and
+    ``directed=False`` 1.10-1.38 s; at 100k 6.9 ms, 25 ms and 48 ms (the search's time is
+    wasted when it stops short).
+    """
+    W = sp.csr_matrix(W)
+    n = W.shape[0]
+    if n == 0 or breadth_first_order(W, 0, directed=True, return_predecessors=False).size == n:
+        return np.zeros(n, dtype=np.int32)
+    if not symmetric:
+        return connected_components(W, directed=False)[1]
+    component = connected_components(W, directed=True, connection="strong")[1]
+    # renumbered by first node (scipy's strong numbering is its own)
+    _, first, inverse = np.unique(component, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int32)
+    rank[np.argsort(first)] = np.arange(first.size, dtype=np.int32)
+    return rank[inverse]
+
+
 def unreachable(W: sp.spmatrix, labeled: np.ndarray) -> np.ndarray:
     """Mask of nodes whose connected component holds no labelled node."""
-    _, comp = connected_components(W, directed=False)
+    comp = graph_components(W)
     has_label = np.zeros(comp.max() + 1, dtype=bool)
     has_label[comp[labeled]] = True
     return ~has_label[comp]

@@ -182,10 +182,11 @@ Decisions the papers leave open, and what this module does
   them. Cut without changing an iteration or a label (the 48 cells of
   ``bench/hard_data.py``'s sets, seeds 0-2, and the 100k and 1M graphs gave the same labels
   and flags; noise-flag precision / recall unchanged on digits, segment and WDBC): the
-  components by one breadth-first search when it reaches every node (``_components``); the
-  coarse correction per class range of the grouped rows (``_coarse_space``); the label
-  tracking from the coarse restart on, and then an arg-max only at the rows whose previous
-  label is no longer the strict maximum (``_arg_max``: 2.5 against 5.1 ms on 100k × 10); the
+  components by one breadth-first search when it reaches every node
+  (``solvers._graph.graph_components``); the coarse correction per class range of the
+  grouped rows (``_coarse_space``); the label tracking from the coarse restart on, and
+  then an arg-max only at the rows whose previous label is no longer the strict maximum
+  (``_arg_max``: 2.5 against 5.1 ms on 100k × 10); the
   first product over the rows next to the labels only (the right-hand side is zero
   elsewhere: 10 against 25 ms); in the leave-one-out estimate Bᵀ K from W itself (no float64
   copy of K), its row sums by products and its short-walk votes without an n × C sum; the
@@ -206,7 +207,8 @@ Decisions the papers leave open, and what this module does
   below), a scratch block for the label tracking (no gain), the leave-one-out's terms as
   l × l sparse matrices (65 against 47 ms),
   the cast of K's values inside its first scaling (no gain), the regrouping's column
-  renumbering in place (``np.take`` into the index array: 475 against 188 ms at 1M), a
+  renumbering in place by one ``np.take`` into the index array (475 against 188 ms at 1M:
+  numpy copies an overlapping input; in slices it is kept since, ``_renumber``), a
   breadth-first node order from the start (its products 251 ms against 437 at 1M, but a
   second permutation of the graph: no net gain at 100k), fewer iterations:
   ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
@@ -390,13 +392,12 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 from scipy.sparse.linalg import LinearOperator, cg, splu
 from threadpoolctl import ThreadpoolController
 
 from ._budget import Budget
 from ._calibration import fit_held_out_temperature, normalise, sharpen
-from ._graph import margin_scores, per_label
+from ._graph import graph_components, margin_scores, per_label
 from ._memory import check_blocks
 from ._row_split_product import RowSplitProduct
 from ._timing import Stopwatch
@@ -629,9 +630,31 @@ def _grouped_by_label(K: sp.csr_matrix, labels: np.ndarray) -> tuple[np.ndarray,
     order = np.argsort(labels.astype(np.int16 if labels.max(initial=0) < 2**15 else np.int64), kind="stable")
     position = np.empty(order.size, dtype=K.indices.dtype)
     position[order] = np.arange(order.size, dtype=K.indices.dtype)
-    grouped = K[order]
-    grouped.indices = position[grouped.indices]
+    grouped = K[order]  # its own index array: renumbered in place below
+    _renumber(grouped.indices, position)
     return order, grouped
+
+
+#: Entries per slice of ``_renumber`` (256 KiB of int32: a slice and its scratch stay in cache).
+RENUMBER_SLICE = 2**16
+
+
+def _renumber(indices: np.ndarray, position: np.ndarray) -> None:
+    """``indices[:] = position[indices]``, a slice at a time through one small scratch array.
+
+    Why: ``position[indices]`` makes a new index array as large as the graph's (60 MB at 1M
+    nodes), and on this VM a process pays for each page it touches for the first time (the
+    module docstring, "The block CG's memory"). On the 1M-node graph of
+    ``bench/solver_scale.py`` (15M entries) the whole gather took 240-330 ms and the slices
+    36 ms (65,536 entries; 16,384: 43 ms, 1,048,576: 90-116 ms), the same indices. numpy's
+    ``np.take(position, indices, out=indices)`` copies its input first when the two overlap
+    (475 ms, measured before).
+    """
+    scratch = np.empty(min(RENUMBER_SLICE, indices.size), dtype=indices.dtype)
+    for start in range(0, indices.size, RENUMBER_SLICE):  # a loop over slices of ~65k entries
+        part = indices[start:start + RENUMBER_SLICE]
+        np.take(position, part, out=scratch[: part.size])
+        part[...] = scratch[: part.size]
 
 
 def _block_cg(K, B, X0, rtol, maxiter, labels_of, scale, stop_on_labels=True, patience=LABEL_PATIENCE,
@@ -999,20 +1022,6 @@ def _scaled_operator(W: sp.csr_matrix, s: np.ndarray) -> sp.csr_matrix:
     return sp.csr_matrix((data, W.indices, W.indptr), shape=W.shape)
 
 
-def _components(W: sp.csr_matrix) -> np.ndarray:
-    """Connected component of every node. W is symmetric, so its strongly connected
-    components are its components; scipy finds those on W itself, where ``directed=False``
-    first builds Wᵀ (at 100k nodes 33 ms against 48 ms).
-
-    A breadth-first search from node 0 first: when it reaches every node the graph is one
-    component (kNN graphs mostly are), and the search is a quarter of the strong components'
-    cost (the 100k-node graph of bench/solver_scale.py: 6.9 ms against 25 ms, medians of 7);
-    otherwise the components are found as before (the search's 7 ms wasted)."""
-    if W.shape[0] == 0 or breadth_first_order(W, 0, directed=True, return_predecessors=False).size == W.shape[0]:
-        return np.zeros(W.shape[0], dtype=np.int32)
-    return connected_components(W, directed=True, connection="strong")[1]
-
-
 def _uu_system(W, u, l, degree, gamma_g):
     """A = L_uu + γ_g I = diag(d_u + γ_g) − W_uu and W_ul, sliced out (direct and float64 solves)."""
     W_u = W[u]
@@ -1033,7 +1042,7 @@ def _solve_system(W, Y_l, labeled, *, gamma_g, solver, direct_max_nodes, rtol, x
     if degree is None:
         degree = np.asarray(W.sum(axis=1)).ravel()
     if reachable is None:
-        reachable = _reachable(_components(W), labeled)
+        reachable = _reachable(graph_components(W, symmetric=True), labeled)
     u_mask = ~labeled & reachable
     u, l = np.flatnonzero(u_mask), np.flatnonzero(labeled)
     method = solver if solver != "auto" else "direct" if len(u) <= direct_max_nodes else "cg"
@@ -1635,7 +1644,7 @@ def harmonic(
     # leave-one-out's Schur formula read the diagonal from here
     with clock("graph"):
         degree = np.asarray(W.sum(axis=1)).ravel() * (1.0 + gamma_d)
-        component = _components(W)  # once: every solve and the estimate use it
+        component = graph_components(W, symmetric=True)  # once: every solve and the estimate use it
     kw = dict(gamma_g=gamma_g, solver=solver, direct_max_nodes=direct_max_nodes, rtol=rtol, degree=degree,
               stop=stop)
 

@@ -195,10 +195,18 @@ from __future__ import annotations
 import maxflow
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from ._budget import UNLIMITED, Budget
-from ._graph import finished, margin_scores, one_class_takes_all, one_hot, per_label, unreachable, warn_degenerate
+from ._graph import (
+    finished,
+    graph_components,
+    margin_scores,
+    one_class_takes_all,
+    one_hot,
+    per_label,
+    unreachable,
+    warn_degenerate,
+)
 from ._memory import check_blocks
 from ._relaxation import class_probabilities, harmonic_relaxation
 from ._timing import Stopwatch
@@ -481,7 +489,7 @@ def _flaggable(W_raw: sp.spmatrix, y: np.ndarray, lone: np.ndarray) -> np.ndarra
     component, and another label of their class in the run (``lone``: the problem's
     ``lone_labels``; a class's only label is never flagged)."""
     labeled = y >= 0
-    _, comp = connected_components(W_raw, directed=False)
+    comp = graph_components(W_raw)
     labels_in_comp = np.bincount(comp[labeled], minlength=comp.max() + 1)
     return labeled & (labels_in_comp[comp] >= 2) & ~lone
 

@@ -204,6 +204,7 @@ from ._budget import UNLIMITED, Budget, SolverTimeLimit
 from ._calibration import fit_held_out_temperature, sharpen
 from ._graph import (
     finish_labels,
+    graph_components,
     margin_scores,
     no_better_than_majority,
     one_class_takes_all,
@@ -373,10 +374,8 @@ def trivial_mode(W: sp.spmatrix, variant: str = "symmetric"):
     Symmetric: D^½1/‖D^½1‖ on both sides; row (D⁻¹W): the constant vector on the right and
     the degrees over the volume on the left.
     """
-    from scipy.sparse.csgraph import connected_components
-
     d = np.asarray(sp.csr_matrix(W).sum(axis=1)).ravel()
-    _, comp = connected_components(W, directed=False)
+    comp = graph_components(W)
     volume = np.bincount(comp, d)[comp]
     safe = np.where(volume > 0, volume, 1.0)
     if variant == "row":
