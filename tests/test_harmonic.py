@@ -488,6 +488,22 @@ def test_the_short_walks_summed_by_label_pairs_are_the_walks_through_the_nodes(d
     np.testing.assert_array_equal(by_pairs.labels, through_nodes.labels)
 
 
+def _blobs_of_200_classes(detect_noise: bool) -> tuple:
+    from sklearn.datasets import make_blobs
+
+    X, y_true = make_blobs(n_samples=20_000, centers=200, n_features=16, cluster_std=3.0, random_state=0)
+    rng = np.random.default_rng(0)
+    kept = keep_per_class(y_true, 5, rng)
+    noisy, _ = flip_labels(y_true, kept, 0.1, 200, rng)
+    return LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1)), y_true, detect_noise
+
+
+def _harmonic_outcome(problem: LabelProblem, y_true: np.ndarray, detect_noise: bool) -> tuple[int, bool, float]:
+    prediction = solve(problem, "harmonic", detect_noise=detect_noise)
+    return (prediction.info["cg_block_iterations"], bool(prediction.noisy.any()),
+            float(np.mean(prediction.labels == y_true)))
+
+
 @pytest.mark.parametrize("detect_noise, blocks", [(False, 6.5), (True, 9.5)])
 def test_the_block_cg_holds_five_blocks_of_the_solution_size(detect_noise, blocks):
     # Many classes make every n × C block wide (a catalogue of categories): the block CG holds
@@ -495,28 +511,16 @@ def test_the_block_cg_holds_five_blocks_of_the_solution_size(detect_noise, block
     # nothing of that size for a moment. Measured here (tracemalloc, the graph and the labels'
     # arrays included): 5.8 blocks without the flags, 8.4 with them (the whole re-solve, below
     # 50k unknowns), where the code before peaked at 7.5 and 11.3.
-    import tracemalloc
-
-    from sklearn.datasets import make_blobs
+    from fresh_interpreter import traced_peak
 
     import solvers.harmonic as harmonic_module
 
-    X, y_true = make_blobs(n_samples=20_000, centers=200, n_features=16, cluster_std=3.0, random_state=0)
-    rng = np.random.default_rng(0)
-    kept = keep_per_class(y_true, 5, rng)
-    noisy, _ = flip_labels(y_true, kept, 0.1, 200, rng)
-    problem = LabelProblem(knn_graph(X, 10), np.where(kept, noisy, -1))
-    block = len(y_true) * 200 * 4  # n × C float32
+    block = 20_000 * 200 * 4  # n × C float32
     assert block >= harmonic_module.GROUP_MIN_BYTES  # the rows are regrouped, as on large graphs
-    tracemalloc.start()
-    try:
-        prediction = solve(problem, "harmonic", detect_noise=detect_noise)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert prediction.info["cg_block_iterations"] > harmonic_module.COARSE_AFTER  # the coarse restart ran
-    assert detect_noise == bool(prediction.noisy.any())
-    assert np.mean(prediction.labels == y_true) > 0.95
+    (iterations, flagged, accuracy), peak = traced_peak(_blobs_of_200_classes, _harmonic_outcome, detect_noise)
+    assert iterations > harmonic_module.COARSE_AFTER  # the coarse restart ran
+    assert detect_noise == flagged
+    assert accuracy > 0.95
     assert peak / block < blocks
 
 

@@ -403,30 +403,35 @@ def test_class_scores_are_the_mean_signed_pairwise_decisions_without_a_pairs_by_
         np.testing.assert_allclose(_class_scores(svm, D), D @ M / (k - 1), rtol=0, atol=1e-12)
 
 
-def test_the_decision_values_on_the_nodes_are_held_a_block_of_rows_at_a_time(monkeypatch):
-    """libsvm gives C(C − 1)/2 one-vs-one values per row: predict_with_proba holds at most
-    DECISION_BLOCK_BYTES of them (and what is made from them) beside its outputs, and gives the
-    labels and probabilities of one call on every row. Before, one call on 3,000 rows of 30
-    classes held 10 MB of them and three times that with the votes and scores made from them."""
-    import tracemalloc
-
+def _fitted_on_30_classes() -> tuple:
     import solvers.maxmargin as mm
 
     X, y = make_blobs(3000, centers=30, n_features=4, cluster_std=1.0, random_state=0)
     given = np.where(keep_per_class(y, 4, np.random.default_rng(0)), y, -1)
     model = MaxMarginGraphCut(cv=0).fit(LabelProblem(knn_graph(X, 10), given, X=X, n_classes=30))
     labels, P = model.predict_with_proba(X)
-    monkeypatch.setattr(mm, "DECISION_BLOCK_BYTES", 2**20, raising=False)  # runs on code without blocks too
-    tracemalloc.start()
-    try:
-        blocked_labels, blocked_P = model.predict_with_proba(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    mm.DECISION_BLOCK_BYTES = 2**20  # this interpreter's only (fresh_interpreter.traced_peak)
+    return model, X, labels, P, model.svm_.predict(X)
+
+
+def _blocked_predictions(model, X, labels, P, libsvm_labels) -> tuple:
+    # the call's results, then what prepare made, passed through (nothing new allocated for them)
+    return (*model.predict_with_proba(X), labels, P, libsvm_labels)
+
+
+def test_the_decision_values_on_the_nodes_are_held_a_block_of_rows_at_a_time():
+    """libsvm gives C(C − 1)/2 one-vs-one values per row: predict_with_proba holds at most
+    DECISION_BLOCK_BYTES of them (and what is made from them) beside its outputs, and gives the
+    labels and probabilities of one call on every row. Before, one call on 3,000 rows of 30
+    classes held 10 MB of them and three times that with the votes and scores made from them."""
+    from fresh_interpreter import traced_peak
+
+    (blocked_labels, blocked_P, labels, P, libsvm_labels), peak = traced_peak(_fitted_on_30_classes,
+                                                                             _blocked_predictions)
     np.testing.assert_array_equal(blocked_labels, labels)
     np.testing.assert_allclose(blocked_P, P, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(blocked_labels, model.svm_.predict(X))
-    every_row = len(X) * 30 * 29 // 2 * 8
+    np.testing.assert_array_equal(blocked_labels, libsvm_labels)
+    every_row = 3000 * 30 * 29 // 2 * 8
     assert peak < 5 * 2**20 + 2 * P.nbytes < every_row, peak
 
 

@@ -424,6 +424,16 @@ def test_the_calibration_runs_the_folds_that_fit_and_fits_on_their_labels():
     assert set(problem.y[problem.labeled][held]) == {0, 1, 2}
 
 
+def _blobs_of_100_classes(settings: dict) -> tuple:
+    X, y = make_blobs(n_samples=10_000, centers=100, n_features=8, cluster_std=1.0, random_state=0)
+    given = np.where(np.arange(len(y)) % 20 == 0, y, -1)
+    return LabelProblem(knn_graph(X, 10), given, n_classes=100), settings, y
+
+
+def _mean_field_accuracy(problem: LabelProblem, settings: dict, y: np.ndarray) -> float:
+    return float(np.mean(nmf(problem, **settings).labels == y))
+
+
 @pytest.mark.parametrize("settings", [{}, {"criterion": "field", "damping": 0.3}, {"deflate": True}])
 def test_the_mean_field_holds_four_buffers_of_the_marginals_size(settings):
     # Many classes make every n × q array wide: the mean field keeps φ, m, the m before it
@@ -432,20 +442,10 @@ def test_the_mean_field_holds_four_buffers_of_the_marginals_size(settings):
     # blocks of n × q, where the code before peaked at 16.6-20.7 (it made β θ, β m, the
     # softmax, λ φ and (m − m')² anew at each step). The door asks for PEAK_BLOCKS = 11: on
     # larger graphs the graph and the vectors weigh less beside the blocks.
-    import tracemalloc
+    from fresh_interpreter import traced_peak
 
-    from sklearn.datasets import make_blobs
-
-    X, y = make_blobs(n_samples=10_000, centers=100, n_features=8, cluster_std=1.0, random_state=0)
-    given = np.where(np.arange(len(y)) % 20 == 0, y, -1)
-    problem = LabelProblem(knn_graph(X, 10), given, n_classes=100)
-    block = len(y) * 100 * 4  # n × q float32
-    tracemalloc.start()
-    try:
-        prediction = nmf(problem, **settings)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    accuracy, peak = traced_peak(_blobs_of_100_classes, _mean_field_accuracy, settings)
+    block = 10_000 * 100 * 4  # n × q float32
     # (deflating a graph of separate blobs costs it half its accuracy, as before: not the point here)
-    assert np.mean(prediction.labels == y) > (0.45 if settings.get("deflate") else 0.95)
+    assert accuracy > (0.45 if settings.get("deflate") else 0.95)
     assert peak / block < 12

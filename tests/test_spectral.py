@@ -472,25 +472,29 @@ def test_the_leave_one_out_eigendecomposes_two_matrices_a_class_not_one_a_label(
     assert sum(decomposed) <= 2 * C
 
 
-def test_the_leave_one_out_holds_a_block_of_held_out_labels_at_a_time(monkeypatch):
+def _held_out_labels_of_5_classes() -> tuple:
+    from solvers import spectral as module
+
+    module.LOO_BLOCK_FLOATS = 2**14  # this interpreter's only (fresh_interpreter.traced_peak)
+    rng = np.random.default_rng(2)
+    C, l, d = 5, 6000, 40
+    return rng.integers(0, C, l), rng.normal(size=(l, d)) / 100, C, d
+
+
+def _leave_one_out_of(y_l, V_l, C, d) -> np.ndarray:
+    from solvers import spectral as module
+
+    return module._leave_one_out(V_l, y_l, np.ones(len(y_l)), C, 3200.0, np.arange(1.0, d + 1) ** 2, 50_000.0,
+                                 "secular")
+
+
+def test_the_leave_one_out_holds_a_block_of_held_out_labels_at_a_time():
     """Its rank-one problems are solved LOO_BLOCK_FLOATS floats per array at a time: with
     6,000 labels the whole of a class's (1,200 labels × 5 tasks × d = 40, 1.8 MiB an array,
     about 20 arrays alive) would pass 30 MiB; in blocks of 128 KiB it stays under 8 MiB,
     the labels' own 1.8 MiB included."""
-    import tracemalloc
+    from fresh_interpreter import traced_peak
 
-    from solvers import spectral as module
-
-    monkeypatch.setattr(module, "LOO_BLOCK_FLOATS", 2**14)
-    rng = np.random.default_rng(2)
-    C, l, d = 5, 6000, 40
-    y_l, V_l = rng.integers(0, C, l), rng.normal(size=(l, d)) / 100
-    tracemalloc.start()
-    try:
-        got = module._leave_one_out(V_l, y_l, np.ones(l), C, 3200.0, np.arange(1.0, d + 1) ** 2, 50_000.0,
-                                    "secular")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    got, peak = traced_peak(_held_out_labels_of_5_classes, _leave_one_out_of)
     assert np.isfinite(got).all()
     assert peak < 8 * 2**20
