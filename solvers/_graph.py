@@ -31,8 +31,8 @@ def graph_components(W: sp.spmatrix, symmetric: bool = False) -> np.ndarray:
 
     Measured (the 10-NN graphs of ``bench/solver_scale.py``; scipy 1.17): at 1M nodes (17M
     stored edges) the search took 0.24-0.29 s, the strong components 0.73-0.80 s and
-    ``directed=False`` 1.10-1.38 s; at 100k 6.9 ms, 25 ms and 48 ms (the search's time is
-    wasted when it stops short).
+    ``directed=False`` 0.89-1.38 s; at 100k 6.9-9 ms, 25 ms and 42-48 ms (the search's time
+    is wasted when it stops short).
     """
     W = sp.csr_matrix(W)
     n = W.shape[0]
