@@ -8,6 +8,7 @@ import json
 import multiprocessing
 import os
 import platform
+import resource
 import statistics
 import sys
 import threading
@@ -178,6 +179,24 @@ def _reset_peak() -> bool:
     except OSError:
         return False
     return _status_kib("VmHWM") is not None
+
+
+def peak_mark() -> tuple[bool, int]:
+    """The start of a measured call in this process, for ``peak_since``: the kernel's peak-RSS
+    mark reset and the resident bytes now, or where it cannot be reset, the peak so far
+    (``ru_maxrss``, kB on Linux)."""
+    if _reset_peak():
+        return True, (_status_kib("VmRSS") or 0) * 1024
+    return False, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_since(mark: tuple[bool, int]) -> float:
+    """MiB the process's resident memory rose, at its highest, above what it held at ``mark``
+    (``peak_mark``); where the mark could not be reset, how far the peak rose over the peak
+    before the mark (0 when the call stayed below it)."""
+    exact, start = mark
+    now = (_status_kib("VmHWM") or 0) * 1024 if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return max(now - start, 0) / MIB
 
 
 class _RssSampler:

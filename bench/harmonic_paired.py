@@ -17,8 +17,10 @@ a new interpreter that loads the graph, imports the method's module (as solver_s
 with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags on) and with
 ``solver="cg", detect_noise=False`` (the solve alone), the defaults again with
 ``OMP_NUM_THREADS=1`` (graphlabel's sparse products, and BLAS, on one thread, as on a one-core
-machine; this checkout only), and how far the call raised the
-process's peak resident memory (``ru_maxrss``, MiB, over the peak of loading the graph), and
+machine; this checkout only), and how far the call's resident memory rose, at its highest,
+above what the process held when the call began (MiB: the kernel's peak mark reset at the
+call, ``bench/_common.py``'s ``peak_mark``; until 2026-12-07 it was ``ru_maxrss`` over the
+peak of loading the graph, 0 when the call stayed below that), and
 harmonic's own clock of its steps (``info["timings"]``: the components, the solve, the
 leave-one-out estimate, the re-solve and the rest).
 A round runs each once, in that order; a ratio is a run's seconds over the same round's
@@ -55,9 +57,13 @@ HERE_ONLY = {"Propagation", "one thread"}
 # One run in a fresh interpreter with CODE first on its path (another checkout need not have
 # this module, so the runner is a script, not an import of it).
 RUNNER = """
-import json, resource, sys, time
+import importlib.util, json, sys, time
 import numpy as np, scipy.sparse as sp
-code, method, graph = sys.argv[1:4]
+code, method, graph, common_file = sys.argv[1:5]
+# this checkout's bench/_common.py by its path: the same measure for every checkout's run
+spec = importlib.util.spec_from_file_location("bench_common", common_file)
+common = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(common)
 sys.path.insert(0, code)
 data = np.load(graph)
 W = sp.csr_matrix((data["data"], data["indices"], data["indptr"]), shape=tuple(data["shape"]))
@@ -66,7 +72,7 @@ y_given = np.where(given, y, -1)
 info = {}
 if method == "Propagation":
     from sknetwork.classification import Propagation
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    mark = common.peak_mark()
     start = time.perf_counter()
     labels = Propagation().fit_predict(W, y_given)
 else:
@@ -74,7 +80,7 @@ else:
     import solvers.harmonic  # before the clock, as Propagation's module is (solve() imports it on first use)
     problem = LabelProblem(W, y_given, n_classes=int(y.max()) + 1)
     params = {"solver": "cg", "detect_noise": False} if method == "flagless" else {}
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    mark = common.peak_mark()
     start = time.perf_counter()
     prediction = solve(problem, "harmonic", **params)
     labels = prediction.labels
@@ -82,7 +88,7 @@ else:
             "local re-solve nodes": (prediction.info.get("resolve_near") or {}).get("nodes"),
             **{f"step {step}": sec for step, sec in (prediction.info.get("timings") or {}).items()}}
 seconds = time.perf_counter() - start
-peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024  # kB on Linux: MiB over the prior peak
+peak = common.peak_since(mark)  # MiB the call's resident memory rose above its start
 hidden = ~given
 print(json.dumps({"seconds": seconds, "peak MiB": peak, "accuracy": float(np.mean(labels[hidden] == y[hidden])),
                   **info}))
@@ -107,8 +113,9 @@ def run(code: Path, method: str, graph: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code)}
     if method == "one thread":
         env["OMP_NUM_THREADS"] = "1"
-    out = subprocess.run([sys.executable, "-c", RUNNER, str(code), method, str(graph)], env=env, check=True,
-                         capture_output=True, text=True)
+    common = Path(__file__).resolve().parent / "_common.py"
+    out = subprocess.run([sys.executable, "-c", RUNNER, str(code), method, str(graph), str(common)], env=env,
+                         check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

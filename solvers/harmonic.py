@@ -238,7 +238,10 @@ Decisions the papers leave open, and what this module does
   (a 40 MB block took 120 ms to fill when freshly mapped against 7 ms when reused), so a
   fresh process pays for its peak. On the 1M-node graph of ``bench/solver_scale.py`` the
   call's peak resident memory fell from 494 to 280 MiB over the loaded graph (at 100k 47 to
-  30), and ``python -m bench harmonic_paired`` (alternating fresh processes beside the
+  30; these peaks, and the others in this paragraph, are ``ru_maxrss`` over the process's
+  peak before the call, which held the ``LabelProblem``'s transposed copy of W: the call's
+  own rise is about 200 MiB more at 1M, 417 MiB on 2026-12-07, and the differences between
+  two codes hold), and ``python -m bench harmonic_paired`` (alternating fresh processes beside the
   code before; two runs each, loads 0.5-1.2) gave, as multiples of ``Propagation``'s time in
   the same rounds, 2.04-2.49× against 2.32-2.69× at 1M with the flags and 1.48-1.98× against
   1.86-2.22× without (5 rounds), 2.42-2.72× against 2.48-2.90× and 2.06-2.37× against
