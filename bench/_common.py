@@ -8,7 +8,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import statistics
 import sys
 import threading
@@ -181,24 +180,6 @@ def _reset_peak() -> bool:
     return _status_kib("VmHWM") is not None
 
 
-def peak_mark() -> tuple[bool, int]:
-    """The start of a measured call in this process, for ``peak_since``: the kernel's peak-RSS
-    mark reset and the resident bytes now, or where it cannot be reset, the peak so far
-    (``ru_maxrss``, kB on Linux)."""
-    if _reset_peak():
-        return True, (_status_kib("VmRSS") or 0) * 1024
-    return False, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def peak_since(mark: tuple[bool, int]) -> float:
-    """MiB the process's resident memory rose, at its highest, above what it held at ``mark``
-    (``peak_mark``); where the mark could not be reset, how far the peak rose over the peak
-    before the mark (0 when the call stayed below it)."""
-    exact, start = mark
-    now = (_status_kib("VmHWM") or 0) * 1024 if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return max(now - start, 0) / MIB
-
-
 class _RssSampler:
     """Fallback where VmHWM cannot be reset: the largest RSS seen every ``interval`` s."""
 
@@ -206,7 +187,7 @@ class _RssSampler:
         import psutil
 
         self._proc = psutil.Process()
-        self.peak = self._proc.memory_info().rss
+        self.start = self.peak = self._proc.memory_info().rss
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(interval,), daemon=True)
         self._thread.start()
@@ -219,6 +200,27 @@ class _RssSampler:
         self._stop.set()
         self._thread.join()
         return max(self.peak, self._proc.memory_info().rss)
+
+
+def peak_mark() -> _RssSampler | int:
+    """The start of a measured call in this process, for ``peak_since``: the kernel's peak-RSS
+    mark reset and the resident bytes now, or where it cannot be reset, a sampler of the RSS
+    started now. The baseline is what the process holds just before the call, so the peak
+    is the call's own high-water mark above it (an earlier peak of the process, such as a
+    copy made and freed while the call's inputs were built, is not counted)."""
+    if _reset_peak():
+        return (_status_kib("VmRSS") or 0) * 1024
+    return _RssSampler()
+
+
+def peak_since(mark: _RssSampler | int) -> float:
+    """MiB the process's resident memory rose, at its highest, above what it held at ``mark``
+    (``peak_mark``)."""
+    if isinstance(mark, _RssSampler):
+        base, peak = mark.start, mark.stop()
+    else:
+        base, peak = mark, (_status_kib("VmHWM") or 0) * 1024
+    return max(peak - base, 0) / MIB
 
 
 def _resolve(fn):
@@ -236,14 +238,11 @@ def _measure_in_child(conn, fn, preload) -> None:
         args, kwargs = conn.recv()
         # Baseline: the interpreter, the imports and the unpickled arguments, just before
         # the call; the peak is then the call's own high-water mark above it.
-        exact = _reset_peak()
-        sampler = None if exact else _RssSampler()
-        base_bytes = _status_kib("VmRSS") * 1024 if exact else sampler.peak
+        mark = peak_mark()
         start = time.perf_counter()
         result = fn(*args, **kwargs)
         seconds = time.perf_counter() - start
-        peak_bytes = _status_kib("VmHWM") * 1024 if exact else sampler.stop()
-        conn.send(("ok", seconds, max(peak_bytes - base_bytes, 0) / MIB, result))
+        conn.send(("ok", seconds, peak_since(mark), result))
     except BaseException as err:  # noqa: BLE001 - everything goes back to the parent
         conn.send(("error", traceback.format_exc(), repr(err)))
     finally:

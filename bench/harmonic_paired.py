@@ -19,8 +19,9 @@ with its defaults, ``solve(problem, "harmonic")`` with its defaults (noise flags
 ``OMP_NUM_THREADS=1`` (graphlabel's sparse products, and BLAS, on one thread, as on a one-core
 machine; this checkout only), and how far the call's resident memory rose, at its highest,
 above what the process held when the call began (MiB: the kernel's peak mark reset at the
-call, ``bench/_common.py``'s ``peak_mark``; until 2026-12-07 it was ``ru_maxrss`` over the
-peak of loading the graph, 0 when the call stayed below that), and
+call, ``bench/_common.py``'s ``peak_mark``, as ``peak_memory_call`` measures; until
+2026-12-07 it was ``ru_maxrss`` over the process's peak before the call, which for harmonic
+held the ``LabelProblem``'s transposed copy of W), and
 harmonic's own clock of its steps (``info["timings"]``: the components, the solve, the
 leave-one-out estimate, the re-solve and the rest).
 A round runs each once, in that order; a ratio is a run's seconds over the same round's

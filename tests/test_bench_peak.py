@@ -2,11 +2,17 @@
 what the process held when the call began, not above an earlier peak of the process."""
 
 import numpy as np
+import pytest
 
 
-def test_a_calls_peak_counts_what_it_touched_and_not_an_earlier_peak():
+@pytest.mark.parametrize("peak_mark_resets", [True, False])
+def test_a_calls_peak_counts_what_it_touched_and_not_an_earlier_peak(monkeypatch, peak_mark_resets):
+    # False: where the kernel's mark cannot be reset, the RSS sampler measures instead
+    import bench._common as common
     from bench._common import peak_mark, peak_since
 
+    if not peak_mark_resets:
+        monkeypatch.setattr(common, "_reset_peak", lambda: False)
     earlier = np.ones(80 * 2**20 // 8)  # an 80 MiB peak before the call, then freed
     del earlier
     mark = peak_mark()
