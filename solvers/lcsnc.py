@@ -51,7 +51,20 @@ Open decisions (notes' list, then the ones met while implementing) and the choic
    here) or are left out (``cv_graph="labeled"``, the author code's reading); score =
    ``scoring`` ("accuracy" or "balanced_accuracy") on the validation fold; the grid over
    (k, eps, c) is exhaustive (``n_iter=None``) or ``n_iter`` random draws; lambda is
-   always swept in full (one parametric cut); ties of the CV score go to a random candidate
+   always swept in full (one parametric cut). By default (``n_iter="auto"``) the search
+   has the paper's size, section 4.3's randomized search of 60 candidates (λ, c, k, ε):
+   60 // (the λ values one sweep scores) draws of (k, eps, c), so 15 with Table 2's four
+   λ, 7 with class balance's eight signed ones, 60 with the multi-class path rule (no λ
+   tuned, decision 13); every setting when the grid has no more (without features k and
+   eps do nothing: the 6 values of c). Why not the full grid (144 settings with features,
+   the default until 2026-12-07): 2.4-9.6× the paper's search for no better choice. On
+   WDBC (28 labels a class) and digits (10 a class), 10% flipped, with features
+   (``python -m bench lcsnc_search``, ``bench/results/lcsnc_search.md``), both searches
+   found the same best CV score in all 15 paired runs; the default took 0.39 (WDBC) and
+   0.48 (digits) of the full grid's time, with accuracy −0.02 and −0.12 points on average
+   (at most 1.24 on one digits seed) and flag precision / recall 0.758 / 0.750 against
+   0.795 / 0.750 on WDBC, 0.925 / 0.700 against 0.912 / 0.740 on digits: which of the
+   tied settings is taken moves them, not the search. Ties of the CV score go to a random candidate
    (seeded by ``random_state``), like the paper's randomized search, rather than to the
    first of the grid (which would favour the smallest k, eps, c and lambda).
 9. SNC gets the class-balance option too when asked (``class_balance=True``); by default
@@ -151,6 +164,8 @@ MULTICLASS = ("path", "cut")
 # The λ range of the path rule: at λ = 1 an unlabelled node's source arc (λ d_i) outweighs
 # all its edges, so every unlabelled node has entered some class by then.
 PATH_RANGE = (1e-6, 1.0)
+#: Candidates (λ, c, k, ε) of the paper's randomized search (section 4.3; decision 8).
+PAPER_CANDIDATES = 60
 PARAMETER_CONSTRAINTS = {
     "variant": [Options(VARIANTS)],
     "confidence": [Options(CONFIDENCES)],
@@ -158,7 +173,7 @@ PARAMETER_CONSTRAINTS = {
     "graph": [Options(GRAPHS)],
     "cv": [Interval(Integral, 2, None)],
     "scoring": [Options(SCORINGS)],
-    "n_iter": [None, Interval(Integral, 1, None)],
+    "n_iter": [None, Options(("auto",)), Interval(Integral, 1, None)],
     "cv_graph": [Options(CV_GRAPHS)],
     "feature_weights": [Options(FEATURE_WEIGHTS)],
     "n_trees": [Interval(Integral, 1, None)],
@@ -186,7 +201,7 @@ def lcsnc(
     eps_grid=EPS_GRID,
     cv: int = 5,
     scoring: str = "accuracy",
-    n_iter: int | None = None,
+    n_iter: int | str | None = "auto",
     cv_graph: str = "all",
     feature_weights: str = "forest",
     n_trees: int = 100,
@@ -225,8 +240,10 @@ def lcsnc(
         Number of stratified folds over the labelled nodes (>= 2).
     scoring : {"accuracy", "balanced_accuracy"}
         CV criterion, against the observed labels.
-    n_iter : int, optional
+    n_iter : "auto", int or None, default "auto"
         Random (k, eps, c) draws instead of the full grid (lambda is always swept in full).
+        "auto": the paper's 60 candidates (decision 8), i.e. ``PAPER_CANDIDATES`` // the
+        λ values a sweep scores; None: every setting of the grid.
     cv_graph : {"all", "labeled"}
         Keep the real unlabelled nodes in the CV graphs, or cut the labelled subgraph only.
     feature_weights : {"forest", "uniform"}
@@ -286,11 +303,11 @@ def lcsnc(
     budget = Budget("lcsnc", time_limit, problem.W if problem.has_graph else None, problem.n_classes)
     opts = _Settings(
         variant=variant, confidence=confidence, class_balance=class_balance, graph=graph, cv=cv, scoring=scoring,
-        n_iter=n_iter, cv_graph=cv_graph, feature_weights=feature_weights, n_trees=n_trees,
+        cv_graph=cv_graph, feature_weights=feature_weights, n_trees=n_trees,
         backend=resolve_backend(backend), multiclass=multiclass, random_state=random_state, budget=budget,
         processes=worker_count(n_jobs),
         **_grids(problem, variant=variant, confidence=confidence, class_balance=class_balance, graph=graph,
-                 multiclass=multiclass, cv=cv, fixed={"lam": lam, "c": c, "k": k, "eps": eps},
+                 multiclass=multiclass, cv=cv, n_iter=n_iter, fixed={"lam": lam, "c": c, "k": k, "eps": eps},
                  grids={"lam": lam_grid, "c": c_grid, "k": k_grid, "eps": eps_grid}))
     clock = Stopwatch()
     if variant == "lc" and confidence == "ensemble":
@@ -346,7 +363,7 @@ class _Settings:
     graph: str
     cv: int
     scoring: str
-    n_iter: int | None
+    n_iter: int | None  # (k, eps, c) draws, "auto" resolved (decision 8); None: the full grid
     cv_graph: str
     feature_weights: str
     n_trees: int
@@ -362,8 +379,8 @@ class _Settings:
     processes: int = 1  # processes the independent cuts may use (``n_jobs``)
 
 
-def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, multiclass, cv, fixed: dict,
-           grids: dict) -> dict:
+def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, multiclass, cv, n_iter,
+           fixed: dict, grids: dict) -> dict:
     """The grids (a fixed value is a grid of one), checked against the problem, and the
     fields of ``_Settings`` that follow from them."""
     needs_x = graph == "knn" or (variant == "lc" and confidence in ("local_mean", "ensemble"))
@@ -416,7 +433,9 @@ def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, 
     # The lambda values the scores are measured along (decision 14), tuned or not.
     along = sorted(set(abs(float(v)) for v in np.atleast_1d(grids["lam"])))
     lam_path = ([-v for v in reversed(along)] if class_balance else []) + along
-    return {"grids": checked, "lam_path": lam_path, "uses_k_eps": uses_k_eps, "path": path}
+    if n_iter == "auto":  # the paper's search size (decision 8): one sweep scores every λ
+        n_iter = max(1, PAPER_CANDIDATES // (1 if path else len(checked["lam"])))
+    return {"grids": checked, "lam_path": lam_path, "uses_k_eps": uses_k_eps, "path": path, "n_iter": n_iter}
 
 
 # --------------------------------------------------------------------------- features
@@ -661,10 +680,11 @@ def _combos(opts):
 
 
 def _tune(problem, opts):
+    """The chosen (k, eps, c) and λ, their CV score, and how many (k, eps, c) settings were scored."""
     combos = _combos(opts)
     lams = [None] if opts.path else opts.grids["lam"]
     if len(combos) == 1 and len(lams) == 1:
-        return combos[0], lams[0], float("nan")
+        return combos[0], lams[0], float("nan"), 0
     lab = np.flatnonzero(problem.labeled)
     folds = list(StratifiedKFold(opts.cv, shuffle=True, random_state=opts.random_state).split(lab, problem.y[lab]))
     totals = np.zeros((len(combos), len(lams)))
@@ -682,7 +702,7 @@ def _tune(problem, opts):
     # candidate, as in the paper's randomized search, not to the first of the grid.
     priority = np.random.default_rng(opts.random_state).permutation(totals.size).reshape(totals.shape)
     best = np.unravel_index(np.argmin(np.where(totals == totals.max(), priority, totals.size)), totals.shape)
-    return combos[best[0]], lams[best[1]], float(totals[best] / opts.cv)
+    return combos[best[0]], lams[best[1]], float(totals[best] / opts.cv), len(combos)
 
 
 def _tuning_tasks(problem, opts, combos, lams, folds, lab):
@@ -719,7 +739,7 @@ def _fit_one(problem: LabelProblem, opts: _Settings):
     """Tune (unless fixed), then cut the full problem: labels, flags, scores, info."""
     clock = Stopwatch()
     with clock("seconds_tuning"):
-        (k, eps, c), lam, cv_score = _tune(problem, opts)
+        (k, eps, c), lam, cv_score, settings = _tune(problem, opts)
     with clock("seconds_final_cut"):
         nodes = np.arange(problem.n_nodes)
         W0, Z, nbrs = _setting(problem, problem.y, nodes, opts)
@@ -749,6 +769,7 @@ def _fit_one(problem: LabelProblem, opts: _Settings):
     info = {
         "chosen": chosen,
         "cv_score": cv_score,
+        "settings_tuned": settings,  # (k, eps, c) settings the tuning scored, each on every λ
         "sink_side": bool(lam is not None and lam < 0),
         "seed_confidence": conf,
         **clock.seconds,

@@ -341,6 +341,26 @@ def test_labeled_only_cv_with_random_draws_tunes_within_the_grids():
     assert noise_scores(pred.noisy[given], flipped[given])["recall"] > 0.3
 
 
+@pytest.mark.parametrize(("classes", "class_balance", "n_iter", "settings"),
+                         [(2, False, 15, 15), (2, True, 7, 7), (3, False, 60, 24)])
+def test_the_default_search_has_the_papers_sixty_candidates(classes, class_balance, n_iter, settings):
+    """Section 4.3's randomized search of 60 (λ, c, k, ε) candidates (decision 8): a sweep
+    scores each of Table 2's 4 λ (8 signed ones with class balance), so 15 or 7 (k, eps, c)
+    draws; the multi-class path tunes no λ, so 60, here more than the grid's 24 settings
+    (8 k × 3 eps × one c), which are then all scored. n_iter=None scores all 24."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(150, n_features=4, centers=classes, cluster_std=2.0, random_state=0)
+    given = np.random.default_rng(0).random(len(y)) < 0.4
+    problem = LabelProblem(knn_graph(X, 8), np.where(given, y, -1), X=X)
+    searched = lcsnc(problem, class_balance=class_balance, c_grid=(1.0,), n_trees=10)
+    assert searched.params["n_iter"] == n_iter
+    assert searched.info["settings_tuned"] == settings
+    full = lcsnc(problem, class_balance=class_balance, c_grid=(1.0,), n_trees=10, n_iter=None)
+    assert full.params["n_iter"] is None
+    assert full.info["settings_tuned"] == 24
+
+
 def test_knn_graph_needs_no_dummy_w():
     from sklearn.datasets import load_breast_cancer
 
