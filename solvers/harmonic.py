@@ -213,7 +213,14 @@ Decisions the papers leave open, and what this module does
   second permutation of the graph: no net gain at 100k), fewer iterations:
   ``LABEL_CHANGE_SHARE`` 2e-4 or 3e-4 saved a product at 100k (2 labels changed) and none at
   1M; the coarse space after 2 iterations saved none and changed 73-96 labels of segment at
-  1%.
+  1%; the passes over the blocks outside the products (the step, the residual, the
+  direction and their dot products) on fixed tiles of rows shared over two threads (five
+  such passes alone ran in 12 against 24 ms on 1M × 10 float32): the same labels and
+  flags, and a median paired ratio to the code before of 0.96 with the flags and 0.98
+  without at 100k (7 rounds), 0.97 and 1.02 at 1M (5 rounds;
+  ``bench/results/harmonic_paired_*_tiles.md``, 2026-12-07): a py-spy profile put the tiled
+  passes at about 0.12 s of the 1M solve's 2.9, beside 0.9 s of products, 0.3 s of
+  regrouping, 0.17 s of label tracking and 0.15 s of the first product.
 - The product on several threads (``_Blocks.operator``: ``solvers/_row_split_product.py``).
   scipy's kernel releases the GIL, so each thread runs it on its own range of K's rows; the
   values are bit for bit scipy's, so iterations, labels and flags do not change. On a quiet
