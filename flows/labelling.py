@@ -372,11 +372,21 @@ MAX_ERROR_CHARS = 2000
 INTERRUPTED = "interrupted (Ctrl-C, or SIGINT from another process)"
 
 
+#: A solver's time-limit advice as a run's record gives it. The solver's own is in the Python
+#: API's words (``method='harmonic'``, ``time_limit=None``) and the command line gives its flags,
+#: but a record is read by whoever looks at the run (``graphlabel report``, the Prefect UI, a
+#: Cypher query) whatever started it: the CLI, a schedule's TOML or Python.
+TIME_LIMIT_ADVICE = ("Use the harmonic solver, or give the solver parameter time_limit more seconds "
+                     "(null, None in Python, for no limit).")
+
+
 def _error_text(error: BaseException) -> str:
     """A failed run's error as its record and report keep it: redacted (a store URI or
     password in an exception never reaches them) and cut to ``MAX_ERROR_CHARS``."""
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
+    if isinstance(error, SolverTimeLimit):
+        return f"{type(error).__name__}: {error.what} {TIME_LIMIT_ADVICE}"
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return redact(text, os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
 

@@ -41,3 +41,12 @@ def test_a_solver_out_of_time_ends_the_run_in_one_line(tmp_path, store_path):
     assert said[0].endswith("""Use --solver harmonic, or --params '{"time_limit": null}' to let it run"""
                             " (or a number of seconds).")
     assert done.stderr.strip().splitlines()[-1] == said[0]
+    # the run's record, as `report` shows it, in words for whoever reads it (not only this
+    # command's user): the setting's name, not a flag or a Python keyword
+    listed = runner.invoke(app, ["report", "--dataset", "toy", "--store", store_path], env={"COLUMNS": "400"})
+    assert listed.exit_code == 0, listed.output
+    failure = " ".join(line.strip() for line in listed.output.splitlines() if "failed: SolverTimeLimit" in line)
+    assert "mincut stopped itself after " in failure, listed.output
+    assert "Use the harmonic solver, or give the solver parameter time_limit more seconds" in failure
+    assert "method=" not in failure
+    assert "--params" not in failure
