@@ -52,7 +52,8 @@ def worker_count(n_jobs: int | None) -> int:
 
 
 def in_order(local: Callable[..., Any], worker: Callable[..., Any], tasks: Iterable[tuple], count: int,
-             processes: int, check: Callable[[int], None]) -> Iterator[Any]:
+             processes: int, check: Callable[[int], None],
+             project: Callable[[float], None] | None = None) -> Iterator[Any]:
     """``local(*args)`` or, on a worker process, ``worker(*args)`` for each ``args`` of ``tasks``
     (``count`` of them), their results in the tasks' order. The two compute the same; ``worker``
     must pickle (a module-level function, or a ``functools.partial`` of one), and ``local`` may
@@ -62,6 +63,11 @@ def in_order(local: Callable[..., Any], worker: Callable[..., Any], tasks: Itera
     raises there, and the tasks queued are dropped (a worker finishes the one it has; at most
     two a worker are handed out ahead). ``tasks`` is read as the workers' queue needs it, not
     all at once: a task's arrays are built when a worker is about to need them.
+
+    ``project(seconds)``, when given, runs once after the first task with the seconds the rest
+    would take at its pace (on the processes they will run on, each as fast as this one): a
+    time budget can stop there, at once, rather than when it is spent. The pace leaves out
+    the work of building the tasks and a slower second process, so it errs short.
     """
     tasks = iter(tasks)
     first = next(tasks, None)
@@ -71,7 +77,11 @@ def in_order(local: Callable[..., Any], worker: Callable[..., Any], tasks: Itera
     start = time.perf_counter()
     yield local(*first)
     rest = count - 1
-    if processes <= 1 or (time.perf_counter() - start) * rest < MIN_SECONDS:
+    one = time.perf_counter() - start
+    shared = processes > 1 and rest > 0 and one * rest >= MIN_SECONDS  # the rest go to workers
+    if project is not None and rest:
+        project(one * rest / (min(processes, rest) if shared else 1))
+    if not shared:
         for i, args in enumerate(tasks, start=1):
             check(i)
             yield local(*args)

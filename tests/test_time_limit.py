@@ -54,6 +54,29 @@ def test_a_tiny_budget_stops_the_solver_with_one_clear_error(big, method):
     assert "\n" not in message
 
 
+def test_lcsnc_stops_at_once_when_its_first_run_projects_past_the_budget(big, monkeypatch):
+    """lcsnc's tuning projects its other runs at the first one's pace (decision 19) and stops
+    then, not when the budget is spent: each run slowed to 0.5 s, 299 more cannot fit 10 s."""
+    import time
+
+    from solvers import lcsnc
+
+    slow = lcsnc._fold_scores
+
+    def slowed(*args):
+        time.sleep(0.5)
+        return slow(*args)
+
+    monkeypatch.setattr(lcsnc, "_fold_scores", slowed)
+    problem, _ = big
+    with pytest.raises(SolverTimeLimit) as stopped:
+        solve(problem, "lcsnc", time_limit=10.0)
+    error = stopped.value
+    assert error.stage == "the tuning's other 299 runs (5 folds × 60 settings)"
+    assert error.projected >= 299 * 0.5 / 8  # at most 8 processes share them
+    assert "which would take about" in str(error)
+
+
 @pytest.mark.parametrize("method", [*SLOW, "harmonic"])  # harmonic: no time limit, but a stop request
 def test_a_stop_request_stops_the_solver_at_its_next_check(big, method):
     # the run's flow asks its solves to stop on a Ctrl-C or another batch's failure: with only

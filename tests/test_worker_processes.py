@@ -46,6 +46,27 @@ def test_one_process_never_starts_workers(monkeypatch, executors):
     assert executors == []
 
 
+@pytest.mark.parametrize(("processes", "shared"), [(1, 1), (2, 2)])
+def test_the_rest_is_projected_at_the_first_tasks_pace(monkeypatch, executors, processes, shared):
+    """After the first task (a nap of 0.2 s) ``project`` hears the other 9's seconds at its pace
+    on the processes they would run on; a budget that stops there starts no worker."""
+    monkeypatch.setattr(_worker_processes, "MIN_SECONDS", 0.0)  # with two processes the rest would be shared
+    heard = []
+
+    def project(seconds):
+        heard.append(seconds)
+        raise Stop
+
+    with pytest.raises(Stop):
+        list(in_order(time.sleep, time.sleep, [(0.2,)] * 10, 10, processes, lambda _: None, project))
+    assert len(heard) == 1
+    assert 9 * 0.2 / shared <= heard[0] < 3 * 9 * 0.2 / shared
+    assert executors == []
+    heard.clear()
+    assert list(in_order(abs, abs, [(-1,)], 1, processes, lambda _: None, heard.append)) == [1]
+    assert heard == []  # one task: nothing left to project
+
+
 def test_a_spent_budget_drops_the_tasks_queued(monkeypatch):
     monkeypatch.setattr(_worker_processes, "MIN_SECONDS", 0.0)
 
