@@ -386,8 +386,9 @@ def _error_text(error: BaseException) -> str:
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
     if isinstance(error, SolverTimeLimit):
-        return f"{type(error).__name__}: {error.what} {TIME_LIMIT_ADVICE}"
-    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        text = f"{type(error).__name__}: {error.what} {TIME_LIMIT_ADVICE}"
+    else:
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return redact(text, os.environ.get(PASSWORD_ENV))[:MAX_ERROR_CHARS]
 
 
