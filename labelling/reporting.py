@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import textwrap
 from collections.abc import Mapping
 from datetime import datetime
@@ -548,12 +549,29 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
     # table comes next (the artifact's description carries the headline in one line)
     lines = [f"# {summary['dataset']} · {summary['solver']}, {summary['status']}"
              f" (run `{short_run_id(summary['run_id'])}`)", ""]
+    if summary["error"]:
+        # a paragraph, where the headline's table cell ran off the Prefect UI's page at its
+        # first hundred characters (a solver's advice, at the end, was not seen)
+        lines += [f"> {_markdown_text(summary['error'])}", ""]
     for title, headers, rows in report_sections(summary):
         lines += [f"## {title.capitalize()}", "",
                   "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(_markdown_cell(cell) for cell in row) + " |" for row in rows]
+        lines += ["| " + " | ".join(_markdown_cell(cell) for cell in _in_full_above(title, row)) + " |"
+                  for row in rows]
         lines.append("")
     return "\n".join(lines)
+
+
+def _markdown_text(text: str) -> str:
+    """``text`` as one markdown paragraph that shows it as it is, the lines joined: the marks
+    markdown acts on there escaped (emphasis, code, HTML, links, a heading or quote), not the
+    rest, so the file stays readable as text (a path keeps its slashes)."""
+    return re.sub(r"([\\`*_<>\[\]#])", r"\\\1", " ".join(text.split()))
+
+
+def _in_full_above(title: str, row: tuple) -> tuple:
+    """The headline's error row of the markdown report names the paragraph that holds it."""
+    return (row[0], "in full above") if title == "headline" and row[0] == "error" else row
 
 
 # -- terminal (rich) ----------------------------------------------------------------------

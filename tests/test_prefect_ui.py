@@ -215,3 +215,31 @@ def test_a_served_jobs_deployment_page_shows_its_schedule(labelled):
     assert any(line.startswith("Scheduled for ") for line in lines[at:]), text
     assert lines[lines.index("Status") + 1] == "Ready", text
     assert lines[lines.index("Concurrency Limit") + 1] == "1", text
+
+
+def test_a_failed_runs_report_page_shows_its_whole_error(labelled):
+    """A run a solver's time limit stopped: its report artifact gives the error in a paragraph,
+    whose advice (at its end) a person can read; in the headline's table cell it ran off the
+    page at its first hundred characters."""
+    from test_progress_server import cli
+
+    server, _, folder = labelled
+    store = str(folder / "store")
+    run_cli(server, "ingest", "wine.csv", "--dataset", "timed", "--key", "id", "--features", "*", "--label",
+            "target", "--store", store, cwd=folder)
+    done = subprocess.run(cli("label", "--dataset", "timed", "--solver", "mincut", "--params", '{"time_limit": 1e-9}',
+                              "--store", store), cwd=folder, env=server.env(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    found = server.post("/artifacts/filter", {"artifacts": {"key": {"any_": ["label-timed-report"]}}})
+    assert len(found) == 1
+    dom, text = rendered(f"{server.ui_url}/artifacts/artifact/{found[0]['id']}", folder / "failed-report.png",
+                         "in full above")
+    quoted = re.search(r"<blockquote[^>]*>(.*?)</blockquote>", dom, re.S)
+    assert quoted, text
+    words = " ".join(re.sub(r"<[^>]+>", " ", quoted.group(1)).split())
+    assert words.startswith("SolverTimeLimit: mincut stopped itself after "), words
+    assert words.endswith("Use the harmonic solver, or give the solver parameter time_limit more seconds "
+                          "(null, None in Python, for no limit)."), words
+    lines = text.splitlines()
+    assert lines[lines.index("error") + 1] == "in full above", text
