@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from prefect_server import PrefectServer, stop
-from test_progress_server import flow_run, run_cli
+from test_progress_server import cli, flow_run, run_cli
 
 pytestmark = pytest.mark.browser
 
@@ -221,8 +221,6 @@ def test_a_failed_runs_report_page_shows_its_whole_error(labelled):
     """A run a solver's time limit stopped: its report artifact gives the error in a paragraph,
     whose advice (at its end) a person can read; in the headline's table cell it ran off the
     page at its first hundred characters."""
-    from test_progress_server import cli
-
     server, _, folder = labelled
     store = str(folder / "store")
     run_cli(server, "ingest", "wine.csv", "--dataset", "timed", "--key", "id", "--features", "*", "--label",

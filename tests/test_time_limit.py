@@ -3,12 +3,14 @@ and a labelling no better than a guess warns."""
 
 import contextvars
 import threading
+import time
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import solvers.lcsnc
 from similarity import knn_graph
 from solvers import LabelProblem, SolverStopped, SolverTimeLimit, solve, stop_when
 from solvers._budget import MIN_SECONDS, Budget, default_time_limit
@@ -57,17 +59,13 @@ def test_a_tiny_budget_stops_the_solver_with_one_clear_error(big, method):
 def test_lcsnc_stops_at_once_when_its_first_run_projects_past_the_budget(big, monkeypatch):
     """lcsnc's tuning projects its other runs at the first one's pace (decision 19) and stops
     then, not when the budget is spent: each run slowed to 0.5 s, 299 more cannot fit 10 s."""
-    import time
-
-    from solvers import lcsnc
-
-    slow = lcsnc._fold_scores
+    slow = solvers.lcsnc._fold_scores
 
     def slowed(*args):
         time.sleep(0.5)
         return slow(*args)
 
-    monkeypatch.setattr(lcsnc, "_fold_scores", slowed)
+    monkeypatch.setattr(solvers.lcsnc, "_fold_scores", slowed)
     problem, _ = big
     with pytest.raises(SolverTimeLimit) as stopped:
         solve(problem, "lcsnc", time_limit=10.0)
