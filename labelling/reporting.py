@@ -527,8 +527,9 @@ def headline_text(summary: Mapping[str, Any] | LabelRunRecord, named: bool = Tru
 
 
 def _markdown_cell(text: str) -> str:
-    # a '|' would end the cell, a newline the row
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """``text`` as one table cell that shows it as it is: a paragraph's escapes
+    (``_markdown_text``), and a '|' would end the cell."""
+    return _markdown_text(text).replace("|", "\\|")
 
 
 def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
@@ -562,11 +563,17 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
     return "\n".join(lines)
 
 
+#: The marks markdown acts on in a paragraph or a table cell: emphasis, code, HTML, links, a
+#: heading or quote. An underscore inside a word (``gamma_g``, ``my_data``) is left as it is:
+#: CommonMark reads no emphasis there, and the file stays readable as text.
+MARKDOWN_MARKS = re.compile(r"[\\`*<>\[\]#]|(?<![^\W_])_|_(?![^\W_])")
+
+
 def _markdown_text(text: str) -> str:
     """``text`` as one markdown paragraph that shows it as it is, the lines joined: the marks
-    markdown acts on there escaped (emphasis, code, HTML, links, a heading or quote), not the
-    rest, so the file stays readable as text (a path keeps its slashes)."""
-    return re.sub(r"([\\`*_<>\[\]#])", r"\\\1", " ".join(text.split()))
+    markdown acts on there escaped (``MARKDOWN_MARKS``), not the rest, so the file stays
+    readable as text (a path keeps its slashes)."""
+    return MARKDOWN_MARKS.sub(lambda mark: "\\" + mark.group(), " ".join(text.split()))
 
 
 def _in_full_above(title: str, row: tuple) -> tuple:

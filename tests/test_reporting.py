@@ -2,9 +2,11 @@
 its terminal rendering, which must say the same things."""
 
 import re
+from html import escape
 
 import pandas as pd
 import pytest
+from markdown_it import MarkdownIt
 from rich.console import Console
 
 from graphstore import LabelRunRecord
@@ -73,6 +75,18 @@ def test_markdown_report_has_every_section_and_escapes_cells():
     assert "held-out" not in bare
     assert "## Time per stage" not in bare
     assert "| mean confidence | — |" in bare
+
+
+def test_markdown_cells_render_as_written():
+    # class names are the user's data: emphasis, HTML or a link in one must show as written
+    classes = {"*rare*": 3, "<none>": 5, "my_class": 4, "__other__": 2, "[x](y)": 1, "a|b": 1}
+    text = run_report_markdown(record(metrics={"class_counts": classes}))
+    assert "| my_class | 4 | 25.0% |" in text.splitlines()  # a word's own underscore stays as it is
+    html = MarkdownIt("commonmark").enable("table").render(text)  # CommonMark with GFM's tables
+    for name in classes:
+        assert f"<td>{escape(name, quote=False)}</td>" in html, name
+    for element in ("<em>", "<strong>", "<a "):
+        assert element not in html, element
 
 
 def test_headline_comes_first_with_counts_and_shares():
