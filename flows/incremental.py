@@ -79,7 +79,7 @@ import scipy.sparse as sp
 import similarity
 from graphstore import GraphStore, SubGraph
 from labelling.options import RunOptions
-from labelling.problems import ExportedProblem, numeric_scaling
+from labelling.problems import ExportedProblem, check_classes, numeric_scaling
 from labelling.regions import (
     GRAPH_KEYS,
     USER_EDGE_KEYS,
@@ -275,11 +275,20 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
         run), the graph is not a kNN graph or was built with other parameters, or the
         region's fixed labels span fewer than two classes. A result with ``n_region == 0``
         when nothing changed (nothing to write).
+
+    Raises
+    ------
+    NotEnoughLabels
+        The dataset's given labels hold fewer than two classes, as a full run would say.
     """
     clock = StageClock()
     why = reasons if reasons is not None else []
     with clock("read_changes"):
         changes = read_changes(store, dataset)
+    # a full run's first check, on the labels just read: given labels all removed (the file
+    # ingested again without --label) or left in one class are not relabelled from the nodes'
+    # old predictions, which then stand in for the missing classes
+    check_classes(dataset, pd.unique(pd.Series(changes.graph.labels, dtype=object).dropna().astype(str)))
     if not changes.labelled.any():
         why.append("no node was labelled before (first run)")
         return None

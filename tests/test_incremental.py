@@ -4,6 +4,7 @@ filtered-kNN path against the recording fakes of tests/test_neo4j_store.py."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -24,7 +25,7 @@ from graphstore.changes import content_hashes
 from graphstore.kuzu_store import engine_module
 from graphstore.schemas import NODE_SCHEMA, PREDICTION_SCHEMA
 from labelling.options import RunOptions
-from labelling.problems import ExportedProblem, prediction_rows
+from labelling.problems import ExportedProblem, NotEnoughLabels, prediction_rows
 from labelling.records import parse_records
 from labelling.regions import adjacency, restrict_to_region, select_region
 from similarity.spec import GraphRequest, GraphSpec
@@ -378,6 +379,24 @@ def test_a_changed_given_label_is_picked_up(store_95, digits_split):
     assert fixed["g"] == truth[unlabelled]
     assert fixed["p"] == truth[unlabelled]
     assert not fixed["noise"]
+
+
+@pytestmark_prefect
+@pytest.mark.parametrize(("kept", "message"), [
+    (None, "has no given label: nothing to learn from"),
+    ("3", "has given labels of one class only ('3')"),
+])
+def test_given_labels_removed_since_the_last_run_say_so_as_a_full_run_does(store_95, digits_split, kept, message):
+    """The file ingested again without its labels (or with one class's): the incremental run
+    stops with the full run's line, not on the nodes' old predictions (it raised numpy's
+    "zero-size array" with none left)."""
+    frame, _, new = digits_split
+    old = frame[~new].copy()
+    old["label"] = old["label"].where(old["label"] == kept)
+    with open_store(store_95, create=True) as store:
+        store.write_nodes(DATASET, parse_records(old, key="key", features="pixel_*", label="label").nodes)
+    with pytest.raises(NotEnoughLabels, match=re.escape(f"dataset {DATASET!r} {message}")):
+        incremental_flow(store_95, DATASET)
 
 
 @pytestmark_prefect
