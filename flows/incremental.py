@@ -285,13 +285,13 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
     why = reasons if reasons is not None else []
     with clock("read_changes"):
         changes = read_changes(store, dataset)
+    if not changes.labelled.any():  # nothing read but the label state: the full run checks the labels
+        why.append("no node was labelled before (first run)")
+        return None
     # a full run's first check, on the labels just read: given labels all removed (the file
     # ingested again without --label) or left in one class are not relabelled from the nodes'
     # old predictions, which then stand in for the missing classes
     check_classes(dataset, pd.unique(pd.Series(changes.graph.labels, dtype=object).dropna().astype(str)))
-    if not changes.labelled.any():
-        why.append("no node was labelled before (first run)")
-        return None
     request = request or GraphRequest()
     with clock("graph_parameters"):
         not_extended: list[str] = []
