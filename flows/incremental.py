@@ -136,6 +136,27 @@ def record_graph_build(store: GraphStore, dataset: str, spec: GraphSpec, request
     return build
 
 
+def _with_scale(recorded: dict[str, Any]) -> dict[str, Any]:
+    """A graph build's record with its scaling: one recorded before scaling existed was built unscaled."""
+    return {**recorded, "scale": recorded.get("scale") or "none"} if recorded else {}
+
+
+def options_not_built(requested: dict[str, Any], recorded: dict[str, Any] | None) -> list[str]:
+    """The graph options given (``GraphRequest.given``) that the recorded build (None: none
+    recorded) was made with other values of, in words: an incremental run cannot extend such a
+    graph, and a full run without a rebuild uses it as built."""
+    if not recorded:
+        return []
+    built = _with_scale(recorded)
+    differ = [f"{name} {requested[name]!r} was asked for and the graph was built with {built[name]!r}"
+              for name in (*GRAPH_KEYS, "scale")
+              if requested.get(name) is not None and built.get(name) not in (None, requested[name])]
+    sigma = requested.get("sigma")
+    if sigma is not None and built.get("sigma") is not None and not np.isclose(sigma, built["sigma"], rtol=1e-9):
+        differ.append(f"sigma {sigma:g} was asked for and the graph was built with {built['sigma']:g}")
+    return differ
+
+
 def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
                      changes: ChangeSet, reasons: list[str] | None = None) -> GraphSpec | None:
     """The graph edges are added with: the recorded build, checked against the options the
@@ -147,17 +168,11 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
     why = reasons if reasons is not None else []
     requested = request.given()
     recorded = store.read_graph_build(dataset)
-    if recorded is not None:  # a graph recorded before scaling existed was built unscaled
-        recorded = {**recorded, "scale": recorded.get("scale") or "none"}
-    build = dict(recorded or {})
-    for name in (*GRAPH_KEYS, "scale"):
-        wanted = requested.get(name)
-        if wanted is None:
-            continue
-        if recorded is not None and recorded.get(name) not in (None, wanted):
-            why.append(f"{name} {wanted!r} was asked for and the graph was built with {recorded.get(name)!r}")
-            return None  # built with other parameters: rebuild
-        build[name] = wanted
+    if not_built := options_not_built(requested, recorded):
+        why.append(not_built[0])
+        return None  # built with other parameters: rebuild
+    build = _with_scale(recorded or {})
+    build.update({name: requested[name] for name in (*GRAPH_KEYS, "scale") if requested.get(name) is not None})
     if "graph" in requested and recorded is not None \
             and any(recorded.get(name) != requested.get(name) for name in USER_EDGE_KEYS):
         why.append("other user edges (or none) were asked for than the graph was built with")
@@ -169,10 +184,6 @@ def graph_parameters(store: GraphStore, dataset: str, request: GraphRequest,
     build["metric"] = build.get("metric") or "euclidean"
     build["weights"] = build.get("weights") or "gaussian"
     wanted_sigma = requested.get("sigma")
-    if wanted_sigma is not None and build.get("sigma") is not None \
-            and not np.isclose(wanted_sigma, build["sigma"], rtol=1e-9):
-        why.append(f"sigma {wanted_sigma:g} was asked for and the graph was built with {build['sigma']:g}")
-        return None
     if build["weights"] == "gaussian" and build.get("sigma") is None:
         graph = changes.graph
         sigma = wanted_sigma

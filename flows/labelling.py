@@ -60,7 +60,7 @@ from solvers import GRAPH_ONLY_METHODS, Prediction, SolverOutOfMemory, SolverSto
 
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
-from .incremental import label_changed, record_graph_build
+from .incremental import label_changed, options_not_built, record_graph_build
 from .progress import progress, stage_progress
 from .runners import thread_runner
 from .solving import solve_by_component
@@ -874,6 +874,10 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     # never built and no relationship at all: built before the export, which would read
     # every node to find none (11.6 s at 100k on Neo4j)
     missing = not rebuild and recorded is None and not store.has_edges(dataset)
+    if not rebuild and (not_built := options_not_built(request.given(), recorded)):
+        # said, as a run that seemed to take --k 5 used the 10-NN graph silently (a newcomer's walk)
+        notes.append(f"the similarity graph is used as it was built: {'; '.join(not_built)}"
+                     " (label --rebuild-graph, or build-graph, builds it with the options given)")
     if rebuild or missing:  # a build can take minutes: said first when the labels cannot be learnt from
         check_classes(dataset, store.given_classes(dataset))
     if rebuild:

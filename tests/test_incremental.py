@@ -482,6 +482,21 @@ def test_the_run_after_a_holdout_run_is_a_full_run(store_95):
 
 
 @pytestmark_prefect
+@pytest.mark.parametrize("full", [False, True])
+def test_graph_options_without_a_rebuild_are_said_to_be_unused(store_95, full):
+    """`label --k 13` without --rebuild-graph runs on the graph as built (k 10): said, where
+    such a run used the 10-NN graph silently (with --full, not a word about k at all)."""
+    summary = labelling_flow(DATASET, store_uri=store_95, k=K + 3, full=full, build_graph=False, publish=False)
+    assert (f"the similarity graph is used as it was built: k {K + 3} was asked for and the graph was built with"
+            f" {K} (label --rebuild-graph, or build-graph, builds it with the options given)") in summary["warnings"]
+    assert not summary["metrics"]["incremental"]
+    with open_store(store_95) as store:
+        assert store.read_graph_build(DATASET)["k"] == K  # not rebuilt
+    again = labelling_flow(DATASET, store_uri=store_95, k=K, build_graph=False, publish=False)
+    assert not any("used as it was built" in warning for warning in again["warnings"])
+
+
+@pytestmark_prefect
 def test_a_graph_rebuilt_since_the_last_run_is_a_full_run(store_95):
     # `build-graph --k 5` after the full run: the next `label` (as the CLI runs it: the graph
     # as built) must relabel every node on the new graph, not keep the 10-NN labels ("0 changed
