@@ -17,7 +17,8 @@ def export_flow(dataset: str, store_uri: str | None = None, run_id: str | None =
     """Write the dataset's predictions (or one run's) to ``output`` (default
     ``DATASET.parquet`` / ``DATASET.csv``), as ``file_format`` or, without it, as the
     output's ending says (``labelling.export.export_format``). Returns ``path``, ``rows``,
-    ``classes`` (the score columns' classes) and ``format``."""
+    ``predicted`` (rows with a predicted label), ``classes`` (the score columns' classes) and
+    ``format``."""
     check_dataset_name(dataset)
     file_format = export_format(file_format, output)
     with open_store(store_uri) as store:
@@ -25,4 +26,5 @@ def export_flow(dataset: str, store_uri: str | None = None, run_id: str | None =
     path = write_export(frame, export_path(dataset, file_format, output), file_format)
     classes = [c.removeprefix("score_") for c in frame.columns if c.startswith("score_")]
     run_logger().info("exported %s nodes of %r to %s", f"{len(frame):,}", dataset, path)
-    return {"path": str(path), "rows": len(frame), "classes": classes, "format": file_format}
+    return {"path": str(path), "rows": len(frame), "predicted": int(frame["predicted_label"].notna().sum()),
+            "classes": classes, "format": file_format}

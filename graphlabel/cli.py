@@ -949,6 +949,9 @@ def export(
             _fail(f"could not write the export: {error}")  # a folder that cannot be written
     console.print(f"wrote {summary['rows']:,} nodes of {dataset!r} to {summary['path']}"
                   f" ({len(summary['classes'])} score columns)", highlight=False)
+    if summary["rows"] and not summary["predicted"]:  # the file is then the ingested data back
+        err.print(f"[yellow]note:[/] no node of {dataset!r} has a prediction yet: graphlabel label --dataset"
+                  f" {dataset}{_store_option(store)} labels them", highlight=False)
 
 
 @app.command()
@@ -968,6 +971,10 @@ def review(
         with open_store(store) as graph_store:
             rows = flagged(graph_store, dataset, limit)
             explained = [graph_store.explain(dataset, key, neighbours) for key in rows["key"]]
+            never_labelled = rows.empty and graph_store.read_runs(dataset, limit=1, status="completed").empty
+    if rows.empty and never_labelled:  # no run finished, nothing judged: "none left" would read as all reviewed
+        _fail(f"dataset {dataset!r} has no finished labelling run, so no label was judged: graphlabel label"
+              f" --dataset {dataset}{_store_option(store)} flags the doubtful ones")
     if rows.empty:
         console.print(f"no flagged given label left to review in {dataset!r}", highlight=False)
         return

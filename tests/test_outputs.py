@@ -72,6 +72,30 @@ def test_outputs_scenario_on_the_embedded_store(tmp_path, store_path):
     run_scenario(invoke, query, tmp_path, "wine", "wine2", other_csv)
 
 
+def test_review_and_export_before_any_labelling_run_say_so(tmp_path, store_path):
+    """Before a run, review's "no flagged given label left" read as "all reviewed" and export
+    wrote the ingested data back without a word: both say the dataset is not labelled yet."""
+    csv, _ = wine_csv(tmp_path / "wine.csv")
+    store = ["--store", store_path]
+    assert runner.invoke(app, ["ingest", csv, "--dataset", "wine", "--key", "id", "--label", "label",
+                               "--features", "f*", *store]).exit_code == 0
+    review = runner.invoke(app, ["review", "--dataset", "wine", *store], env={"COLUMNS": "300"})
+    assert review.exit_code == 1, review.output
+    assert ("error: dataset 'wine' has no finished labelling run, so no label was judged: graphlabel label"
+            f" --dataset wine --store {store_path} flags the doubtful ones") in " ".join(review.output.split())
+    export = runner.invoke(app, ["export", "--dataset", "wine", "--output", str(tmp_path / "wine.parquet"), *store],
+                           env={"COLUMNS": "300"})
+    assert export.exit_code == 0, export.output
+    assert (f"note: no node of 'wine' has a prediction yet: graphlabel label --dataset wine --store {store_path}"
+            " labels them") in " ".join(export.output.split())
+    assert runner.invoke(app, ["label", "--dataset", "wine", "-q", *store]).exit_code == 0
+    assert runner.invoke(app, ["review", "--dataset", "wine", *store]).exit_code == 0
+    export = runner.invoke(app, ["export", "--dataset", "wine", "--output", str(tmp_path / "wine.parquet"),
+                                 "--overwrite", *store])
+    assert export.exit_code == 0, export.output
+    assert "has a prediction yet" not in export.output
+
+
 def test_drop_dataset_asks_on_a_terminal(tmp_path, store_path):
     """On a terminal drop-dataset asks first: "n" keeps the dataset, "y" deletes it (a
     pseudo-terminal as stdin, the command a process of its own)."""
