@@ -470,6 +470,25 @@ def test_zscored_digits_far_outliers_are_labelled_and_said(tmp_path):
     assert run_record["metrics"]["n_unreachable"] == 0
 
 
+def test_ingest_names_a_new_class_with_a_single_label(tmp_path):
+    """A misspelt class is a class of its own: ingest names the classes new to the dataset
+    that the file gives one label, once (the second ingest of the file knows them)."""
+    from graphlabel.cli import app
+
+    path = tmp_path / "typo.csv"
+    labels = ["a"] * 5 + ["b"] * 4 + ["B"] + ["7"] + [""] * 9
+    pd.DataFrame({"id": range(len(labels)), "label": labels, "x": range(len(labels))}).to_csv(path, index=False)
+    command = ["ingest", str(path), "--dataset", "d", "--key", "id", "--label", "label", "--features", "x",
+               "--store", str(tmp_path / "store")]
+    first = CliRunner().invoke(app, command, env={"COLUMNS": "300"})
+    assert first.exit_code == 0, first.output
+    assert ("note: 2 classes new to the dataset with a single given label: '7', 'B' (a label's spelling is its"
+            " class: is one a misspelt or renamed class?)") in " ".join(first.output.split())
+    again = CliRunner().invoke(app, command)
+    assert again.exit_code == 0, again.output
+    assert "single given label" not in again.output
+
+
 def test_ingest_says_when_the_dataset_already_holds_other_records(tmp_path):
     """A second file into a dataset adds to it; the line says how many earlier nodes stay."""
     from graphlabel.cli import app
