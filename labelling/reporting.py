@@ -222,8 +222,10 @@ def run_summary(store, run_id: str) -> dict[str, Any]:
         ids = every["run_id"].astype(str)
         runs = every[ids.str.startswith(piece) | ids.str.endswith(piece)]
         if len(runs) > 1:
-            raise NotFound(f"run id {run_id!r} is the start or end of {len(runs)} runs"
-                           f" ({', '.join(runs['run_id'].astype(str).head(3))}, ...): give more of it")
+            matched = runs["run_id"].astype(str).tolist()
+            named = ", ".join(matched[:3]) + (", ..." if len(matched) > 3 else "")  # '...': runs left unnamed
+            raise NotFound(f"run id {run_id!r} is the start or end of {len(runs)} runs ({named}):"
+                           " give more of it")
     if runs.empty:
         raise NotFound(f"no run {run_id!r} in the store (graphlabel report --dataset NAME lists the runs)")
     return summarise_run(runs.iloc[0].to_dict())

@@ -90,6 +90,7 @@ def test_report_takes_a_unique_start_or_end_of_a_run_id(store_with_runs):
     result = invoke("report", "--run", "run-", "--store", store_with_runs)
     assert result.exit_code == 1
     assert "is the start or end of 4 runs" in result.output
+    assert ", ...): give more of it" in result.output  # three named, the fourth left out
 
 
 def test_report_errors_are_one_clear_line(store_with_runs):

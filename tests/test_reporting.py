@@ -168,8 +168,10 @@ def test_run_ids_are_shown_by_their_random_end_and_found_by_either_end(embedded_
     assert run_summary(embedded_store, "4d4c4a17")["run_id"] == ids[0]
     assert run_summary(embedded_store, "…4d4c4a17")["run_id"] == ids[0]
     assert run_summary(embedded_store, "01a20f3e-9e75-721")["run_id"] == ids[1]
-    with pytest.raises(NotFound, match="is the start or end of 2 runs"):
+    with pytest.raises(NotFound, match="is the start or end of 2 runs") as error:
         run_summary(embedded_store, "01a20f3e")
+    # both runs named (newest first), so no '...' that would hint at more
+    assert f"({ids[1]}, {ids[0]}): give more of it" in str(error.value)
     assert run_report_markdown(record(run_id=ids[0])).startswith("# digits · harmonic, completed (run `…4d4c4a17`)")
 
 
