@@ -278,10 +278,12 @@ def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
 
 def _with_row_keys(table: InputTable, key: str) -> InputTable:
     """``table`` with a ``ROW_KEY`` column holding each record's row number as text, when that
-    is the key and the file has no column of that name."""
+    is the key and the file has no column of that name; its lines that are no record get the
+    same key (the readers leave it empty: they do not know the key is the row)."""
     if key != ROW_KEY or ROW_KEY in table.frame.columns:
         return table
-    return replace(table, frame=table.frame.assign(**{ROW_KEY: table.rows.astype(str)}))
+    rejects = table.rejects.assign(key=table.rejects["row"].astype(str).astype(object))
+    return replace(table, frame=table.frame.assign(**{ROW_KEY: table.rows.astype(str)}), rejects=rejects)
 
 
 def no_rejects() -> pd.DataFrame:

@@ -140,6 +140,8 @@ def test_every_bad_line_is_a_reject_with_its_line_and_reason(tmp_path):
     assert reasons[20].startswith("a sparse pair that is not 'index value'")
     assert reasons[21].startswith("class holds 'tested_maybe', not one of its declared values")
     assert parsed.n_valid + len(parsed.rejects) == 15
+    # '#': every reject's key is its line, a malformed line's too (it was empty)
+    assert parsed.rejects["key"].tolist() == [str(row) for row in parsed.rejects["row"]]
 
 
 @pytest.mark.parametrize("header, message", [
@@ -170,6 +172,11 @@ def test_the_row_key_numbers_records_as_rejects_are_numbered(tmp_path):
     frame.assign(**{"#": ["p", "q", "r"]}).to_csv(tmp_path / "own.csv", index=False)
     own = parse_records(tmp_path / "own.csv", key="#", features="x", label="label")
     assert own.nodes.column("key").to_pylist() == ["p", "r"]
+    # a CSV line that is no record is keyed by its line too, as the records around it
+    (tmp_path / "short.csv").write_text("x,label\n1,a\n2,b,extra\n3,c\n")
+    short = parse_records(tmp_path / "short.csv", key="#", features="x", label="label")
+    assert short.nodes.column("key").to_pylist() == ["2", "4"]
+    assert short.rejects[["row", "key", "kind"]].values.tolist() == [[3, "3", "malformed line"]]
 
 
 def arff_keeping_labels(name: str, label: str, folder, per_class: dict[str, int], seed: int = 0):
