@@ -46,6 +46,7 @@ from labelling.records import (
     first_reasons,
     given_label_counts,
     in_input_order,
+    label_changes,
     missing_like_labels,
     missing_like_note,
     no_valid_records,
@@ -226,9 +227,10 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
         # should an older store hold several): a mixed dataset cannot be labelled
         # and the columns it was ingested with, by name (labelling.feature_columns)
         stored = store.feature_lengths(dataset)
-        # the classes the dataset held before, so that a class this file brings with one label
-        # (a misspelt 'clas_0', a '1' among names) is said at ingest, not after a run
-        known = set(store.given_classes(dataset)) if stored else set()
+        # the dataset's given labels before, so that a class this file brings with one label (a
+        # misspelt 'clas_0', a '1' among names) and labels it removes (the file ingested again
+        # without --label) are said at ingest, not after a run
+        before = store.given_label_counts(dataset) if stored else {}
         records = parse_record_batches(source, key=key, features=features, label=label, classes=classes,
                                        encoding=encoding, expected_dim=next(iter(stored), None), text=text,
                                        categorical=categorical, label_confidence=label_confidence,
@@ -243,8 +245,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
                     f" columns, or start it over with graphlabel drop-dataset --dataset {dataset}",
                     error.rejects) from None
             raise
-    # new_classes: the given labels' classes of this file the dataset held no label of before
-    summary["new_classes"] = None if summary["label_classes"] is None else sorted(set(summary["label_classes"]) - known)
+        summary.update(label_changes(before, store.given_label_counts(dataset)))
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
 

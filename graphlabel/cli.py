@@ -337,16 +337,19 @@ def ingest(
     also = (f", which also holds {counted(others, 'node')} of earlier ingests (keys this file does not have)"
             if others > 0 else "")
     console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}{also}")
-    if label is not None:
-        from labelling.records import given_labels_note, lone_classes_note
+    from labelling.records import given_labels_note, removed_labels_note, single_classes_note
 
+    if label is not None:
         note = given_labels_note(summary["stored"], summary["labelled"], summary["label_classes"], label)
         if summary["labelled"]:
             console.print(note, highlight=False)
         else:  # --label names a column with no filled cell: said, as the first run would fail
             err.print(f"[yellow]note:[/] {_escape(note)}")
-        if lone := lone_classes_note(summary["label_classes"], summary["new_classes"]):
-            err.print(f"[yellow]note:[/] {_escape(lone)}")
+    if summary["new_single_classes"]:
+        err.print(f"[yellow]note:[/] {_escape(single_classes_note(summary['new_single_classes']))}")
+    before, after = summary["given_labels_before"], summary["given_labels_after"]
+    if after < before:
+        err.print(f"[yellow]note:[/] {_escape(removed_labels_note(before, after, label))}")
     if summary["missing_like_labels"]:
         from labelling.records import missing_like_note
 

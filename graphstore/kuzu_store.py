@@ -894,10 +894,10 @@ class KuzuStore(GraphStore):
         scores = _blob_to_features(table.column("label_scores"))
         return table.set_column(index, "label_scores", scores).cast(EXPORT_SCHEMA)
 
-    def given_classes(self, dataset: str) -> list[str]:
+    def given_label_counts(self, dataset: str) -> dict[str, int]:
         check_dataset_name(dataset)
-        rows = self._rows("given_classes", {"dataset": dataset}).column("label").to_pylist()
-        return sorted(rows)
+        rows = self._rows("given_label_counts", {"dataset": dataset})
+        return dict(zip(rows.column("label").to_pylist(), rows.column("nodes").to_pylist(), strict=True))
 
     def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
                         decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:

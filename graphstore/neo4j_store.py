@@ -606,10 +606,10 @@ class Neo4jStore(GraphStore):
             row["labelled_at"] = naive_utc(row["labelled_at"])
         return pa.Table.from_pylist(rows, schema=EXPORT_SCHEMA)
 
-    def given_classes(self, dataset: str) -> list[str]:
+    def given_label_counts(self, dataset: str) -> dict[str, int]:
         check_dataset_name(dataset)
-        records = self._execute(self.cypher("given_classes"), {"dataset": dataset}, READ).records
-        return sorted(record["label"] for record in records)
+        records = self._execute(self.cypher("given_label_counts"), {"dataset": dataset}, READ).records
+        return {record["label"]: int(record["nodes"]) for record in records}
 
     def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
                         decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:

@@ -392,8 +392,12 @@ class GraphStore(ABC):
         no particular order; no rows when the dataset has no node."""
 
     @abstractmethod
+    def given_label_counts(self, dataset: str) -> dict[str, int]:
+        """The dataset's distinct given labels and the nodes that give each."""
+
     def given_classes(self, dataset: str) -> list[str]:
         """The dataset's distinct given labels, sorted."""
+        return sorted(self.given_label_counts(dataset))
 
     @abstractmethod
     def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,

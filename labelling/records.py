@@ -78,6 +78,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -154,20 +155,33 @@ def given_labels_note(stored: int, labelled: int, classes: dict[str, int] | None
     return f"given labels: {labelled:,} of the {counted(stored, 'record')} stored, {kinds} ({shown}{more}){doubt}"
 
 
-def lone_classes_note(classes: dict[str, int] | None, new_classes: list[str] | None) -> str | None:
-    """Ingest's note on the classes new to the dataset that this file gives a single label (a
-    misspelt class or another spelling of one is a class of its own: on wine with 18 given
-    labels, 'clas_0' and '1' for two of them took 14 of the 178 predictions, and accuracy fell
-    from 0.955 to 0.860); None when there is none, or when no class has two labels (then every
-    class has one, and ``given_labels_note`` asks whether the column is the label column)."""
-    if not classes or not new_classes or max(classes.values()) < 2:
-        return None
-    lone = [name for name in new_classes if classes[name] == 1]
-    if not lone:
-        return None
-    kinds = f"{len(lone):,} class{'es' * (len(lone) != 1)}"
-    return (f"{kinds} new to the dataset with a single given label: {named(lone)}"
+def label_changes(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """What an ingest did to the dataset's given labels (``GraphStore.given_label_counts``
+    before and after it): ``given_labels_before`` and ``given_labels_after``, how many nodes
+    give a label, and ``new_single_classes``, the classes new to the dataset that a single node
+    gives while another class has more (at most ``COUNTED_CLASSES``; none when every class has
+    one label: then the label column itself is in doubt, ``given_labels_note``)."""
+    single = [] if max(after.values(), default=0) < 2 else \
+        sorted(name for name, nodes in after.items() if nodes == 1 and name not in before)[:COUNTED_CLASSES]
+    return {"given_labels_before": sum(before.values()), "given_labels_after": sum(after.values()),
+            "new_single_classes": single}
+
+
+def single_classes_note(names: list[str]) -> str:
+    """Ingest's note on ``label_changes``' ``new_single_classes``: a misspelt class or another
+    spelling of one is a class of its own (on wine with 18 given labels, 'clas_0' and '1' for
+    two of them took 14 of the 178 predictions, and accuracy fell from 0.955 to 0.860)."""
+    kinds = f"{len(names):,} class{'es' * (len(names) != 1)}"
+    return (f"{kinds} new to the dataset with a single given label: {named(names)}"
             " (a label's spelling is its class: is one a misspelt or renamed class?)")
+
+
+def removed_labels_note(before: int, after: int, label: str | None) -> str:
+    """Ingest's note when the dataset holds fewer given labels after it than before: a node
+    the file gives no label loses the one it had."""
+    why = "this file has no --label column" if label is None else f"these nodes have no label in column {label!r}"
+    return (f"the dataset's given labels went from {before:,} to {after:,}: a node ingested again without a label"
+            f" loses the one it had ({why}; ingesting a file with the labels gives them back)")
 
 
 def missing_like_note(counts: dict[str, int]) -> str:

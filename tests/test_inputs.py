@@ -487,6 +487,25 @@ def test_ingest_names_a_new_class_with_a_single_label(tmp_path):
     again = CliRunner().invoke(app, command)
     assert again.exit_code == 0, again.output
     assert "single given label" not in again.output
+    assert "given labels went" not in again.output  # the same labels: none removed
+
+
+def test_ingest_says_when_it_removes_given_labels(tmp_path):
+    """The file ingested again without --label (or with cells emptied) takes the nodes' given
+    labels away: said with the counts, where it was silent."""
+    from graphlabel.cli import app
+
+    path = tmp_path / "labels.csv"
+    pd.DataFrame({"id": range(10), "label": ["a", "b"] * 3 + [""] * 4, "x": range(10)}).to_csv(path, index=False)
+    store = ["--store", str(tmp_path / "store")]
+    first = ["ingest", str(path), "--dataset", "d", "--key", "id", "--features", "x", *store]
+    assert CliRunner().invoke(app, [*first, "--label", "label"]).exit_code == 0
+    without = CliRunner().invoke(app, first, env={"COLUMNS": "300"})
+    assert without.exit_code == 0, without.output
+    assert ("note: the dataset's given labels went from 6 to 0: a node ingested again without a label loses the one"
+            " it had (this file has no --label column; ingesting a file with the labels gives them back)"
+            ) in " ".join(without.output.split())
+    assert "given labels went" not in CliRunner().invoke(app, [*first, "--label", "label"]).output  # back: 0 to 6
 
 
 def test_ingest_says_when_the_dataset_already_holds_other_records(tmp_path):

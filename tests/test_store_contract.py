@@ -876,6 +876,7 @@ def test_decisions_change_the_given_label_and_keep_the_history(store, names):
     labelled = pd.Timestamp.now(tz="UTC") + pd.Timedelta(seconds=1)  # after the nodes' updated_at
     store.write_predictions(dataset, predictions(["a", "b"], ["y", "y"], at=labelled))
     assert store.given_classes(dataset) == ["x", "y"]
+    assert store.given_label_counts(dataset) == {"x": 1, "y": 1}
     state = {row["key"]: row["changed"] for row in store.read_label_state(dataset).to_pylist()}
     assert state == {"a": False, "b": False}
     at = labelled + pd.Timedelta(seconds=1)
