@@ -87,7 +87,10 @@ class Options:
         return any(_same(value, option) for option in self.values)
 
     def __str__(self) -> str:
-        return f"one of {self.values}"
+        # the values as written ('auto', inf), not a Python tuple: "or one of (inf,)" was a
+        # newcomer's puzzle in a CLI message
+        shown = ", ".join(repr(value) for value in self.values)
+        return shown if len(self.values) == 1 else f"one of {shown}"
 
 
 def _same(value: Any, option: Any) -> bool:

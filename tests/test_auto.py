@@ -89,8 +89,8 @@ def test_a_budget_with_no_room_for_a_fold_keeps_the_default_and_says_why(flipped
 
 def test_auto_rejects_an_unknown_scoring(flipped_digits):
     problem, _, _ = flipped_digits
-    with pytest.raises(ValueError, match=r"^scoring must be one of \('accuracy', 'balanced_accuracy',"
-                                         r" 'log_probability'\), got 'brier'$"):
+    with pytest.raises(ValueError, match=r"^scoring must be one of 'accuracy', 'balanced_accuracy',"
+                                         r" 'log_probability', got 'brier'$"):
         solve(problem, "auto", scoring="brier")
 
 

@@ -100,7 +100,7 @@ def job_with(**fields):
     ({"solver": "mincut", "solver_params": {"gamma_g": 0.1}},
      r"solver_params: mincut has no parameter 'gamma_g'; its parameters: alpha"),
     ({"solver": "mincut", "solver_params": {"unreached": "x"}},
-     r"solver_params: unreached must be one of \('none', 'paper', 'nearest'\)"),
+     r"solver_params: unreached must be one of 'none', 'paper', 'nearest', got"),
     ({"k": 0}, r"k must be a positive integer, got 0"),
     ({"k": "10"}, r"k must be a positive integer, got '10'"),
     ({"k": True}, r"k must be a positive integer, got True"),

@@ -42,11 +42,11 @@ def test_options_compare_by_type_and_value():
 
 
 def test_one_message_shape_for_every_constraint():
-    with pytest.raises(ValueError, match=r"^cv must be one of \(0,\) or an integer >= 2, got 1$"):
+    with pytest.raises(ValueError, match=r"^cv must be 0 or an integer >= 2, got 1$"):
         check("cv", 1, [Options((0,)), Interval(Integral, 2, None)])
     with pytest.raises(ValueError, match=r"^bandwidth must be None or a finite number > 0, got -1.0$"):
         check("bandwidth", -1.0, [None, Interval(Real, 0, None, closed="neither")])
-    with pytest.raises(ValueError, match=r"^noise must be one of \('fit', 'loo'\), got 'cut'$"):
+    with pytest.raises(ValueError, match=r"^noise must be one of 'fit', 'loo', got 'cut'$"):
         check_choice("noise", "cut", ("fit", "loo"))
     with pytest.raises(ValueError, match=r"^t must be a finite number in \[0, 1\), got 1$"):
         check_interval("t", 1, 0, 1, closed="left")
@@ -71,17 +71,17 @@ def _problem():
 
 @pytest.mark.parametrize("method, params, message", [
     ("mincut", {"noise": "vote"},
-     r"^noise must be one of \('cavity', 'grouped', 'loo', 'none', 'cavity_harmonic'\), got 'vote'$"),
+     r"^noise must be one of 'cavity', 'grouped', 'loo', 'none', 'cavity_harmonic', got 'vote'$"),
     ("mincut", {"n_cuts": True}, r"^n_cuts must be an integer >= 0, got True$"),
-    ("nmf", {"deflate": 1}, r"^deflate must be one of \(True, False, 'auto'\), got 1$"),
-    ("nmf", {"beta": 0}, r"^beta must be one of \('auto',\) or a finite number > 0, got 0$"),
-    ("spectral", {"calibration": "platt"}, r"^calibration must be one of \('loo', 'none'\), got 'platt'$"),
-    ("lcsnc", {"multiclass": "vote"}, r"^multiclass must be one of \('path', 'cut'\), got 'vote'$"),
-    ("lcsnc", {"backend": "networkx"}, r"^backend must be one of \('auto', 'pseudoflow', 'maxflow'\)"),
-    ("maxmargin", {"cv": 1}, r"^cv must be one of \(0,\) or an integer >= 2, got 1$"),
-    ("harmonic", {"loo": "cavity"}, r"^loo must be one of \('local', 'exact'\), got 'cavity'$"),
+    ("nmf", {"deflate": 1}, r"^deflate must be one of True, False, 'auto', got 1$"),
+    ("nmf", {"beta": 0}, r"^beta must be 'auto' or a finite number > 0, got 0$"),
+    ("spectral", {"calibration": "platt"}, r"^calibration must be one of 'loo', 'none', got 'platt'$"),
+    ("lcsnc", {"multiclass": "vote"}, r"^multiclass must be one of 'path', 'cut', got 'vote'$"),
+    ("lcsnc", {"backend": "networkx"}, r"^backend must be one of 'auto', 'pseudoflow', 'maxflow', got"),
+    ("maxmargin", {"cv": 1}, r"^cv must be 0 or an integer >= 2, got 1$"),
+    ("harmonic", {"loo": "cavity"}, r"^loo must be one of 'local', 'exact', got 'cavity'$"),
     ("harmonic", {"noise_threshold": 0}, r"^noise_threshold must be a finite number in \(0, 1\], got 0$"),
-    ("harmonic", {"gamma_g": -1.0}, r"^gamma_g must be a finite number >= 0 or one of \(inf,\), got -1.0$"),
+    ("harmonic", {"gamma_g": -1.0}, r"^gamma_g must be a finite number >= 0 or inf, got -1.0$"),
 ])
 def test_every_solver_checks_its_options_with_the_same_message(method, params, message):
     with pytest.raises(ValueError, match=message):
