@@ -147,7 +147,8 @@ def given_labels_note(stored: int, labelled: int, classes: dict[str, int] | None
         return (f"given labels: {labelled:,} of the {counted(stored, 'record')} stored, in more than"
                 f" {COUNTED_CLASSES:,} classes: is {column!r} the label column?")
     largest = sorted(classes.items(), key=lambda item: (-item[1], item[0]))
-    shown = ", ".join(f"{label} {n:,}" for label, n in largest[:NAMED_CLASSES])
+    # "class: count": a class named by a number read "1 5, 0 4" as four numbers (a newcomer's walk)
+    shown = ", ".join(f"{label}: {n:,}" for label, n in largest[:NAMED_CLASSES])
     more = f" and {len(largest) - NAMED_CLASSES:,} more" if len(largest) > NAMED_CLASSES else ""
     kinds = f"{len(classes):,} class{'es' * (len(classes) != 1)}"
     doubt = (f": is {column!r} the label column?" if len(classes) > NAMED_CLASSES and 2 * len(classes) > labelled

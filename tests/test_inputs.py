@@ -528,15 +528,15 @@ def test_ingest_says_when_the_dataset_already_holds_other_records(tmp_path):
 
     assert ingest(range(10)) == "stored 10 nodes in dataset 'd'"
     # the given labels, so that a wrong --label column shows at ingest, not at the first run
-    assert "given labels: 10 of the 10 records stored, 2 classes (a 5, b 5)" in runner.invoke(app, [
+    assert "given labels: 10 of the 10 records stored, 2 classes (a: 5, b: 5)" in runner.invoke(app, [
         "ingest", str(tmp_path / "part-0.csv"), "--dataset", "d", "--key", "id", "--label", "label",
         "--features", "x", "--store", store]).output
     numbered = tmp_path / "numbered.csv"
     pd.DataFrame({"id": [f"k{i}" for i in range(10)], "n": range(10), "x": range(10)}).to_csv(numbered, index=False)
     many = runner.invoke(app, ["ingest", str(numbered), "--dataset", "e", "--key", "id", "--label", "n",
                                "--features", "x", "--store", store], env={"COLUMNS": "300"}).output
-    assert ("given labels: 10 of the 10 records stored, 10 classes (0 1, 1 1, 2 1, 3 1, 4 1, 5 1, 6 1, 7 1 and 2"
-            " more): is 'n' the label column?") in " ".join(many.split())
+    assert ("given labels: 10 of the 10 records stored, 10 classes (0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1"
+            " and 2 more): is 'n' the label column?") in " ".join(many.split())
     assert "which also holds" not in ingest(range(10))  # the same keys again: nothing else there
     assert ingest(range(10, 14)) == ("stored 4 nodes in dataset 'd', which also holds 10 nodes of earlier ingests"
                                      " (keys this file does not have)")
