@@ -428,9 +428,10 @@ def _grids(problem: LabelProblem, *, variant, confidence, class_balance, graph, 
     smallest = int(counts[counts > 0].min())
     if needs_cv and smallest < cv:
         # a class of one label cannot be split into folds: lowering cv does not help then
-        lower = f" or lower cv to {smallest}" if smallest >= 2 else " (a class of one label has no folds)"
+        lower = f"set cv={smallest}, or " if smallest >= 2 else ""
         raise ValueError(f"every labelled class needs at least cv={cv} labels for the tuning (smallest has "
-                         f"{smallest}); fix lam, c, k and eps{lower}")
+                         f"{smallest}); {lower}give lam, c, k and eps one value each, which skips the tuning"
+                         + ("" if smallest >= 2 else " (a class of one label has no folds)"))
     if needs_cv and n_lab < 2 * cv:
         raise ValueError(f"too few labelled nodes ({n_lab}) for cv={cv}")
     # The signed sweep covers both signs; an unprimed model only uses lam > 0.

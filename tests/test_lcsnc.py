@@ -296,7 +296,9 @@ def test_bad_options_raise():
 
 
 @pytest.mark.parametrize(("labels_of_class_1", "advice"),
-                         [(3, "or lower cv to 3"), (1, "a class of one label has no folds")])
+                         [(3, "set cv=3, or give lam, c, k and eps one value each"),
+                          (1, r"; give lam, c, k and eps one value each, which skips the tuning \(a class of one label"
+                              " has no folds")])
 def test_too_few_labels_for_the_tuning_says_what_helps(labels_of_class_1, advice):
     """Lowering cv helps a class of 3 labels, not a class of 1 (100 classes at 1% labelled)."""
     X, y = make_moons(60, noise=0.1, random_state=0)
