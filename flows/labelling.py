@@ -820,6 +820,11 @@ def _build_missing(store: GraphStore, dataset: str, recipe: GraphRequest, clock:
                      f" graphlabel build-graph --dataset {dataset} builds them with other parameters)", *built]
 
 
+#: A full run's reason when it was asked for, as its record says it to whoever reads it (the
+#: command line names the one flag it was given instead).
+FULL_RUN_ASKED = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
+
+
 def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest, clock: StageClock,
            run_id: str):
     """The run's stages; returns the exported problem, the prediction, the holdout and
@@ -829,7 +834,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     build."""
     notes: list[str] = []
     solver = options.solver
-    asked = "asked for (--full, --rebuild-graph, a schedule job's full = true, or the demo)"
+    asked = FULL_RUN_ASKED
     recorded = store.read_graph_build(dataset)
     # a build the record says started and never finished (killed, or failed half way) may
     # have left the relationships partly deleted or partly written: built again

@@ -557,8 +557,12 @@ def label(
             nodes = f"{summary['n_nodes'] - unreached:,} of {nodes}"
         console.print(f"labelled {nodes} of {dataset!r} with {solver}"
                       f" ({counted(summary['n_labeled'], 'given label')}, {flagged}), run {run_id}")
-        if metrics.get("full_run_reason"):
-            console.print(f"full run: {metrics['full_run_reason']}")
+        if reason := metrics.get("full_run_reason"):
+            from flows.labelling import FULL_RUN_ASKED
+
+            if reason == FULL_RUN_ASKED:  # the record lists every way to ask; this command had one
+                reason = f"asked for ({'--rebuild-graph' if rebuild_graph else '--graph' if graph else '--full'})"
+            console.print(f"full run: {reason}")
     if summary["n_flagged"]:  # where to look at them, and decide (a newcomer's walk did not find it)
         console.print(f"the labels flagged as noisy, to accept or correct: graphlabel review --dataset {dataset}"
                       f"{_store_option(store)}", highlight=False)

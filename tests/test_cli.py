@@ -250,6 +250,8 @@ def test_rebuild_graph_is_a_full_run(tmp_path, store_path):
     ran = runner.invoke(app, ["label", "--dataset", "p", "--rebuild-graph", "--k", "3", "--store", store_path])
     assert ran.exit_code == 0, ran.output
     said = " ".join(ran.output.split())
-    assert "full run: asked for (--full, --rebuild-graph" in said, said
+    assert "full run: asked for (--rebuild-graph)" in said, said  # the flag given, not every way to ask
     assert "0 changed nodes" not in said
+    full = runner.invoke(app, ["label", "--dataset", "p", "--full", "--store", store_path])
+    assert "full run: asked for (--full)" in " ".join(full.output.split()), full.output
     assert int(runner.invoke(app, count).output.split()[-1]) < int(before)  # 3 neighbours each, not 5
