@@ -465,8 +465,9 @@ def label(
     solver: str = typer.Option("harmonic", help="Solver: harmonic, mincut, lcsnc, spectral, maxmargin, nmf, or auto "
                                                 "(cross-validated on the given labels, see the run report)."),
     params: str = typer.Option("{}", help="Solver parameters as JSON, e.g. '{\"gamma_g\": 0.1}'."),
-    rebuild_graph: bool = typer.Option(False, help="Rebuild the similarity graph first (a full run), as its last"
-                                                    " build was asked for but for the graph options given."),
+    rebuild_graph: bool = typer.Option(False, help="Rebuild the similarity graph first (a full run): with the graph"
+                                                    " options given here, and the others as its last build asked"
+                                                    " for them."),
     graph: str | None = typer.Option(None, help="Build this graph first (as build-graph --graph; implies"
                                           " --rebuild-graph), e.g. edges:CO_PURCHASED or knn+edges:TYPE:WEIGHT."),
     edges_weight: float | None = typer.Option(None, help="Factor of the user's edges in KIND+edges:TYPE"
