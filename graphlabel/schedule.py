@@ -394,6 +394,11 @@ def load_schedule(path: str | Path) -> list[Job]:
         raise ScheduleError(f"no schedule file {str(path)!r} (graphlabel.example.toml is one to start from)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ScheduleError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 text: a file saved as latin-1 or cp1252
+        raise ScheduleError(f"{path}: not valid TOML: a TOML file is UTF-8 text, and byte {exc.object[exc.start]:#04x}"
+                            f" at position {exc.start} is not (save the file as UTF-8)") from None
+    except OSError as exc:  # a folder, a file it may not read
+        raise ScheduleError(f"cannot read the schedule file {str(path)!r}: {exc.strerror or exc}") from None
     # A relative store folder means the folder next to the file, whatever directory the
     # server is started from (flow runs inherit the server's working directory).
     return [replace(job, store_uri=_beside(path, job.store_uri)) for job in parse_schedule(document, str(path))]

@@ -183,6 +183,14 @@ def test_a_file_that_is_not_toml_is_named(tmp_path):
         load_schedule(path)
     with pytest.raises(ScheduleError, match=r"^no schedule file '.*missing\.toml' \(graphlabel\.example\.toml is one"):
         load_schedule(tmp_path / "missing.toml")  # was Python's "[Errno 2] No such file or directory"
+    # a file saved as latin-1 and a folder given as the file ended in tracebacks (a newcomer's walk)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('store = "café"\n'.encode("latin-1"))
+    with pytest.raises(ScheduleError, match=r"latin\.toml: not valid TOML: a TOML file is UTF-8 text, and byte 0xe9 at"
+                                            r" position 12 is not \(save the file as UTF-8\)$"):
+        load_schedule(latin)
+    with pytest.raises(ScheduleError, match=r"^cannot read the schedule file '.*': Is a directory$"):
+        load_schedule(tmp_path)
 
 
 def test_deployments_carry_each_jobs_cron_and_parameters(tmp_path):
