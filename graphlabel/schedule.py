@@ -304,10 +304,11 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
     elif solver in solvers:
         from solvers import check_params
 
-        try:  # names and values, as the run would check them at its start
-            check_params(solver, solver_params)
-        except ValueError as exc:
-            found.append(f"solver_params: {exc}")
+        for name, value in solver_params.items():  # each on its own: every problem at once
+            try:  # names and values, as the run would check them at its start
+                check_params(solver, {name: value})
+            except ValueError as exc:
+                found.append(f"solver_params: {exc}")
     k, graph, metric, weights = raw.get("k", 10), raw.get("graph", "knn"), raw.get("metric", "euclidean"), \
         raw.get("weights", "gaussian")
     delta, sigma, scale, search = raw.get("delta"), raw.get("sigma"), raw.get("scale"), raw.get("search")

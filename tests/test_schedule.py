@@ -147,6 +147,7 @@ def test_every_problem_in_the_file_is_reported_not_only_the_first():
         {"dataset": "toy", "cron": "61 3 * * *", "k": "five", "solver": "magic"},
         {"dataset": "1bad", "interval": 0.5},
         {"dataset": "ok", "interval": 60},
+        {"dataset": "params", "interval": 60, "solver_params": {"gamma_g": -1, "noise_threshold": 7, "foo": 2}},
     ]}
     with pytest.raises(ScheduleError) as raised:
         parse_schedule(document, "s.toml")
@@ -159,6 +160,13 @@ def test_every_problem_in_the_file_is_reported_not_only_the_first():
         "s.toml: jobs[1]: invalid dataset name '1bad': use 1-64 letters, digits, '_', '.' or '-',"
         " starting with a letter",
         "s.toml: jobs[1]: interval must be a number of seconds >= 1, got 0.5",
+        # each solver parameter on its own (only the first was said)
+        "s.toml: jobs[3] (dataset 'params'): solver_params: gamma_g must be a finite number >= 0 or inf, got -1",
+        "s.toml: jobs[3] (dataset 'params'): solver_params: noise_threshold must be a finite number in (0, 1],"
+        " got 7",
+        "s.toml: jobs[3] (dataset 'params'): solver_params: harmonic has no parameter 'foo'; its parameters:"
+        " gamma_g, gamma_d, class_mass, noise_threshold, loo, noisy_labels, detect_noise, calibrate, solver,"
+        " direct_max_nodes, rtol, stop, resolve_hops",
     ]
     assert str(raised.value) == "\n".join(raised.value.problems)
 
