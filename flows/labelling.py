@@ -912,6 +912,9 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if options.holdout_fraction:
         exported, holdout = hold_out(exported, options.holdout_fraction, options.holdout_seed)
         run_logger().info("held out %s of the given labels to score the run", f"{len(holdout.nodes):,}")
+        if not len(holdout.nodes):  # asked to score itself, the run would end without a score or a word
+            notes.append("held out none of the given labels: every class has a single one, which it keeps, so the"
+                         " run has no accuracy to report")
     copies = _copy_groups(store, dataset, exported)
     if solver in GRAPH_ONLY_METHODS:  # nothing after this reads the features: let them go
         exported = replace(exported, problem=exported.problem.without_features())

@@ -59,7 +59,16 @@ def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple
     class keeps at least one label), so the run can measure its accuracy on them.
 
     The hidden nodes are labelled by the solver like unlabelled ones, and their
-    ``label_noise`` is written as null (the solver never saw their label)."""
+    ``label_noise`` is written as null (the solver never saw their label).
+
+    How many: each class holds out ⌊fraction · n_c⌋, never its last label, and at least one
+    label is held out in all (from the class with the largest remainder fraction · n_c −
+    ⌊fraction · n_c⌋ that can spare one). Why the one: with 5-7 labels per class, 10% held out
+    none of wine's 18 labels, and the run, asked to score itself, gave no score and no word (a
+    newcomer's walk). Why not the rounded share spread by largest remainders (Hamilton's
+    method), tried: it also moves the holdouts that already held some out, so a seeded run
+    scored before would be scored on other labels (glass.arff at 90%: 193 held out against
+    191, and the class-mass comparison of ``tests/test_arff_files.py`` on another draw)."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"holdout_fraction must lie in (0, 1), got {fraction}")
     problem = exported.problem
@@ -73,12 +82,21 @@ def hold_out(exported: ExportedProblem, fraction: float, seed: int = 0) -> tuple
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order)) - starts
     per_class = np.bincount(classes, minlength=problem.n_classes)
-    quota = np.minimum(np.floor(fraction * per_class), np.maximum(per_class - 1, 0))
-    held = shuffled[rank < quota[classes]]
+    held = shuffled[rank < _holdout_quota(per_class, fraction)[classes]]
     y = problem.y.copy()
     y[held] = -1
     hidden = LabelProblem(problem.W, y, problem.label_confidence, problem.n_classes, problem.X)
     return ExportedProblem(hidden, exported.keys, exported.classes, exported.vocabulary), Holdout(held, problem.y[held])
+
+
+def _holdout_quota(per_class: np.ndarray, fraction: float) -> np.ndarray:
+    """Labels to hold out per class (``hold_out`` says how many)."""
+    exact = fraction * per_class
+    room = np.maximum(per_class - 1, 0)  # every class keeps a label
+    quota = np.minimum(np.floor(exact), room)
+    if quota.sum() == 0 and room.sum() > 0:
+        quota[np.argmax(np.where(room > 0, exact - quota, -np.inf))] = 1
+    return quota
 
 
 def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Holdout | None = None) -> dict:

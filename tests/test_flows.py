@@ -63,6 +63,25 @@ def moons_csv(tmp_path, labels):
     return path, y
 
 
+@pytest.mark.parametrize(("per_class", "held", "note"), [(1, 0, True), (6, 1, False)])
+def test_a_holdout_takes_its_share_of_few_labels_or_says_it_cannot(tmp_path, store_path, per_class, held, note):
+    """With 1 label per class nothing can be held out (each class keeps one): said; with 6 per
+    class, 10% held out 1 label (⌊0.6⌋ per class held out none, with no word)."""
+    def labels(y):
+        out = np.full(len(y), "", dtype=object)
+        for c, name in enumerate(("lower", "upper")):
+            out[np.flatnonzero(y == c)[:per_class]] = name
+        return out
+
+    path, _ = moons_csv(tmp_path, labels)
+    ingest_flow(str(path), "moons", "id", "x,y", "label", store_uri=store_path)
+    summary = labelling_flow("moons", store_uri=store_path, k=8, holdout_fraction=0.1, publish=False)
+    assert summary["metrics"].get("n_holdout", 0) == held  # no held-out label: no holdout metrics
+    said = any(w.startswith("held out none of the given labels: every class has a single one")
+               for w in summary["warnings"])
+    assert said is note
+
+
 def test_ingest_build_label_as_separate_flows(tmp_path, store_path):
     def few_labels(y):
         out = np.full(len(y), "", dtype=object)
