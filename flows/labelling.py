@@ -198,9 +198,12 @@ def run_name_from_parameters(what: str):
 #: ``FeatureColumnsDiffer``: a file whose feature columns are not the dataset's.
 #: ``SolverTimeLimit`` too: a slow solver stopped itself at its time budget and says what to do;
 #: and ``SolverStopped``: a batch the run stopped after a Ctrl-C or another batch's failure;
-#: ``SolverOutOfMemory``: a solve whose arrays would not fit, refused before they were made.
+#: ``SolverOutOfMemory``: a solve whose arrays would not fit, refused before they were made;
+#: ``StoreConnectionError`` and ``StoreNotFound``: a store that cannot be opened (Neo4j down,
+#: a wrong password, no such folder), whose message names the store and what to check (a
+#: served run on a Neo4j that was down logged two tracebacks, a newcomer's walk).
 DATA_ERRORS = (NotEnoughLabels, NoValidRecords, FeatureColumnsDiffer, StoreLocked, SolverTimeLimit, SolverStopped,
-               SolverOutOfMemory)
+               SolverOutOfMemory, StoreConnectionError, StoreNotFound)
 
 
 @flow("ingest-records", flow_run_name=run_name_from_parameters("ingest"), data_errors=DATA_ERRORS)

@@ -324,6 +324,34 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
     assert artifacts["label-digits-metrics"].description.startswith("failed: StoreLocked")
 
 
+def test_a_run_whose_neo4j_is_down_says_so_in_one_line_in_its_log_and_report():
+    # a served run on a Neo4j that was down logged its error with two tracebacks (a
+    # newcomer's walk), where the run's message already says what to check
+    import socket
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    from graphstore import StoreConnectionError
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        uri = f"bolt://127.0.0.1:{probe.getsockname()[1]}"
+    with pytest.raises(StoreConnectionError, match="is a Neo4j server running and listening there"):
+        labelling_flow("downstore", store_uri=uri, publish=True)
+    with get_client(sync_client=True) as client:
+        newest = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(
+            any_=["downstore · harmonic"])), sort=FlowRunSort.END_TIME_DESC, limit=1)
+        run_id = str(newest[0].id)
+        logs = _run_logs(client, run_id)
+    errors = [message for message in logs if "Encountered exception" in message]
+    assert len(errors) == 1, logs
+    assert "could not open the Neo4j store" in errors[0]
+    assert not any("Traceback" in message for message in logs), logs
+    assert "| status | failed |" in _artifacts(run_id)["label-downstore-report"].data
+
+
 def test_bad_input_is_not_retried(digits_store, flaky):
     store_path, _ = digits_store
     flaky(failures=10, error=ValueError)
