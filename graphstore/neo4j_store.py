@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -212,6 +213,26 @@ def _batches(table: pa.Table, size: int):
         yield table.slice(start, size).to_pylist()
 
 
+@contextmanager
+def _routing_errors_unlogged() -> Iterator[None]:
+    """Drop the driver pool's ERROR records while the store opens: on a ``neo4j://`` address
+    nothing answers, the driver logs "Unable to retrieve routing information" and then raises
+    it, and with no handler of the application's Python printed the record on a line of its
+    own above the command's one-line error, which says the same and what to check."""
+    pool = logging.getLogger("neo4j.pool")
+    quiet = _DropErrors()
+    pool.addFilter(quiet)
+    try:
+        yield
+    finally:
+        pool.removeFilter(quiet)
+
+
+class _DropErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
 class Neo4jStore(GraphStore):
     """A Neo4j database (5.x, GDS plugin for ``build_knn_edges``) behind the store port.
 
@@ -275,7 +296,8 @@ class Neo4jStore(GraphStore):
         driver, failure = None, None
         try:
             driver = neo4j.GraphDatabase.driver(uri, auth=auth, **{**DRIVER_OPTIONS, **(driver_options or {})})
-            driver.verify_connectivity()
+            with _routing_errors_unlogged():
+                driver.verify_connectivity()
             return cls(driver, config, database=database, ensure_schema=ensure_schema)
         except Exception as exc:  # noqa: BLE001 - every failure is re-raised below, redacted
             said = f"{type(exc).__name__}: {redact(_server_error_text(exc), password)}"

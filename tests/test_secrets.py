@@ -166,6 +166,25 @@ def test_a_real_driver_on_a_closed_port_fails_fast_and_quietly(clean_env, caplog
     assert PASSWORD not in caplog.text  # ... but not the password
 
 
+def test_a_closed_routing_address_is_one_line_of_the_command(clean_env):
+    """On neo4j:// the driver logs "Unable to retrieve routing information" before raising it;
+    with no log handler of the command's, Python printed it on a line of its own above the
+    error (the command as a person runs it: its own process)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    clean_env.setenv("NEO4J_PASSWORD", PASSWORD)
+    graphlabel = Path(sys.executable).parent / "graphlabel"
+    done = subprocess.run([str(graphlabel), "query", "MATCH (n) RETURN count(n)", "--store",
+                           f"neo4j://127.0.0.1:{closed_port()}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: could not open the Neo4j store at neo4j://127.0.0.1:"), line
+    assert "Unable to retrieve routing information" in line
+
+
 def test_driver_errors_quoting_the_password_are_redacted_and_not_chained(leaky_driver, caplog):
     caplog.set_level(logging.DEBUG)
     with pytest.raises(StoreConnectionError) as caught:
