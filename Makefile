@@ -71,10 +71,10 @@ test-neo4j: $(STAMP)
 # A local Neo4j 5.26 + GDS 2.13 for people: bolt://127.0.0.1:7687, password $$NEO4J_PASSWORD
 # (default graphlabel-dev), data kept in neo4j-server/target/home between runs.
 neo4j-up:
-	$(PYTHON) neo4j-server/neo4j_server.py up
+	$(PYTHON) neo4j-server/neo4j_server.py up $(NEO4J_ARGS)
 
 neo4j-down:
-	$(PYTHON) neo4j-server/neo4j_server.py down
+	$(PYTHON) neo4j-server/neo4j_server.py down $(NEO4J_ARGS)
 
 bench: $(STAMP) data
 	$(BIN)/python -m bench

@@ -403,7 +403,9 @@ def main(argv: list[str] | None = None) -> int:
             print("Neo4j stopped" if stop(settings.home) else "no Neo4j was running from " + str(settings.home))
         else:
             pid = running_pid(settings.home)
-            running = f"Neo4j running, pid {pid}, home {settings.home}"
+            ports = configured_ports(settings.home)  # the folder's own, whatever --bolt-port says
+            where = f", bolt://127.0.0.1:{ports[0]} (browser http://127.0.0.1:{ports[1]})" if ports else ""
+            running = f"Neo4j running, pid {pid}{where}, home {settings.home}"
             print(running if pid else f"no Neo4j running from {settings.home}")
             return 0 if pid else 1
     except CannotStart as exc:

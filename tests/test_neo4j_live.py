@@ -365,3 +365,21 @@ def test_noise_scores_and_the_median_sigma_reach_neo4j(prefect_harness, neo4j_en
     rows, cols = np.nonzero(W)
     d = np.linalg.norm(X[rows] - X[cols], axis=1)
     np.testing.assert_allclose(W[rows, cols], np.exp(-d ** 2 / (2 * sigma ** 2)), rtol=1e-6)
+
+
+def test_status_says_the_ports_the_running_server_listens_on(neo4j_live):
+    """``neo4j_server.py status`` named the process and folder, not the ports, so a folder
+    started on other ports earlier could not be found again (a newcomer's walk)."""
+    import subprocess
+    import sys
+
+    from live_neo4j import SERVER_SCRIPT
+
+    if neo4j_live.settings is None:
+        pytest.skip("the server NEO4J_URI names is not one of this run's folders")
+    settings = neo4j_live.settings
+    done = subprocess.run([sys.executable, str(SERVER_SCRIPT), "status", "--home", str(settings.home)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (f", bolt://127.0.0.1:{settings.bolt_port} (browser http://127.0.0.1:{settings.http_port}), home"
+            f" {settings.home}") in done.stdout
