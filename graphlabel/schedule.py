@@ -40,6 +40,7 @@ reported at once, not only the first.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
 import os
@@ -266,11 +267,16 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
         return None
     found: list[str] = []
     unknown = sorted(set(raw) - JOB_KEYS)
+    # a misspelt field ('intervall') is named with the field it is close to, and said once: not
+    # again as the required field it leaves missing
+    meant = {name: close[0] for name in unknown if (close := difflib.get_close_matches(name, JOB_KEYS, n=1))}
     if unknown:
-        found.append(f"unknown field(s) {unknown}; a job takes {sorted(JOB_KEYS)}")
-    if "dataset" not in raw:
+        guess = f" (did you mean {', '.join(f'{close!r} for {name!r}' for name, close in meant.items())}?)" \
+            if meant else ""
+        found.append(f"unknown field(s) {unknown}{guess}; a job takes {sorted(JOB_KEYS)}")
+    if "dataset" not in raw and "dataset" not in meant.values():
         found.append("missing required field 'dataset'")
-    if "cron" not in raw and "interval" not in raw:
+    if "cron" not in raw and "interval" not in raw and not {"cron", "interval"} & set(meant.values()):
         found.append("needs a schedule: cron = \"0 3 * * *\" (UTC) or interval = SECONDS")
     elif "cron" in raw and "interval" in raw:
         found.append("has both cron and interval; give one")
@@ -282,7 +288,9 @@ def _job(raw: Any, where: str, store: str | None, solvers: tuple[str, ...],
     if "dataset" in raw:
         try:
             dataset = check_dataset_name(raw["dataset"])
-            where = f"{where} (dataset {dataset!r})"
+            # its name too, when it has one: three jobs of one dataset read alike by dataset alone
+            named = f"name {raw['name']!r}, " if isinstance(raw.get("name"), str) else ""
+            where = f"{where} ({named}dataset {dataset!r})"
         except ValueError as exc:
             found.append(str(exc))
     cron = raw.get("cron")

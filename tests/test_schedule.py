@@ -15,7 +15,15 @@ from prefect.deployments.runner import RunnerDeployment
 import graphlabel.schedule as schedule
 import graphlabel.serving as serving
 from flows.labelling import labelling_flow
-from graphlabel.schedule import Job, ScheduleError, deployments, jobs_from_env, load_schedule, parse_schedule
+from graphlabel.schedule import (
+    JOB_KEYS,
+    Job,
+    ScheduleError,
+    deployments,
+    jobs_from_env,
+    load_schedule,
+    parse_schedule,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 VALID = """
@@ -185,6 +193,16 @@ def test_an_interval_job_becomes_an_interval_deployment():
     assert "incremental" in made.description
 
 
+def test_a_misspelt_field_is_named_with_the_field_it_is_close_to_and_said_once():
+    document = {"jobs": [{"dataset": "wine", "intervall": 60, "name": "wine-hourly"}]}
+    with pytest.raises(ScheduleError) as raised:
+        parse_schedule(document, "s.toml")
+    # once: not again as the schedule it leaves missing ("needs a schedule"); the job by its name too
+    assert raised.value.problems == [
+        "s.toml: jobs[0] (name 'wine-hourly', dataset 'wine'): unknown field(s) ['intervall'] (did you mean"
+        f" 'interval' for 'intervall'?); a job takes {sorted(JOB_KEYS)}"]
+
+
 def test_a_file_that_is_not_toml_is_named(tmp_path):
     path = write(tmp_path, "[[jobs]\ndataset = ")
     with pytest.raises(ScheduleError, match=r"schedule.toml: not valid TOML"):
@@ -253,7 +271,8 @@ def test_jobs_from_the_environment(tmp_path):
         ("digits", "harmonic", 10, "0 3 * * *", None)
     with pytest.raises(ScheduleError, match="LABEL_K must be an integer, got 'ten'"):
         jobs_from_env({"LABEL_K": "ten"})
-    with pytest.raises(ScheduleError, match=r"environment: jobs\[0\] \(dataset 'digits'\): cron"):
+    with pytest.raises(ScheduleError,
+                       match=r"environment: jobs\[0\] \(name 'scheduled-labelling', dataset 'digits'\): cron"):
         jobs_from_env({"LABEL_CRON": "daily"})
     path = write(tmp_path, VALID)
     assert [j.name for j in jobs_from_env({"GRAPHLABEL_SCHEDULE": str(path), "LABEL_K": "ten"})] == \
