@@ -386,7 +386,7 @@ INTERRUPTED = "interrupted (Ctrl-C, or SIGINT from another process)"
 #: but a record is read by whoever looks at the run (``graphlabel report``, the Prefect UI, a
 #: Cypher query) whatever started it: the CLI, a schedule's TOML or Python.
 TIME_LIMIT_ADVICE = ("Use the harmonic solver, or give the solver parameter time_limit more seconds "
-                     "(null, None in Python, for no limit).")
+                     "(\"none\" for no limit).")
 
 
 def _error_text(error: BaseException) -> str:

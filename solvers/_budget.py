@@ -179,7 +179,7 @@ class Budget:
     ----------
     method : str
         The solver's name, for the message.
-    time_limit : "auto", float > 0 or None
+    time_limit : "auto", float > 0, None or "none"
         Validated by the caller (``_validation.TIME_LIMIT``). "auto" is
         ``default_time_limit(W, n_classes)``, or no limit when ``W`` is None.
     W : sparse matrix, optional
@@ -199,7 +199,7 @@ class Budget:
                 self.target = harmonic_target(W, n_classes or 1)
             self.limit: float | None = None if self.target is None else max(MIN_SECONDS, self.target)
         else:
-            self.limit = None if time_limit is None else float(time_limit)
+            self.limit = None if time_limit in (None, "none") else float(time_limit)
 
     @property
     def strict_target(self) -> float | None:

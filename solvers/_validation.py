@@ -140,10 +140,11 @@ def validate_params(params: Mapping[str, Any], constraints: Mapping[str, Any]) -
 
 
 #: ``time_limit`` of the solvers that stop themselves (solvers/_budget.py): "auto" (10× an
-#: estimate of the harmonic solve, at least a few seconds), seconds > 0, or None (no limit).
-TIME_LIMIT = [Options(("auto",)), None, Interval(Real, 0, None, closed="neither")]
+#: estimate of the harmonic solve, at least a few seconds), seconds > 0, or None or "none"
+#: (no limit; "none" is how a schedule's TOML, which has no null, says it).
+TIME_LIMIT = [Options(("auto", "none")), None, Interval(Real, 0, None, closed="neither")]
 
 
 def check_time_limit(value: Any) -> Any:
-    """``value`` if it is a valid ``time_limit`` ("auto", a finite number > 0 or None)."""
+    """``value`` if it is a valid ``time_limit`` ("auto", a finite number > 0, None or "none")."""
     return check("time_limit", value, TIME_LIMIT)

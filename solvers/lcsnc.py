@@ -266,12 +266,12 @@ def lcsnc(
         (``"cut"``). Two classes: the paper's single cut either way.
     random_state : int
         Seed of the folds, of the random draws and of the forest.
-    time_limit : "auto", float > 0 or None, default "auto"
+    time_limit : "auto", float > 0, None or "none", default "auto"
         Seconds the call may take (``SolverTimeLimit`` when spent), checked before each
         fold and hyperparameter setting of the tuning and each class's cut or parametric
         path of the final cut (decision 19). "auto": 10× an estimate of the harmonic solve
         of the given graph, at least 30 s (solvers/_budget.py); no limit with
-        ``graph="knn"`` on a problem without a graph (nothing to time); None: no limit.
+        ``graph="knn"`` on a problem without a graph (nothing to time); None or "none": no limit.
     n_jobs : int, optional
         Processes for the independent cuts: the tuning's fold × setting runs, and the final
         cut's classes (``solvers/_worker_processes.py``). None: the CPUs this process may use

@@ -560,13 +560,13 @@ class MaxMarginGraphCut(BaseEstimator):
         Seeds the folds.
     noise : {"graph_and_svm", "svm"}, default "graph_and_svm"
         The noise rule (module docstring, noise flags).
-    time_limit : "auto", float > 0 or None, default "auto"
+    time_limit : "auto", float > 0, None or "none", default "auto"
         Seconds ``fit`` may take (``SolverTimeLimit`` when spent). An SVM fit cannot be
         interrupted, so each one is checked before it starts against the time spent plus
         the previous fit's seconds (solvers/_budget.py, decision 4), and so are the
         decision values on the problem's nodes that ``maxmargin`` computes after ``fit``
         (projected from ``PREDICT_PROBE`` nodes). "auto": 10× an estimate of the harmonic
-        solve of the graph, at least 30 s; None: no limit.
+        solve of the graph, at least 30 s; None or "none": no limit.
 
     Attributes
     ----------

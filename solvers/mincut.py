@@ -688,11 +688,11 @@ def mincut(
         Either guess gets the class's share of the given labels as its confidence.
     random_state : int or None, default 0
         Seed of the perturbations.
-    time_limit : "auto", float > 0 or None, default "auto"
+    time_limit : "auto", float > 0, None or "none", default "auto"
         Seconds the call may take; checked before every cut (isolating, expansion,
         randomized, leave-one-out), so it overruns by at most one max-flow. "auto": 10× an
         estimate of the harmonic solve of this graph, at least 30 s (solvers/_budget.py);
-        None: no limit.
+        None or "none": no limit.
 
     Returns
     -------

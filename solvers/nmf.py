@@ -515,10 +515,10 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
         Read the confidences from φ sharpened by a temperature fitted on the given labels'
         cross-fitted marginals (up to ``CALIBRATION_FOLDS`` more runs, as many as the
         time target allows; module docstring, item 26); False: φ_i(ŷ_i) as it is.
-    time_limit : "auto", float > 0 or None, default "auto"
+    time_limit : "auto", float > 0, None or "none", default "auto"
         Seconds the call may take (``SolverTimeLimit`` when spent), checked before every
         mean-field iteration. "auto": 10× an estimate of the harmonic solve of this graph,
-        at least 30 s (solvers/_budget.py); None: no limit.
+        at least 30 s (solvers/_budget.py); None or "none": no limit.
 
     Returns
     -------

@@ -869,11 +869,11 @@ def spectral(
         Verify that ``spectrum`` was computed from ``problem.W`` (an O(nnz) hash).
     random_state : int
         Seed of the eigensolver start vectors.
-    time_limit : "auto", float > 0 or None, default "auto"
+    time_limit : "auto", float > 0, None or "none", default "auto"
         Seconds the call may take (``SolverTimeLimit`` when spent): checked before every
         Lanczos product and leave-one-out solve; the dense eigen step is refused up front
         when its estimate passes it. "auto": 10× an estimate of the harmonic solve of this
-        graph, at least 30 s (solvers/_budget.py); None: no limit.
+        graph, at least 30 s (solvers/_budget.py); None or "none": no limit.
 
     Returns
     -------

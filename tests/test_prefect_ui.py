@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -235,9 +236,9 @@ def test_a_failed_runs_report_page_shows_its_whole_error(labelled):
                          "in full above")
     quoted = re.search(r"<blockquote[^>]*>(.*?)</blockquote>", dom, re.S)
     assert quoted, text
-    words = " ".join(re.sub(r"<[^>]+>", " ", quoted.group(1)).split())
+    words = " ".join(unescape(re.sub(r"<[^>]+>", " ", quoted.group(1))).split())
     assert words.startswith("SolverTimeLimit: mincut stopped itself after "), words
     assert words.endswith("Use the harmonic solver, or give the solver parameter time_limit more seconds "
-                          "(null, None in Python, for no limit)."), words
+                          '("none" for no limit).'), words
     lines = text.splitlines()
     assert lines[lines.index("error") + 1] == "in full above", text

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -191,6 +192,13 @@ def test_an_interval_job_becomes_an_interval_deployment():
     assert made.tags == ["graphlabel", "products", "harmonic", "incremental", "scheduled"]
     assert "every 90 s" in made.description
     assert "incremental" in made.description
+
+
+def test_a_job_can_remove_a_solvers_time_limit():
+    # TOML has no null: "none" is how a job says what --params '{"time_limit": null}' says
+    (job,) = parse_schedule(tomllib.loads('[[jobs]]\ndataset = "d"\ninterval = 60\nsolver = "lcsnc"\n'
+                                          'solver_params = { time_limit = "none" }\n'), "s.toml")
+    assert job.solver_params == {"time_limit": "none"}
 
 
 def test_a_misspelt_field_is_named_with_the_field_it_is_close_to_and_said_once():

@@ -194,6 +194,9 @@ def test_a_prediction_records_its_budget():
     problem, _ = blobs(300)
     assert solve(problem, "nmf").info["time_limit_seconds"] == MIN_SECONDS  # the default, "auto"
     assert solve(problem, "mincut", time_limit=30.0).info["time_limit_seconds"] == 30.0
+    # "none" is no limit, as None: a schedule's TOML has no null to write (its jobs could raise
+    # the limit, not remove it)
+    assert solve(problem, "nmf", time_limit="none").info["time_limit_seconds"] is None
 
 
 def test_held_out_labels_no_better_than_their_majority_are_found():
