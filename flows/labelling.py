@@ -35,7 +35,7 @@ from labelling.feature_columns import FeatureColumns, FeatureColumnsDiffer, data
 from labelling.indistinguishable import copy_groups, pool_copies
 from labelling.liveness import label_run_holder, mark_interrupted_runs
 from labelling.options import RunOptions, run_kind
-from labelling.problems import ExportedProblem, NotEnoughLabels, check_classes, prediction_rows
+from labelling.problems import ExportedProblem, NoSuchDataset, NotEnoughLabels, check_classes, prediction_rows
 from labelling.provenance import versions
 from labelling.record_batches import RecordBatches, parse_record_batches
 from labelling.records import (
@@ -590,7 +590,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
                 _publish_unopened(run_id, dataset, solver, parameters, error)
             raise
         if store.count_nodes(dataset) == 0:  # a misspelt name leaves no failed run or artifacts behind
-            raise NotEnoughLabels(str(store.unknown_dataset(dataset)))
+            raise NoSuchDataset(str(store.unknown_dataset(dataset)))
         if build_graph:
             store.check_edge_builder(request.spec())  # e.g. GDS missing: say so before writing anything
         interrupted = mark_interrupted_runs(store, dataset)  # runs whose process is gone (labelling.liveness)

@@ -23,6 +23,12 @@ class NotEnoughLabels(ValueError):
     """The dataset cannot be labelled: no given label, or labels of one class only."""
 
 
+class NoSuchDataset(NotEnoughLabels):
+    """The dataset cannot be labelled: no node belongs to it (a misspelt name). A kind of
+    ``NotEnoughLabels`` for those who catch that, named for what it is in a run's log (it
+    read "NotEnoughLabels: no dataset 'wines' in the store")."""
+
+
 def check_classes(dataset: str, classes: Sequence[object] | np.ndarray) -> None:
     """``NotEnoughLabels`` when the dataset's given labels hold fewer than two classes."""
     if len(classes) == 0:

@@ -352,6 +352,27 @@ def test_a_run_whose_neo4j_is_down_says_so_in_one_line_in_its_log_and_report():
     assert "| status | failed |" in _artifacts(run_id)["label-downstore-report"].data
 
 
+def test_a_misspelt_dataset_is_named_as_such_in_the_runs_log(store_path):
+    # the flow run's log read "NotEnoughLabels: no dataset 'wines' in the store" (a newcomer's walk)
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    from labelling.problems import NoSuchDataset, NotEnoughLabels
+
+    with open_store(store_path, create=True):
+        pass
+    with pytest.raises(NoSuchDataset, match="no dataset 'nosuchset' in the store") as raised:
+        labelling_flow("nosuchset", store_uri=store_path, publish=False)
+    assert isinstance(raised.value, NotEnoughLabels)  # what callers that catch the old type still catch
+    with get_client(sync_client=True) as client:
+        newest = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(
+            any_=["nosuchset · harmonic"])), sort=FlowRunSort.END_TIME_DESC, limit=1)
+        logs = _run_logs(client, str(newest[0].id))
+    (error,) = [message for message in logs if "Encountered exception" in message]
+    assert "NoSuchDataset(\"no dataset 'nosuchset' in the store" in error, logs
+
+
 def test_bad_input_is_not_retried(digits_store, flaky):
     store_path, _ = digits_store
     flaky(failures=10, error=ValueError)
