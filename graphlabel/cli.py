@@ -982,7 +982,7 @@ def review(
             rows = flagged(graph_store, dataset, limit)
             explained = [graph_store.explain(dataset, key, neighbours) for key in rows["key"]]
             never_labelled = rows.empty and graph_store.read_runs(dataset, limit=1, status="completed").empty
-    if rows.empty and never_labelled:  # no run finished, nothing judged: "none left" would read as all reviewed
+    if never_labelled:  # no run finished, nothing judged: "none left" would read as all reviewed
         _fail(f"dataset {dataset!r} has no finished labelling run, so no label was judged: graphlabel label"
               f" --dataset {dataset}{_store_option(store)} flags the doubtful ones")
     if rows.empty:
