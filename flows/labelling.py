@@ -837,7 +837,6 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     build."""
     notes: list[str] = []
     solver = options.solver
-    asked = FULL_RUN_ASKED
     recorded = store.read_graph_build(dataset)
     # a build the record says started and never finished (killed, or failed half way) may
     # have left the relationships partly deleted or partly written: built again
@@ -853,7 +852,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
                   f" it is built again ({spec.describe()}; build-graph --dataset {dataset} builds it with other"
                   " parameters) and every node relabelled")
     elif options.full:
-        reason = "a run scored on a holdout is always full" if options.holdout_fraction else asked
+        reason = "a run scored on a holdout is always full" if options.holdout_fraction else FULL_RUN_ASKED
     else:
         reason = change_since_last_run(store, dataset, run_id, solver, options.solver_params)
     if not options.full and reason is None:

@@ -150,7 +150,7 @@ def given_labels_note(stored: int, labelled: int, classes: dict[str, int] | None
     # "class: count": a class named by a number read "1 5, 0 4" as four numbers (a newcomer's walk)
     shown = ", ".join(f"{label}: {n:,}" for label, n in largest[:NAMED_CLASSES])
     more = f" and {len(largest) - NAMED_CLASSES:,} more" if len(largest) > NAMED_CLASSES else ""
-    kinds = f"{len(classes):,} class{'es' * (len(classes) != 1)}"
+    kinds = counted(len(classes), "class", "classes")
     doubt = (f": is {column!r} the label column?" if len(classes) > NAMED_CLASSES and 2 * len(classes) > labelled
              else "")  # most classes with one or two labels: ids, numbers, free text
     return f"given labels: {labelled:,} of the {counted(stored, 'record')} stored, {kinds} ({shown}{more}){doubt}"
@@ -172,8 +172,7 @@ def single_classes_note(names: list[str]) -> str:
     """Ingest's note on ``label_changes``' ``new_single_classes``: a misspelt class or another
     spelling of one is a class of its own (on wine with 18 given labels, 'clas_0' and '1' for
     two of them took 14 of the 178 predictions, and accuracy fell from 0.955 to 0.860)."""
-    kinds = f"{len(names):,} class{'es' * (len(names) != 1)}"
-    return (f"{kinds} new to the dataset with a single given label: {named(names)}"
+    return (f"{counted(len(names), 'class', 'classes')} new to the dataset with a single given label: {named(names)}"
             " (a label's spelling is its class: is one a misspelt or renamed class?)")
 
 

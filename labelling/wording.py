@@ -2,9 +2,10 @@
 log: "1 label", "1,500 nodes". No imports: the CLI loads it at start-up."""
 
 
-def counted(n: int, noun: str) -> str:
-    """``n`` with thousands separators and ``noun``, plural (an added "s") unless n is 1."""
-    return f"{n:,} {noun}{'s' * (n != 1)}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` with thousands separators and ``noun``, plural (``plural``, else an added "s")
+    unless n is 1."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 #: Names a message lists before "and N more".
