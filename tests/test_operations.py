@@ -256,6 +256,23 @@ def _run_logs(client, run_id: str, expected: tuple[str, ...] = ("Encountered exc
     return logs
 
 
+def _newest_run_id(client, name: str, state: str | None = None) -> str:
+    """The id of the newest flow run of ``name`` (in ``state``, if given), filtered by the
+    server: the session's server keeps every test's runs, more than one page of them."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    states = None if state is None else FlowRunFilterState(type=FlowRunFilterStateType(any_=[state]))
+    newest = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=[name]), state=states),
+                                   sort=FlowRunSort.END_TIME_DESC, limit=1)
+    return str(newest[0].id)
+
+
 def test_a_data_error_is_one_line_in_the_runs_log(store_path):
     # given labels of one class: the data's fault, said in one line, not over 80 lines of
     # Prefect's internals in the run's Logs tab; a bug keeps its traceback
@@ -284,13 +301,6 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
     # traceback printed twice, and published nothing: the dataset's report still showed the
     # last success
     from prefect import get_client
-    from prefect.client.schemas.filters import (
-        FlowRunFilter,
-        FlowRunFilterName,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
-    from prefect.client.schemas.sorting import FlowRunSort
     from store_lock import hold_lock
 
     from graphstore import StoreLocked
@@ -306,13 +316,7 @@ def test_a_run_that_cannot_open_its_locked_store_says_so_in_its_log_and_report(d
         holder.kill()
         holder.wait()
     with get_client(sync_client=True) as client:
-        # the newest failed run of that name, filtered by the server: the session's server
-        # keeps every test's runs, more than one page of them
-        newest = client.read_flow_runs(
-            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=["digits · harmonic · full"]),
-                                          state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["FAILED"]))),
-            sort=FlowRunSort.END_TIME_DESC, limit=1)
-        run_id = str(newest[0].id)
+        run_id = _newest_run_id(client, "digits · harmonic · full", "FAILED")
         logs = _run_logs(client, run_id)
     assert any("in use by another process" in message and "waiting up to 2 s" in message for message in logs), logs
     assert not any("Traceback" in message for message in logs), logs
@@ -330,8 +334,6 @@ def test_a_run_whose_neo4j_is_down_says_so_in_one_line_in_its_log_and_report():
     import socket
 
     from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
-    from prefect.client.schemas.sorting import FlowRunSort
 
     from graphstore import StoreConnectionError
 
@@ -341,9 +343,7 @@ def test_a_run_whose_neo4j_is_down_says_so_in_one_line_in_its_log_and_report():
     with pytest.raises(StoreConnectionError, match="is a Neo4j server running and listening there"):
         labelling_flow("downstore", store_uri=uri, publish=True)
     with get_client(sync_client=True) as client:
-        newest = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(
-            any_=["downstore · harmonic"])), sort=FlowRunSort.END_TIME_DESC, limit=1)
-        run_id = str(newest[0].id)
+        run_id = _newest_run_id(client, "downstore · harmonic")
         logs = _run_logs(client, run_id)
     errors = [message for message in logs if "Encountered exception" in message]
     assert len(errors) == 1, logs
@@ -355,8 +355,6 @@ def test_a_run_whose_neo4j_is_down_says_so_in_one_line_in_its_log_and_report():
 def test_a_misspelt_dataset_is_named_as_such_in_the_runs_log(store_path):
     # the flow run's log read "NotEnoughLabels: no dataset 'wines' in the store" (a newcomer's walk)
     from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
-    from prefect.client.schemas.sorting import FlowRunSort
 
     from labelling.problems import NoSuchDataset, NotEnoughLabels
 
@@ -366,9 +364,7 @@ def test_a_misspelt_dataset_is_named_as_such_in_the_runs_log(store_path):
         labelling_flow("nosuchset", store_uri=store_path, publish=False)
     assert isinstance(raised.value, NotEnoughLabels)  # what callers that catch the old type still catch
     with get_client(sync_client=True) as client:
-        newest = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(
-            any_=["nosuchset · harmonic"])), sort=FlowRunSort.END_TIME_DESC, limit=1)
-        logs = _run_logs(client, str(newest[0].id))
+        logs = _run_logs(client, _newest_run_id(client, "nosuchset · harmonic"))
     (error,) = [message for message in logs if "Encountered exception" in message]
     assert "NoSuchDataset(\"no dataset 'nosuchset' in the store" in error, logs
 
