@@ -51,6 +51,7 @@ from labelling.records import (
     missing_like_note,
     no_valid_records,
     reject_counts,
+    replaced_reviews,
 )
 from labelling.reporting import headline_text, statistics_warnings
 from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliability, lone_labels_note, run_metrics
@@ -222,7 +223,8 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
     whole); a failure half way leaves the batches before it stored, and ingesting the file
     again converges (nodes are upserted by key).
     Returns ``dataset``, ``stored``, ``rejected``, ``reject_reasons`` (rejected rows per kind
-    of reason) and ``rejects_file``."""
+    of reason), ``rejects_file``, and what the file did to the dataset's given labels
+    (``labelling.records.label_changes`` and ``replaced_reviews``)."""
     check_dataset_name(dataset)
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri, create=True) as store:
@@ -234,6 +236,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
         # misspelt 'clas_0', a '1' among names) and labels it removes (the file ingested again
         # without --label) are said at ingest, not after a run
         before = store.given_label_counts(dataset) if stored else {}
+        reviewed = store.reviewed_labels(dataset) if stored else {}  # and those a reviewer vouched for
         records = parse_record_batches(source, key=key, features=features, label=label, classes=classes,
                                        encoding=encoding, expected_dim=next(iter(stored), None), text=text,
                                        categorical=categorical, label_confidence=label_confidence,
@@ -248,7 +251,8 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
                     f" columns, or start it over with graphlabel drop-dataset --dataset {dataset}",
                     error.rejects) from None
             raise
-        summary.update(label_changes(before, store.given_label_counts(dataset)))
+        summary.update(label_changes(before, store.given_label_counts(dataset)),
+                       replaced_reviews=replaced_reviews(reviewed, store.reviewed_labels(dataset) if reviewed else {}))
     if in_flow_run():  # a run without a server has no UI to show it in
         from .artifacts import publish_ingest_report
 

@@ -337,7 +337,7 @@ def ingest(
     also = (f", which also holds {counted(others, 'node')} of earlier ingests (keys this file does not have)"
             if others > 0 else "")
     console.print(f"stored {counted(summary['stored'], 'node')} in dataset {dataset!r}{also}")
-    from labelling.records import given_labels_note, removed_labels_note, single_classes_note
+    from labelling.records import given_labels_note, removed_labels_note, replaced_reviews_note, single_classes_note
 
     if label is not None:
         note = given_labels_note(summary["stored"], summary["labelled"], summary["label_classes"], label)
@@ -350,6 +350,8 @@ def ingest(
     before, after = summary["given_labels_before"], summary["given_labels_after"]
     if after < before:
         err.print(f"[yellow]note:[/] {_escape(removed_labels_note(before, after, label))}")
+    if summary["replaced_reviews"]:
+        err.print(f"[yellow]note:[/] {_escape(replaced_reviews_note(summary['replaced_reviews']))}")
     if summary["missing_like_labels"]:
         from labelling.records import missing_like_note
 

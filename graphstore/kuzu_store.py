@@ -899,6 +899,11 @@ class KuzuStore(GraphStore):
         rows = self._rows("given_label_counts", {"dataset": dataset})
         return dict(zip(rows.column("label").to_pylist(), rows.column("nodes").to_pylist(), strict=True))
 
+    def reviewed_labels(self, dataset: str) -> dict[str, str]:
+        check_dataset_name(dataset)
+        rows = self._rows("reviewed_labels", {"dataset": dataset})
+        return dict(zip(rows.column("key").to_pylist(), rows.column("label").to_pylist(), strict=True))
+
     def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
                         decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:
         check_dataset_name(dataset)

@@ -633,6 +633,11 @@ class Neo4jStore(GraphStore):
         records = self._execute(self.cypher("given_label_counts"), {"dataset": dataset}, READ).records
         return {record["label"]: int(record["nodes"]) for record in records}
 
+    def reviewed_labels(self, dataset: str) -> dict[str, str]:
+        check_dataset_name(dataset)
+        records = self._execute(self.cypher("reviewed_labels"), {"dataset": dataset}, READ).records
+        return {record["key"]: record["label"] for record in records}
+
     def record_decision(self, dataset: str, key: str, decision: str, label: str | None, reviewer: str,
                         decided_at: pd.Timestamp, decision_id: str) -> dict[str, Any]:
         check_dataset_name(dataset)

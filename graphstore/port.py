@@ -395,6 +395,11 @@ class GraphStore(ABC):
     def given_label_counts(self, dataset: str) -> dict[str, int]:
         """The dataset's distinct given labels and the nodes that give each."""
 
+    @abstractmethod
+    def reviewed_labels(self, dataset: str) -> dict[str, str]:
+        """The given labels a reviewer vouched for (``record_decision``'s ``label_accepted``)
+        that the nodes still give, by node key."""
+
     def given_classes(self, dataset: str) -> list[str]:
         """The dataset's distinct given labels, sorted."""
         return sorted(self.given_label_counts(dataset))

@@ -90,7 +90,7 @@ from graphstore.schemas import NODE_SCHEMA
 from .arfffiles import read_arff_table
 from .feature_columns import FeatureColumns, RecordedColumns
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
-from .wording import counted, named
+from .wording import NAMED, counted, named
 
 MISSING_KEY = "missing key"
 NON_NUMERIC = "non-numeric feature"
@@ -182,6 +182,24 @@ def removed_labels_note(before: int, after: int, label: str | None) -> str:
     why = "this file has no --label column" if label is None else f"these nodes have no label in column {label!r}"
     return (f"the dataset's given labels went from {before:,} to {after:,}: a node ingested again without a label"
             f" loses the one it had ({why}; ingesting a file with the labels gives them back)")
+
+
+def replaced_reviews(before: dict[str, str], after: dict[str, str]) -> dict[str, str]:
+    """The reviewed labels an ingest replaced: ``GraphStore.reviewed_labels`` before and
+    after it, the keys it no longer holds, with the label the reviewer vouched for. The file
+    wins (the README's review section); this says so, as the counts of ``label_changes``
+    stay the same when a file gives a corrected node its old label back."""
+    return {key: label for key, label in sorted(before.items()) if key not in after}
+
+
+def replaced_reviews_note(replaced: dict[str, str]) -> str:
+    """Ingest's note on ``replaced_reviews``."""
+    pairs = list(replaced.items())
+    shown = ", ".join(f"{key!r} (reviewed as {label!r})" for key, label in pairs[:NAMED])
+    more = f" and {len(pairs) - NAMED:,} more" if len(pairs) > NAMED else ""
+    return (f"the file replaced {counted(len(replaced), 'given label')} a reviewer vouched for (review's accept or"
+            f" correct): {shown}{more}; ingest a file that has the reviewed labels to keep them (each review stays"
+            " in its LabelDecision node)")
 
 
 def missing_like_note(counts: dict[str, int]) -> str:

@@ -508,6 +508,29 @@ def test_ingest_says_when_it_removes_given_labels(tmp_path):
     assert "given labels went" not in CliRunner().invoke(app, [*first, "--label", "label"]).output  # back: 0 to 6
 
 
+def test_ingest_says_when_it_replaces_a_reviewed_label(tmp_path):
+    """The file wins over a review (the README says so), and ingest says when it does: a
+    corrected node given its old label back, by key. An accepted label the file gives again
+    is no replacement, and the next ingest of the same file has nothing more to say."""
+    from graphlabel.cli import app
+
+    path = tmp_path / "labels.csv"
+    pd.DataFrame({"id": range(10), "label": ["a", "b"] * 3 + [""] * 4, "x": range(10)}).to_csv(path, index=False)
+    store = ["--dataset", "d", "--store", str(tmp_path / "store")]
+    ingest = ["ingest", str(path), "--key", "id", "--features", "x", "--label", "label", *store]
+    runner = CliRunner()
+    assert runner.invoke(app, ingest).exit_code == 0
+    for decision in (["correct", "0", "--label", "b"], ["accept", "1"], ["correct", "2", "--label", "b"]):
+        result = runner.invoke(app, [*decision, *store])
+        assert result.exit_code == 0, result.output
+    again = runner.invoke(app, ingest, env={"COLUMNS": "300"})
+    assert again.exit_code == 0, again.output
+    assert ("note: the file replaced 2 given labels a reviewer vouched for (review's accept or correct): '0'"
+            " (reviewed as 'b'), '2' (reviewed as 'b'); ingest a file that has the reviewed labels to keep them"
+            " (each review stays in its LabelDecision node)") in " ".join(again.output.split())
+    assert "reviewer vouched" not in runner.invoke(app, ingest).output
+
+
 def test_ingest_says_when_the_dataset_already_holds_other_records(tmp_path):
     """A second file into a dataset adds to it; the line says how many earlier nodes stay."""
     from graphlabel.cli import app

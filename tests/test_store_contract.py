@@ -890,6 +890,7 @@ def test_decisions_change_the_given_label_and_keep_the_history(store, names):
     assert state == {"a": True, "b": False}
     accepted = {row["key"]: row["label_accepted"] for row in store.read_export(dataset).to_pylist()}
     assert accepted == {"a": "y", "b": "y"}
+    assert store.reviewed_labels(dataset) == {"a": "y", "b": "y"}
     history = store.query("MATCH (d:LabelDecision)-[:REVIEWS]->(e:Entity) WHERE e.dataset = $ds"
                           " RETURN e.key AS key, d.decision AS decision, d.previous_label AS previous,"
                           " d.label AS label, d.reviewer AS reviewer, d.predicted_label AS seen ORDER BY key",
@@ -901,6 +902,10 @@ def test_decisions_change_the_given_label_and_keep_the_history(store, names):
     for decision, label in (("maybe", "x"), ("correct", None), ("correct", " ")):
         with pytest.raises(ValueError, match="decision|label"):
             store.record_decision(dataset, "a", decision, label, "ann", at, "d4")
+    # a file ingested again gives 'a' its old label: no longer the label a reviewer vouched for
+    store.write_nodes(dataset, nodes(["a", "b"], ["x", "y"]))
+    assert store.reviewed_labels(dataset) == {"b": "y"}
+    assert store.reviewed_labels(names()) == {}
 
 
 def test_feature_columns_are_recorded_per_dataset_and_replaced(store, names):
