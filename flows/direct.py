@@ -320,8 +320,8 @@ class _DataErrorsInOneLine(logging.Filter):
     label, one class, no valid record): the Logs tab of a scheduled run that met one showed
     80 lines of Prefect's internals under the one line that says what is wrong with the
     data. The record keeps its message (the error's type and text); a bug keeps its
-    traceback. On Prefect's flow and task run loggers, so the server and the console get the
-    same record."""
+    traceback. The engine's ``ENGINE_EXIT_LINE`` about the same error is dropped. On
+    Prefect's flow and task run loggers, so the server and the console get the same record."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -329,8 +329,17 @@ class _DataErrorsInOneLine(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], self.expected):
+            if record.getMessage() == ENGINE_EXIT_LINE:
+                return False
             record.exc_info, record.exc_text = None, None
         return True
+
+
+#: What Prefect's engine logs when a flow run's process ends in the error the run already
+#: logged and failed with (``prefect.flow_engine.run_flow``, in a served run's process). For
+#: an expected error it is dropped: under the run's one error line it read as a crash of
+#: graphlabel, under another name (the run's random one). A bug keeps it, with its traceback.
+ENGINE_EXIT_LINE = "Engine execution exited with unexpected exception"
 
 
 _DATA_ERRORS_IN_ONE_LINE = _DataErrorsInOneLine()

@@ -287,3 +287,29 @@ def test_a_server_is_configured_by_the_environment_or_a_profile(tmp_path):
         f'active = "local"\n\n[profiles.local]\nPREFECT_API_URL = "{url}"\n')
     assert configured(tmp_path) == (True, True)
     assert configured(tmp_path, PREFECT_PROFILE="other") == (False, True)
+
+
+def test_the_engines_exit_line_is_dropped_for_an_expected_error_and_kept_for_a_bug():
+    """The filter on Prefect's run loggers: an expected error's record loses its traceback,
+    and the engine's own line about it goes; a bug's records keep both (the served run's
+    whole log is read in tests/test_schedule_server.py)."""
+    import logging
+
+    from flows.direct import _DATA_ERRORS_IN_ONE_LINE, ENGINE_EXIT_LINE, _log_in_one_line
+    from labelling.problems import NotEnoughLabels
+
+    _log_in_one_line((NotEnoughLabels,))
+
+    def record(message: str, error: BaseException) -> logging.LogRecord:
+        return logging.LogRecord("prefect.flow_runs", logging.ERROR, __file__, 1, message, None,
+                                 (type(error), error, None))
+
+    expected, bug = NotEnoughLabels("one class"), ZeroDivisionError("a bug")
+    assert not _DATA_ERRORS_IN_ONE_LINE.filter(record(ENGINE_EXIT_LINE, expected))
+    said = record("Encountered exception during execution", expected)
+    assert _DATA_ERRORS_IN_ONE_LINE.filter(said)
+    assert said.exc_info is None
+    for message in (ENGINE_EXIT_LINE, "Encountered exception during execution"):
+        kept = record(message, bug)
+        assert _DATA_ERRORS_IN_ONE_LINE.filter(kept)
+        assert kept.exc_info is not None

@@ -180,3 +180,34 @@ def test_a_cron_jobs_next_run_is_the_one_the_server_schedules_and_a_job_that_can
     assert ("warning: job 'moons-typo' cannot run now: no dataset 'moon' in the store (no node belongs to it);"
             " its datasets: 'moons'; served all the same, its runs fail until that changes") in line
     assert "'moons-nightly' cannot run" not in line
+
+
+def test_a_served_run_that_meets_an_expected_error_logs_it_once_without_a_crash_line(prefect_server, tmp_path):
+    """A scheduled run on a dataset the store does not hold fails with one error line in
+    its log and in ``serve``'s output: Prefect's engine added "Engine execution exited with
+    unexpected exception" under it, which reads as a crash of graphlabel (a newcomer's walk)."""
+    def run_logs(run: dict) -> list[str]:
+        return [log["message"] for log in prefect_server.post(
+            "/logs/filter", {"logs": {"flow_run_id": {"any_": [run["id"]]}}, "sort": "TIMESTAMP_ASC"})]
+
+    ended: list[dict] = []
+    with serving(prefect_server, tmp_path, '[[jobs]]\nname = "moons-misspelt"\ndataset = "moon"\ninterval = 15\n',
+                 PREFECT_RUNNER_POLL_FREQUENCY="2") as served:
+        deadline = time.monotonic() + SERVE_SECONDS
+        # until a second run has ended: the job runs one at a time, so the first run's process
+        # had exited before it, and every line that process logged was sent
+        while time.monotonic() < deadline and len(ended) < 2:
+            time.sleep(2)
+            assert served.process.poll() is None, served.said()
+            ended = [r for r in prefect_server.deployment_runs("moons-misspelt")
+                     if r["state_type"] in ("FAILED", "CRASHED", "COMPLETED")]
+    said = served.said()
+    assert len(ended) >= 2, f"fewer than two runs of the job ended in {SERVE_SECONDS} s:\n{said[-3000:]}"
+    failed = min(ended, key=lambda run: run["end_time"])
+    assert failed["state_type"] == "FAILED", failed["state"]
+    logs = run_logs(failed)
+    (error,) = [message for message in logs if message.startswith("Encountered exception")]
+    assert "NoSuchDataset(\"no dataset 'moon' in the store" in error, logs
+    for text in ("Engine execution", "Traceback"):
+        assert not any(text in message for message in logs), logs
+        assert text not in said, said[-3000:]
