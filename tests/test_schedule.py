@@ -211,6 +211,18 @@ def test_a_misspelt_field_is_named_with_the_field_it_is_close_to_and_said_once()
         f" 'interval' for 'intervall'?); a job takes {sorted(JOB_KEYS)}"]
 
 
+def test_a_misspelt_graph_does_not_hide_the_other_graph_options_problems():
+    # which options apply depends on the kind: a misspelt kind was said alone, and the bad k
+    # and metric only once it was mended
+    document = {"jobs": [{"dataset": "wine", "interval": 60, "graph": "knnn", "k": 0, "metric": "cosin"}]}
+    with pytest.raises(ScheduleError) as raised:
+        parse_schedule(document, "s.toml")
+    said = " ".join(raised.value.problems)
+    for problem in ("graph must be one of", "got 'knnn'", "k must be a positive integer, got 0",
+                    "metric must be one of ['euclidean', 'cosine', 'hamming'], got 'cosin'"):
+        assert problem in said, said
+
+
 def test_a_file_that_is_not_toml_is_named(tmp_path):
     path = write(tmp_path, "[[jobs]\ndataset = ")
     with pytest.raises(ScheduleError, match=r"schedule.toml: not valid TOML"):
