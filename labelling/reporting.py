@@ -463,7 +463,9 @@ def report_sections(summary: Mapping[str, Any]) -> list[Section]:
          [(bin_, f"{n:,}", f"{n / total:.1%}") for bin_, n in histogram.items()] if total else []),
         ("time per stage", ("stage", "seconds"), [(stage, f"{sec:.3f}") for stage, sec in s["timings"].items()]),
         ("graph used", ("parameter", "value"), _graph_rows(s["parameters"])),
-        ("parameters", ("parameter", "value"), _parameter_rows(s["parameters"], s["other_metrics"])),
+        # as asked: a first run is full with full = false (the run section and the headline say
+        # what the run did; a failed run's "full false" under a "· full" name read as a contradiction)
+        ("parameters (as asked)", ("parameter", "value"), _parameter_rows(s["parameters"], s["other_metrics"])),
         ("versions", ("library", "version"),
          [(LIBRARY_NAMES.get(name, name), version) for name, version in s["versions"].items()]),
         ("other metrics", ("metric", "value"), [(metric_name(name), _metric(value, name))
@@ -485,17 +487,19 @@ def _flatten_values(values: Mapping[str, Any], prefix: str = "") -> list[tuple[s
 def metrics_rows(summary: Mapping[str, Any]) -> list[dict[str, str]]:
     """The run's numbers as named, rounded rows, headline first (the Prefect table
     artifact): headline, warnings, predicted classes, confidence bins, then the rest."""
-    rows = [{"metric": name, "value": value} for name, value in headline_rows(summary)]
-    for text in statistics_warnings(summary):
-        # a warning over rows of WARNING_WIDTH characters: Prefect's table cuts a long cell
-        # at the column's edge, without wrapping (seen in Chromium, Prefect 3.8.8's UI)
-        lines = textwrap.wrap(text, WARNING_WIDTH)
-        rows += [{"metric": "warning" if i == 0 else "", "value": line} for i, line in enumerate(lines)]
+    rows = []
+    for name, text in [*headline_rows(summary), *(("warning", text) for text in statistics_warnings(summary))]:
+        # a long text over rows of WARNING_WIDTH characters: Prefect's table cuts a long cell
+        # at the column's edge, without wrapping (seen in Chromium, Prefect 3.8.8's UI; a
+        # failed run's error was cut at "needs at least two classe", a walk through the UI)
+        lines = textwrap.wrap(text, WARNING_WIDTH) if name in ("error", "warning") else [text]
+        rows += [{"metric": name if i == 0 else "", "value": line} for i, line in enumerate(lines)]
     for title, _, section in report_sections(summary):
         if title == "class distribution (predicted)":
             rows += [{"metric": f"predicted {label}", "value": f"{n} ({share})"} for label, n, share in section]
         elif title == "held-out labels per class":
-            rows += [{"metric": f"held-out {name}", "value": f"recall {recall}, precision {precision} ({n} labels)"}
+            rows += [{"metric": f"held-out {name}",
+                      "value": f"recall {recall}, precision {precision} ({n} {'label' if n == '1' else 'labels'})"}
                      for name, n, recall, precision in section]
         elif title == "confidence":
             rows += [{"metric": f"confidence {bin_}", "value": f"{n} {'node' if n == '1' else 'nodes'} ({share})"}
@@ -545,7 +549,8 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
     Returns
     -------
     str
-        A ``#`` title and one ``##`` table per section of ``report_sections``.
+        A ``#`` title and one ``##`` table per section of ``report_sections`` (the warnings
+        a list).
     """
     summary = summarise_run(run)
     # the whole id is in the run section; the title stays one line in the UI. The headline
@@ -557,6 +562,9 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
         # first hundred characters (a solver's advice, at the end, was not seen)
         lines += [f"> {_markdown_text(summary['error'])}", ""]
     for title, headers, rows in report_sections(summary):
+        if headers == ("warning",):  # sentences, as a list: a table cut them at the page's edge
+            lines += [f"## {title.capitalize()}", "", *(f"- {_markdown_text(text)}" for text, in rows), ""]
+            continue
         lines += [f"## {title.capitalize()}", "",
                   "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(_markdown_cell(cell) for cell in _in_full_above(title, row)) + " |"

@@ -286,6 +286,15 @@ def test_metrics_table_rows_fit_its_value_column():
     assert " ".join(row["value"] for row in warning) == statistics_warnings(run)[0]
     values = {row["metric"]: row["value"] for row in rows}
     assert values["confidence 0.5-0.6"] == "1 node (1.0%)"
+    # and so is a failed run's error (cut at "needs at least two classe" in the UI)
+    error = "NotEnoughLabels: dataset 'onewine' has given labels of one class only ('barolo'): a solver needs two"
+    failed = metrics_rows(summarise_run(record(status="failed", error=error)))
+    assert [row["metric"] for row in failed[:4]] == ["status", "error", "", "warning"]
+    assert max(len(row["value"]) for row in failed[1:3]) <= 55
+    assert " ".join(row["value"] for row in failed[1:3]) == error
+    # and the report's warnings are a list of sentences, not a table's cells cut at the page's edge
+    lines = run_report_markdown(run).splitlines()
+    assert lines[lines.index("## Warnings") + 2] == f"- {statistics_warnings(run)[0]}"
     assert values["confidence 0.9-1.0"] == "101 nodes (99.0%)"
     assert values["solver: amg fallbacks"] == "0"
 
@@ -326,6 +335,9 @@ def test_an_accuracy_below_always_answering_the_largest_class_says_what_it_hides
     assert ("balanced accuracy (mean recall)", "0.845; always answering 'a' scores 0.900") in sections["headline"]
     assert sections["held-out labels per class"] == [("a", "90", "0.889", "0.950"), ("b", "10", "0.800", "—")]
     assert {"metric": "held-out b", "value": "recall 0.800, precision — (10 labels)"} in metrics_rows(seeing)
+    one = held_out(0.88, {"a": 0.889, "b": 0.8})
+    one.metrics["holdout_classes"]["b"]["held_out"] = 1
+    assert {"metric": "held-out b", "value": "recall 0.800, precision — (1 label)"} in metrics_rows(one)
     assert "holdout_classes" not in summarise_run(seeing)["other_metrics"]
 
 
@@ -334,6 +346,6 @@ def test_a_parameter_the_solver_chose_shows_what_it_chose():
     metrics ("solver: class mass")."""
     run = record(parameters={"solver_params": {"class_mass": "auto", "loo": "local", "gamma_g": 0.0}},
                  metrics={"solver_class_mass": "smoothed", "solver_loo": "local", "solver_temperature": 0.5})
-    rows = dict({title: rows for title, _, rows in report_sections(summarise_run(run))}["parameters"])
+    rows = dict({title: rows for title, _, rows in report_sections(summarise_run(run))}["parameters (as asked)"])
     assert rows == {"solver_params.class_mass": "auto → smoothed", "solver_params.loo": "local",
                     "solver_params.gamma_g": "0.0"}
