@@ -165,11 +165,25 @@ def _pseudoflow_cuts(W, source_const, source_slope, sink_cap, lambdas):
 NEGLIGIBLE_CAPACITY = 1e-6
 
 
+#: libhpf is called with the range's upper end raised by this share of it (at least this much).
+#: On wine's 10-NN graph (standardised, 10 labels a class) lcsnc's path rule asks for
+#: [1e-6, 1]: at λ = 1 every unlabelled node's source arc equals its degree, a tie of the
+#: whole graph, and libhpf's parametric recursion (``parametricCut``, whose tolerance is
+#: 1e-8) never ended: the process died of a segmentation fault at its stack's end, and ran
+#: on past a minute on an unlimited stack. With the network captured there, 1.0 alone failed;
+#: 1 ± 1 ulp, 1 + 1e-7, 1.001 and 2 solved it, with the same breakpoints below 1. The raised
+#: end moves the range's end off such a tie; a breakpoint past ``hi`` is then reported
+#: beyond it, and callers read the cuts at values up to ``hi`` only.
+RANGE_END_MARGIN = 1e-7
+
+
 def _hpf(n_nodes: int, arcs: np.ndarray, lo: float, hi: float):
-    """Call ``hpf_solve`` of libhpf: arcs rows are (from, to, constant, multiplier)."""
+    """Call ``hpf_solve`` of libhpf: arcs rows are (from, to, constant, multiplier); the
+    range solved is [lo, hi] with ``hi`` raised by ``RANGE_END_MARGIN``."""
     from pseudoflow.python.hpf import libhpf
 
     arcs = arcs[(arcs[:, 2] >= NEGLIGIBLE_CAPACITY * arcs[:, 2].max(initial=0.0)) | (arcs[:, 3] > 0)]
+    hi = hi + RANGE_END_MARGIN * max(abs(hi), 1.0)
 
     c_int, c_double, POINTER = ctypes.c_int, ctypes.c_double, ctypes.POINTER
     libhpf.hpf_solve.argtypes = [
@@ -233,4 +247,5 @@ def entry_parameters(
     inside = cuts[:, 1 : n + 1].astype(bool)
     first = np.where(inside.any(axis=0), inside.argmax(axis=0), len(breakpoints))
     lower = np.concatenate([[lo], breakpoints])  # the interval's lower end: where the node enters
-    return np.where(first < len(breakpoints), lower[np.minimum(first, len(breakpoints))], np.inf), len(breakpoints)
+    entry = np.where(first < len(breakpoints), lower[np.minimum(first, len(breakpoints))], np.inf)
+    return np.where(entry <= hi, entry, np.inf), len(breakpoints)  # a node entering past hi: never, here

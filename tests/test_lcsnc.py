@@ -421,6 +421,34 @@ def test_lcsnc_on_segments_gaussian_graph_finishes():
     assert np.mean(p.labels[~kept] == y[~kept]) > 0.5
 
 
+def test_lcsnc_with_features_on_wine_finishes_where_libhpf_ran_away_at_the_paths_end():
+    """Wine (z-scored), the README's ``LabelProblem(None, y, X=X)`` with ``graph="knn"``, 10
+    labels a class: the path rule's range ends at λ = 1, a tie of every unlabelled node, and
+    libhpf recursed there until the process died of a segmentation fault (seeds 0, 1 and 2;
+    ``RANGE_END_MARGIN``). In a child process: the failure kills the process that meets it."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np
+from sklearn.datasets import load_wine
+from sklearn.preprocessing import StandardScaler
+from solvers import LabelProblem, solve
+X, y = load_wine(return_X_y=True)
+X = StandardScaler().fit_transform(X)
+rng = np.random.default_rng(0)
+given = np.full(len(y), -1)
+for c in np.unique(y):
+    picked = rng.choice(np.flatnonzero(y == c), 10, replace=False)
+    given[picked] = c
+p = solve(LabelProblem(None, given, X=X), "lcsnc", graph="knn", time_limit=None)
+print(np.mean(p.labels[given < 0] == y[given < 0]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert float(done.stdout) > 0.9
+
+
 def test_the_cuts_on_worker_processes_are_the_cuts_in_this_process(monkeypatch, executors):
     """The tuning's fold × setting runs and the final cut's classes on two worker processes
     (sent there whatever their time): the same labels, scores, flags and choice as in one."""
