@@ -134,7 +134,7 @@ class LabelProblem:
         if counts is None:
             counts = np.bincount(y[y >= 0], minlength=n_classes)
         counts = np.asarray(counts)
-        if counts.shape != (n_classes,) or not np.issubdtype(counts.dtype, np.integer) or counts.min() < 0:
+        if counts.shape != (n_classes,) or not np.issubdtype(counts.dtype, np.integer) or counts.min(initial=0) < 0:
             raise ValueError(f"class_label_counts must be {n_classes} non-negative integers, one per class")
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "y", y)

@@ -81,6 +81,8 @@ def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Predicti
         raise TypeError(f"problem must be a LabelProblem, got {type(problem).__name__}")
     function = check_params(method, params)
     labeled_classes = set(problem.y[problem.labeled].tolist())
+    if not labeled_classes:  # an all -1 y (said apart: "cannot tell classes apart from one" for none misled)
+        raise ValueError("the problem has no given label (every y is -1): give labels of at least two classes")
     if len(labeled_classes) < 2:
         raise ValueError(
             f"need given labels of at least two classes, got {len(labeled_classes)}"

@@ -63,6 +63,14 @@ def test_solve_refuses_one_class_and_unknown_methods():
         solve(LabelProblem(path_graph(3), np.array([0, -1, 1])), "nope")
 
 
+def test_a_problem_without_a_given_label_is_said_as_such():
+    # numpy's "zero-size array to reduction operation minimum" at LabelProblem (a Python walk)
+    for n_classes in (None, 3):
+        problem = LabelProblem(path_graph(4), np.full(4, -1), n_classes=n_classes)
+        with pytest.raises(ValueError, match=r"^the problem has no given label \(every y is -1\)"):
+            solve(problem, "harmonic")
+
+
 def test_a_symmetric_graph_given_out_of_order_is_accepted_as_is():
     # unsorted column indices: the check takes the slow path and leaves the caller's arrays alone
     W = sp.csr_matrix((np.array([2.0, 1.0, 1.0, 2.0]), np.array([2, 1, 0, 0]), np.array([0, 2, 3, 4])),
