@@ -13,12 +13,11 @@ the labels with ``numpy.random.default_rng(s)``). Every flag here is a false ala
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 
+from labelling.datasets import DATA_DIR
 from labelling.sampling import keep_per_class
 from similarity.build import build_graph
 from similarity.spec import GraphSpec
@@ -27,7 +26,7 @@ from solvers import LabelProblem, solve
 from ._common import Report
 
 SEEDS = 5
-VOTE = Path(__file__).resolve().parent.parent / ".data" / "weka" / "vote.arff"
+VOTE = DATA_DIR / "weka" / "vote.arff"  # GRAPHLABEL_DATA's, as every loader's
 
 
 def run(X: np.ndarray, y: np.ndarray, spec: GraphSpec, solver: str, categories=None) -> tuple[float, float]:
