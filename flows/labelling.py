@@ -7,6 +7,7 @@ functions serve the CLI, the tests and a Prefect deployment.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -66,6 +67,7 @@ from .incremental import label_changed, options_not_built, record_graph_build
 from .progress import progress, stage_progress
 from .runners import thread_runner
 from .solving import solve_by_component
+from .stops import is_stop
 from .tasks import build_edges as build_edges_task
 from .tasks import count_user_edges, export_problem, ingest_records, record_run, write_predictions
 
@@ -383,6 +385,10 @@ MAX_ERROR_CHARS = 2000
 
 #: A run stopped by Ctrl-C as its record says it (the exception's own text is empty).
 INTERRUPTED = "interrupted (Ctrl-C, or SIGINT from another process)"
+#: ... and ended by a signal in a flow run: Prefect raises ``TerminationSignal`` for a SIGTERM
+#: (serve stopping, a cancel from the Prefect UI), whose text is empty: the run's report said
+#: "failed: TerminationSignal" alone (a walk through the UI).
+STOPPED = "stopped by {signal} (graphlabel serve stopping, or the run cancelled from the Prefect UI)"
 
 
 #: A solver's time-limit advice as a run's record gives it. The solver's own is in the Python
@@ -398,6 +404,13 @@ def _error_text(error: BaseException) -> str:
     password in an exception never reaches them) and cut to ``MAX_ERROR_CHARS``."""
     if isinstance(error, KeyboardInterrupt):
         return INTERRUPTED
+    if is_stop(error):
+        number = getattr(error, "signal", None)
+        try:
+            name = signal.Signals(number).name if isinstance(number, int) else type(error).__name__
+        except ValueError:  # a number that is no signal: the stop named by its type
+            name = type(error).__name__
+        return STOPPED.format(signal=name)
     if isinstance(error, SolverTimeLimit):
         text = f"{type(error).__name__}: {error.what} {TIME_LIMIT_ADVICE}"
     else:

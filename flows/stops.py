@@ -28,7 +28,7 @@ LOGGER = logging.getLogger("graphlabel")
 _LOST: list[BaseException] = []
 
 
-def _is_stop(error: BaseException | None) -> bool:
+def is_stop(error: BaseException | None) -> bool:
     """A signal's exception: a ``KeyboardInterrupt`` or another ``BaseException`` that is
     no ``Exception`` (Prefect's ``TerminationSignal``), not the interpreter's own
     ``SystemExit`` or ``GeneratorExit``."""
@@ -42,7 +42,7 @@ class _KeepLostStops:
         self.previous = previous
 
     def __call__(self, unraisable: Any) -> None:
-        if not _is_stop(unraisable.exc_value):
+        if not is_stop(unraisable.exc_value):
             self.previous(unraisable)
             return
         _LOST.append(unraisable.exc_value)

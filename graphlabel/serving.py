@@ -80,6 +80,7 @@ from graphlabel.schedule import Job, deployments
 from graphstore.processes import gone_from_this_host
 from graphstore.runs import naive_utc
 from labelling.liveness import INTERRUPTED_PREFIX, mark_interrupted_runs
+from labelling.wording import counted
 
 #: A flow run without a ``LabelRun`` that has been Pending or Running this long is over
 #: (a served run writes its ``LabelRun`` in its first task, about a second in).
@@ -335,6 +336,12 @@ def _runner(proposing: Callable[[Any], AbstractContextManager] | None = None):
     class StoppingRunner(Runner):
         stop_signal: str | None = None
         _stopping: asyncio.Task | None = None  # the loop keeps only a weak reference to a task
+        #: the flow runs the stop cancelled (serve's last line counts them)
+        stopped_runs: set[str]
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.stopped_runs = set()
 
         async def __aenter__(self):
             entered = await super().__aenter__()
@@ -452,6 +459,7 @@ async def _cancel_run_in_progress(runner, flow_run_id) -> None:
             if asked.status != SetStateStatus.ACCEPT:  # the run has ended: its process exits by itself
                 await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=ENDING_RUN_SECONDS)
                 return
+            runner.stopped_runs.add(str(flow_run_id))
             flow_run = await runner._client.read_flow_run(flow_run_id)
             await runner._cancellation_manager.cancel(flow_run, STOP_MESSAGE)
             if not await runner._process_manager.wait_for_exit(flow_run_id, grace_seconds=CANCELLED_RUN_SECONDS):
@@ -507,7 +515,10 @@ def serve(jobs: list[Job], say=print) -> None:  # pragma: no cover - runs until 
     except KeyboardInterrupt:
         say("stopped at once (asked twice): runs in progress may be left unfinished; the next serve ends them")
         raise SystemExit(1) from None
-    marked = mark_stopped_runs(jobs)
-    recorded = f"; {marked} run(s) it stopped recorded as failed" if marked else ""
+    mark_stopped_runs(jobs)
+    # every run the stop cancelled, whether its process recorded its failure or the line above did
+    # (counting only the latter said nothing of a run cut short that had recorded itself, a UI walk)
+    stopped = len(runner.stopped_runs)
+    recorded = f"; it stopped {counted(stopped, 'run')} in progress, recorded as failed" if stopped else ""
     say(f"stopped ({runner.stop_signal or 'the runner ended'}): the jobs' schedules are paused until serve"
         f" starts again{recorded}")
