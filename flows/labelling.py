@@ -656,6 +656,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
             with clock("keep_model"):
                 columns = FeatureColumns.from_record(store.read_feature_columns(dataset))
                 metrics["model_support_vectors"] = keep_run_model(store, run_id, exported, prediction, columns)
+        metrics["run_warnings"] = list(notes)  # for the report, beside the numbers they qualify
         run = replace(run, status="completed", metrics=metrics, timings=dict(clock.seconds),
                       parameters={**parameters, **used,
                                   "solver_params": _scalars(prediction.params)},
@@ -670,6 +671,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # the numbers a reader may trust more than they bear (an accuracy on 3 held-out labels):
     # warnings like the others, so the CLI prints them too; unreached_note already said its own
     notes += statistics_warnings(run, unreached=False)
+    warnings = _warn(notes)  # logged before the report: its log read them after "published the run's report"
     artifacts = {}
     if publish:
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None
@@ -678,7 +680,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "run_id": run_id, "dataset": dataset, "solver": solver, "n_nodes": run.n_nodes,
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
-        "warnings": _warn(notes),
+        "warnings": warnings,
     }
 
 

@@ -39,7 +39,7 @@ LIBRARY_NAMES = {"neo4j": "neo4j (Python driver)"}
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
                  "n_holdout", "holdout_ece", "full_run_reason", "incremental", "n_labeled", "n_unlabeled",
                  "n_flagged", "unreached_share", "holdout_balanced_accuracy", "holdout_majority_class",
-                 "holdout_majority_accuracy", "holdout_classes")
+                 "holdout_majority_accuracy", "holdout_classes", "run_warnings")
 #: The names "other metrics" gives the metrics a person reads; a metric without one (a
 #: solver's own, ``solver_*``, or a stage time) is named from its key (``metric_name``).
 METRIC_NAMES = {
@@ -186,6 +186,8 @@ def summarise_run(run: Mapping[str, Any] | LabelRunRecord) -> dict[str, Any]:
         "confidence_histogram": {str(k): int(v) for k, v in (metrics.get("confidence_histogram") or {}).items()},
         "incremental": bool(metrics.get("incremental")),
         "full_run_reason": metrics.get("full_run_reason"),
+        # the flow's own warnings (the graph built first, options not used, ...), as its log said them
+        "run_warnings": [str(text) for text in metrics.get("run_warnings") or []],
         "class_distribution": distribution,
         "other_metrics": {k: v for k, v in sorted(metrics.items()) if k not in SHOWN_METRICS},
     }
@@ -336,6 +338,15 @@ def statistics_warnings(summary: Mapping[str, Any] | LabelRunRecord, unreached: 
     return out
 
 
+def report_warnings(summary: Mapping[str, Any] | LabelRunRecord) -> list[str]:
+    """Every warning a run's report shows: the flow's own, which its record keeps (a graph
+    built first, options the graph was not built with, nodes no label reaches...; before,
+    only the log said them, after the report was published), then ``statistics_warnings``
+    (the unreached nodes once: a record that kept the flow's warnings holds its own line)."""
+    s = summarise_run(summary)
+    return s["run_warnings"] + statistics_warnings(s, unreached="run_warnings" not in s["metrics"])
+
+
 def _unequal_classes_warnings(s: Mapping[str, Any]) -> list[str]:
     """What the accuracy on the held-out labels hides when the classes' sizes differ: an
     accuracy no better than always answering the most common given label, or one far above
@@ -452,7 +463,7 @@ def report_sections(summary: Mapping[str, Any]) -> list[Section]:
     total = sum(histogram.values())
     sections: list[Section] = [
         ("headline", ("what", "value"), headline_rows(s)),
-        ("warnings", ("warning",), [(text,) for text in statistics_warnings(s)]),
+        ("warnings", ("warning",), [(text,) for text in report_warnings(s)]),
         ("run", ("field", "value"), _run_rows(s)),
         ("class distribution (predicted)", ("class", "nodes", "share"),
          [(label, f"{n:,}", f"{share:.1%}") for label, n, share in s["class_distribution"]]),
@@ -488,7 +499,7 @@ def metrics_rows(summary: Mapping[str, Any]) -> list[dict[str, str]]:
     """The run's numbers as named, rounded rows, headline first (the Prefect table
     artifact): headline, warnings, predicted classes, confidence bins, then the rest."""
     rows = []
-    for name, text in [*headline_rows(summary), *(("warning", text) for text in statistics_warnings(summary))]:
+    for name, text in [*headline_rows(summary), *(("warning", text) for text in report_warnings(summary))]:
         # a long text over rows of WARNING_WIDTH characters: Prefect's table cuts a long cell
         # at the column's edge, without wrapping (seen in Chromium, Prefect 3.8.8's UI; a
         # failed run's error was cut at "needs at least two classe", a walk through the UI)

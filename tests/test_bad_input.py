@@ -710,6 +710,14 @@ def test_09_labelling_a_dataset_without_a_graph_builds_it_and_says_so(tmp_path, 
     result = cli("query", "MATCH (e:Entity) WHERE e.predicted_label IS NULL RETURN count(e) AS n", "--store",
                  store_path)
     assert " 0 " in result.output, result.output
+    # and so does the run's report, where only the log had said it (a walk through the Prefect UI)
+    from graphstore import open_store
+    from labelling.reporting import report_warnings, run_report_markdown
+
+    with open_store(store_path) as store:
+        run = store.read_runs("base").iloc[0].to_dict()
+    (built,) = [text for text in report_warnings(run) if "no similarity relationships" in text]
+    assert f"- {built}" in run_report_markdown(run).splitlines()
 
 
 def test_09_a_run_without_a_server_says_each_warning_once(tmp_path, store_path):
