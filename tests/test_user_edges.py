@@ -5,6 +5,8 @@ store keeps are in tests/test_store_contract.py; Neo4j's in tests/test_neo4j_liv
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -343,7 +345,7 @@ def test_new_entities_with_the_users_edges_still_get_knn_edges(digits_files, sto
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_reloaded_edges_relabel_the_region_around_those_that_changed(digits_files, store_path, tmp_path):
+def test_reloaded_edges_relabel_the_region_around_those_that_changed(digits_files, store_path, tmp_path, caplog):
     """A type's file loaded again with edges removed, reweighted and added marks the ends of
     those edges changed, and only those: the next run relabels around them. It marked none,
     and the run said "0 changed nodes" over a graph that had changed (a files walk; the
@@ -375,6 +377,9 @@ def test_reloaded_edges_relabel_the_region_around_those_that_changed(digits_file
     assert f"{len(ends)} nodes at the ends of added, removed or reweighted edges marked changed" in out
     out = cli("label", "--dataset", "dg", "--store", store_path).output
     assert f"incremental run: {len(ends)} changed nodes (0 new)" in out
+    # the solve's node count (region and class anchors) beside the region's, said how they meet
+    assert re.search(r"relabelled with [\d,]+ fixed around them \(solved with \d+ class anchors? standing for them\)",
+                     caplog.text), caplog.text[-3000:]
     # the same file again moves no edge: nothing is marked, the next run has nothing to do
     # (the console script: a CliRunner's output can carry a logging error's source lines)
     from test_bad_input import cli_process
