@@ -231,9 +231,12 @@ class Prediction:
         Ghahramani & Lafferty 2003, Sec. 4; its labels' arg-max too, but where the label is
         the centred arg-max of the unscaled scores), each row then normalised and sharpened
         by its confidence temperature (``info["temperature"]``), so that a node's score of
-        its label is its confidence; every other solver's scores as they are (maxmargin's
-        are its calibrated probabilities already). A prediction merged from batches holds
-        scores already on this scale and no weights."""
+        its label is its confidence, except where a step after the scores chose the label: a
+        flagged given label is predicted its held-out class (its scores may still favour the
+        given label it was clamped to; on digits with 10% flipped, 10 nodes), and the centred
+        arg-max (``labelling/scores.py`` lists every case); every other solver's scores as
+        they are (maxmargin's are its calibrated probabilities already). A prediction merged
+        from batches holds scores already on this scale and no weights."""
         return self.label_scale_scores_of(slice(None))
 
     def label_scale_scores_of(self, nodes: slice) -> np.ndarray:
