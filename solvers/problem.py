@@ -7,6 +7,7 @@ into a `LabelProblem` and a `Prediction` back into node properties.
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,8 +115,20 @@ class LabelProblem:
             raise ValueError(f"y must have shape ({n},), got {y.shape}")
         if not np.issubdtype(y.dtype, np.integer):
             raise ValueError(f"y must hold integers (class indices, -1 for unlabelled), got {y.dtype}")
+        if np.issubdtype(y.dtype, np.unsignedinteger) and y.size and y.max() == np.iinfo(y.dtype).max:
+            # -1 stored in an unsigned array wraps to its largest value, which would be a class of its own
+            raise ValueError(f"y is {y.dtype}, which cannot hold -1 (unlabelled): its {y.max()} would be a class;"
+                             " give y a signed integer type (y.astype(np.int64)) before setting -1")
         y = y.astype(np.int64)
         n_classes = int(self.n_classes) if self.n_classes is not None else int(y.max()) + 1
+        if self.n_classes is None and self.class_label_counts is None:
+            missing = np.setdiff1d(np.arange(n_classes), y[y >= 0])
+            if missing.size:  # class ids taken as they are: 5, 7, 9 make ten score columns, seven empty
+                shown = ", ".join(map(str, missing[:8].tolist())) + (", ..." if missing.size > 8 else "")
+                warnings.warn(f"y's classes are the indices 0..{n_classes - 1}, and {missing.size} of them have no"
+                              f" given label ({shown}): no node can be predicted them; map the labels to 0..C-1"
+                              " first (np.unique(labels, return_inverse=True)); pass n_classes to keep such"
+                              " classes on purpose", UserWarning, stacklevel=3)
         if y.min(initial=0) < UNLABELED or y.max(initial=-1) >= n_classes:
             raise ValueError(f"y values must lie in -1..{n_classes - 1}")
         conf = self.label_confidence

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -69,6 +71,23 @@ def test_a_problem_without_a_given_label_is_said_as_such():
         problem = LabelProblem(path_graph(4), np.full(4, -1), n_classes=n_classes)
         with pytest.raises(ValueError, match=r"^the problem has no given label \(every y is -1\)"):
             solve(problem, "harmonic")
+
+
+def test_an_unsigned_y_that_wrapped_minus_one_is_refused():
+    # -1 in a uint8 array is 255: 256 classes, every node predicted 255 (a Python walk)
+    with pytest.raises(ValueError, match=r"^y is uint8, which cannot hold -1 \(unlabelled\): its 255 would be a class"):
+        LabelProblem(path_graph(4), np.array([0, 1, -1, -1]).astype(np.uint8))
+    assert LabelProblem(path_graph(4), np.array([0, 1, 1, 0], dtype=np.uint8)).n_classes == 2
+
+
+def test_class_indices_with_gaps_are_warned_of_unless_n_classes_says_so():
+    # class ids 5, 7, 9 as they are: ten score columns, seven of them empty (a Python walk)
+    with pytest.warns(UserWarning, match=r"indices 0\.\.9, and 7 of them have no given label \(0, 1, 2, 3, 4, 6, 8\)"):
+        LabelProblem(path_graph(6), np.array([5, 7, 9, -1, -1, -1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LabelProblem(path_graph(6), np.array([5, 7, 9, -1, -1, -1]), n_classes=10)
+        LabelProblem(path_graph(6), np.array([0, 2, 1, -1, -1, -1]))
 
 
 def test_a_symmetric_graph_given_out_of_order_is_accepted_as_is():
