@@ -37,6 +37,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.settings import PREFECT_UI_URL
 
 from graphstore import LabelRunRecord
+from labelling.records import NAMED_CLASSES
 from labelling.reporting import (
     headline_text,
     metrics_rows,
@@ -44,6 +45,7 @@ from labelling.reporting import (
     short_run_id,
     summarise_run,
 )
+from labelling.wording import named
 
 
 def artifact_key(dataset: str, what: str) -> str:
@@ -181,11 +183,23 @@ def plot_markdown(summary: dict, reliability: pd.DataFrame | None, run_id: str) 
 @task(name="publish-ingest-report", task_run_name="publish-ingest-report")
 def publish_ingest_report(summary: dict) -> str:
     """The ingest run's counts as a table artifact: stored rows, rejected rows per kind of
-    reason, and where the rejects file is."""
+    reason, and where the rejects file is; then the given labels: the stored rows' per class,
+    and what the file did to the dataset's (the notes the command line prints: a walk
+    through the UI found the artifact with the row counts alone)."""
     rows = [{"what": "stored", "rows": summary["stored"]}, {"what": "rejected", "rows": summary["rejected"]}]
     rows += [{"what": f"rejected: {kind}", "rows": n} for kind, n in summary.get("reject_reasons", {}).items()]
     if summary.get("rejects_file"):
         rows.append({"what": f"rejects file: {summary['rejects_file']}", "rows": summary["rejected"]})
+    rows.append({"what": "stored with a given label", "rows": summary.get("labelled", 0)})
+    largest = sorted((summary.get("label_classes") or {}).items(), key=lambda item: (-item[1], item[0]))
+    rows += [{"what": f"given label {name!r}", "rows": n} for name, n in largest[:NAMED_CLASSES]]
+    if "given_labels_before" in summary:
+        rows += [{"what": "the dataset's given labels before this file", "rows": summary["given_labels_before"]},
+                 {"what": "the dataset's given labels after it", "rows": summary["given_labels_after"]}]
+    for what, key in (("classes new to the dataset with a single given label", "new_single_classes"),
+                      ("reviewed labels this file replaced", "replaced_reviews")):
+        if summary.get(key):
+            rows.append({"what": f"{what}: {named(list(summary[key]))}", "rows": len(summary[key])})
     return str(create_table_artifact(rows, key=artifact_key(summary["dataset"], "ingest"),
                                      description=f"ingest of {summary['dataset']!r}: {summary['stored']:,} stored,"
                                                  f" {summary['rejected']:,} rejected"))

@@ -69,9 +69,11 @@ def solve(problem: LabelProblem, method: str = "harmonic", **params) -> Predicti
     ----------
     problem : LabelProblem
     method : str
-        One of ``METHODS``.
+        One of ``METHODS``: "harmonic" (the default), "mincut", "lcsnc", "spectral",
+        "maxmargin", "nmf" or "auto".
     **params
-        The solver's own parameters (see its docstring).
+        The solver's own parameters, in its function's docstring: ``help(solvers.harmonic.harmonic)``,
+        ``help(solvers.mincut.mincut)``, ... (``METHODS`` maps each name to its function).
 
     Returns
     -------

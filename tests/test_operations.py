@@ -443,3 +443,7 @@ def test_ingest_publishes_its_reject_counts(tmp_path, store_path):
     assert rows["rejected"] == 3
     assert rows["rejected: missing feature"] == 1
     assert rows["rejected: label not in classes"] == 2
+    # and the given labels, as the command line's notes say them
+    assert rows["stored with a given label"] == 1
+    assert rows["given label 'p'"] == 1
+    assert (rows["the dataset's given labels before this file"], rows["the dataset's given labels after it"]) == (0, 1)
