@@ -93,7 +93,8 @@ def test_ingest_build_label_as_separate_flows(tmp_path, store_path):
     assert ingested == {"dataset": "moons", "stored": 300, "rejected": 0, "reject_reasons": {},
                         "rejects_file": None, "dataset_nodes": 300, "missing_like_labels": {}, "labelled": 10,
                         "label_classes": {"lower": 6, "upper": 4}, "removed_rejects_file": None,
-                        "given_labels_before": 0, "given_labels_after": 10, "new_single_classes": []}
+                        "given_labels_before": 0, "given_labels_after": 10, "new_single_classes": [],
+                        "replaced_reviews": {}}
     built = build_graph_flow("moons", store_uri=store_path, k=8)
     assert built["edges"] > 300 * 8 / 2
     summary = labelling_flow("moons", store_uri=store_path, build_graph=False)
