@@ -116,23 +116,26 @@ def graph_problems(kind: Any, k: Any = DEFAULT_K, metric: Any = "euclidean", wei
     # an unknown kind: each option is checked as for a kind that takes it, so that a schedule's
     # misspelt graph and bad k are said at once, not one after the other
     known = kind in GRAPH_KINDS
-    if (kind in K_KINDS or not known) and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+
+    def takes(kinds: tuple[str, ...]) -> bool:
+        return kind in kinds or not known
+
+    if takes(K_KINDS) and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         problems.append(f"k must be a positive integer, got {k!r}")
     if kind in METRIC_KINDS and metric == "hamming":
         if kind not in HAMMING_KINDS:
             problems.append(f"metric 'hamming' is for the graphs {list(HAMMING_KINDS)} (Blum & Chawla's"
                             f" information-gain-weighted distance); a {kind} graph reads categorical columns"
                             " as one-hot beside the numbers: use metric 'euclidean' or 'cosine'")
-    elif kind in METRIC_KINDS or not known:
-        problems += _choice("metric", metric, METRICS + ("hamming",) if kind in HAMMING_KINDS or not known
-                            else METRICS)
+    elif takes(METRIC_KINDS):
+        problems += _choice("metric", metric, METRICS + ("hamming",) if takes(HAMMING_KINDS) else METRICS)
     problems += _choice("scale", scale, SCALES)
-    if kind in ("knn", "delta") or not known:
+    if takes(("knn", "delta")):
         problems += _choice("weights", weights, WEIGHTS)
-    if kind == "knn" or not known:
+    if takes(("knn",)):
         problems += _choice("symmetrise", symmetrise, SYMMETRISE)
     if search is not None:
-        problems += (_choice("search", search, SEARCHES) if kind == "knn" or not known else
+        problems += (_choice("search", search, SEARCHES) if takes(("knn",)) else
                      [f"search picks how a knn graph's neighbours are found; a {kind} graph has none to search"])
     if kind == "delta" and delta is None:
         problems.append('graph "delta" needs delta = <distance threshold> (--delta on the command line)')
