@@ -90,7 +90,7 @@ from graphstore.schemas import NODE_SCHEMA
 from .arfffiles import read_arff_table
 from .feature_columns import FeatureColumns, RecordedColumns
 from .textfiles import MALFORMED_LINE, UNDECODABLE, read_text_table
-from .wording import NAMED, counted, named
+from .wording import counted, named
 
 MISSING_KEY = "missing key"
 NON_NUMERIC = "non-numeric feature"
@@ -194,11 +194,9 @@ def replaced_reviews(before: dict[str, str], after: dict[str, str]) -> dict[str,
 
 def replaced_reviews_note(replaced: dict[str, str]) -> str:
     """Ingest's note on ``replaced_reviews``."""
-    pairs = list(replaced.items())
-    shown = ", ".join(f"{key!r} (reviewed as {label!r})" for key, label in pairs[:NAMED])
-    more = f" and {len(pairs) - NAMED:,} more" if len(pairs) > NAMED else ""
+    shown = named(list(replaced.items()), show=lambda pair: f"{pair[0]!r} (reviewed as {pair[1]!r})")
     return (f"the file replaced {counted(len(replaced), 'given label')} a reviewer vouched for (review's accept or"
-            f" correct): {shown}{more}; ingest a file that has the reviewed labels to keep them (each review stays"
+            f" correct): {shown}; ingest a file that has the reviewed labels to keep them (each review stays"
             " in its LabelDecision node)")
 
 

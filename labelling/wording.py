@@ -12,7 +12,8 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 NAMED = 6
 
 
-def named(names: list) -> str:
-    """The first ``NAMED`` of ``names`` quoted, and how many more: ``'a', 'b' and 3 more``."""
-    shown = ", ".join(repr(name) for name in names[:NAMED])
+def named(names: list, show=repr) -> str:
+    """The first ``NAMED`` of ``names`` quoted (each as ``show`` writes it), and how many
+    more: ``'a', 'b' and 3 more``."""
+    shown = ", ".join(show(name) for name in names[:NAMED])
     return shown + (f" and {len(names) - NAMED} more" if len(names) > NAMED else "")
