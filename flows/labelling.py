@@ -54,7 +54,7 @@ from labelling.records import (
     reject_counts,
     replaced_reviews,
 )
-from labelling.reporting import headline_text, statistics_warnings
+from labelling.reporting import headline_text, report_warnings
 from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliability, lone_labels_note, run_metrics
 from labelling.run_model import keep_run_model
 from labelling.wording import counted
@@ -668,10 +668,11 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         if keep_runs is not None:
             store.prune_runs(dataset, keep_runs)
     run_logger().info("%s", headline_text(run))
-    # the numbers a reader may trust more than they bear (an accuracy on 3 held-out labels):
-    # warnings like the others, so the CLI prints them too; unreached_note already said its own
-    notes += statistics_warnings(run, unreached=False)
-    warnings = _warn(notes)  # logged before the report: its log read them after "published the run's report"
+    # the flow's notes, which the record keeps, and the numbers a reader may trust more than
+    # they bear (an accuracy on 3 held-out labels): the report's warnings, so the CLI prints
+    # what the report shows; logged before the report (its log read them after "published
+    # the run's report")
+    warnings = _warn(report_warnings(run))
     artifacts = {}
     if publish:
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None

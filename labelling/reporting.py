@@ -573,7 +573,7 @@ def run_report_markdown(run: Mapping[str, Any] | LabelRunRecord) -> str:
         # first hundred characters (a solver's advice, at the end, was not seen)
         lines += [f"> {_markdown_text(summary['error'])}", ""]
     for title, headers, rows in report_sections(summary):
-        if headers == ("warning",):  # sentences, as a list: a table cut them at the page's edge
+        if title == "warnings":  # sentences, as a list: a table cut them at the page's edge
             lines += [f"## {title.capitalize()}", "", *(f"- {_markdown_text(text)}" for text, in rows), ""]
             continue
         lines += [f"## {title.capitalize()}", "",
