@@ -149,22 +149,21 @@ def _records(job: Job, run_ids: Iterable[str]) -> dict[str, dict[str, Any]] | st
         return str(error)                                 # not answering, or no credentials (messages redacted)
 
 
-def mark_stopped_runs(jobs: list[Job]) -> int:
+def mark_stopped_runs(jobs: list[Job]) -> None:
     """Mark the ``LabelRun`` of each run a stop cancelled ``failed`` (``labelling.liveness``:
     its process is gone now), for the runs whose process had no time to say so itself (a
     cancelled run's own mark raced its end: 1 of 2 stops in ``tests/test_serve_stop.py``
-    left it ``running``). Returns how many were marked; a store that cannot be opened is
-    left to the next run, ``report`` or serve, which apply the same rule."""
+    left it ``running``). A store that cannot be opened is left to the next run, ``report``
+    or serve, which apply the same rule. (serve's last line counts the runs its stop
+    cancelled, ``StoppingRunner.stopped_runs``, not these.)"""
     from graphstore import StoreConnectionError, StoreNotFound
 
-    marked = 0
     for dataset_job in {(job.store_uri, job.dataset): job for job in jobs}.values():
         try:
             with _open(dataset_job) as store:
-                marked += len(mark_interrupted_runs(store, dataset_job.dataset))
+                mark_interrupted_runs(store, dataset_job.dataset)
         except (StoreNotFound, StoreConnectionError, ValueError):
             continue
-    return marked
 
 
 def _deployment_runs(client, jobs: list[Job], states: Iterable[str], **filters: Any):
