@@ -72,13 +72,14 @@ def _reliability_figure(reliability: pd.DataFrame, ece: float | None, title: str
     at its foot; below, the number of held-out labels in each bin, so a bar of one label is
     not read like one of 185. A line through the bins, as drawn before, jumped between
     bins of 1 and 2 labels like a trend; its counts sat on the axis' tick labels."""
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     lows, widths = _bins(reliability.index)
     middles = lows + widths / 2
     accuracy, confidence = reliability["accuracy"].to_numpy(float), reliability["mean_confidence"].to_numpy(float)
     counts = reliability["count"].to_numpy(int)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.1]})
+    fig = Figure(figsize=(8, 6.5))
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.1]})
     top.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfectly calibrated")
     top.bar(lows, accuracy, width=widths, align="edge", color="#4c72b0", edgecolor="white",
             label="accuracy in the bin")
@@ -109,9 +110,10 @@ def _reliability_figure(reliability: pd.DataFrame, ece: float | None, title: str
 
 
 def _histogram_figure(histogram: dict[str, int], title: str, what: str):
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig = Figure(figsize=(8, 5.5))
+    ax = fig.subplots()
     bars = ax.bar(list(histogram), list(histogram.values()), color="#4c72b0")
     ax.bar_label(bars, fmt="{:,.0f}", fontsize=10, padding=2)
     ax.set_ylim(0, max(max(histogram.values(), default=1) * 1.12, 1))
@@ -128,12 +130,13 @@ def _histogram_figure(histogram: dict[str, int], title: str, what: str):
 def plot_png(reliability: pd.DataFrame | None, histogram: dict[str, int], ece: float | None = None,
              title: str = "", what: str = "nodes") -> bytes:
     """The reliability diagram when a holdout scored the run (``_reliability_figure``),
-    else the confidence histogram of the run's ``what`` with each bar's count."""
-    import matplotlib
+    else the confidence histogram of the run's ``what`` with each bar's count.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    Drawn on a ``matplotlib.figure.Figure`` without pyplot, as matplotlib advises outside a
+    GUI: pyplot keeps global figures, and importing it reads its style library inside
+    ``warnings.catch_warnings(record=True)``, which before Python 3.14 takes the warnings of
+    every thread. Imported beside a running solve (``_warm_publishing``), it swallowed the
+    solver's warning that its labelling was no better than a guess (a CI run)."""
     if reliability is not None and len(reliability):
         fig = _reliability_figure(reliability, ece, title)
     else:
@@ -142,7 +145,6 @@ def plot_png(reliability: pd.DataFrame | None, histogram: dict[str, int], ece: f
     # measure it, a third of the plot's cost (0.29 s against 0.20 s, measured on this VM)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
     return buffer.getvalue()
 
 

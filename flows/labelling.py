@@ -433,18 +433,16 @@ def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock:
 
 
 def _warm_publishing() -> None:
-    """Import what publishing needs (matplotlib: 0.4 to 0.9 s cold) in a background thread
-    while the run labels, so the artifacts cost their drawing and three API calls at the end
-    (bench/cli.py --with-server)."""
+    """Import what publishing needs (matplotlib's figure and its PNG backend: 0.4 to 0.9 s
+    cold) in a background thread while the run labels, so the artifacts cost their drawing
+    and three API calls at the end (bench/cli.py --with-server). Not pyplot: its import
+    records the warnings of every thread for a while (``flows.artifacts.plot_png``)."""
     import importlib
     import threading
 
     def warm() -> None:
-        importlib.import_module("flows.artifacts")
-        import matplotlib
-
-        matplotlib.use("Agg")
-        importlib.import_module("matplotlib.pyplot")
+        for module in ("flows.artifacts", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+            importlib.import_module(module)
 
     threading.Thread(target=warm, name="graphlabel-warm-publishing", daemon=True).start()
 

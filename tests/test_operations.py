@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -209,6 +211,42 @@ def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store, c
     assert first_run.name == "digits · harmonic · full"
     assert sorted(first_run.tags) == ["digits", "full", "graphlabel", "harmonic"]
     assert again_run.name == "digits · harmonic · incremental"  # it was one
+
+
+# Counts, in a fresh interpreter, the windows in which a module records the warnings of
+# every thread (catch_warnings(record=True) before Python 3.14) while publishing's imports
+# are warmed in their background thread and both plots are drawn.
+RECORDING_WINDOWS = """
+import sys, threading, warnings
+import pandas as pd
+windows = []
+enter = warnings.catch_warnings.__enter__
+def counted(self):
+    if self._record:
+        windows.append(threading.current_thread().name)
+    return enter(self)
+warnings.catch_warnings.__enter__ = counted
+import flows.labelling
+flows.labelling._warm_publishing()
+[thread.join() for thread in threading.enumerate() if thread.name == "graphlabel-warm-publishing"]
+from flows.artifacts import plot_png
+reliability = pd.DataFrame({"accuracy": [0.5, 0.8], "mean_confidence": [0.55, 0.85], "count": [3, 10]},
+                           index=["0.5-0.6", "0.8-0.9"])
+assert plot_png(reliability, {}, 0.05)[:4] == plot_png(None, {"0.9-1.0": 50})[:4] == b"\\x89PNG"
+print(len(windows), "matplotlib.pyplot" in sys.modules)
+"""
+
+
+def test_publishing_takes_no_warning_of_a_running_solve():
+    """Publishing's imports are warmed in a thread while the run labels. pyplot's import
+    read its style library inside catch_warnings(record=True), which takes the warnings of
+    every thread: a CI run lost mincut's "no better than guessing" to it (test_bad_input's
+    test_09 of a solver's warning failed), and a thread warning beside `import
+    matplotlib.pyplot` lost 9 of 442 warnings to matplotlib's log. The plots are drawn
+    without pyplot now, and nothing publishing imports or draws opens such a window."""
+    done = subprocess.run([sys.executable, "-c", RECORDING_WINDOWS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "False"], done.stdout
 
 
 def test_an_incremental_run_that_changed_nothing_publishes_no_new_plot(digits_store):
