@@ -55,7 +55,14 @@ from labelling.records import (
     replaced_reviews,
 )
 from labelling.reporting import headline_text, report_warnings
-from labelling.run_metrics import faint_nodes_note, hold_out, holdout_reliability, lone_labels_note, run_metrics
+from labelling.run_metrics import (
+    degenerate_note,
+    faint_nodes_note,
+    hold_out,
+    holdout_reliability,
+    lone_labels_note,
+    run_metrics,
+)
 from labelling.run_model import keep_run_model
 from labelling.wording import counted
 from similarity.spec import REQUESTED, GraphRequest
@@ -640,7 +647,8 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         # the component split's counts under their own names, the solver's metadata as solver_*
         plan = {name: prediction.info.get(name) for name in PLAN_INFO}
         used = graph_used(store, dataset)
-        notes += (unreached_note(exported, prediction, used) + lone_labels_note(exported, prediction)
+        notes += (degenerate_note(exported, prediction) + unreached_note(exported, prediction, used)
+                  + lone_labels_note(exported, prediction)
                   + faint_nodes_note(exported, prediction))
         metrics = {**run_metrics(exported, prediction, holdout), **extra,
                    "n_components": plan["n_components"], "n_solver_batches": plan["n_batches"],
@@ -670,7 +678,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
     # they bear (an accuracy on 3 held-out labels): the report's warnings, so the CLI prints
     # what the report shows; logged before the report (its log read them after "published
     # the run's report")
-    warnings = _warn(report_warnings(run))
+    said = _warn(report_warnings(run))
     artifacts = {}
     if publish:
         reliability = holdout_reliability(prediction, holdout) if holdout is not None and len(holdout.nodes) else None
@@ -679,7 +687,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         "run_id": run_id, "dataset": dataset, "solver": solver, "n_nodes": run.n_nodes,
         "n_labeled": run.n_labeled, "n_flagged": run.n_flagged, "n_edges": extra.get("n_edges_built"),
         "metrics": metrics, "timings": dict(clock.seconds), "run": run, "artifacts": artifacts,
-        "warnings": warnings,
+        "warnings": said,
     }
 
 

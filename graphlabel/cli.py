@@ -502,8 +502,12 @@ def label(
     from flows.labelling import labelling_flow
     from labelling.options import RunOptions, run_kind, run_tags
     from similarity.spec import GraphRequest
+    from solvers.problem import DegenerateLabelingWarning
 
     _quiet_expected_errors()
+    # the run says a labelling no better than a guess itself, in its log, record and report,
+    # and so among this command's warnings (labelling.run_metrics.degenerate_note): once
+    warnings.filterwarnings("ignore", category=DegenerateLabelingWarning)
 
     try:
         solver_params = json.loads(params)

@@ -34,6 +34,8 @@ from solvers import LabelProblem, Prediction, graph_components
 BATCH_NODES = 50_000
 #: What ``merge_predictions`` adds to the prediction's ``info``: the split, not the solver.
 PLAN_INFO = ("n_components", "n_batches", "n_unlabeled_components", "n_single_class_nodes")
+#: A solver's findings that its labelling is no better than a guess (``solvers.degenerate_text``).
+DEGENERATE_INFO = ("degenerate", "no_better_than_majority")
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +134,15 @@ def batch_problem(problem: LabelProblem, nodes: np.ndarray) -> BatchProblem:
     return BatchProblem(LabelProblem(W, local, confidence, len(classes), X, counts), nodes, classes)
 
 
+def _of_whole_problem(finding: dict, batch: BatchProblem) -> dict:
+    """A batch's finding (``DEGENERATE_INFO``) with its class one of the whole problem, and
+    the batch's node count."""
+    whole = {**finding, "n_nodes": len(batch.nodes)}
+    if "class" in finding:
+        whole["class"] = int(batch.classes[finding["class"]])
+    return whole
+
+
 def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
                       solved: list[tuple[BatchProblem, Prediction]], method: str) -> Prediction:
     """One whole-graph Prediction from the batches' predictions and the plan's
@@ -161,6 +172,11 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
     first = solved[0][1] if solved else None
     info = dict(first.info) if first is not None and len(solved) == 1 else {}
     info.pop("class_mass_weights", None)  # the merged scores are already on that scale
+    # each batch's labelling no better than a guess, its class a class of the whole problem
+    info.pop("degenerate", None)
+    info.pop("no_better_than_majority", None)
+    info["degenerate_batches"] = [_of_whole_problem(prediction.info[key], batch) for batch, prediction in solved
+                                  for key in DEGENERATE_INFO if prediction.info.get(key)]
     # the far outliers a solver attached (harmonic's faint nodes), by node of the whole problem
     faint = [batch.nodes[np.asarray(prediction.info["faint_nodes"], dtype=np.int64)]
              for batch, prediction in solved if len(prediction.info.get("faint_nodes", ()))]

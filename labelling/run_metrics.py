@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers import LabelProblem, Prediction
+from solvers import LabelProblem, Prediction, degenerate_text
 
+from .components import DEGENERATE_INFO
 from .evaluation import expected_calibration_error, reliability_table
 from .problems import ExportedProblem
 from .wording import counted, named
@@ -23,6 +24,27 @@ class Holdout:
 
     nodes: np.ndarray
     classes: np.ndarray
+
+
+def degenerate_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
+    """The solver's finding that its labelling is no better than a guess (one class takes
+    nearly every unlabelled node, or the given labels held out come back no more often than
+    the largest class's share; ``solvers.degenerate_text``), its class named. Before, only
+    the solver's Python warning said it: a run's report and log did not. Of a run solved in
+    batches, the first batch found so, with its size and how many more were."""
+    found = prediction.info.get("degenerate_batches")
+    if found is None:  # the whole graph in one solve
+        found = [prediction.info[key] for key in DEGENERATE_INFO if prediction.info.get(key)]
+    if not found:
+        return []
+    first = found[0]
+    name = str(exported.classes[first["class"]]) if "class" in first else None
+    text = degenerate_text(prediction.method, first, name)
+    batches = prediction.info.get("n_batches") or 1
+    if batches > 1:
+        more = f", and {counted(len(found) - 1, 'more', 'more')} of the {batches:,} batches" if len(found) > 1 else ""
+        text = f"in a solver batch of {first['n_nodes']:,} nodes{more}: {text}"
+    return [text.strip()]
 
 
 def lone_labels_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:

@@ -12,10 +12,11 @@ allocate them, with ``SolverOutOfMemory`` (solvers/_memory.py).
 """
 
 from ._budget import SolverStopped, SolverTimeLimit, stop_when
-from ._graph import graph_components
+from ._graph import degenerate_text, graph_components
 from ._memory import SolverOutOfMemory
 from .problem import UNLABELED, LabelProblem, Prediction
 from .registry import GRAPH_ONLY_METHODS, METHODS, check_params, solve
 
 __all__ = ["LabelProblem", "Prediction", "solve", "check_params", "METHODS", "GRAPH_ONLY_METHODS", "UNLABELED",
-           "SolverTimeLimit", "SolverStopped", "SolverOutOfMemory", "stop_when", "graph_components"]
+           "SolverTimeLimit", "SolverStopped", "SolverOutOfMemory", "stop_when", "graph_components",
+           "degenerate_text"]

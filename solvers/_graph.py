@@ -133,11 +133,27 @@ def one_class_takes_all(labels: np.ndarray, y: np.ndarray, n_classes: int) -> di
 
 
 def warn_degenerate(method: str, found: dict, reason: str) -> None:
-    """One ``DegenerateLabelingWarning`` for a labelling ``one_class_takes_all`` found."""
-    warnings.warn(
-        f"{method}: class {found['class']} takes {found['share']:.1%} of the unlabelled nodes with "
-        f"{found['given_share']:.1%} of the given labels, a labelling no better than guessing that class. "
-        + reason, DegenerateLabelingWarning, stacklevel=3)
+    """One ``DegenerateLabelingWarning`` for a labelling ``one_class_takes_all`` or
+    ``no_better_than_majority`` found. The ``reason`` (why, and what to change) is kept in
+    ``found`` (the solver's ``info``), so that a caller that knows the classes' names says
+    the same (``degenerate_text``): a run's report and log, which the warning does not reach."""
+    found["reason"] = reason
+    warnings.warn(degenerate_text(method, found), DegenerateLabelingWarning, stacklevel=3)
+
+
+def degenerate_text(method: str, found: dict, class_name: str | None = None) -> str:
+    """The words of a labelling no better than a guess: ``found`` is a solver's
+    ``info["degenerate"]`` (``one_class_takes_all``) or ``info["no_better_than_majority"]``
+    after its warning, its class named ``class_name`` where the caller knows the names."""
+    if "held_out_accuracy" in found:
+        return (f"{method}: held out one at a time, {found['held_out_accuracy']:.1%} of the {found['n_labels']} "
+                f"given labels come back, no more than the {found['majority_share']:.1%} of guessing their largest "
+                "class: on this graph and these labels the labelling is no better than that guess. "
+                + found.get("reason", ""))
+    named = found["class"] if class_name is None else repr(class_name)
+    return (f"{method}: class {named} takes {found['share']:.1%} of the unlabelled nodes with "
+            f"{found['given_share']:.1%} of the given labels, a labelling no better than guessing that class. "
+            + found.get("reason", ""))
 
 
 def no_better_than_majority(noise_score: np.ndarray, y: np.ndarray) -> dict | None:
@@ -160,12 +176,3 @@ def no_better_than_majority(noise_score: np.ndarray, y: np.ndarray) -> dict | No
     if accuracy > majority:
         return None
     return {"held_out_accuracy": accuracy, "majority_share": majority, "n_labels": int(usable.sum())}
-
-
-def warn_no_better_than_majority(method: str, found: dict, reason: str) -> None:
-    """One ``DegenerateLabelingWarning`` for a labelling ``no_better_than_majority`` found."""
-    warnings.warn(
-        f"{method}: held out one at a time, {found['held_out_accuracy']:.1%} of the {found['n_labels']} given labels "
-        f"come back, no more than the {found['majority_share']:.1%} of guessing their largest class: on this graph "
-        "and these labels the labelling is no better than that guess. " + reason,
-        DegenerateLabelingWarning, stacklevel=3)

@@ -212,7 +212,6 @@ from ._graph import (
     predict_flagged,
     unreachable,
     warn_degenerate,
-    warn_no_better_than_majority,
 )
 from ._memory import check_blocks
 from ._row_split_product import RowSplitProduct
@@ -591,7 +590,7 @@ def nmf(problem: LabelProblem, *, variant: str = "symmetric", gamma: float | str
             else "The mean field ordered into one class (solvers/nmf.py, item 29)."))
     no_better = None if degenerate else no_better_than_majority(noise_score, problem.y)
     if no_better:
-        warn_no_better_than_majority("nmf", no_better, (
+        warn_degenerate("nmf", no_better, (
             "The check holds each label's own field out of its node's marginal (the cavity of the noise score, item "
             "27). Give more labels, or compare another solver's labelling."))
     info = {

@@ -22,8 +22,11 @@ UNLABELED = -1
 class DegenerateLabelingWarning(UserWarning):
     """A solver's labelling puts (nearly) every unlabelled node in one class that the given
     labels do not favour that much: the solver has found no structure to follow, and its
-    labels are no better than a guess of that class. The message names the solver's known
-    reason and what to change; ``Prediction.info["degenerate"]`` holds the numbers."""
+    labels are no better than a guess of that class (or nmf's: its given labels, held out,
+    come back no more often than the largest class's share). The message names the solver's
+    known reason and what to change; ``Prediction.info["degenerate"]`` (nmf's
+    ``info["no_better_than_majority"]``) holds the numbers and that ``"reason"``, from which
+    ``degenerate_text`` says it again with the class's name (a run's report does)."""
 
 
 def _symmetric(W: sp.csr_matrix) -> bool:

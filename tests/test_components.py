@@ -373,3 +373,28 @@ def test_a_run_in_batches_takes_one_class_mass_rule_for_all_of_them():
     assert (split.params["class_mass"], split.info["class_mass"]) == ("auto", "smoothed")  # asked, applied
     _, expected = solve_split(problem, "harmonic", 60, class_mass="smoothed")
     np.testing.assert_array_equal(split.labels, expected.labels)
+
+
+def test_a_batch_labelled_no_better_than_a_guess_is_said_by_its_class_in_the_whole_problem():
+    """A solver's finding that its labelling is no better than a guess reached only its
+    Python warning (the run's report and log said nothing), and in a batch its class is the
+    batch's own number: the run's note names the class of the whole problem, and the batch."""
+    from labelling.problems import ExportedProblem
+    from labelling.run_metrics import degenerate_note
+
+    W, y_true, _ = islands(3, 60)
+    y = np.full(len(y_true), -1)
+    for island in (0, 1):  # well labelled: 5 of each class
+        for c in range(3):
+            y[island * 60 + np.flatnonzero(y_true[island * 60:(island + 1) * 60] == c)[:5]] = c
+    y[120 + np.arange(4)] = [1, 2, 2, 2]  # the third island: 4 labels, classes 1 and 2 (its 0 and 1)
+    problem = LabelProblem(W, y, n_classes=3)
+    with pytest.warns(UserWarning, match="no better than guessing"):
+        plan, merged = solve_split(problem, "mincut", batch_nodes=70)
+    assert len(plan.batches) >= 2
+    found = merged.info["degenerate_batches"]
+    assert [(finding["class"], finding["n_nodes"]) for finding in found] == [(2, 60)]
+    exported = ExportedProblem(problem, np.array([f"n{i}" for i in range(len(y))]), np.array(["ant", "bee", "cow"]))
+    (note,) = degenerate_note(exported, merged)
+    assert note.startswith("in a solver batch of 60 nodes: mincut: class 'cow' takes 100.0% of the unlabelled"), note
+    assert "alpha=0.1" in note  # the solver's reason and remedy, as its warning says them
