@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -67,6 +68,7 @@ from labelling.run_model import keep_run_model
 from labelling.wording import counted
 from similarity.spec import REQUESTED, GraphRequest
 from solvers import GRAPH_ONLY_METHODS, Prediction, SolverOutOfMemory, SolverStopped, SolverTimeLimit
+from solvers.problem import DegenerateLabelingWarning
 
 from .clock import StageClock
 from .direct import STAGE_RUNS, flow, in_flow_run, run_logger, store_log_in_run
@@ -439,6 +441,20 @@ def _failed(store: GraphStore, run: LabelRunRecord, error: BaseException, clock:
     return failed
 
 
+def _quiet_reported_warnings() -> None:
+    """In a deployment's run (``graphlabel serve``'s, or the Prefect UI's Run), which Prefect
+    runs in a process of its own, leave out Python's warning of a labelling no better than a
+    guess: the run says it (``labelling.run_metrics.degenerate_note``), and serve's output
+    showed it twice, the second time as Python prints it, with the file, line and source
+    that raised it. The labelling flow called in a notebook or a script keeps the warning;
+    the CLI leaves it out itself."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    if context is not None and context.flow_run is not None and context.flow_run.deployment_id is not None:
+        warnings.filterwarnings("ignore", category=DegenerateLabelingWarning)
+
+
 def _warm_publishing() -> None:
     """Import what publishing needs (matplotlib's figure and its PNG backend: 0.4 to 0.9 s
     cold) in a background thread while the run labels, so the artifacts cost their drawing
@@ -585,6 +601,7 @@ def labelling_flow(dataset: str, store_uri: str | None = None, solver: str = "ha
         The run's summary: run_id, counts, metrics, timings, the LabelRun record, artifacts, warnings.
     """
     check_dataset_name(dataset)
+    _quiet_reported_warnings()
     # validated here, once; every stage below takes these two objects
     options = RunOptions(solver, dict(solver_params or {}), build_graph, full, hops, split_components,
                          batch_nodes, holdout_fraction, holdout_seed)

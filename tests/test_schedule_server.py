@@ -55,13 +55,25 @@ class Served:
         return self.log.read_text(errors="replace")
 
 
+def ingest_one_blob(tmp_path: Path, store: str) -> None:
+    """60 nodes of one blob, 4 of them labelled (1 'a', 3 'b'): mincut's labelling of them is
+    no better than guessing 'b' (tests/test_bad_input.py's test_09)."""
+    from test_bad_input import two_blobs
+
+    two_blobs(labelled=4, gap=0.0).to_csv(tmp_path / "blob.csv", index=False)
+    done = subprocess.run([str(GRAPHLABEL), "ingest", str(tmp_path / "blob.csv"), "--dataset", "blob",
+                           "--key", "id", "--features", "x*", "--label", "label", "--store", store],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @contextmanager
-def serving(server: PrefectServer, tmp_path: Path, jobs: str, **env: str) -> Iterator[Served]:
-    """``graphlabel serve`` of ``jobs`` (``[[jobs]]`` tables) on the 200 moons of a new
-    store, against ``server`` with ``env`` added; stopped (as ``systemctl stop`` does) when
-    the block ends."""
+def serving(server: PrefectServer, tmp_path: Path, jobs: str, ingest=ingest_moons, **env: str) -> Iterator[Served]:
+    """``graphlabel serve`` of ``jobs`` (``[[jobs]]`` tables) on a new store that ``ingest``
+    fills (the 200 moons), against ``server`` with ``env`` added; stopped (as ``systemctl
+    stop`` does) when the block ends."""
     store = str(tmp_path / "store")
-    ingest_moons(tmp_path, store)
+    ingest(tmp_path, store)
     config = tmp_path / "schedule.toml"
     config.write_text(f'store = "{store}"\n\n{jobs}')
     log = tmp_path / "serve.log"
@@ -211,3 +223,26 @@ def test_a_served_run_that_meets_an_expected_error_logs_it_once_without_a_crash_
     for text in ("Engine execution", "Traceback"):
         assert not any(text in message for message in logs), logs
         assert text not in said, said[-3000:]
+
+
+def test_a_served_labelling_no_better_than_a_guess_is_said_once_by_the_run(prefect_server, tmp_path):
+    """The run says a labelling no better than a guess in its log and report, its class
+    named. The solver's Python warning is left out of a served run's process: serve's output
+    showed it a second time, as Python prints it ("solvers/registry.py:96:
+    DegenerateLabelingWarning: mincut: class 1 ..." and the source line "return
+    function(problem, **params)")."""
+    job = '[[jobs]]\nname = "blob-mincut"\ndataset = "blob"\nsolver = "mincut"\nk = 5\ninterval = 15\n'
+    with serving(prefect_server, tmp_path, job, ingest=ingest_one_blob, PREFECT_RUNNER_POLL_FREQUENCY="2") as served:
+        deadline = time.monotonic() + SERVE_SECONDS
+        while time.monotonic() < deadline and "published the run's report" not in served.said():
+            time.sleep(2)
+            assert served.process.poll() is None, served.said()
+        time.sleep(2)  # the run's last lines
+    said = served.said()
+    assert "published the run's report" in said, said[-3000:]
+    lines = [line for line in said.splitlines() if "no better than guessing" in line]
+    assert len(lines) == 1, said[-3000:]
+    assert "| WARNING | Flow run 'blob · mincut" in lines[0], lines
+    assert "mincut: class 'b' takes 100.0% of the unlabelled nodes" in lines[0], lines
+    assert "DegenerateLabelingWarning" not in said, said[-3000:]
+    assert "return function(" not in said, said[-3000:]
