@@ -39,7 +39,7 @@ LIBRARY_NAMES = {"neo4j": "neo4j (Python driver)"}
 SHOWN_METRICS = ("class_counts", "mean_confidence", "holdout_accuracy", "n_unreachable", "confidence_histogram",
                  "n_holdout", "holdout_ece", "full_run_reason", "incremental", "n_labeled", "n_unlabeled",
                  "n_flagged", "unreached_share", "holdout_balanced_accuracy", "holdout_majority_class",
-                 "holdout_majority_accuracy", "holdout_classes", "run_warnings")
+                 "holdout_majority_accuracy", "holdout_classes", "run_warnings", "no_better_than_guessing")
 #: The names "other metrics" gives the metrics a person reads; a metric without one (a
 #: solver's own, ``solver_*``, or a stage time) is named from its key (``metric_name``).
 METRIC_NAMES = {
@@ -529,6 +529,8 @@ def headline_text(summary: Mapping[str, Any] | LabelRunRecord, named: bool = Tru
     if s["error"]:
         return f"{name}failed: {' '.join(s['error'].split())[:200]}"
     parts = []
+    if s["metrics"].get("no_better_than_guessing"):  # the run's warnings say it whole
+        parts.append(f"no better than guessing {s['metrics']['no_better_than_guessing']}")
     if s["holdout_accuracy"] is not None:
         parts.append(f"accuracy {s['holdout_accuracy']:.3f} on {_count(s['n_holdout'])} held-out labels")
     flagged = f"{MISSING} labels" if s["n_flagged"] is None else counted(s["n_flagged"], "label")

@@ -26,15 +26,23 @@ class Holdout:
     classes: np.ndarray
 
 
+def degenerate_findings(prediction: Prediction) -> list[dict]:
+    """The solver's findings that its labelling is no better than a guess: one per solver
+    batch that found so (``info["degenerate_batches"]``, classes of the whole problem), or
+    the whole graph's solve's own (``DEGENERATE_INFO``)."""
+    found = prediction.info.get("degenerate_batches")
+    if found is None:  # the whole graph in one solve
+        found = [prediction.info[key] for key in DEGENERATE_INFO if prediction.info.get(key)]
+    return list(found)
+
+
 def degenerate_note(exported: ExportedProblem, prediction: Prediction) -> list[str]:
     """The solver's finding that its labelling is no better than a guess (one class takes
     nearly every unlabelled node, or the given labels held out come back no more often than
     the largest class's share; ``solvers.degenerate_text``), its class named. Before, only
     the solver's Python warning said it: a run's report and log did not. Of a run solved in
     batches, the first batch found so, with its size and how many more were."""
-    found = prediction.info.get("degenerate_batches")
-    if found is None:  # the whole graph in one solve
-        found = [prediction.info[key] for key in DEGENERATE_INFO if prediction.info.get(key)]
+    found = degenerate_findings(prediction)
     if not found:
         return []
     first = found[0]
@@ -145,6 +153,9 @@ def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Hold
         "class_counts": {str(exported.classes[c]): int(n) for c, n in zip(names, counts)},
         "confidence_histogram": {f"{b / CONFIDENCE_BINS:.1f}-{(b + 1) / CONFIDENCE_BINS:.1f}": int(n)
                                  for b, n in enumerate(histogram)},
+        # the headline's first words when the solver found its labelling no better than a
+        # guess (degenerate_note says it whole): what is guessed, None when nothing was
+        "no_better_than_guessing": _guessed(exported, degenerate_findings(prediction)),
     }
     if holdout is not None and len(holdout.nodes):
         correct = labels[holdout.nodes] == holdout.classes
@@ -155,6 +166,14 @@ def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Hold
             **holdout_by_class(exported, labels[holdout.nodes], holdout),
         )
     return metrics
+
+
+def _guessed(exported: ExportedProblem, found: list[dict]) -> str | None:
+    """What a labelling no better than a guess guesses: the class that took the unlabelled
+    nodes (``'b'``), or the given labels' largest class; None without such a finding."""
+    if not found:
+        return None
+    return repr(str(exported.classes[found[0]["class"]])) if "class" in found[0] else "the largest class"
 
 
 def holdout_by_class(exported: ExportedProblem, predicted: np.ndarray, holdout: Holdout) -> dict:

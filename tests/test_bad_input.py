@@ -755,8 +755,10 @@ def test_09_a_solvers_warning_is_one_line_without_the_code_that_raised_it(tmp_pa
     from graphstore import open_store
 
     with open_store(store_path) as store:
-        kept = store.read_runs("blob", limit=1)["metrics"][0]["run_warnings"]
+        metrics = store.read_runs("blob", limit=1)["metrics"][0]
+    kept = metrics["run_warnings"]
     assert [warning for warning in kept if "no better than guessing" in warning] == [said[0].removeprefix("warning: ")]
+    assert metrics["no_better_than_guessing"] == "'b'"  # the headline's first words
 
 
 def test_09_a_sigma_that_zeroes_every_weight_is_said(tmp_path, store_path):

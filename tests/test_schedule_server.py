@@ -240,9 +240,10 @@ def test_a_served_labelling_no_better_than_a_guess_is_said_once_by_the_run(prefe
         time.sleep(2)  # the run's last lines
     said = served.said()
     assert "published the run's report" in said, said[-3000:]
-    lines = [line for line in said.splitlines() if "no better than guessing" in line]
+    lines = [line for line in said.splitlines() if "a labelling no better than guessing" in line]
     assert len(lines) == 1, said[-3000:]
     assert "| WARNING | Flow run 'blob · mincut" in lines[0], lines
     assert "mincut: class 'b' takes 100.0% of the unlabelled nodes" in lines[0], lines
+    assert "blob · mincut: no better than guessing 'b'; 0 labels flagged" in said, said[-3000:]  # the headline
     assert "DegenerateLabelingWarning" not in said, said[-3000:]
     assert "return function(" not in said, said[-3000:]
