@@ -401,7 +401,11 @@ def _metric(value: Any, name: str = "") -> str:
     return format_value(value)
 
 
-GRAPH_PARAMETERS = ("graph", "k", "metric", "weights", "delta", "sigma", "graph_built_at")
+#: The graph the run used, as its build recorded it (``flows.labelling.graph_used``), shown
+#: in their own table: the scale and the user's edges were among the parameters "as asked",
+#: though the record holds the ones used there.
+GRAPH_PARAMETERS = ("graph", "k", "metric", "weights", "scale", "delta", "sigma", "edges_type", "edges_property",
+                    "edges_weight", "graph_built_at")
 
 
 def metric_name(key: str) -> str:

@@ -210,13 +210,17 @@ def test_a_run_whose_process_was_found_gone_lasted_at_least_to_its_last_sign_of_
 
 
 def test_graph_and_other_metrics_are_named_and_rounded():
-    run = record(parameters={"graph": "knn", "k": 8, "sigma": 27.46446977460151,
+    run = record(parameters={"graph": "knn+edges:BOUGHT_WITH", "k": 8, "sigma": 27.46446977460151, "scale": "robust",
+                             "edges_type": "BOUGHT_WITH", "edges_weight": 0.5, "solver_params": {"gamma_g": 0.1},
                              "graph_built_at": "2026-11-24 20:25:43.863347"},
                  metrics={"n_components": 5, "n_solver_batches": 2, "unreached_share": 0.005463,
                           "incremental_solve_seconds": 0.0752, "solver_temperature": 0.40771234})
     sections = {title: rows for title, _, rows in report_sections(summarise_run(run))}
-    assert sections["graph used"] == [("graph", "knn"), ("k", "8"), ("sigma", "27.46"),
+    # the scale and the user's edges are the graph's, as used (they were among the parameters "as asked")
+    assert sections["graph used"] == [("graph", "knn+edges:BOUGHT_WITH"), ("k", "8"), ("scale", "robust"),
+                                      ("sigma", "27.46"), ("edges_type", "BOUGHT_WITH"), ("edges_weight", "0.5"),
                                       ("built at", "2026-11-24 20:25:43 UTC")]
+    assert dict(sections["parameters (as asked)"]) == {"solver_params.gamma_g": "0.1"}
     other = dict(sections["other metrics"])
     assert other == {"connected components": "5", "solver batches": "2", "incremental solve time": "0.075 s",
                      "solver: temperature": "0.4077"}  # unreached_share is the headline's coverage
