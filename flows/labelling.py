@@ -447,7 +447,10 @@ def _quiet_reported_warnings() -> None:
     guess: the run says it (``labelling.run_metrics.degenerate_note``), and serve's output
     showed it twice, the second time as Python prints it, with the file, line and source
     that raised it. The labelling flow called in a notebook or a script keeps the warning;
-    the CLI leaves it out itself."""
+    the CLI leaves it out itself. A run without a server is no deployment's, and imports no
+    Prefect for the question (``flows.direct``)."""
+    if not in_flow_run():
+        return
     from prefect.context import FlowRunContext
 
     context = FlowRunContext.get()
