@@ -173,8 +173,8 @@ def merge_predictions(problem: LabelProblem, plan: ComponentPlan,
     info = dict(first.info) if first is not None and len(solved) == 1 else {}
     info.pop("class_mass_weights", None)  # the merged scores are already on that scale
     # each batch's labelling no better than a guess, its class a class of the whole problem
-    info.pop("degenerate", None)
-    info.pop("no_better_than_majority", None)
+    for key in DEGENERATE_INFO:
+        info.pop(key, None)
     info["degenerate_batches"] = [_of_whole_problem(prediction.info[key], batch) for batch, prediction in solved
                                   for key in DEGENERATE_INFO if prediction.info.get(key)]
     # the far outliers a solver attached (harmonic's faint nodes), by node of the whole problem

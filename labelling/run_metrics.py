@@ -46,11 +46,10 @@ def degenerate_note(exported: ExportedProblem, prediction: Prediction) -> list[s
     if not found:
         return []
     first = found[0]
-    name = str(exported.classes[first["class"]]) if "class" in first else None
-    text = degenerate_text(prediction.method, first, name)
+    text = degenerate_text(prediction.method, first, _class_name(exported, first))
     batches = prediction.info.get("n_batches") or 1
     if batches > 1:
-        more = f", and {counted(len(found) - 1, 'more', 'more')} of the {batches:,} batches" if len(found) > 1 else ""
+        more = f", and {len(found) - 1:,} more of the {batches:,} batches" if len(found) > 1 else ""
         text = f"in a solver batch of {first['n_nodes']:,} nodes{more}: {text}"
     return [text.strip()]
 
@@ -168,12 +167,19 @@ def run_metrics(exported: ExportedProblem, prediction: Prediction, holdout: Hold
     return metrics
 
 
+def _class_name(exported: ExportedProblem, finding: dict) -> str | None:
+    """The name of the class a finding says took the unlabelled nodes; None for nmf's
+    held-out check, which names none."""
+    return str(exported.classes[finding["class"]]) if "class" in finding else None
+
+
 def _guessed(exported: ExportedProblem, found: list[dict]) -> str | None:
     """What a labelling no better than a guess guesses: the class that took the unlabelled
     nodes (``'b'``), or the given labels' largest class; None without such a finding."""
     if not found:
         return None
-    return repr(str(exported.classes[found[0]["class"]])) if "class" in found[0] else "the largest class"
+    name = _class_name(exported, found[0])
+    return "the largest class" if name is None else repr(name)
 
 
 def holdout_by_class(exported: ExportedProblem, predicted: np.ndarray, holdout: Holdout) -> dict:
