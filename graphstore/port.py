@@ -4,7 +4,6 @@ one set of checks on each); what crosses it is described in ``graphstore.schemas
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -255,18 +254,11 @@ class GraphStore(ABC):
             raise ValueError(graph.mixed_lengths(dataset))
         report("read features", graph.n_nodes, None, "nodes")
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
-        said_to_the_run = (similarity.LowRecallWarning, similarity.DegenerateWeightsWarning)
-        with warnings.catch_warnings(record=True) as caught:  # a search that found too few, weights that
-            for category in said_to_the_run:                   # say nothing: said to the run, in its words
-                warnings.simplefilter("always", category)
-            W, sigma = similarity.build_graph(graph.features, graph.labels, spec.with_encoding(encoding),
-                                              categories=graph.categories,
+        with similarity.collected_findings() as findings:  # low recall, weights that say nothing: said
+            W, sigma = similarity.build_graph(graph.features, graph.labels,  # to the run, in its words
+                                              spec.with_encoding(encoding), categories=graph.categories,
                                               on_progress=lambda step, done, total: report(step, done, total, "nodes"))
-        said = [f"the similarity graph of {dataset!r}: {w.message}" for w in caught
-                if issubclass(w.category, said_to_the_run)]
-        for other in caught:  # recording caught every warning: the others go on as they came
-            if not issubclass(other.category, said_to_the_run):
-                warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+        said = [f"the similarity graph of {dataset!r}: {finding}" for finding in findings]
         edges = edge_table(graph.keys, W)
         del W, graph  # the relationships are written from the edge table alone
         report("write relationships", 0, None, "relationships")

@@ -17,7 +17,7 @@ _HOMES = {
     "mincut3_graph": "cut_graphs", "delta_rule": "cut_graphs", "delta_rule_graph": "cut_graphs",
     "DELTA_RULES": "cut_graphs",
     "DegenerateWeightsWarning": "knn", "LowRecallWarning": "knn", "median_kth_distance": "knn",
-    "weights_problem": "knn", "shares_problem": "knn",
+    "weights_problem": "knn", "shares_problem": "knn", "collected_findings": "findings",
     "mutual_knn_graph": "paper_graphs", "directed_similarities": "paper_graphs",
     "build_graph": "build",
     "GraphSpec": "spec", "GRAPH_KINDS": "spec", "METRICS": "spec", "WEIGHTS": "spec", "SYMMETRISE": "spec",

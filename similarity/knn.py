@@ -9,13 +9,13 @@ memory beyond the index stays bounded.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from .findings import say
 from .spec import METRICS, SYMMETRISE, WEIGHTS
 
 #: How a search reports its steps: ``on_progress(step, done, total)`` ("kNN index", "kNN
@@ -449,7 +449,7 @@ def _default_search(Z: np.ndarray, k1: int, on_progress: Progress | None = None)
     if wider < MIN_RECALL:
         found += f", still below {MIN_RECALL:.0%}: features of high intrinsic dimension; an exact search" \
                  " (backend 'exact') finds them all at n² cost"
-    warnings.warn(found, LowRecallWarning, stacklevel=3)
+    say(LowRecallWarning(found), stacklevel=3)
     return dist, idx
 
 
@@ -602,7 +602,7 @@ def _weights_from(dist: np.ndarray, X: np.ndarray, rows, cols, metric, weights, 
 def _warn_if_degenerate(w: np.ndarray, sigma: float | None) -> None:
     problem = weights_problem(w, sigma)
     if problem is not None:
-        warnings.warn(problem, DegenerateWeightsWarning, stacklevel=3)
+        say(DegenerateWeightsWarning(problem), stacklevel=3)
 
 
 def symmetrise_graph(A: sp.spmatrix, how: str = "max") -> sp.csr_matrix:

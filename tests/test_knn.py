@@ -106,6 +106,36 @@ def test_weights_without_information_are_named_and_warned_about(rng):
         knn_graph(X, 5)  # the default σ never warns on ordinary data
 
 
+def test_collected_findings_are_this_threads_and_not_warned(rng):
+    """A build inside ``collected_findings`` hands its findings over instead of warning
+    them; a build in another thread meanwhile still warns (the store collects its own
+    build's findings for the run, graphstore.port)."""
+    import threading
+    import warnings
+
+    from similarity import DegenerateWeightsWarning, collected_findings
+
+    X = rng.normal(size=(60, 3))
+    elsewhere: list[type] = []
+
+    def other_thread() -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            knn_graph(X, 5, sigma=1e-3)
+        elsewhere.extend(warning.category for warning in caught)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateWeightsWarning)  # warned here, it would raise
+        with collected_findings() as found:
+            knn_graph(X, 5, sigma=1e4)
+            thread = threading.Thread(target=other_thread)
+            thread.start()
+            thread.join()
+    assert [type(finding) for finding in found] == [DegenerateWeightsWarning]
+    assert "above 0.999" in str(found[0])
+    assert DegenerateWeightsWarning in elsewhere  # not taken into this thread's list
+
+
 @pytest.mark.parametrize("shape", [(300, 16), (250, 64), (40, 2)])
 def test_the_numpy_search_finds_scikit_learns_neighbours(shape, rng, monkeypatch):
     """Small exact searches run in numpy (scikit-learn's import cost more than the search):

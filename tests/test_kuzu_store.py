@@ -5,6 +5,8 @@ made by older versions, the engine setting, the page pool. The promises every st
 are checked in tests/test_store_contract.py."""
 
 import re
+import threading
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +17,7 @@ from engines import DATABASE_FILE, ENGINE, IN_DEFAULT_PROCESS, run_on_the_other_
 from graphstore import LabelRunRecord, open_store
 from graphstore.kuzu_store import DEFAULT_ENGINE, ENGINES, engine_module
 from graphstore.schemas import NODE_SCHEMA
+from similarity.spec import GraphSpec
 
 #: The engine this process does not run on.
 OTHER = next(engine for engine in ENGINES if engine != ENGINE)
@@ -41,6 +44,37 @@ def test_bad_dataset_names_are_refused(embedded_store, name):
 def test_missing_columns_are_named(embedded_store):
     with pytest.raises(ValueError, match=r"lacks columns \['label'\]"):
         embedded_store.write_nodes("toy", pa.table({"key": ["a"], "features": [[1.0]]}))
+
+
+def test_build_edges_keeps_its_findings_when_another_thread_leaves_catch_warnings(embedded_store):
+    """Before Python 3.14 the state of ``warnings.catch_warnings`` is the process's: a thread
+    that left one while the port's builder recorded its warnings restored what it had seen,
+    and the build's finding went to stderr instead of the run's warnings (similarity.findings).
+    Neo4j's GDS build reports no step inside its build to leave at; its other graphs are this
+    builder's."""
+    keys = [f"n{i}" for i in range(60)]
+    embedded_store.write_nodes("toy", nodes(keys, ["x", "y"] + [None] * 58))
+    entered, leave, left = threading.Event(), threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        with warnings.catch_warnings():
+            entered.set()
+            leave.wait(60)
+        left.set()
+
+    def on_progress(stage: str, done: int, total: int | None, unit: str) -> None:
+        if stage.startswith("kNN") and not leave.is_set():
+            leave.set()  # the other thread leaves its catch_warnings inside the build
+            assert left.wait(60)
+
+    threading.Thread(target=other_thread, daemon=True).start()
+    assert entered.wait(60)
+    built = embedded_store.build_edges("toy", GraphSpec(k=5, sigma=1e3), on_progress)
+    assert leave.is_set()
+    assert left.is_set()
+    assert built.warnings == ("the similarity graph of 'toy': 100% of the Gaussian weights (σ = 1000) are above"
+                              " 0.999 (σ is far larger than the distances between neighbours: every edge weighs"
+                              " the same)",)
 
 
 # -- runs: stores made before run provenance -------------------------------------------------
