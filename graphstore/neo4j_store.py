@@ -82,7 +82,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -104,7 +104,7 @@ from .errors import NotFound, QueryFailed, StoreSetupError, StoreUnavailable, Wr
 from .explain import explanation, run_classes
 from .identifiers import check_identifier, render
 from .neo4j_config import Neo4jGraphConfig
-from .port import BuiltGraph, GraphStore, OnProgress, UserEdgesWritten
+from .port import BuiltGraph, GraphStore, OnProgress, UserEdgesWritten, no_progress
 from .queries import load_query, split_statements, user_statement
 from .runs import LabelRunRecord, check_status, naive_utc, runs_frame, runs_to_prune
 from .schemas import (
@@ -345,15 +345,18 @@ class Neo4jStore(GraphStore):
         return rows[0] if rows else None
 
     def sum_batches(self, name: str, keys: list[str], per_node: int, parameters: dict[str, Any],
-                    column: str) -> int:
+                    column: str, on_batch: Callable[[int], None] | None = None) -> int:
         """Run query ``name`` over ``keys`` in batches of nodes (``$keys``), sized so that a
         batch touches about ``batch_size`` relationships at ``per_node`` per node; one
-        managed transaction each. Returns the sum of ``column`` over the batches."""
+        managed transaction each, after which ``on_batch`` hears how many of the keys are
+        done. Returns the sum of ``column`` over the batches."""
         size = max(1, self.config.batch_size // max(int(per_node), 1))
         total = 0
         for start in range(0, len(keys), size):
             record = self._single(name, {**parameters, "keys": keys[start:start + size]})
             total += int(record[column]) if record is not None else 0
+            if on_batch is not None:
+                on_batch(min(start + size, len(keys)))
         return total
 
     def node_keys(self, dataset: str) -> list[str]:
@@ -375,11 +378,13 @@ class Neo4jStore(GraphStore):
                 f" own (GRAPHLABEL_NEO4J_RELATIONSHIP, default SIMILAR) and label over the user's"
                 f" relationships with --graph edges:TYPE[:WEIGHT_PROPERTY]")
 
-    def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10) -> int:
+    def delete_own_edges(self, dataset: str, keys: list[str] | None = None, per_node: int = 10,
+                         on_batch: Callable[[int], None] | None = None) -> int:
         """Delete the similarity relationships graphlabel created from the dataset's nodes
-        (the edge marker set), in batches of nodes; a user's relationships stay."""
+        (the edge marker set), in batches of nodes (``on_batch`` as ``sum_batches``'s); a
+        user's relationships stay."""
         keys = self.node_keys(dataset) if keys is None else keys
-        return self.sum_batches("delete_edges", keys, per_node, {"dataset": dataset}, "deleted")
+        return self.sum_batches("delete_edges", keys, per_node, {"dataset": dataset}, "deleted", on_batch)
 
     def _write_batches(self, name: str, table: pa.Table, parameters: dict[str, Any]) -> int:
         written = 0
@@ -708,13 +713,16 @@ class Neo4jStore(GraphStore):
         if not self._gds_builds(spec):
             return super().build_edges(dataset, spec, on_progress)
         k, metric, weights = spec.knn
+        report = on_progress or no_progress
         # the fit (neo4j_gds's docstring)
+        report("read features", 0, None, "nodes")
         graph = self.read_subgraph(dataset, with_features=True, with_edges=False)
         if graph.n_nodes and graph.features is None:
             raise ValueError(graph.mixed_lengths(dataset))
+        report("read features", graph.n_nodes, None, "nodes")
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
         return self.build_knn_edges(dataset, k=k, metric=metric, weights=weights, sigma=spec.sigma,
-                                    symmetrise=spec.symmetrise or "max", encoding=encoding)
+                                    symmetrise=spec.symmetrise or "max", encoding=encoding, on_progress=report)
 
     def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
         if not self._gds_builds(spec):
@@ -735,7 +743,8 @@ class Neo4jStore(GraphStore):
                         seed: int | None = None, deterministic: bool = False,
                         concurrency: int | None = None, sample_rate: float | None = None,
                         delta_threshold: float | None = None, max_iterations: int | None = None,
-                        symmetrise: str = "max", encoding: FeatureEncoding | None = None) -> BuiltGraph:
+                        symmetrise: str = "max", encoding: FeatureEncoding | None = None,
+                        on_progress: OnProgress | None = None) -> BuiltGraph:
         """Replace the dataset's similarity relationships with GDS kNN ones.
 
         Parameters
@@ -765,6 +774,8 @@ class Neo4jStore(GraphStore):
         encoding : FeatureEncoding, optional
             The fitted scaler and categorical vocabulary, applied in the projection
             (``similarity.encoding``); None: the features as stored.
+        on_progress : OnProgress, optional
+            Hears the build's stages (``neo4j_gds.build_knn`` names them).
 
         Returns
         -------
@@ -798,7 +809,7 @@ class Neo4jStore(GraphStore):
             raise ValueError("delta with scaled features is built locally (edge_builder='local'): the δ pruning"
                              " measures the stored features")
         return neo4j_gds.build_knn(self, dataset, k=int(k), metric=metric, weights=weights, sigma=sigma,
-                                   delta=delta, knn_options=options, encoding=encoding)
+                                   delta=delta, knn_options=options, encoding=encoding, on_progress=on_progress)
 
     def build_knn_edges_for(self, dataset: str, keys, *, k: int = 10, metric: str = "euclidean",
                             weights: str = "gaussian", sigma: float | None = None,

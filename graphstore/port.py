@@ -27,7 +27,7 @@ from .schemas import SubGraph, edge_table, edge_table_from_pairs
 OnProgress = Callable[[str, int, int | None, str], None]
 
 
-def _no_progress(stage: str, done: int, total: int | None, unit: str) -> None:
+def no_progress(stage: str, done: int, total: int | None, unit: str) -> None:
     return None
 
 
@@ -245,7 +245,7 @@ class GraphStore(ABC):
             return BuiltGraph(n_user, None)
         import similarity  # scikit-learn loads with it: only when a graph is built
 
-        report = on_progress or _no_progress
+        report = on_progress or no_progress
         report("read features", 0, None, "nodes")
         graph = self.read_subgraph(dataset, with_features=True, with_edges=False)
         if graph.n_nodes == 0:

@@ -777,6 +777,28 @@ def test_build_edges_says_when_the_gaussian_weights_say_nothing(store, dataset, 
     assert said in built.warnings[0]
 
 
+#: The stages a build reports, by store: the local builder's, and GDS's (neo4j_gds.build_knn).
+BUILD_STAGES = {"neo4j": ["read features", "delete relationships", "GDS projection", "GDS kNN", "set weights"]}
+
+
+def test_build_edges_reports_each_stage_to_its_end(store, dataset, digits):
+    """What the progress display shows of a build: a GDS build of 60,000 nodes showed
+    nothing for 37 s before it reported its stages."""
+    store.write_nodes(dataset, digits_nodes(digits[0][:200], digits[1][:200]))
+    heard: list[tuple[str, int, int | None, str]] = []
+    built = store.build_edges(dataset, GraphSpec(k=5), lambda *step: heard.append(step))
+    stages = list(dict.fromkeys(stage for stage, *_ in heard))
+    assert stages == BUILD_STAGES.get(store.dialect, ["read features", "kNN search", "write relationships"])
+    last = {stage: (done, total, unit) for stage, done, total, unit in heard}
+    assert last["read features"] == (200, None, "nodes")
+    for stage, (done, total, _) in last.items():
+        assert total is None or done == total, stage
+    edges = "GDS kNN" if store.dialect == "neo4j" else "write relationships"
+    assert last[edges] == (built.n_edges, None, "relationships")
+    firsts = [step for position, step in enumerate(heard) if step[0] not in {s for s, *_ in heard[:position]}]
+    assert all(done == 0 for _, done, _, _ in firsts)  # each stage is heard from its start
+
+
 def test_build_edges_on_an_empty_dataset_is_refused(store, dataset):
     with pytest.raises(NotFound, match=f"no dataset '{dataset}' in the store"):
         store.build_edges(dataset, GraphSpec(k=3))
