@@ -411,7 +411,13 @@ class Flow:
         return made
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.prefect(*args, **kwargs)
+        from prefect import tags
+
+        # a set of tags of the run's own: a labelling run adds its kind once it knows it
+        # (flows.labelling._name_the_run), and the caller's ``with tags(...)`` is left as it
+        # was for the runs after it
+        with tags():
+            return self.prefect(*args, **kwargs)
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__") or attribute in ("fn", "name", "_options", "data_errors", "_task_runner"):

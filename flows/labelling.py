@@ -843,7 +843,7 @@ def _name_the_run(kind: str) -> None:
         return
     run = context.flow_run
     name = f"{run.name} · {kind}"
-    tags = [kind if tag in ("full", "incremental") else tag for tag in run.tags]
+    tags = [*(tag for tag in run.tags if tag not in ("full", "incremental")), kind]
     try:
         with get_client(sync_client=True) as client:
             client.update_flow_run(run.id, name=name, tags=tags)
@@ -853,10 +853,10 @@ def _name_the_run(kind: str) -> None:
     run.name, run.tags = name, tags  # the run's logger reads them from here
     # the task runs from here on take their tags from the tags context, set before the run
     # knew its kind: the report's task run showed "incremental" on a full run's artifact page
+    # (the run's own set: flows.direct.Flow)
     current = TagsContext.get().current_tags
-    if current & {"full", "incremental"}:
-        current.difference_update({"full", "incremental"})
-        current.add(kind)
+    current.difference_update({"full", "incremental"})
+    current.add(kind)
 
 
 def _build_missing(store: GraphStore, dataset: str, recipe: GraphRequest, clock: StageClock) -> tuple[int, list[str]]:

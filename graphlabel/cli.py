@@ -500,7 +500,7 @@ def label(
 
     from flows.direct import prefect_api_configured, run_flow
     from flows.labelling import labelling_flow
-    from labelling.options import RunOptions, run_kind, run_tags
+    from labelling.options import RunOptions, asked_kind_tags, run_tags
     from similarity.spec import GraphRequest
     from solvers.problem import DegenerateLabelingWarning
 
@@ -535,7 +535,7 @@ def label(
                 cluster = dask_client(dask_address)
         full = full or rebuild_graph  # every node's relationships are new: an incremental run would ignore them
         with _progress(f"labelling {dataset!r} with {solver}...", quiet), cluster:
-            summary = run_flow(flow, run_tags(dataset, solver, run_kind(full, holdout)), _user_errors(),
+            summary = run_flow(flow, run_tags(dataset, solver, *asked_kind_tags(full, holdout)), _user_errors(),
                                dataset=dataset,
                                store_uri=store, solver=solver, solver_params=solver_params,
                                build_graph=rebuild_graph or graph is not None, graph=graph,

@@ -153,10 +153,11 @@ class Job:
 
     @property
     def tags(self) -> list[str]:
-        """The tags of the job's flow runs, as the CLI gives its own runs, and ``scheduled``."""
-        from labelling.options import run_kind, run_tags
+        """The tags of the job's flow runs, as the CLI gives its own runs, and ``scheduled``
+        (an incremental job's runs tag themselves: ``asked_kind_tags``)."""
+        from labelling.options import asked_kind_tags, run_tags
 
-        return run_tags(self.dataset, self.solver, run_kind(bool(self.full), self.holdout or 0.0), "scheduled")
+        return run_tags(self.dataset, self.solver, *asked_kind_tags(bool(self.full), self.holdout or 0.0), "scheduled")
 
     def graph_request(self) -> GraphRequest:
         """The graph this job's runs ask for (``labelling_flow`` makes the same of its

@@ -27,6 +27,15 @@ def run_tags(dataset: str, *what: str) -> list[str]:
     return ["graphlabel", dataset, *what]
 
 
+def asked_kind_tags(full: bool, holdout_fraction: float) -> tuple[str, ...]:
+    """The kind tag a labelling run starts with: ``full`` when asked for, none otherwise.
+    Whether a run asked to be incremental is one is known only once it has read the store
+    (a first run, or a changed graph, falls back to full): the run tags itself then
+    (``flows.labelling._name_the_run``), and a run that failed before never claims to have
+    been incremental (a misspelt dataset's failed run was tagged so)."""
+    return ("full",) if run_kind(full, holdout_fraction) == "full" else ()
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The options of one labelling run.

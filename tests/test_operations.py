@@ -195,11 +195,17 @@ def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store, c
     # nor its log lines (they said 'digits · harmonic · incremental' above "full run: ...")
     from prefect import get_client, tags
 
+    from labelling.options import asked_kind_tags, run_tags
+    from labelling.problems import NoSuchDataset
+
     store_path, _ = digits_store
     caplog.set_level(logging.INFO, logger="prefect.flow_runs")
-    with tags("graphlabel", "digits", "harmonic", "incremental"):  # as the CLI tags it
+    with tags(*run_tags("digits", "harmonic", *asked_kind_tags(False, 0.0))) as asked:  # as the CLI tags it
         first = labelling_flow("digits", store_uri=store_path, publish=False)
         again = labelling_flow("digits", store_uri=store_path, publish=False)
+    assert asked == {"digits", "graphlabel", "harmonic"}  # each run tagged its kind on a set of its own
+    with tags(*run_tags("digitz", "harmonic")), pytest.raises(NoSuchDataset, match="no dataset 'digitz'"):
+        labelling_flow("digitz", store_uri=store_path, publish=False)  # a misspelt name: it never knew
     named = {record.getMessage().split(":")[0]: getattr(record, "flow_run_name", None) for record in caplog.records
              if record.getMessage().startswith(("full run:", "incremental run:"))}
     assert named == {"full run": "digits · harmonic · full", "incremental run": "digits · harmonic · incremental"}
@@ -211,6 +217,10 @@ def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store, c
     assert first_run.name == "digits · harmonic · full"
     assert sorted(first_run.tags) == ["digits", "full", "graphlabel", "harmonic"]
     assert again_run.name == "digits · harmonic · incremental"  # it was one
+    assert sorted(again_run.tags) == ["digits", "graphlabel", "harmonic", "incremental"]
+    with get_client(sync_client=True) as client:
+        failed = client.read_flow_run(_newest_run_id(client, "digitz · harmonic", "FAILED"))
+    assert sorted(failed.tags) == ["digitz", "graphlabel", "harmonic"]  # it was tagged incremental
 
 
 # Counts, in a fresh interpreter, the windows in which a module records the warnings of

@@ -189,7 +189,7 @@ def test_an_interval_job_becomes_an_interval_deployment():
     (schedule_,) = made.schedules
     assert schedule_.schedule.interval.total_seconds() == 90
     assert schedule_.schedule.timezone == "UTC"
-    assert made.tags == ["graphlabel", "products", "harmonic", "incremental", "scheduled"]
+    assert made.tags == ["graphlabel", "products", "harmonic", "scheduled"]  # its runs tag their kind
     assert "every 90 s" in made.description
     assert "incremental" in made.description
 
