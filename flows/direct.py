@@ -332,6 +332,7 @@ class _DataErrorsInOneLine(logging.Filter):
             if record.getMessage() == ENGINE_EXIT_LINE:
                 return False
             record.exc_info, record.exc_text = None, None
+            setattr(record, EXPECTED_ERROR_MARK, True)  # for the console's filter, which no longer sees the error
         return True
 
 
@@ -340,6 +341,9 @@ class _DataErrorsInOneLine(logging.Filter):
 #: an expected error it is dropped: under the run's one error line it read as a crash of
 #: graphlabel, under another name (the run's random one). A bug keeps it, with its traceback.
 ENGINE_EXIT_LINE = "Engine execution exited with unexpected exception"
+
+#: The attribute ``_DataErrorsInOneLine`` sets on a record whose error it took off.
+EXPECTED_ERROR_MARK = "graphlabel_expected_error"
 
 
 _DATA_ERRORS_IN_ONE_LINE = _DataErrorsInOneLine()
@@ -435,25 +439,32 @@ def subflow(flow_: Flow, *args: Any, **kwargs: Any) -> Any:
     return flow_(*args, **kwargs) if in_flow_run() else flow_.fn(*args, **kwargs)
 
 
-class _WithoutTraceback(logging.Filter):
-    """Drops the traceback of an expected error (bad input, no labels) from the records a
-    console handler prints; the server's copy of the log keeps it."""
+class _ExpectedErrorsLeftToTheCaller(logging.Filter):
+    """Leaves out of a console handler the records of an expected error (bad input, no
+    labels: ``expected``, or the data's fault as ``_DataErrorsInOneLine`` marked it): the
+    flow engine's "Encountered exception during execution: ..." and a task's "Task run
+    failed with exception: ...". The run's "Finished in state Failed(...)" line names the
+    error and the caller says it in one line: with a server, a newcomer read the same
+    error three times in a row. The server's copy of the log keeps them (the run's Logs
+    tab); a bug's records stay, with their traceback; a retry's notice has no error and
+    stays."""
 
     def __init__(self, expected: tuple[type[BaseException], ...]) -> None:
         super().__init__()
         self.expected = expected
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], self.expected):
-            record.exc_info, record.exc_text = None, None
-        return True
+        if getattr(record, EXPECTED_ERROR_MARK, False):
+            return False
+        return not (record.exc_info and isinstance(record.exc_info[1], self.expected))
 
 
 def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[BaseException], ...] = (),
              **parameters: Any) -> Any:
     """Run ``flow_``: as a Prefect flow run tagged ``run_tags`` when a server is configured,
     else its function directly (module docstring). Errors of the ``expected`` types are the
-    caller's to say in one line: Prefect's console log shows them without a traceback."""
+    caller's to say in one line: Prefect's console log leaves out its records of them
+    (``_ExpectedErrorsLeftToTheCaller``)."""
     keep_lost_stops()
     if not prefect_api_configured():
         return flow_.fn(**parameters)
@@ -461,7 +472,7 @@ def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[Bas
     from prefect.logging.handlers import PrefectConsoleHandler
 
     consoles = [handler for handler in logging.getLogger().handlers if isinstance(handler, PrefectConsoleHandler)]
-    quiet = _WithoutTraceback(expected)
+    quiet = _ExpectedErrorsLeftToTheCaller(expected)
     for handler in consoles:
         handler.addFilter(quiet)
     try:

@@ -199,16 +199,6 @@ def _in_command_line_words(error: Exception) -> str:
     return str(error)
 
 
-def _quiet_expected_errors() -> None:
-    """Keep the tracebacks of expected errors off the console once a flow module (and so
-    Prefect's logging) is loaded: the command's last line says what went wrong."""
-    if "prefect" not in sys.modules:  # no flow has run, or none will (no server): nothing to quiet
-        return
-    from graphlabel.console import hide_expected_tracebacks
-
-    hide_expected_tracebacks(_user_errors())
-
-
 def _store_errors():
     """What a command that reads or writes a named node or run says in one line."""
     from graphstore.errors import NotFound
@@ -252,8 +242,6 @@ def demo(
         RunOptions(solver)
     except ValueError as error:
         _fail(str(error), code=2)
-    _quiet_expected_errors()
-
     with _one_line_errors(), _progress("running the labelling flow on the digits...", quiet):
         # "full": the demo's labelling run (a subflow, tagged as its parent) relabels every node
         result = run_flow(demo_flow, run_tags(DATASET, solver, "full", "demo"), _user_errors(), store_uri=store,
@@ -308,8 +296,6 @@ def ingest(
     from flows.labelling import ingest_flow
     from labelling.options import run_tags
     from labelling.records import NoValidRecords
-
-    _quiet_expected_errors()
 
     if features is None and categorical is None and text is None:
         _fail("ingest needs --features (numeric columns), --categorical (categorical ones) or --text (a text"
@@ -398,7 +384,6 @@ def ingest_edges(
     from flows.user_edges import NoValidEdges, ingest_edges_flow
     from labelling.options import run_tags
 
-    _quiet_expected_errors()
     with _one_line_errors():
         with console.status(f"ingesting the {edge_type} edges of {file} into {dataset!r}..."):
             summary = run_flow(ingest_edges_flow, run_tags(dataset, "ingest-edges"),
@@ -440,8 +425,6 @@ def build_graph(
     from flows.labelling import build_graph_flow
     from labelling.options import run_tags
     from similarity.spec import GraphRequest
-
-    _quiet_expected_errors()
 
     try:  # checked before the flow starts, as label's options: a bad option is no failed flow run
         GraphRequest(graph, k, metric, weights, delta, sigma, edges_weight, scale, search)
@@ -504,7 +487,6 @@ def label(
     from similarity.spec import GraphRequest
     from solvers.problem import DegenerateLabelingWarning
 
-    _quiet_expected_errors()
     # the run says a labelling no better than a guess itself, in its log, record and report,
     # and so among this command's warnings (labelling.run_metrics.degenerate_note): once
     warnings.filterwarnings("ignore", category=DegenerateLabelingWarning)
@@ -954,7 +936,6 @@ def export(
         _fail(problem, code=2)
     if target.exists() and not overwrite:
         _fail(f"{target} exists: --overwrite replaces it, or --output names another file")
-    _quiet_expected_errors()
     with _one_line_errors():
         try:
             summary = run_flow(export_flow, run_tags(dataset, "export"), _store_errors(), dataset=dataset,

@@ -1033,6 +1033,8 @@ def test_17_expected_conditions_end_with_one_clear_line_and_no_traceback(tmp_pat
         lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
         assert done.returncode != 0, (case, done.stdout, done.stderr)
         assert "Traceback" not in done.stdout + done.stderr, (case, done.stderr)
+        # the run's "Finished in state Failed(...)" and the last line say it: not a third time
+        assert "Encountered exception" not in done.stdout + done.stderr, (case, done.stderr)
         assert done.stderr.strip().splitlines()[-1].startswith("error: "), (case, done.stderr)
         assert lines[-1].startswith("error: "), (case, lines[-3:])
         assert "hunter2" not in done.stdout + done.stderr

@@ -289,6 +289,33 @@ def test_a_server_is_configured_by_the_environment_or_a_profile(tmp_path):
     assert configured(tmp_path, PREFECT_PROFILE="other") == (False, True)
 
 
+def test_the_console_leaves_an_expected_errors_records_to_the_command():
+    """With a server, a newcomer read an expected error three times: Prefect's "Encountered
+    exception", its "Finished in state Failed(...)" and the command's own line. The console
+    keeps the last two; a bug's record and a retry's notice stay."""
+    import logging
+
+    from flows.direct import _DATA_ERRORS_IN_ONE_LINE, _ExpectedErrorsLeftToTheCaller, _log_in_one_line
+    from labelling.problems import NotEnoughLabels
+
+    _log_in_one_line((NotEnoughLabels,))
+    console = _ExpectedErrorsLeftToTheCaller((FileNotFoundError, NotEnoughLabels))
+
+    def record(message: str, error: BaseException | None, level: int = logging.ERROR) -> logging.LogRecord:
+        return logging.LogRecord("prefect.flow_runs", level, __file__, 1, message, None,
+                                 None if error is None else (type(error), error, None))
+
+    assert not console.filter(record("Encountered exception during execution", FileNotFoundError("no such file")))
+    data_error = record("Task run failed with exception: NotEnoughLabels('one class')", NotEnoughLabels("one class"))
+    assert _DATA_ERRORS_IN_ONE_LINE.filter(data_error)  # the run's logger takes its error off first
+    assert data_error.exc_info is None
+    assert not console.filter(data_error)  # and marks it
+    assert console.filter(record("Encountered exception during execution", ZeroDivisionError("a bug")))
+    assert console.filter(record("Task run failed with exception: StoreUnavailable() - Retry 1/3 will start in 2 s",
+                                 None, logging.INFO))
+    assert console.filter(record("Finished in state Failed('...')", None, logging.INFO))
+
+
 def test_the_engines_exit_line_is_dropped_for_an_expected_error_and_kept_for_a_bug():
     """The filter on Prefect's run loggers: an expected error's record loses its traceback,
     and the engine's own line about it goes; a bug's records keep both (the served run's
