@@ -233,7 +233,6 @@ def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights
     check_features(store, dataset, keys)
     store.check_edges_owned(dataset)
     n = len(keys)
-    report("delete relationships", 0, n, "nodes")
     store.delete_own_edges(dataset, keys, per_node=k,
                            on_batch=lambda done: report("delete relationships", done, n, "nodes"))
     config = knn_config(store, k, metric, **knn_options)
@@ -245,14 +244,12 @@ def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights
     written = int(result["written"]) if result else 0
     report("GDS kNN", written, None, "relationships")
     if delta is not None:
-        report("prune relationships", 0, n, "nodes")
         written -= store.sum_batches("gds_prune_edges", keys, k, {"dataset": dataset, "metric": metric,
                                                                   "max_distance": float(delta)}, "deleted",
                                      lambda done: report("prune relationships", done, n, "nodes"))
     if weights == "gaussian" and sigma is None:
         record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
         sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
-    report("set weights", 0, n, "nodes")
     set_weights(store, dataset, keys, k, metric, weights, sigma,
                 on_batch=lambda done: report("set weights", done, n, "nodes"))
     said = weights_said(store, dataset, sigma) if weights == "gaussian" and sigma is not None else ()

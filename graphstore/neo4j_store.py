@@ -348,10 +348,13 @@ class Neo4jStore(GraphStore):
                     column: str, on_batch: Callable[[int], None] | None = None) -> int:
         """Run query ``name`` over ``keys`` in batches of nodes (``$keys``), sized so that a
         batch touches about ``batch_size`` relationships at ``per_node`` per node; one
-        managed transaction each, after which ``on_batch`` hears how many of the keys are
-        done. Returns the sum of ``column`` over the batches."""
+        managed transaction each. ``on_batch`` hears how many of the keys are done: 0
+        before the first batch (a stage shown from its start), then after each. Returns
+        the sum of ``column`` over the batches."""
         size = max(1, self.config.batch_size // max(int(per_node), 1))
         total = 0
+        if on_batch is not None:
+            on_batch(0)
         for start in range(0, len(keys), size):
             record = self._single(name, {**parameters, "keys": keys[start:start + size]})
             total += int(record[column]) if record is not None else 0

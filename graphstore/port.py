@@ -254,8 +254,9 @@ class GraphStore(ABC):
             raise ValueError(graph.mixed_lengths(dataset))
         report("read features", graph.n_nodes, None, "nodes")
         encoding = FeatureEncoding.fit(graph.features, graph.categories, spec.scale)
-        with similarity.collected_findings() as findings:  # low recall, weights that say nothing: said
-            W, sigma = similarity.build_graph(graph.features, graph.labels,  # to the run, in its words
+        # low recall, weights that say nothing: said to the run, in its words
+        with similarity.collected_findings() as findings:
+            W, sigma = similarity.build_graph(graph.features, graph.labels,
                                               spec.with_encoding(encoding), categories=graph.categories,
                                               on_progress=lambda step, done, total: report(step, done, total, "nodes"))
         said = [f"the similarity graph of {dataset!r}: {finding}" for finding in findings]

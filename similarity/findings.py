@@ -6,8 +6,9 @@ state is the process's, not the thread's. A run builds its graph in a task's thr
 other threads enter and leave ``catch_warnings`` too (Prefect's, a library's import); one
 that leaves inside the build's window restores the state it saw, and the build's findings
 go to stderr instead of the run's warnings (the same race once lost a solver's warning:
-``flows.artifacts.plot_png``). A ``ContextVar`` belongs to the thread (and asyncio task) that set it, which
-is what Python 3.14's ``context_aware_warnings`` flag later gave ``catch_warnings`` itself.
+``flows.artifacts.plot_png``). A ``ContextVar`` belongs to the thread (and asyncio task)
+that set it, which is what Python 3.14's ``context_aware_warnings`` flag later gave
+``catch_warnings`` itself.
 """
 
 from __future__ import annotations
