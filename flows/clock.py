@@ -30,3 +30,9 @@ class StageClock:
         """Report the last stage, ``stage``, as ``name``: a stage named by what it turned
         out to be."""
         self.seconds[name] = self.seconds.pop(stage)
+
+    def split(self, stage: str, parts: dict[str, float]) -> None:
+        """Report stage ``stage`` as the ``parts`` it was made of, in its place: a stage
+        timed whole by its caller and in parts inside."""
+        self.seconds = {name: seconds for old, total in self.seconds.items()
+                        for name, seconds in (parts.items() if old == stage else [(old, total)])}

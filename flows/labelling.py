@@ -909,6 +909,7 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
             clock.rename("incremental", "check_changes")
         reason = "; ".join(reasons) or None
         if changed is not None:
+            clock.split("incremental", changed.timings)  # where an incremental run's time went
             prediction = changed.prediction
             if len(changed.keys):
                 prediction = _pool_copies(changed.exported, prediction,

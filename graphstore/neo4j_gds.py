@@ -1,9 +1,13 @@
 """kNN relationships built inside Neo4j by the Graph Data Science plugin (GDS 2.13).
 
 ``build_knn`` replaces a dataset's similarity relationships with ``gds.knn.write`` on a
-Cypher projection of its nodes' features; ``build_knn_for`` adds relationships from some
-nodes only (incremental runs) with ``gds.knn.filtered.write``. ``Neo4jStore`` calls them
-for ``build_knn_edges`` / ``build_knn_edges_for``.
+Cypher projection of its nodes' features; ``Neo4jStore.build_knn_edges`` calls it.
+Incremental runs add the new nodes' relationships with the port's exact search over the
+features the run has already read (``GraphStore.add_knn_edges``), not with GDS filtered
+kNN: at 60,000 nodes, the filtered call (``gds.knn.filtered.write``, with the projection
+of every node it needs) took 14.1 s for 100 new nodes and found 77% of their 10 nearest,
+against 1.4 s and all of them (2,000 new: 14.8 s and 97% against 2.7 s; ``python -m
+bench neo4j_incremental --against CHECKOUT``, bench/results/neo4j_incremental.md).
 
 Decisions, and why
 ------------------
@@ -33,14 +37,14 @@ Decisions, and why
   costs its own relationships; a ``LIMIT`` loop over the dataset would scan the emptied
   nodes again on every batch, quadratic in the dataset.
 - Version: GDS 2.13 is the line for Neo4j 5.26 and the one the live suite runs; the
-  projection's ``targetNodeProperties: null`` and filtered kNN outside alpha are what
-  older lines lack or spell otherwise. ``MIN_GDS_VERSION`` is checked before anything is
+  projection's ``targetNodeProperties: null`` is what older lines lack or spell
+  otherwise. ``MIN_GDS_VERSION`` is checked before anything is
   deleted; so is the plugin's presence.
 - Determinism: GDS accepts ``randomSeed`` only with ``concurrency=1``; a seed, or
   ``deterministic=True`` (seed 0 unless given), sets both.
 - Scaling and categorical columns (``similarity.encoding``): the fitted numbers go into
   the projection query as parameters (``(x - center) / width`` and one indicator per
-  vocabulary entry, gds_project*.neo4j.cypher), so GDS measures the encoded vectors and
+  vocabulary entry, gds_project.neo4j.cypher), so GDS measures the encoded vectors and
   no scaled copy of the features is written to the nodes (a second property to keep in
   step with every ingest). The weights follow from GDS's scores (gds_set_weights), which
   are then scores of the encoded vectors too. The fit reads the dataset's features once
@@ -73,8 +77,6 @@ from .schemas import SubGraph
 MIN_GDS_VERSION = (2, 13, 0)
 KNN_METRICS = {"euclidean": "EUCLIDEAN", "cosine": "COSINE"}
 KNN_WEIGHTS = ("gaussian", "cosine", "binary", "similarity")
-#: Labels the incremental projection gives (in the projection only, never stored).
-NEW_LABEL, ANY_LABEL = "GraphlabelNew", "GraphlabelNode"
 READ = "r"
 
 
@@ -147,7 +149,7 @@ def check_knn_spec(k: Any, metric: str, weights: str) -> None:
 def knn_config(store: Neo4jSession, k: int, metric: str, *, seed: int | None = None,
                deterministic: bool = False, concurrency: int | None = None,
                **optional: float | int | None) -> dict[str, Any]:
-    """The ``gds.knn(.filtered).write`` configuration map: topK, the features property and
+    """The ``gds.knn.write`` configuration map: topK, the features property and
     its metric, where to write (the relationship type and the edge marker), and the
     optional settings given (camelCase names, GDS's defaults otherwise)."""
     if concurrency is not None and concurrency < 1:
@@ -160,7 +162,7 @@ def knn_config(store: Neo4jSession, k: int, metric: str, *, seed: int | None = N
         concurrency = 1
     config: dict[str, Any] = {
         "topK": int(k),
-        # the projected property is always "features" (gds_project*.neo4j.cypher)
+        # the projected property is always "features" (gds_project.neo4j.cypher)
         "nodeProperties": {"features": KNN_METRICS[metric]},
         "writeRelationshipType": store.config.relationship,
         "writeProperty": store.config.edge_marker,
@@ -266,29 +268,6 @@ def weights_said(store: Neo4jSession, dataset: str, sigma: float) -> tuple[str, 
     n = int(record["n"])
     problem = shares_problem(record["near_one"] / n, record["near_zero"] / n, record["lowest"] == 1.0, float(sigma))
     return (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
-
-
-def build_knn_for(store: Neo4jSession, dataset: str, keys: list[str], *, k: int, metric: str,
-                  weights: str, sigma: float | None, knn_options: dict[str, Any],
-                  encoding: FeatureEncoding | None = None) -> int:
-    """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
-    nodes, added next to the existing ones (nothing is deleted); returns how many."""
-    gds_version(store)
-    # a node without a complete feature vector is not projected; filtered kNN refuses a
-    # source label that no projected node has, so such nodes are left out here (they get
-    # no relationships and no label, as in a full build)
-    record = store._single("keys_with_features", {"dataset": dataset, "keys": list(keys)}, READ)
-    keys = list(record["keys"]) if record is not None else []
-    if not keys:
-        return 0
-    store.check_edges_owned(dataset)  # filtered kNN would write into a user's relationship type
-    config = knn_config(store, k, metric, **knn_options)
-    config.update(sourceNodeFilter=NEW_LABEL, targetNodeFilter=ANY_LABEL)
-    with projection(store, "gds_project_new", dataset, new_keys=list(keys),
-                    **encoding_parameters(encoding)) as graph_name:
-        result = store._autocommit("gds_knn_filtered_write", {"graph_name": graph_name, "config": config})
-    set_weights(store, dataset, keys, k, metric, weights, sigma)
-    return int(result["written"]) if result else 0
 
 
 def set_weights(store: Neo4jSession, dataset: str, keys: list[str], k: int, metric: str, weights: str,

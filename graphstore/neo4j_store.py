@@ -47,9 +47,10 @@ Open decisions and the choices made here
   one relationship per row, as given.
 - Edge builder, chosen explicitly with ``Neo4jGraphConfig.edge_builder``: with ``"gds"``
   (default) ``build_edges`` builds kNN graphs with GDS kNN in the database
-  (``build_knn_edges``) and ``add_knn_edges`` with GDS filtered kNN; with ``"local"``, and
-  for every other kind of graph (δ-graphs, the papers' graphs), the port's default builds
-  them with ``similarity`` and writes them with ``replace_edges`` / ``add_edges``.
+  (``build_knn_edges``); with ``"local"``, and for every other kind of graph (δ-graphs,
+  the papers' graphs), the port's default builds them with ``similarity`` and writes
+  them with ``replace_edges``. An incremental run's new nodes are searched locally with
+  either builder (below).
 - GDS kNN (weights, δ-graphs, determinism, version and presence checks, the projection's
   life): see graphstore/neo4j_gds.py. Its weights are the local builder's (Gaussian by
   default, as in the flows), computed exactly from kNN's score, the σ
@@ -65,11 +66,11 @@ Open decisions and the choices made here
   LocalDateTime (UTC, no zone), as in the Kùzu store.
 - Incremental runs (graphstore/changes.py, flows/incremental.py): ``write_nodes`` sends
   each row's content hash and sets ``updated_at`` only where the stored hash differs (two
-  SET clauses: the first reads the old hash). New nodes get relationships from GDS
-  filtered kNN (``build_knn_edges_for``: the new nodes carry a label in the projection
-  only, used as ``sourceNodeFilter``; nothing is deleted) or from ``add_edges`` (MERGE
-  batches). The build parameters live on a ``GraphBuild`` node (fixed label, keyed by
-  dataset name).
+  SET clauses: the first reads the old hash). New nodes get relationships to their exact
+  nearest, found on the features the run read (the port's ``add_knn_edges``; GDS
+  filtered kNN was slower and missed neighbours, neo4j_gds.py) and written with
+  ``add_edges`` (MERGE batches); nothing is deleted. The build parameters live on a
+  ``GraphBuild`` node (fixed label, keyed by dataset name).
 - Runs of one dataset: a server serves every host's runs, so a build or labelling run
   holds the dataset's lease (a ``GraphlabelLease`` node, graphstore/neo4j_lease.py) and a
   second one waits; two builds at once left both graphs in the store.
@@ -120,7 +121,6 @@ from .schemas import (
     check_endpoints,
     check_limit,
     conform_table,
-    edge_table_from_pairs,
     subgraph_from_tables,
 )
 from .secrets import (
@@ -503,8 +503,7 @@ class Neo4jStore(GraphStore):
 
     def read_subgraph(self, dataset: str, with_features: bool = True, with_edges: bool = True) -> SubGraph:
         check_dataset_name(dataset)
-        name = "read_nodes" if with_features else "read_nodes_without_features"
-        node_columns = self._single(name, {"dataset": dataset}, READ)
+        nodes = self._node_table(dataset, with_features)
         edge_columns = (self._single("read_edges", {"dataset": dataset}, READ) if with_edges
                         else {"source": [], "target": [], "weight": []})
         if edge_columns is not None and edge_columns.get("unweighted"):
@@ -512,6 +511,18 @@ class Neo4jStore(GraphStore):
                 f"the similarity graph of dataset {dataset!r} is half built ({edge_columns['unweighted']}"
                 f" relationships without a {self.config.weight!r}: a graph build stopped before it"
                 f" finished); build it again (graphlabel build-graph, or label --rebuild-graph)")
+        edges = pa.table({
+            "source": pa.array(edge_columns["source"], pa.string()),
+            "target": pa.array(edge_columns["target"], pa.string()),
+            "weight": pa.array(edge_columns["weight"], pa.float64()),
+        })
+        return subgraph_from_tables(nodes, edges)
+
+    def _node_table(self, dataset: str, with_features: bool) -> pa.Table:
+        """The dataset's nodes as ``subgraph_from_tables`` takes them: key, label, the
+        optional columns, and the features (null where a node has none) when asked."""
+        name = "read_nodes" if with_features else "read_nodes_without_features"
+        node_columns = self._single(name, {"dataset": dataset}, READ)
         if node_columns["keyless"]:
             raise ValueError(f"{node_columns['keyless']} nodes of dataset {dataset!r} have no key"
                              f" property {self.config.key!r}")
@@ -534,12 +545,7 @@ class Neo4jStore(GraphStore):
             has_features = pa.array(node_columns["has_features"], pa.bool_())
             columns["features"] = pa.compute.if_else(has_features, features,
                                                      pa.scalar(None, pa.list_(pa.float64())))
-        edges = pa.table({
-            "source": pa.array(edge_columns["source"], pa.string()),
-            "target": pa.array(edge_columns["target"], pa.string()),
-            "weight": pa.array(edge_columns["weight"], pa.float64()),
-        })
-        return subgraph_from_tables(pa.table(columns), edges)
+        return pa.table(columns)
 
     def count_nodes(self, dataset: str) -> int:
         check_dataset_name(dataset)
@@ -727,18 +733,22 @@ class Neo4jStore(GraphStore):
         return self.build_knn_edges(dataset, k=k, metric=metric, weights=weights, sigma=spec.sigma,
                                     symmetrise=spec.symmetrise or "max", encoding=encoding, on_progress=report)
 
-    def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
-        if not self._gds_builds(spec):
-            return super().add_knn_edges(dataset, graph, new, spec)
-        keys = graph.keys[np.asarray(new)]
-        k, metric, weights = spec.knn
-        self.build_knn_edges_for(dataset, keys, k=k, metric=metric, weights=weights, sigma=spec.sigma,
-                                 encoding=spec.encoding)
-        # the relationships GDS wrote, read back by key: the new nodes had none before
-        fresh = self.read_subgraph(dataset, with_features=False)
-        touches = np.isin(fresh.keys, keys)
-        added = touches[fresh.source] | touches[fresh.target]
-        return edge_table_from_pairs(fresh.keys, fresh.source[added], fresh.target[added], fresh.weight[added])
+    def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec,
+                      on_progress: OnProgress | None = None) -> pa.Table:
+        """The port's exact search (GDS's kNN builds graphs, not this: neo4j_gds.py says
+        why), and nodes a user created in Neo4j without features (the embedded store's
+        ingest makes none) neither searched for nor among: as a GDS build's projection
+        leaves them out, they get no relationships and so no label."""
+        lengths = graph.feature_lengths
+        if graph.features is None and lengths is not None and len(np.unique(lengths[lengths > 0])) == 1:
+            # the features of the others, read again (SubGraph keeps none of mixed lengths):
+            # only on a dataset that holds such nodes
+            nodes = self._node_table(dataset, with_features=True)
+            nodes = nodes.filter(pa.compute.greater(pa.compute.list_value_length(nodes.column("features")), 0))
+            complete = subgraph_from_tables(nodes, EDGE_SCHEMA.empty_table())
+            position = pd.Index(complete.keys).get_indexer(pd.Index(graph.keys[np.asarray(new)]))
+            return super().add_knn_edges(dataset, complete, position[position >= 0], spec, on_progress)
+        return super().add_knn_edges(dataset, graph, new, spec, on_progress)
 
     def build_knn_edges(self, dataset: str, *, k: int = 10, metric: str = "euclidean",
                         weights: str = "gaussian", sigma: float | None = None,
@@ -813,36 +823,6 @@ class Neo4jStore(GraphStore):
                              " measures the stored features")
         return neo4j_gds.build_knn(self, dataset, k=int(k), metric=metric, weights=weights, sigma=sigma,
                                    delta=delta, knn_options=options, encoding=encoding, on_progress=on_progress)
-
-    def build_knn_edges_for(self, dataset: str, keys, *, k: int = 10, metric: str = "euclidean",
-                            weights: str = "gaussian", sigma: float | None = None,
-                            similarity_cutoff: float | None = None, seed: int | None = None,
-                            deterministic: bool = False, concurrency: int | None = None,
-                            sample_rate: float | None = None, delta_threshold: float | None = None,
-                            max_iterations: int | None = None, encoding: FeatureEncoding | None = None) -> int:
-        """Relationships from the nodes ``keys`` to their k nearest among all the dataset's
-        nodes, with GDS filtered kNN, added next to the existing ones (incremental runs).
-
-        ``gds.knn.filtered.write`` with ``sourceNodeFilter`` the label ``GraphlabelNew``,
-        given in the projection to the nodes ``keys`` only, and ``targetNodeFilter``
-        ``GraphlabelNode`` (every projected node; gds_project_new.neo4j.cypher). Nothing
-        is deleted. Weights as ``build_knn_edges``, ``"gaussian"`` with the ``sigma`` the
-        graph was built with (required), distances in the recorded ``encoding`` (not
-        refitted). Returns the relationships written.
-        """
-        check_dataset_name(dataset)
-        keys = [str(key) for key in (keys.tolist() if hasattr(keys, "tolist") else keys)]
-        neo4j_gds.check_knn_spec(k, metric, weights)
-        if weights == "gaussian" and (sigma is None or not sigma > 0):
-            raise ValueError("weights='gaussian' needs the sigma the existing graph was built with")
-        options: dict[str, Any] = dict(seed=seed, deterministic=deterministic, concurrency=concurrency,
-                                       similarity_cutoff=similarity_cutoff, sample_rate=sample_rate,
-                                       delta_threshold=delta_threshold, max_iterations=max_iterations)
-        neo4j_gds.knn_config(self, k, metric, **options)
-        if not keys:
-            return 0
-        return neo4j_gds.build_knn_for(self, dataset, keys, k=int(k), metric=metric, weights=weights,
-                                       sigma=sigma, knn_options=options, encoding=encoding)
 
     def dataset_lease(self, dataset: str, holder: str) -> contextlib.AbstractContextManager[None]:
         return neo4j_lease.dataset_lease(self._single, dataset, holder, lock_timeout_from_env())

@@ -267,28 +267,35 @@ class GraphStore(ABC):
         report("write relationships", written, None, "relationships")
         return BuiltGraph(written, sigma, tuple(said), encoding)
 
-    def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec) -> pa.Table:
+    def add_knn_edges(self, dataset: str, graph: SubGraph, new: np.ndarray, spec: GraphSpec,
+                      on_progress: OnProgress | None = None) -> pa.Table:
         """Relationships from the nodes at positions ``new`` of ``graph`` (the dataset as
         just read, features included) to their ``spec.k`` nearest among all its nodes,
         weighted as ``spec`` says (Gaussian with ``spec.sigma``, the recorded σ), measured
         on the features as ``spec.encoding`` (the recorded scaler and vocabulary, not
         refitted) encodes them, added next to the existing ones (incremental runs: nothing
-        is deleted). Returns the added edges (``EDGE_SCHEMA``, by key).
+        is deleted). Steps ``find neighbours`` and ``write relationships`` go to
+        ``on_progress``. Returns the added edges (``EDGE_SCHEMA``, by key).
 
-        This default finds them here (``similarity.knn_edges_for``) and calls
-        ``add_edges``; Neo4j with GDS overrides it (filtered kNN on the server).
+        Found here (``similarity.knn_edges_for``: exact below ``EXACT_MAX_PAIRS``) on the
+        features already read, on every store, then written with ``add_edges``.
         """
         import similarity
 
         if graph.features is None:
             raise ValueError(graph.mixed_lengths(dataset))
+        report = on_progress or no_progress
         new = np.asarray(new)
         k, metric, weights = spec.knn
         encoding = spec.encoding or FeatureEncoding()
+        report("find neighbours", 0, len(new), "nodes")
         X = encoding.transform(graph.features, graph.categories)
         source, target, weight = similarity.knn_edges_for(X[new], X, new, k, metric, weights, spec.sigma)
+        report("find neighbours", len(new), len(new), "nodes")
         edges = edge_table_from_pairs(graph.keys, source, target, weight)
+        report("write relationships", 0, edges.num_rows, "relationships")
         self.add_edges(dataset, edges)
+        report("write relationships", edges.num_rows, edges.num_rows, "relationships")
         return edges
 
     # -- the user's own edges (graphstore/user_edges.py) -----------------------------------

@@ -103,8 +103,8 @@ def test_vote_categorical_on_neo4j_gds_one_hot_and_mincut3_hamming(neo4j_env, da
     print(f"vote on Neo4j, 400 rows: accuracy on the unlabelled {accuracy}")
     assert accuracy["mincut3"] > 0.85
     assert accuracy["knn"] > 0.85
-    # new entities with values the graph knows: GDS filtered kNN on their one-hot, in the
-    # recorded vocabulary (gds_project_new.neo4j.cypher)
+    # new entities with values the graph knows: their nearest on the one-hot, in the
+    # recorded vocabulary
     labelling_flow(dataset=dataset, store_uri=neo4j_env, graph="knn", full=True, publish=False)
     known = frame.iloc[400:420]
     ingest_flow(source=_csv(known, tmp_path, "known"), dataset=dataset, key="id", features=None,

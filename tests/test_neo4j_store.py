@@ -478,9 +478,7 @@ def gds_store(config=None, version="2.13.9", written=40, keys=("k0", "k1", "k2")
     driver.answers[store.cypher("feature_lengths")] = [{"length": 3, "nodes": len(keys)}]
     driver.answers[store.cypher("unowned_edges")] = [{"unowned": unowned}]
     driver.answers[store.cypher("gds_knn_write")] = [{"written": written}]
-    driver.answers[store.cypher("gds_knn_filtered_write")] = [{"written": written}]
     driver.answers[store.cypher("gds_edge_scale")] = [{"sigma": 2.5}]
-    driver.answers[store.cypher("keys_with_features")] = lambda p: [{"keys": p["keys"]}]
     return store, driver
 
 
@@ -493,9 +491,8 @@ def schema_statements(store) -> int:
 
 def queries_sent(store, driver, start=None):
     names = {store.cypher(name): name for name in (
-        "gds_version", "node_keys", "unowned_edges", "delete_edges", "gds_project", "gds_project_new",
-        "gds_knn_write", "gds_knn_filtered_write", "gds_drop", "gds_prune_edges", "gds_edge_scale",
-        "gds_set_weights", "keys_with_features", "feature_lengths")}
+        "gds_version", "node_keys", "unowned_edges", "delete_edges", "gds_project", "gds_knn_write", "gds_drop",
+        "gds_prune_edges", "gds_edge_scale", "gds_set_weights", "feature_lengths", "add_edges")}
     start = schema_statements(store) if start is None else start
     return [names.get(call.query, call.query) for call in driver.calls[start:]]
 

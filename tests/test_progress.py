@@ -219,3 +219,29 @@ def test_the_cli_says_each_stage_on_stderr_and_nothing_with_quiet(tmp_path):
     assert results(label.stdout) == results(label_quiet.stdout)
     assert results(label.stdout)[0] == (f"labelled {ROWS:,} nodes of 'blobs' with harmonic (60 given labels,"
                                         " 0 flagged as noisy), run ID")
+
+
+def test_an_incremental_run_says_its_stages_and_times_them_by_name(tmp_path):
+    """An incremental run on Neo4j at 60,000 nodes said nothing for 18 s, and its time per
+    stage was one line, "incremental": it says each stage now, and names them."""
+    store = str(tmp_path / "store")
+    common = ("--dataset", "blobs", "--key", "id", "--features", "x*", "--label", "label", "--store", store)
+    graphlabel("ingest", str(blobs(tmp_path / "first.parquet")), *common, cwd=tmp_path)
+    first = graphlabel("label", "--dataset", "blobs", "--store", store, cwd=tmp_path)
+    assert "read changes" not in first.stderr  # a first run reads no changes: it is full
+    more = pd.read_parquet(blobs(tmp_path / "more.parquet", n=40, labelled=4, seed=1))
+    more["id"] = [f"m{i}" for i in range(40)]
+    more.to_parquet(tmp_path / "more.parquet", index=False)
+    graphlabel("ingest", str(tmp_path / "more.parquet"), *common, cwd=tmp_path)
+    again = graphlabel("label", "--dataset", "blobs", "--store", store, cwd=tmp_path)
+    lines = again.stderr.splitlines()
+    for stage, count, unit in (("read changes", f"{ROWS + 40:,}", "nodes"), ("find neighbours", "40", "nodes"),
+                               ("write relationships", r"[\d,]+", "relationships"),
+                               ("solve \\(harmonic\\)", r"[\d,]+", "nodes"), ("write back", r"[\d,]+", "nodes")):
+        assert any(re.fullmatch(rf"{stage}: {count} {unit} in \d+\.\d s.*", line) for line in lines), \
+            (stage, again.stderr)
+    assert "incremental run: 40 changed nodes (40 new)" in again.stdout
+    table = again.stdout[again.stdout.index("time per stage"):]
+    stages = re.findall(r"│ (\w+)\s+│", table)
+    assert stages == ["read_changes", "graph_parameters", "add_edges", "select_region", "export", "solve",
+                      "write_back", "record_run"], table
