@@ -45,6 +45,7 @@ from labelling.records import (
     WRONG_LENGTH,
     NoValidRecords,
     ParsedRecords,
+    check_source,
     first_reasons,
     given_label_counts,
     in_input_order,
@@ -237,6 +238,7 @@ def ingest_flow(source: str, dataset: str, key: str, features: str | None, label
     of reason), ``rejects_file``, and what the file did to the dataset's given labels
     (``labelling.records.label_changes`` and ``replaced_reviews``)."""
     check_dataset_name(dataset)
+    check_source(source)  # before the store is created
     rejects = Path(rejects_path) if rejects_path else Path(f"{dataset}.rejects.csv")
     with open_store(store_uri, create=True) as store:
         # rows must have the length the dataset's nodes already have (the most common one,

@@ -295,7 +295,7 @@ def ingest(
     from flows.direct import run_flow
     from flows.labelling import ingest_flow
     from labelling.options import run_tags
-    from labelling.records import NoValidRecords
+    from labelling.records import NoValidRecords, check_source
 
     if features is None and categorical is None and text is None:
         _fail("ingest needs --features (numeric columns), --categorical (categorical ones) or --text (a text"
@@ -307,6 +307,7 @@ def ingest(
         if not all(allowed):
             _fail(f"--classes takes non-empty labels separated by commas, got {classes!r}", code=2)
     with _one_line_errors():
+        check_source(file)  # said here too: a run started for a misspelt path fails in the dashboard
         try:
             with _progress(f"ingesting {file} into {dataset!r}...", quiet):
                 summary = run_flow(ingest_flow, run_tags(dataset, "ingest"), _user_errors(), source=file,

@@ -277,6 +277,14 @@ class InputTable:
     rejects: pd.DataFrame
 
 
+def check_source(source: str | Path | pd.DataFrame) -> None:
+    """``FileNotFoundError`` naming a source file that is not there: said before a store
+    is created or a run started for it (an ingest of a misspelt path made an empty store
+    and, with a Prefect server, a failed run)."""
+    if not isinstance(source, pd.DataFrame) and not Path(source).is_file():
+        raise FileNotFoundError(f"no such file: {source}")
+
+
 def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
                encoding: str = "utf-8", text: str | None = None) -> InputTable:
     """Load records; key and label columns are read as text so '007' stays '007'.
@@ -286,9 +294,8 @@ def read_table(source: str | Path | pd.DataFrame, key: str, label: str | None,
     if isinstance(source, pd.DataFrame):
         frame = source.reset_index(drop=True)
         return _with_row_keys(InputTable(frame, np.arange(len(frame)), no_rejects()), key)
+    check_source(source)
     path = Path(source)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         frame = pd.read_parquet(path)

@@ -103,6 +103,26 @@ def test_14_a_refused_dataset_name_never_reaches_prefect(tmp_path, store_path):
         assert flow_runs_tagged(client, "base14\n") == []
 
 
+@pytest.mark.usefixtures("prefect_harness")
+def test_14_a_missing_file_is_said_before_a_store_or_a_run_is_made(tmp_path, store_path):
+    """A misspelt path made an empty store (a newcomer's first command: the default
+    ./.graphlabel) and, with a server, a failed run in the dashboard."""
+    from prefect import get_client
+
+    from flows.labelling import ingest_flow
+
+    done = cli_process("ingest", tmp_path / "nope.csv", "--dataset", "nofile14", "--key", "id", "--features", "x*",
+                       "--store", store_path, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"error: no such file: {tmp_path / 'nope.csv'}", done.stderr
+    assert not Path(store_path).exists()
+    with get_client(sync_client=True) as client:
+        assert flow_runs_tagged(client, "nofile14") == []
+    with pytest.raises(FileNotFoundError, match="no such file"):  # the flow from Python, as it says it
+        ingest_flow(str(tmp_path / "nope.csv"), "nofile14", "id", "x*", store_uri=store_path)
+    assert not Path(store_path).exists()
+
+
 def test_14_every_identifier_check_matches_the_whole_name():
     from graphstore import check_dataset_name
     from graphstore.identifiers import check_identifier
