@@ -69,6 +69,7 @@ Decisions the issue leaves open, and what this module does
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -268,7 +269,8 @@ def _nothing_changed(changes: ChangeSet, classes: np.ndarray, solver: str, n_cha
 
 
 def label_changed(store: GraphStore, dataset: str, options: RunOptions, request: GraphRequest | None = None,
-                  reasons: list[str] | None = None) -> IncrementalResult | None:
+                  reasons: list[str] | None = None,
+                  on_extending: Callable[[], None] | None = None) -> IncrementalResult | None:
     """Label what changed since the last run, on the region it reaches.
 
     Parameters
@@ -284,6 +286,10 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
     reasons : list, optional
         Where to append, when the result is None, why the run must be full (for the
         run's record and log).
+    on_extending : callable, optional
+        Called once the graph is known to extend, before the new nodes' edges are added:
+        from there the run is incremental unless its region holds fewer than two classes
+        (the flow names its run there, not after the write-back).
 
     Returns
     -------
@@ -322,6 +328,8 @@ def label_changed(store: GraphStore, dataset: str, options: RunOptions, request:
         return None
     n_changed = int(changes.changed.sum())
     n_new = int(changes.new.sum())
+    if on_extending is not None:
+        on_extending()
     with clock("add_edges"), stage_progress() as steps:
         changes, touched, n_added = connect_new_nodes(store, dataset, changes, spec, steps)
     with clock("select_region"):

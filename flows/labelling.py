@@ -834,17 +834,21 @@ def _name_the_run(kind: str) -> None:
     (``kind`` "incremental") or fell back to a full one ("full"; the log line after says why),
     from here on, the lines it logs included: it was named "incremental" from the start, and
     its log said so above a "full run" line while the runs list showed it as full (a
-    newcomer's walk). Cosmetic: a failure to rename is a warning, never the run's end."""
+    newcomer's walk). Named incremental once its graph extends (``label_changed``'s
+    ``on_extending``), not after its write-back (a UI walk: six of its eight task runs
+    had no kind), it is renamed full if it falls back; full is final. Cosmetic: a failure
+    to rename is a warning, never the run's end."""
     if not in_flow_run():
         return
     from prefect import get_client
     from prefect.context import FlowRunContext, TagsContext
 
     context = FlowRunContext.get()
-    if context is None or context.flow_run is None or context.flow_run.name.endswith((" · full", " · incremental")):
-        return
+    if context is None or context.flow_run is None or context.flow_run.name.endswith((" · full", f" · {kind}")):
+        return  # a full run stays full
     run = context.flow_run
-    name = f"{run.name} · {kind}"
+    # named incremental once its graph extends, a run can still fall back to full
+    name = f"{run.name.removesuffix(' · incremental')} · {kind}"
     tags = [*(tag for tag in run.tags if tag not in ("full", "incremental")), kind]
     try:
         with get_client(sync_client=True) as client:
@@ -906,7 +910,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
     if not options.full and reason is None:
         reasons: list[str] = []
         with clock("incremental"):
-            changed = label_changed(store, dataset, options, request, reasons=reasons)
+            changed = label_changed(store, dataset, options, request, reasons=reasons,
+                                    on_extending=lambda: _name_the_run("incremental"))
         if changed is None:  # not an incremental run after all: a full run's report showed "incremental"
             clock.rename("incremental", "check_changes")
         reason = "; ".join(reasons) or None
@@ -918,7 +923,6 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
                                           _copy_groups(store, dataset, changed.exported), notes)
                 with clock("write_back"):
                     write_back(store, dataset, changed.exported, prediction, run_id, changed.read_at)
-            _name_the_run("incremental")
             # the solve's own line counts the region and its class anchors: say how the two meet
             # (a UI walk read "solved 101 nodes" beside "99 nodes relabelled with 59 fixed")
             anchors = changed.problem.problem.n_nodes - changed.n_region
@@ -927,8 +931,8 @@ def _label(store: GraphStore, dataset: str, options: RunOptions, request: GraphR
                               counted(changed.n_changed, "changed node"), f"{changed.n_new:,}",
                               counted(changed.n_edges_added, "edge"), counted(changed.n_region, "node"),
                               f"{changed.n_boundary:,}", solved)
-            return changed.exported, prediction, None, {**changed.summary(), **{
-                f"incremental_{stage}_seconds": seconds for stage, seconds in changed.timings.items()}}, notes
+            # its stages' seconds are the run's timings (split above), not metrics again
+            return changed.exported, prediction, None, changed.summary(), notes
     # labelled_at is when the data was read, not when the answer was written: an entity
     # ingested while the graph was built or the solver ran is then newer than its label,
     # and the next incremental run picks it up

@@ -410,8 +410,8 @@ GRAPH_PARAMETERS = ("graph", "k", "metric", "weights", "scale", "delta", "sigma"
 
 def metric_name(key: str) -> str:
     """The name a report gives the metric ``key``: its ``METRIC_NAMES`` entry, else the key
-    in words (``solver_amg_fallbacks``: "solver: amg fallbacks", the solver's own number;
-    ``incremental_solve_seconds``: "incremental solve time", shown in seconds)."""
+    in words (``solver_amg_fallbacks``: "solver: amg fallbacks", the solver's own number; a
+    key ending ``_seconds`` is a time, shown in seconds)."""
     if key in METRIC_NAMES:
         return METRIC_NAMES[key]
     if "." in key:  # a mapping's entry (``_flatten_values``): ``auto_scores.lcsnc``

@@ -218,6 +218,14 @@ def test_an_incremental_run_that_fell_back_to_full_is_named_full(digits_store, c
     assert sorted(first_run.tags) == ["digits", "full", "graphlabel", "harmonic"]
     assert again_run.name == "digits · harmonic · incremental"  # it was one
     assert sorted(again_run.tags) == ["digits", "graphlabel", "harmonic", "incremental"]
+    # named so once its graph extends, not after its write-back: the task runs from there on say it
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[again_run.id])))
+    kinds = {run.name.split("[")[0]: "incremental" in run.tags for run in task_runs}
+    assert kinds["read-changes"] is False, kinds
+    assert kinds["add-edges"], kinds
     with get_client(sync_client=True) as client:
         failed = client.read_flow_run(_newest_run_id(client, "digitz · harmonic", "FAILED"))
     assert sorted(failed.tags) == ["digitz", "graphlabel", "harmonic"]  # it was tagged incremental
