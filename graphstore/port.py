@@ -274,7 +274,7 @@ class GraphStore(ABC):
         weighted as ``spec`` says (Gaussian with ``spec.sigma``, the recorded σ), measured
         on the features as ``spec.encoding`` (the recorded scaler and vocabulary, not
         refitted) encodes them, added next to the existing ones (incremental runs: nothing
-        is deleted). Steps ``find neighbours`` and ``write relationships`` go to
+        is deleted). Steps ``kNN search`` and ``write relationships`` go to
         ``on_progress``. Returns the added edges (``EDGE_SCHEMA``, by key).
 
         Found here (``similarity.knn_edges_for``: exact below ``EXACT_MAX_PAIRS``) on the
@@ -288,10 +288,10 @@ class GraphStore(ABC):
         new = np.asarray(new)
         k, metric, weights = spec.knn
         encoding = spec.encoding or FeatureEncoding()
-        report("find neighbours", 0, len(new), "nodes")
+        report("kNN search", 0, len(new), "nodes")
         X = encoding.transform(graph.features, graph.categories)
         source, target, weight = similarity.knn_edges_for(X[new], X, new, k, metric, weights, spec.sigma)
-        report("find neighbours", len(new), len(new), "nodes")
+        report("kNN search", len(new), len(new), "nodes")
         edges = edge_table_from_pairs(graph.keys, source, target, weight)
         report("write relationships", 0, edges.num_rows, "relationships")
         self.add_edges(dataset, edges)

@@ -654,7 +654,7 @@ def test_neo4j_new_nodes_get_their_exact_neighbours_without_gds_and_bare_nodes_n
     distance = np.linalg.norm(X[[keys.index(r["source"]) for r in sent]] - X[[keys.index(r["target"]) for r in sent]],
                               axis=1)
     np.testing.assert_allclose([r["weight"] for r in sent], np.exp(-distance ** 2 / (2 * 2.0 ** 2)))
-    assert [step[0] for step in steps] == ["find neighbours", "find neighbours", "write relationships",
+    assert [step[0] for step in steps] == ["kNN search", "kNN search", "write relationships",
                                            "write relationships"]
     assert steps[1][1:3] == (3, 3)
     assert steps[3][1] == steps[3][2] == edges.num_rows

@@ -235,7 +235,7 @@ def test_an_incremental_run_says_its_stages_and_times_them_by_name(tmp_path):
     graphlabel("ingest", str(tmp_path / "more.parquet"), *common, cwd=tmp_path)
     again = graphlabel("label", "--dataset", "blobs", "--store", store, cwd=tmp_path)
     lines = again.stderr.splitlines()
-    for stage, count, unit in (("read changes", f"{ROWS + 40:,}", "nodes"), ("find neighbours", "40", "nodes"),
+    for stage, count, unit in (("read changes", f"{ROWS + 40:,}", "nodes"), ("kNN search", "40", "nodes"),
                                ("write relationships", r"[\d,]+", "relationships"),
                                ("solve \\(harmonic\\)", r"[\d,]+", "nodes"), ("write back", r"[\d,]+", "nodes")):
         assert any(re.fullmatch(rf"{stage}: {count} {unit} in \d+\.\d s.*", line) for line in lines), \
