@@ -459,6 +459,29 @@ class _ExpectedErrorsLeftToTheCaller(logging.Filter):
         return not (record.exc_info and isinstance(record.exc_info[1], self.expected))
 
 
+class _RunsByTheirLastName(logging.Filter):
+    """Gives a console record of a flow run the name the run's records last carried: a
+    run renamed on its way (``flows.labelling._name_the_run``: "d · harmonic · full")
+    ended on Prefect's "Flow run 'd · harmonic' - Finished in state ..." under lines of
+    its new name, the engine's logger having fixed the name when the run began. A name
+    is only ever lengthened there, so only a record whose name the last one extends is
+    renamed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_names: dict[Any, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        run, name = getattr(record, "flow_run_id", None), getattr(record, "flow_run_name", None)
+        if run is not None and isinstance(name, str):
+            last = self.last_names.get(run, name)
+            if last != name and last.startswith(name):
+                record.flow_run_name = last
+            else:
+                self.last_names[run] = name
+        return True
+
+
 def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[BaseException], ...] = (),
              **parameters: Any) -> Any:
     """Run ``flow_``: as a Prefect flow run tagged ``run_tags`` when a server is configured,
@@ -472,12 +495,14 @@ def run_flow(flow_: Flow, run_tags: Iterable[str] = (), expected: tuple[type[Bas
     from prefect.logging.handlers import PrefectConsoleHandler
 
     consoles = [handler for handler in logging.getLogger().handlers if isinstance(handler, PrefectConsoleHandler)]
-    quiet = _ExpectedErrorsLeftToTheCaller(expected)
+    filters = (_ExpectedErrorsLeftToTheCaller(expected), _RunsByTheirLastName())
     for handler in consoles:
-        handler.addFilter(quiet)
+        for console_filter in filters:
+            handler.addFilter(console_filter)
     try:
         with tags(*run_tags):
             return flow_(**parameters)
     finally:
         for handler in consoles:
-            handler.removeFilter(quiet)
+            for console_filter in filters:
+                handler.removeFilter(console_filter)

@@ -316,6 +316,28 @@ def test_the_console_leaves_an_expected_errors_records_to_the_command():
     assert console.filter(record("Finished in state Failed('...')", None, logging.INFO))
 
 
+def test_a_renamed_runs_last_line_carries_its_new_name():
+    """Prefect's engine fixes a run's name in its logger when the run begins: a run named
+    "d · harmonic · full" on its way ended with "Flow run 'd · harmonic' - Finished in
+    state ..." on the console."""
+    import logging
+
+    from flows.direct import _RunsByTheirLastName
+
+    console = _RunsByTheirLastName()
+
+    def record(run: str, name: str) -> logging.LogRecord:
+        made = logging.LogRecord("prefect.flow_runs", logging.INFO, __file__, 1, "a line", None, None)
+        made.flow_run_id, made.flow_run_name = run, name
+        return made
+
+    lines = [record("r1", "d · harmonic"), record("r1", "d · harmonic · full"), record("r2", "e · nmf"),
+             record("r1", "d · harmonic"), record("r2", "e · nmf"), record("r1", "other")]
+    assert all(console.filter(line) for line in lines)  # it drops nothing
+    assert [line.flow_run_name for line in lines] == [
+        "d · harmonic", "d · harmonic · full", "e · nmf", "d · harmonic · full", "e · nmf", "other"]
+
+
 def test_the_engines_exit_line_is_dropped_for_an_expected_error_and_kept_for_a_bug():
     """The filter on Prefect's run loggers: an expected error's record loses its traceback,
     and the engine's own line about it goes; a bug's records keep both (the served run's
