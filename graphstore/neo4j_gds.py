@@ -38,8 +38,8 @@ Decisions, and why
   nodes again on every batch, quadratic in the dataset.
 - Version: GDS 2.13 is the line for Neo4j 5.26 and the one the live suite runs; the
   projection's ``targetNodeProperties: null`` is what older lines lack or spell
-  otherwise. ``MIN_GDS_VERSION`` is checked before anything is
-  deleted; so is the plugin's presence.
+  otherwise. ``MIN_GDS_VERSION`` is checked before anything is deleted; so is the
+  plugin's presence.
 - Determinism: GDS accepts ``randomSeed`` only with ``concurrency=1``; a seed, or
   ``deterministic=True`` (seed 0 unless given), sets both.
 - Scaling and categorical columns (``similarity.encoding``): the fitted numbers go into
@@ -252,8 +252,10 @@ def build_knn(store: Neo4jSession, dataset: str, *, k: int, metric: str, weights
     if weights == "gaussian" and sigma is None:
         record = store._single("gds_edge_scale", {"dataset": dataset, "metric": metric}, READ)
         sigma = float(record["sigma"]) if record is not None and record["sigma"] else 1.0
-    set_weights(store, dataset, keys, k, metric, weights, sigma,
-                on_batch=lambda done: report("set weights", done, n, "nodes"))
+    store.sum_batches("gds_set_weights", keys, k, {
+        "dataset": dataset, "metric": metric, "weights": weights,
+        "sigma": float(sigma) if sigma is not None and sigma > 0 else 1.0}, "weighted",
+        lambda done: report("set weights", done, n, "nodes"))
     said = weights_said(store, dataset, sigma) if weights == "gaussian" and sigma is not None else ()
     return BuiltGraph(written, float(sigma) if weights == "gaussian" and sigma is not None else None, said,
                       encoding=encoding)
@@ -268,12 +270,3 @@ def weights_said(store: Neo4jSession, dataset: str, sigma: float) -> tuple[str, 
     n = int(record["n"])
     problem = shares_problem(record["near_one"] / n, record["near_zero"] / n, record["lowest"] == 1.0, float(sigma))
     return (f"the similarity graph of {dataset!r}: {problem}",) if problem else ()
-
-
-def set_weights(store: Neo4jSession, dataset: str, keys: list[str], k: int, metric: str, weights: str,
-                sigma: float | None, on_batch: Callable[[int], None] | None = None) -> int:
-    """Set ``weight`` on the marked relationships without one, from the nodes ``keys``
-    (``on_batch`` as ``Neo4jStore.sum_batches``'s)."""
-    return store.sum_batches("gds_set_weights", keys, k, {
-        "dataset": dataset, "metric": metric, "weights": weights,
-        "sigma": float(sigma) if sigma is not None and sigma > 0 else 1.0}, "weighted", on_batch)
